@@ -1,0 +1,1 @@
+"""Hidden graders, the isolated runner, batch grading and reports (instructor side)."""
