@@ -1,0 +1,134 @@
+"""Points and visibility of every grader test, validated from `grader/points.yaml`.
+
+One place decides what each test is worth and who sees it: `grade`, the
+nbgrader course and the Gradescope bundle all read this file through
+`load_points()`. Tests are keyed by exercise (module stem, e.g. "ex4_gae"),
+by kind ("hidden": `grader/hidden/test_<stem>.py`; "public":
+`ppo_course/public_tests/test_<stem>.py`, the subset students run with
+`ppo-course check`) and by test function name.
+
+In the YAML a test is either a number (its points, default visibility for its
+kind) or a mapping `{points: 2, visibility: visible, tags: [...]}`.
+Visibility values are Gradescope's: hidden, after_due_date, after_published,
+visible. Hidden tests default to "after_published": the student sees their
+name, points and diagnosis once grades are out, never their inputs; public
+tests default to "visible".
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+POINTS_FILE = Path(__file__).with_name("points.yaml")
+
+# The seven exercise modules of the contract, in teaching order.
+EXERCISES: tuple[str, ...] = (
+    "ex1_ratio",
+    "ex2_clipped_loss",
+    "ex3_full_loss",
+    "ex4_gae",
+    "ex5_rollout_buffer",
+    "ex6_kl_reward",
+    "ex7_ppo_step",
+)
+
+Visibility = Literal["hidden", "after_due_date", "after_published", "visible"]
+Kind = Literal["hidden", "public"]
+DEFAULT_VISIBILITY: dict[str, Visibility] = {"hidden": "after_published", "public": "visible"}
+
+
+class TestPoints(BaseModel):
+    """What one test is worth (points ≥ 0) and who sees it."""
+
+    __test__ = False  # not a pytest class despite the name
+    model_config = ConfigDict(extra="forbid")
+
+    points: float = Field(ge=0)
+    visibility: Visibility | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+def _expand(tests: object) -> object:
+    """Accept `name: 2` as shorthand for `name: {points: 2}`."""
+    if isinstance(tests, dict):
+        return {k: ({"points": v} if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+                for k, v in tests.items()}
+    return tests
+
+
+class ExercisePoints(BaseModel):
+    """The tests of one exercise, hidden and public, with their points."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+    hidden: dict[str, TestPoints] = Field(default_factory=dict)
+    public: dict[str, TestPoints] = Field(default_factory=dict)
+
+    _expand_hidden = field_validator("hidden", "public", mode="before")(lambda cls, v: _expand(v))
+
+    @model_validator(mode="after")
+    def _names_are_tests(self) -> "ExercisePoints":
+        for kind in ("hidden", "public"):
+            for name in getattr(self, kind):
+                if not name.startswith("test_"):
+                    raise ValueError(f"{kind} test {name!r}: pytest test names start with 'test_'")
+        return self
+
+    def entry(self, kind: Kind, name: str) -> TestPoints:
+        """The entry of one test. Raises KeyError naming the test when it is not configured."""
+        table = getattr(self, kind)
+        if name not in table:
+            raise KeyError(f"{kind} test {name!r} has no entry in grader/points.yaml")
+        return table[name]
+
+    def visibility(self, kind: Kind, name: str) -> Visibility:
+        """The test's visibility, falling back to the default of its kind."""
+        return self.entry(kind, name).visibility or DEFAULT_VISIBILITY[kind]
+
+    @property
+    def max_score(self) -> float:
+        """Sum of the points of all tests of this exercise."""
+        return float(sum(t.points for t in self.hidden.values()) + sum(t.points for t in self.public.values()))
+
+
+class PointsConfig(BaseModel):
+    """The whole points file: a grader version and one entry per exercise (all seven, in order)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grader_version: str
+    exercises: dict[str, ExercisePoints]
+
+    @model_validator(mode="after")
+    def _all_exercises(self) -> "PointsConfig":
+        got = tuple(self.exercises)
+        if set(got) != set(EXERCISES):
+            missing = sorted(set(EXERCISES) - set(got))
+            extra = sorted(set(got) - set(EXERCISES))
+            raise ValueError(f"points.yaml must list exactly the seven exercises; missing {missing}, unknown {extra}")
+        return self
+
+    @property
+    def max_score(self) -> float:
+        """Total points over all exercises."""
+        return float(sum(e.max_score for e in self.exercises.values()))
+
+
+@functools.lru_cache(maxsize=4)
+def load_points(path: str | Path = POINTS_FILE) -> PointsConfig:
+    """Read and validate the points file (cached per path).
+
+    Raises:
+        FileNotFoundError: if the file is missing.
+        pydantic.ValidationError: if it does not follow the schema above (the message
+            names the offending exercise and test).
+    """
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    return PointsConfig.model_validate(data)

@@ -1,0 +1,181 @@
+"""The outcome of grading one submission: `GradeResult`, results.json and feedback.md.
+
+results.json follows Gradescope's autograder schema as the contract fixes it:
+top level `score` (sum of the tests' scores), `tests` (each `name`, `score`,
+`max_score`, `status` "passed"/"failed", `output`, `visibility`, `tags` holding
+the module stem), and `extra_data` with `max_score`, `exercises`
+(`{stem: {"score", "max_score"}}`) and `grader_version`. Anything that varies
+between two gradings of the same submission (timings) lives under
+`extra_data.timing` only, so that the rest is byte-identical.
+
+Files are written atomically (temporary file in the same folder, fsync,
+`os.replace`) so that a killed grader never leaves half a results.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from grader.points import EXERCISES, Visibility
+
+
+class TestResult(BaseModel):
+    """One graded test (one entry of results.json's `tests`)."""
+
+    __test__ = False
+    model_config = ConfigDict(extra="forbid")
+
+    exercise: str  # module stem, e.g. "ex4_gae"
+    kind: Literal["hidden", "public"]
+    test: str  # pytest function name
+    score: float
+    max_score: float
+    status: Literal["passed", "failed"]
+    output: str  # what the student reads; hidden tests never show inputs or expected values
+    visibility: Visibility
+    diagnosis: str | None = None  # a DIAGNOSES id when failed
+    tags: list[str] = Field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """Stable, unique display name: "<stem> · <kind> · <test>"."""
+        return f"{self.exercise} · {self.kind} · {self.test}"
+
+
+class ExerciseResult(BaseModel):
+    """Score of one exercise and, where the module could not be graded, why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float
+    max_score: float
+    status: Literal["graded", "missing", "broken", "not_selected"]
+    message: str = ""
+
+
+class GradeResult(BaseModel):
+    """Everything `grade_submission` found; serialises to results.json and feedback.md.
+
+    `status` is "graded" for any submission that was graded (whatever its
+    score) and "rejected" when it could not be read at all (empty folder,
+    corrupt zip); a rejected submission scores 0 and `message` says why.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    submission: str
+    status: Literal["graded", "rejected"]
+    message: str = ""
+    grader_version: str
+    profile: Literal["full", "fast"]
+    exercises: dict[str, ExerciseResult]
+    tests: list[TestResult]
+    timing: dict[str, float] = Field(default_factory=dict)  # seconds; excluded from the determinism
+
+    @property
+    def score(self) -> float:
+        """Sum of the tests' scores (rounded to 1e-6 to keep float sums reproducible)."""
+        return round(sum(t.score for t in self.tests), 6)
+
+    @property
+    def max_score(self) -> float:
+        """Sum of the max scores of the graded exercises."""
+        return round(sum(e.max_score for e in self.exercises.values()), 6)
+
+    def to_results_json(self) -> dict:
+        """The Gradescope results.json dictionary (see the module docstring)."""
+        return {
+            "score": self.score,
+            "output": self.message or f"Graded {len(self.tests)} tests: {self.score:g} / {self.max_score:g} points.",
+            "tests": [
+                {
+                    "name": t.name,
+                    "score": t.score,
+                    "max_score": t.max_score,
+                    "status": t.status,
+                    "output": t.output,
+                    "visibility": t.visibility,
+                    "tags": [t.exercise, t.kind, *( [f"diagnosis:{t.diagnosis}"] if t.diagnosis else [] ), *t.tags],
+                }
+                for t in self.tests
+            ],
+            "extra_data": {
+                "max_score": self.max_score,
+                "exercises": {stem: {"score": e.score, "max_score": e.max_score}
+                              for stem, e in self.exercises.items()},
+                "grader_version": self.grader_version,
+                "status": self.status,
+                "profile": self.profile,
+                "exercise_status": {stem: e.status for stem, e in self.exercises.items()},
+                "timing": dict(self.timing),
+            },
+        }
+
+    def feedback_markdown(self) -> str:
+        """feedback.md: a summary table, then one section per exercise with what failed and why."""
+        lines = ["# PPO course: grading feedback", ""]
+        if self.status == "rejected":
+            lines += [f"**Your submission could not be graded:** {self.message}", "",
+                      f"Score: 0 / {self.max_score:g}", ""]
+        lines += [f"**Total: {self.score:g} / {self.max_score:g} points**", "",
+                  "| exercise | score | status |", "| --- | --- | --- |"]
+        for stem, e in self.exercises.items():
+            lines.append(f"| `{stem}` | {e.score:g} / {e.max_score:g} | {e.status} |")
+        lines.append("")
+        for stem in [s for s in EXERCISES if s in self.exercises]:
+            e = self.exercises[stem]
+            lines += [f"## `{stem}` — {e.score:g} / {e.max_score:g}", ""]
+            if e.message:
+                lines += [e.message, ""]
+            tests = [t for t in self.tests if t.exercise == stem]
+            failed = [t for t in tests if t.status == "failed"]
+            if tests and not failed:
+                lines += ["All tests passed.", ""]
+            for t in failed:
+                lines.append(f"- **{t.kind} `{t.test}`** ({t.score:g} / {t.max_score:g})")
+                lines += [f"  {line}" if line else "" for line in t.output.splitlines()]
+            if failed:
+                lines.append("")
+            passed = [t for t in tests if t.status == "passed"]
+            if passed and failed:
+                lines += ["Passed: " + ", ".join(f"`{t.test}`" for t in passed), ""]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def write_results_json(self, path: str | os.PathLike) -> Path:
+        """Write results.json atomically; returns its path."""
+        text = json.dumps(self.to_results_json(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+        return atomic_write_text(path, text)
+
+    def write_feedback(self, path: str | os.PathLike) -> Path:
+        """Write feedback.md atomically; returns its path."""
+        return atomic_write_text(path, self.feedback_markdown())
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write `text` to `path` via a temporary file in the same folder, fsync and os.replace.
+
+    The parent folder is created if needed. On any error the temporary file is
+    removed and `path` keeps its previous content (or stays absent).
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return target

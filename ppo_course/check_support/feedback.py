@@ -1,0 +1,182 @@
+"""Comparisons that fail with a diagnosis: `Mismatch`, `expect_close`, `expect_raises`.
+
+Shared by the public tests (`ppo_course/public_tests/`, run by `ppo-course
+check`) and the hidden graders (`grader/hidden/`). A failed comparison raises
+`Mismatch`, which carries
+
+* `diagnosis`: a stable id from `diagnoses.DIAGNOSES` naming the mistake
+  (a known buggy variant whose output matches the student's, or a generic id
+  such as `wrong_shape`), and
+* `detail`: expected vs got and where. Only PUBLIC tests show the detail; the
+  hidden graders report the test name, its points and the diagnosis only, so
+  that no hidden input or expected value reaches a student.
+
+Tensor conventions follow the contract: `[B, T]` token tensors, prefix masks
+(bool/int/float), values at padding unspecified unless a function says
+"0 on padding".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import torch
+
+from ppo_course.check_support.diagnoses import message
+
+# A candidate is (diagnosis id, the buggy variant's output or a thunk computing it).
+Candidate = tuple[str, Any]
+
+# How many entries of a tensor the detail prints (public feedback only).
+_MAX_SHOWN = 6
+
+
+class Mismatch(AssertionError):
+    """A comparison failed; `diagnosis` names the mistake, `detail` says where (public only).
+
+    Attributes:
+        diagnosis: an id of `DIAGNOSES` (e.g. "max_instead_of_min", "wrong_value").
+        detail: expected vs got, shapes, the worst position; shown for public tests only.
+        what: what was compared, e.g. "clipped_surrogate_loss(...)" or "stats['clipfrac']".
+    """
+
+    def __init__(self, diagnosis: str, detail: str = "", what: str = "output"):
+        self.diagnosis = diagnosis
+        self.detail = detail
+        self.what = what
+        super().__init__(f"{what}: [{diagnosis}] {message(diagnosis)}" + (f"\n{detail}" if detail else ""))
+
+
+def _fmt(x: Any) -> str:
+    """A short printable form of a tensor or value for public feedback."""
+    if isinstance(x, torch.Tensor):
+        flat = x.detach().reshape(-1)
+        body = ", ".join(f"{v:.6g}" for v in flat[:_MAX_SHOWN].tolist())
+        more = ", ..." if flat.numel() > _MAX_SHOWN else ""
+        if x.dim() == 0:
+            return f"tensor({flat.item():.8g}, dtype={x.dtype})"
+        return f"tensor([{body}{more}], shape={tuple(x.shape)}, dtype={x.dtype})"
+    return repr(x)
+
+
+def _real(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """x at real positions (flattened) when `mask` is given and shapes agree, else all of x."""
+    x = x.detach()
+    if mask is None or x.shape != mask.shape:
+        return x.reshape(-1)
+    return x[mask.to(torch.bool)]
+
+
+def close(got: Any, want: torch.Tensor, mask: torch.Tensor | None, rtol: float, atol: float) -> bool:
+    """True when `got` is a tensor of `want`'s shape whose real entries match within rtol/atol.
+
+    NaN matches NaN and inf matches inf of the same sign, so that a buggy
+    variant that produces NaN can be recognised.
+    """
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape):
+        return False
+    a = _real(got, mask).to(torch.float64)
+    b = _real(want, mask).to(torch.float64)
+    return bool(torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def _evaluate(candidate: Any) -> Any:
+    """The candidate's output; a thunk is called lazily; a failing variant yields None."""
+    if callable(candidate) and not isinstance(candidate, torch.Tensor):
+        try:
+            return candidate()
+        except Exception:  # a variant undefined on this input simply does not match
+            return None
+    return candidate
+
+
+def diagnose(got: Any, want: torch.Tensor, candidates: Iterable[Candidate], mask: torch.Tensor | None,
+             rtol: float, atol: float) -> str | None:
+    """The id of the first candidate whose output matches `got` but not `want`, else None."""
+    for diagnosis_id, candidate in candidates:
+        variant = _evaluate(candidate)
+        if variant is None or not isinstance(variant, torch.Tensor):
+            continue
+        if close(variant, want, mask, rtol, atol):
+            continue  # indistinguishable from the right answer on this input: no evidence
+        if close(got, variant, mask, rtol, atol):
+            return diagnosis_id
+    return None
+
+
+def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask: torch.Tensor | None = None,
+                 what: str = "output", candidates: Sequence[Candidate] = (), inputs: str = "",
+                 check_dtype: bool = True) -> None:
+    """Raise `Mismatch` unless `got` equals `want` (same shape, dtype, device; values within tolerance).
+
+    Args:
+        got: what the student's code returned (anything; checked for being a tensor).
+        want: the expected tensor (reference output or a hand-computed value).
+        rtol, atol: tolerances; each caller justifies them for its dtype and size.
+        mask: [B, T] prefix mask; when given and `want` is [B, T], only real positions
+            are compared (padding is unspecified by the contract).
+        what: the name of what is compared, used in the message.
+        candidates: (diagnosis id, variant output or thunk) pairs, tried in order when the
+            values differ; the first variant that matches `got` (and differs from `want`)
+            names the mistake.
+        inputs: a description of the input, shown in public feedback only.
+        check_dtype: compare dtypes (off for stats or integer outputs).
+
+    Raises:
+        Mismatch: with diagnosis `not_scalar`, `wrong_shape`, `wrong_dtype`, `wrong_device`,
+            a candidate's id, `not_finite` or `wrong_value`.
+    """
+    where = f"\n  input: {inputs}" if inputs else ""
+    if not isinstance(got, torch.Tensor):
+        raise Mismatch("not_scalar" if want.dim() == 0 else "wrong_shape",
+                       f"expected a tensor of shape {tuple(want.shape)}, got {type(got).__name__}: {_fmt(got)}{where}",
+                       what)
+    if tuple(got.shape) != tuple(want.shape):
+        # A candidate with a different shape (e.g. a shifted gather) may still name the mistake.
+        found = diagnose(got, want, candidates, mask, rtol, atol)
+        diagnosis = found or ("not_scalar" if want.dim() == 0 else "wrong_shape")
+        raise Mismatch(diagnosis, f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}{where}", what)
+    if check_dtype and got.dtype != want.dtype:
+        raise Mismatch("wrong_dtype", f"expected dtype {want.dtype}, got {got.dtype}{where}", what)
+    if got.device != want.device:
+        raise Mismatch("wrong_device", f"expected device {want.device}, got {got.device}{where}", what)
+    if close(got, want, mask, rtol, atol):
+        return
+    found = diagnose(got, want, candidates, mask, rtol, atol)
+    a = _real(got, mask).to(torch.float64)
+    b = _real(want, mask).to(torch.float64)
+    if found is None:
+        finite_want = torch.isfinite(b)
+        found = "not_finite" if bool((~torch.isfinite(a) & finite_want).any()) else "wrong_value"
+    err = (a - b).abs().nan_to_num(nan=float("inf"))
+    worst = int(err.argmax()) if err.numel() else 0
+    detail = (f"  expected: {_fmt(want)}\n  got:      {_fmt(got)}\n"
+              f"  largest difference {err.max().item() if err.numel() else 0.0:.3g} at real entry #{worst} "
+              f"(rtol={rtol:g}, atol={atol:g}){where}")
+    raise Mismatch(found, detail, what)
+
+
+def expect_raises(call: Callable[[], Any], error_names: Sequence[str], diagnosis: str, *, what: str,
+                  is_error: Callable[[BaseException], str | None]) -> None:
+    """Raise `Mismatch(diagnosis)` unless `call()` raises one of `error_names`.
+
+    Args:
+        call: runs the student's code.
+        error_names: accepted exception type names (e.g. ("RuntimeError",)); names, not
+            classes, because the sandbox reports a student's exception by its type name.
+        diagnosis: the id reported when nothing (or the wrong type) is raised.
+        what: what was called, for the message.
+        is_error: maps a caught exception to the student's exception type name, or None
+            when it is not a student exception (then it propagates).
+    """
+    try:
+        call()
+    except Exception as exc:  # the student's exception, possibly wrapped by the sandbox
+        name = is_error(exc)
+        if name is None:
+            raise
+        if name in error_names:
+            return
+        raise Mismatch(diagnosis, f"expected {' or '.join(error_names)}, got {name}: {exc}", what) from None
+    raise Mismatch(diagnosis, f"expected {' or '.join(error_names)}, but nothing was raised", what)
