@@ -1,0 +1,1163 @@
+"""Batch grading for TAs: one student per sub-folder or .zip, graded in parallel.
+
+``ppo-course grade-batch SUBMISSIONS_DIR --out OUT_DIR`` lands here
+(:func:`run_batch`). The pieces, top to bottom:
+
+1. :func:`discover` lists the students (a sub-folder or a ``.zip``; its name is
+   the student id). Duplicated ids are rejected, stray files skipped.
+2. :func:`stage_submission` checks one submission *before* anything is
+   unpacked (size from ``stat`` / the zip's headers, path traversal, symlinks
+   out of the submission, zip bombs, non-UTF-8 names, NUL bytes) and copies
+   the acceptable files into a clean staging folder. A bad submission raises
+   :class:`Rejected` with a message a TA can act on.
+3. Each staged submission is graded by ``grader.grade.grade_submission`` in
+   its **own fresh worker process** (``python -m grader.batch worker ...``, a
+   new session/process group), with a hard per-submission time-out: a crash,
+   hang or memory blow-up of one student's grading cannot touch another's.
+   The worker itself is trusted; the student code runs further down, in the
+   sandbox that ``grade_submission`` uses (ARCHITECTURE.md "The sandbox").
+4. ``OUT_DIR/<student>/results.json`` and ``feedback.md`` are written
+   atomically as each student finishes, then ``batch.json`` (a
+   :class:`StudentRecord`) as the commit marker; ``OUT_DIR/gradebook.csv`` is
+   rebuilt from the records after every student (atomically).
+
+Resuming: a student whose ``batch.json`` carries the same submission hash,
+grader fingerprint, profile and exercise selection is skipped. Since every
+file is replaced atomically and the record is written last, a batch killed at
+any moment (Ctrl-C or ``kill -9``) and rerun ends with the gradebook of an
+uninterrupted run. Workers watch their parent and kill their own process
+group when it dies, so a killed batch leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from grader.results import atomic_write_text  # the shared atomic writer (tmp + fsync + os.replace)
+
+# The contract's exercise modules, in the gradebook's column order.
+CONTRACT_STEMS: tuple[str, ...] = (
+    "ex1_ratio",
+    "ex2_clipped_loss",
+    "ex3_full_loss",
+    "ex4_gae",
+    "ex5_rollout_buffer",
+    "ex6_kl_reward",
+    "ex7_ppo_step",
+)
+
+Status = Literal["graded", "timed-out", "crashed", "empty", "rejected"]
+STATUSES: tuple[str, ...] = ("graded", "timed-out", "crashed", "empty", "rejected")
+
+GRADEBOOK = "gradebook.csv"
+NBGRADER_CSV = "grades.csv"  # `nbgrader export`'s default file name
+RECORD = "batch.json"
+STATE_DIR = ".batch"  # staging, worker scratch and cached templates
+# Names a student id may not take: they are the batch's own outputs.
+RESERVED_IDS = frozenset({GRADEBOOK, NBGRADER_CSV, "report.md", "report.png", STATE_DIR})
+
+# `nbgrader export` CSV columns (nbgrader/plugins/export.py, CsvExportPlugin).
+NBGRADER_COLUMNS: tuple[str, ...] = (
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+)
+
+# Files that carry no student work: never staged, never hashed.
+_JUNK_NAMES = frozenset({"__pycache__", "__MACOSX", ".DS_Store", ".git", ".ipynb_checkpoints"})
+
+
+class BatchLimits(BaseModel):
+    """What one submission may be, checked before anything is unpacked or run.
+
+    Every limit is per submission. Sizes are bytes of *unpacked* content.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    max_bytes: int = Field(20_000_000, gt=0, description="total unpacked size, bytes (20 MB)")
+    max_files: int = Field(500, gt=0, description="number of files in the submission")
+    max_zip_ratio: float = Field(
+        100.0, gt=1, description="uncompressed/compressed size above which a zip entry is a bomb"
+    )
+    timeout_s: float = Field(600.0, gt=0, description="hard wall-clock limit for grading one submission, seconds")
+
+
+class Rejected(Exception):
+    """A submission that cannot be graded; ``str(exc)`` is the reason for the TA and student."""
+
+
+@dataclass
+class Entry:
+    """One student found in SUBMISSIONS_DIR.
+
+    ``sources`` are the paths that produced this id (two for a duplicate);
+    ``problem`` is set when the entry is rejected at discovery already.
+    """
+
+    student_id: str
+    sources: list[Path]
+    kind: Literal["dir", "zip"]
+    problem: str | None = None
+
+
+@dataclass
+class StagedSubmission:
+    """The checked copy of one submission that the worker grades."""
+
+    root: Path
+    notes: list[str] = field(default_factory=list)  # told to the TA and the student
+    n_python_files: int = 0
+
+
+class StudentRecord(BaseModel):
+    """``OUT_DIR/<student>/batch.json``: the outcome of one student, written last (commit marker).
+
+    The gradebook is rebuilt from these records alone; ``submission_hash``,
+    ``grader_fingerprint``, ``profile`` and ``exercises`` decide whether a rerun
+    may skip the student.
+    """
+
+    student_id: str
+    status: Status
+    message: str = ""
+    submission_hash: str
+    grader_fingerprint: str
+    profile: str
+    exercises: list[str] | None = None
+    score: float = 0.0
+    max_score: float = 0.0
+    exercise_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
+    seconds: float = 0.0
+    sources: list[str] = Field(default_factory=list)
+    source_mtime: float | None = None
+
+
+# --------------------------------------------------------------------------- io
+
+
+def atomic_write_json(path: Path, data: object) -> None:
+    """``grader.results.atomic_write_text`` of ``data`` as indented JSON (keys in insertion order)."""
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+# ---------------------------------------------------------------------- discover
+
+
+def _display_name(raw: bytes) -> tuple[str, bool]:
+    """(printable name, was it valid UTF-8) for a raw file name; bad bytes become ``\\xNN``."""
+    try:
+        return raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace"), False
+
+
+def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
+    """List the students of a submissions folder.
+
+    Each sub-folder or ``*.zip`` file is one student; its name (without
+    ``.zip``) is the student id. Hidden entries (``.x``) and ``__MACOSX`` are
+    ignored; other files are stray and skipped with a warning. Two entries
+    with the same id (``alice/`` and ``alice.zip``) give one entry with both
+    sources and a ``problem``: the student is rejected, the batch carries on.
+    A top-level symlink, a non-UTF-8 name or a reserved id is also a problem.
+
+    Returns:
+        (entries sorted by student id, warnings for the TA).
+
+    Raises:
+        NotADirectoryError / FileNotFoundError: if ``submissions_dir`` is not a folder.
+    """
+    submissions_dir = Path(submissions_dir)
+    if not submissions_dir.is_dir():
+        raise NotADirectoryError(f"submissions folder {submissions_dir} does not exist or is not a folder")
+    warnings: list[str] = []
+    by_id: dict[str, list[tuple[Path, str, str | None]]] = {}
+    with os.scandir(os.fsencode(submissions_dir)) as it:
+        raw_entries = sorted(it, key=lambda e: e.name)
+    for de in raw_entries:
+        name, valid_utf8 = _display_name(de.name)
+        if name.startswith(".") or name in _JUNK_NAMES:
+            continue
+        path = Path(os.fsdecode(de.path))
+        problem: str | None = None
+        if de.is_symlink():
+            kind = "zip" if name.lower().endswith(".zip") else "dir"
+            problem = f"'{name}' is a symbolic link; submit the folder or zip itself"
+        elif de.is_dir(follow_symlinks=False):
+            kind = "dir"
+        elif de.is_file(follow_symlinks=False) and name.lower().endswith(".zip"):
+            kind = "zip"
+        else:
+            warnings.append(f"skipped stray file {name!r} in {submissions_dir} (not a folder or .zip)")
+            continue
+        student_id = name[: -len(".zip")] if kind == "zip" and name.lower().endswith(".zip") else name
+        if not valid_utf8 and problem is None:
+            problem = f"the name {name!r} is not valid UTF-8; rename it to the student id"
+        if student_id in RESERVED_IDS and problem is None:
+            problem = f"the student id {student_id!r} is reserved for the batch's own files"
+        by_id.setdefault(student_id, []).append((path, kind, problem))
+    entries: list[Entry] = []
+    for student_id in sorted(by_id):
+        found = by_id[student_id]
+        if len(found) > 1:
+            names = " and ".join(repr(p.name) for p, _, _ in found)
+            entries.append(
+                Entry(
+                    student_id,
+                    [p for p, _, _ in found],
+                    found[0][1],  # type: ignore[arg-type]
+                    problem=f"two submissions share the id {student_id!r} ({names}); keep one and regrade",
+                )
+            )
+            warnings.append(f"rejected {student_id!r}: {names} share the same student id")
+        else:
+            path, kind, problem = found[0]
+            entries.append(Entry(student_id, [path], kind, problem))  # type: ignore[arg-type]
+    return entries, warnings
+
+
+# ------------------------------------------------------------------ fingerprints
+
+
+def submission_hash(entry: Entry, limits: BatchLimits) -> str:
+    """SHA-256 (hex) of a submission as found on disk, so that a rerun notices a changed submission.
+
+    Content is hashed when the on-disk size is within ``limits.max_bytes``
+    (a folder: every file's relative path and bytes, symlink targets as text;
+    a zip: its bytes); an oversized submission is hashed by its listing
+    (path, size, mtime) so that a 500 MB upload is never read.
+    """
+    h = hashlib.sha256()
+    h.update(entry.kind.encode())
+    h.update((entry.problem or "").encode())
+    for source in entry.sources:
+        h.update(b"\0source\0" + os.fsencode(source.name))
+        try:
+            st = os.lstat(source)
+        except OSError as exc:
+            h.update(f"unreadable:{exc}".encode())
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            h.update(b"link:" + os.fsencode(os.readlink(source)))
+        elif stat.S_ISREG(st.st_mode):
+            _hash_file(h, source, st, limits.max_bytes)
+        elif stat.S_ISDIR(st.st_mode):
+            listing = list(_walk_lstat(source))
+            total = sum(s.st_size for _, s in listing if stat.S_ISREG(s.st_mode))
+            for rel, s in listing:
+                h.update(b"\0" + rel + b"\0")
+                if stat.S_ISLNK(s.st_mode):
+                    h.update(b"link:" + os.readlink(os.path.join(os.fsencode(source), rel)))
+                elif stat.S_ISREG(s.st_mode):
+                    if total <= limits.max_bytes:
+                        _hash_file(h, Path(os.fsdecode(os.path.join(os.fsencode(source), rel))), s, limits.max_bytes)
+                    else:
+                        h.update(f"{s.st_size}:{s.st_mtime_ns}".encode())
+                else:
+                    h.update(f"mode:{stat.S_IFMT(s.st_mode)}".encode())
+    return h.hexdigest()
+
+
+def _hash_file(h, path: Path, st: os.stat_result, max_bytes: int) -> None:
+    if st.st_size > max_bytes:
+        h.update(f"big:{st.st_size}:{st.st_mtime_ns}".encode())
+        return
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as exc:
+        h.update(f"unreadable:{exc}".encode())
+
+
+def _walk_lstat(root: Path) -> Iterable[tuple[bytes, os.stat_result]]:
+    """(relative path as bytes, lstat) for everything under ``root``, sorted, never following links."""
+    root_b = os.fsencode(root)
+    for dirpath, dirnames, filenames in os.walk(root_b, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            yield os.path.relpath(full, root_b), os.lstat(full)
+        # never descend into junk folders or symlinked folders
+        dirnames[:] = [
+            d for d in dirnames if d.decode("utf-8", "replace") not in _JUNK_NAMES and not os.path.islink(os.path.join(dirpath, d))
+        ]
+
+
+_SKIP_FROM_FINGERPRINT = {"batch.py", "report.py"}
+_SKIP_DIRS_FROM_FINGERPRINT = {"commands", "gradescope", "__pycache__"}
+
+
+def grader_fingerprint() -> str:
+    """SHA-256 (hex, 16 chars) of everything that decides a grade: the grader, the reference and the student runtime.
+
+    Hashes the source files of the ``grader`` package (minus this batch
+    layer, the report and the CLI commands, which never change a score),
+    ``ppo_reference`` and ``ppo_course`` (the sandbox, the model). A change to
+    any of them makes a rerun regrade every student.
+    """
+    import importlib
+
+    h = hashlib.sha256()
+    for package in ("grader", "ppo_reference", "ppo_course"):
+        try:
+            mod = importlib.import_module(package)
+        except ImportError:
+            h.update(f"missing:{package}".encode())
+            continue
+        root = Path(mod.__file__).parent
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if not path.is_file() or path.suffix in {".pyc", ".pyo"}:
+                continue
+            if any(part in _SKIP_DIRS_FROM_FINGERPRINT or part.startswith(".") for part in rel.parts[:-1]):
+                continue
+            if package == "grader" and len(rel.parts) == 1 and rel.name in _SKIP_FROM_FINGERPRINT:
+                continue
+            h.update(f"{package}/{rel.as_posix()}\0".encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------- staging
+
+
+def stage_submission(entry: Entry, dest: Path, limits: BatchLimits) -> StagedSubmission:
+    """Check a submission and copy its acceptable files into the empty folder ``dest``.
+
+    Checks happen before any byte is extracted: the folder's ``lstat`` sizes
+    or the zip's central-directory sizes against ``limits``. Files whose names
+    are not UTF-8 and special files are dropped with a note; Python files that
+    hold a NUL byte are kept (the import fails, that exercise scores 0) and
+    noted.
+
+    Returns:
+        the staged submission (``dest``, notes, number of ``.py`` files).
+
+    Raises:
+        Rejected: with the reason, for a discovery problem (duplicate id...),
+            an unreadable or encrypted zip, a submission over the size or file
+            limits, a zip bomb, a path escaping the submission (``../``,
+            absolute paths) or a symlink pointing outside it.
+    """
+    if entry.problem:
+        raise Rejected(entry.problem)
+    dest.mkdir(parents=True, exist_ok=True)
+    source = entry.sources[0]
+    staged = StagedSubmission(root=dest)
+    if entry.kind == "zip":
+        _stage_zip(source, dest, limits, staged)
+    else:
+        _stage_dir(source, dest, limits, staged)
+    for path in sorted(dest.rglob("*.py")):
+        staged.n_python_files += 1
+        if b"\x00" in path.read_bytes():
+            rel = path.relative_to(dest).as_posix()
+            staged.notes.append(
+                f"{rel} contains a NUL byte, so Python cannot import it: that exercise scores 0. "
+                "Save the file again as plain UTF-8 text."
+            )
+    return staged
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def _stage_dir(source: Path, dest: Path, limits: BatchLimits, staged: StagedSubmission) -> None:
+    root_real = os.path.realpath(source)
+    plan: list[tuple[str, str]] = []  # (relative utf-8 name, path to read)
+    total = 0
+    for rel_b, st in _walk_lstat(source):
+        rel, ok = _display_name(rel_b)
+        full = os.path.join(os.fsencode(source), rel_b)
+        if any(part in _JUNK_NAMES for part in rel.split("/")):
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            target = os.path.realpath(full)
+            if os.path.commonpath([root_real, os.fsdecode(target)]) != root_real:
+                raise Rejected(
+                    f"the symlink {rel!r} points outside the submission (to {os.fsdecode(os.readlink(full))!r}); "
+                    "submit real files only"
+                )
+            if not os.path.isfile(target):
+                staged.notes.append(f"skipped the symlink {rel!r}: it does not point to a file")
+                continue
+            st = os.stat(target)
+            full = target
+        elif not stat.S_ISREG(st.st_mode):
+            staged.notes.append(f"skipped {rel!r}: not a regular file")
+            continue
+        if not ok:
+            staged.notes.append(f"skipped the file {rel!r}: its name is not valid UTF-8; rename it")
+            continue
+        total += st.st_size
+        if total > limits.max_bytes:
+            raise Rejected(
+                f"the submission is larger than the limit of {_mb(limits.max_bytes)} "
+                f"(over {_mb(total)} counted so far); remove data files, checkpoints and caches"
+            )
+        plan.append((rel, os.fsdecode(full)))
+        if len(plan) > limits.max_files:
+            raise Rejected(f"the submission holds more than {limits.max_files} files; submit the exercise modules only")
+    for rel, src in plan:
+        out = dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, out)
+
+
+def _zip_entry_name(info: zipfile.ZipInfo) -> str | None:
+    """The entry's name as UTF-8, or None when it is not UTF-8.
+
+    zipfile decodes names without the UTF-8 flag (bit 11) as cp437; such a name
+    is re-encoded and accepted if its bytes are in fact UTF-8 (what most tools write).
+    """
+    if info.flag_bits & 0x800:
+        return info.filename
+    try:
+        return info.filename.encode("cp437").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return None
+
+
+def _stage_zip(source: Path, dest: Path, limits: BatchLimits, staged: StagedSubmission) -> None:
+    try:
+        zf = zipfile.ZipFile(source)
+    except UnicodeDecodeError:
+        raise Rejected(f"{source.name} is flagged UTF-8 but holds file names that are not UTF-8; re-create the zip")
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise Rejected(f"{source.name} is not a readable zip archive ({exc}); re-create it with a standard zip tool")
+    with zf:
+        infos = zf.infolist()
+        files: list[tuple[str, zipfile.ZipInfo]] = []
+        declared = 0
+        for info in infos:
+            name = _zip_entry_name(info)
+            shown = name if name is not None else info.filename
+            parts = shown.replace("\\", "/").split("/")
+            if shown.startswith(("/", "\\")) or ".." in parts or (len(parts[0]) == 2 and parts[0][1] == ":"):
+                raise Rejected(
+                    f"{source.name} holds the path {shown!r}, which escapes the submission folder; "
+                    "zip the files with relative paths only"
+                )
+            mode = info.external_attr >> 16
+            if stat.S_ISLNK(mode):
+                raise Rejected(f"{source.name} holds a symbolic link ({shown!r}); submit real files only")
+            if info.flag_bits & 0x1:
+                raise Rejected(f"{source.name} is encrypted ({shown!r}); submit it without a password")
+            if info.is_dir():
+                continue
+            if any(part in _JUNK_NAMES for part in parts):
+                continue
+            if name is None:
+                staged.notes.append(f"skipped the file {shown!r}: its name is not valid UTF-8; rename it")
+                continue
+            declared += info.file_size
+            if declared > limits.max_bytes:
+                raise Rejected(
+                    f"{source.name} unpacks to more than the limit of {_mb(limits.max_bytes)}; "
+                    "remove data files, checkpoints and caches"
+                )
+            if info.file_size > 1_000_000 and info.file_size > limits.max_zip_ratio * max(info.compress_size, 1):
+                raise Rejected(
+                    f"{source.name} looks like a zip bomb: {shown!r} expands {info.file_size / max(info.compress_size, 1):.0f}-fold"
+                )
+            files.append((name, info))
+            if len(files) > limits.max_files:
+                raise Rejected(f"{source.name} holds more than {limits.max_files} files; submit the exercise modules only")
+        # Extract ourselves, counting real bytes: headers can lie about sizes.
+        written = 0
+        for name, info in files:
+            out = dest / name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with zf.open(info) as src, open(out, "wb") as dst:
+                    while chunk := src.read(1 << 16):
+                        written += len(chunk)
+                        if written > limits.max_bytes:
+                            raise Rejected(
+                                f"{source.name} unpacks to more than the limit of {_mb(limits.max_bytes)} "
+                                "(its headers understate the sizes)"
+                            )
+                        dst.write(chunk)
+            except Rejected:
+                raise
+            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+                raise Rejected(f"{source.name} is damaged: {name!r} cannot be read ({exc}); re-create the zip")
+
+
+# ------------------------------------------------------------------------ worker
+
+
+def default_jobs() -> int:
+    """The default worker count: the CPU cores this process may use (at least 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # N workers on N cores: intra-op threads would only oversubscribe.
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env.setdefault(var, "1")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class WorkerOutcome:
+    """What one worker run produced: ``status`` is graded/timed-out/crashed; results when graded."""
+
+    status: str
+    results: dict | None
+    feedback: str
+    message: str
+    seconds: float
+
+
+class _Workers:
+    """The live worker processes, so that Ctrl-C can kill every process group at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen] = set()
+        self.stopping = False
+
+    def add(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs.add(proc)
+        if self.stopping:
+            _kill_group(proc)
+
+    def discard(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def kill_all(self) -> None:
+        self.stopping = True
+        with self._lock:
+            for proc in list(self._procs):
+                _kill_group(proc)
+
+
+def run_worker(
+    submission: Path,
+    scratch: Path,
+    *,
+    profile: str,
+    exercises: list[str] | None,
+    timeout_s: float,
+    grade_fn: str | None = None,
+    workers: _Workers | None = None,
+) -> WorkerOutcome:
+    """Grade one staged submission in a fresh ``python -m grader.batch worker`` process.
+
+    The worker runs in a new session (its own process group) so that the
+    time-out kills it and everything it started. Its stdout/stderr go to
+    ``scratch/worker.log``.
+
+    Returns:
+        a :class:`WorkerOutcome`; ``timed-out`` after ``timeout_s`` seconds of
+        wall clock, ``crashed`` when the worker exits without results.
+    """
+    scratch.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "grader.batch",
+        "worker",
+        "--submission",
+        str(submission),
+        "--out",
+        str(scratch),
+        "--profile",
+        profile,
+    ]
+    if exercises:
+        cmd += ["--exercises", ",".join(exercises)]
+    if grade_fn:
+        cmd += ["--grade-fn", grade_fn]
+    t0 = time.monotonic()
+    log_path = scratch / "worker.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=_worker_env(),
+            start_new_session=True,
+        )
+        if workers is not None:
+            workers.add(proc)
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.wait()
+            return WorkerOutcome(
+                "timed-out",
+                None,
+                "",
+                f"grading took longer than the limit of {timeout_s:g} s and was stopped "
+                "(look for an infinite loop or very slow code)",
+                time.monotonic() - t0,
+            )
+        finally:
+            # Whatever happened, nothing the worker started may outlive it.
+            _kill_group(proc)
+            if workers is not None:
+                workers.discard(proc)
+    seconds = time.monotonic() - t0
+    results_path = scratch / "results.json"
+    if rc == 0 and results_path.is_file():
+        try:
+            results = json.loads(results_path.read_text(encoding="utf-8"))
+            feedback_path = scratch / "feedback.md"
+            feedback = feedback_path.read_text(encoding="utf-8") if feedback_path.is_file() else ""
+            return WorkerOutcome("graded", results, feedback, "", seconds)
+        except (OSError, ValueError) as exc:
+            return WorkerOutcome("crashed", None, "", f"the grader wrote unreadable results ({exc})", seconds)
+    tail = log_path.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+    last = tail[-1] if tail else ""
+    why = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
+    return WorkerOutcome(
+        "crashed", None, "", f"the grader process died ({why}){': ' + last if last else ''}", seconds
+    )
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Kill this worker's whole process group as soon as the batch that started it is gone (kill -9)."""
+
+    def loop() -> None:
+        while True:
+            if os.getppid() != parent_pid:
+                os.killpg(os.getpgrp(), signal.SIGKILL)
+            time.sleep(0.2)
+
+    threading.Thread(target=loop, daemon=True, name="watch-parent").start()
+
+
+def _load_grade_fn(spec: str | None) -> Callable:
+    if not spec:
+        from grader.grade import grade_submission
+
+        return grade_submission
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def worker_main(argv: list[str]) -> int:
+    """Entry of ``python -m grader.batch worker``: grade one submission, write results.json and feedback.md.
+
+    Trusted side: imports the grader, which runs the student's code in its
+    sandbox. Exit 0 after writing both files; any exception propagates
+    (non-zero exit, traceback in the log) and the batch reports ``crashed``.
+    """
+    parser = argparse.ArgumentParser(prog="python -m grader.batch worker")
+    parser.add_argument("--submission", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--profile", default="full")
+    parser.add_argument("--exercises", default=None)
+    parser.add_argument("--grade-fn", default=None)
+    args = parser.parse_args(argv)
+    if os.getpgrp() == os.getpid():  # a session leader started by run_worker
+        _watch_parent(os.getppid())
+    grade = _load_grade_fn(args.grade_fn)
+    exercises = args.exercises.split(",") if args.exercises else None
+    result = grade(args.submission, exercises=exercises, profile=args.profile)
+    atomic_write_text(args.out / "feedback.md", result.feedback_markdown())
+    atomic_write_json(args.out / "results.json", result.to_results_json())
+    return 0
+
+
+# ------------------------------------------------------------------ the batch
+
+
+@dataclass
+class BatchSummary:
+    """What :func:`run_batch` did: the records of the gradebook and what happened this run."""
+
+    out_dir: Path
+    records: list[StudentRecord]
+    graded_now: list[str]
+    skipped: list[str]
+    warnings: list[str]
+    seconds: float
+
+    def count(self, status: str) -> int:
+        """Number of students in the gradebook with this status."""
+        return sum(r.status == status for r in self.records)
+
+
+def _zero_results(template: dict | None, reason: str) -> dict:
+    """A results.json scoring 0 everywhere, shaped like ``template`` (an empty submission's results)."""
+    exercises = {}
+    max_score = 0.0
+    tests: list[dict] = []
+    version = None
+    if template:
+        extra = template.get("extra_data", {})
+        exercises = {k: {"score": 0.0, "max_score": float(v.get("max_score", 0.0))} for k, v in extra.get("exercises", {}).items()}
+        max_score = float(extra.get("max_score", sum(v["max_score"] for v in exercises.values())))
+        version = extra.get("grader_version")
+        for t in template.get("tests", []):
+            tests.append({**t, "score": 0.0, "status": "failed", "output": reason})
+    return {
+        "score": 0.0,
+        "output": reason,
+        "tests": tests,
+        "extra_data": {"max_score": max_score, "exercises": exercises, "grader_version": version},
+    }
+
+
+def _record_from(
+    student_id: str,
+    status: str,
+    message: str,
+    results: dict,
+    key: dict,
+    seconds: float,
+    sources: list[Path],
+) -> StudentRecord:
+    extra = results.get("extra_data", {}) or {}
+    exercises = {
+        stem: {"score": float(v.get("score", 0.0)), "max_score": float(v.get("max_score", 0.0))}
+        for stem, v in (extra.get("exercises") or {}).items()
+    }
+    mtime = None
+    try:
+        mtime = max(os.lstat(p).st_mtime for p in sources)
+    except OSError:
+        pass
+    return StudentRecord(
+        student_id=student_id,
+        status=status,  # type: ignore[arg-type]
+        message=message,
+        score=float(results.get("score", 0.0)),
+        max_score=float(extra.get("max_score", sum(v["max_score"] for v in exercises.values()))),
+        exercise_scores=exercises,
+        seconds=round(seconds, 3),
+        sources=[p.name for p in sources],
+        source_mtime=mtime,
+        **key,
+    )
+
+
+def _feedback_with_notes(student_id: str, status: str, message: str, notes: list[str], feedback: str) -> str:
+    head = []
+    if status != "graded" or notes:
+        head.append(f"# Batch grading: {student_id}\n")
+        head.append(f"**Status: {status}.** {message}\n" if message else f"**Status: {status}.**\n")
+        for note in notes:
+            head.append(f"- {note}")
+        head.append("")
+    return "\n".join(head) + ("\n" + feedback if feedback else "")
+
+
+def read_records(out_dir: Path, student_ids: Iterable[str]) -> list[StudentRecord]:
+    """The :class:`StudentRecord` of each listed student that has one in ``out_dir`` (unreadable ones are skipped)."""
+    records = []
+    for sid in student_ids:
+        path = out_dir / sid / RECORD
+        try:
+            records.append(StudentRecord.model_validate_json(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return records
+
+
+def gradebook_columns(records: Iterable[StudentRecord]) -> list[str]:
+    """``student_id``, one column per module stem (contract order, then any other stem), ``total``, ``max_total``, ``status``, ``message``."""
+    seen = {stem for r in records for stem in r.exercise_scores}
+    stems = [s for s in CONTRACT_STEMS if s in seen] or list(CONTRACT_STEMS)
+    stems += sorted(seen - set(CONTRACT_STEMS))
+    return ["student_id", *stems, "total", "max_total", "status", "message"]
+
+
+def _fmt(x: float) -> str:
+    return f"{round(x, 4):g}"
+
+
+def gradebook_csv(records: list[StudentRecord]) -> str:
+    """The contract's gradebook as CSV text: one row per student, sorted by id.
+
+    Columns: ``student_id``, one per module stem (that exercise's score), ``total``,
+    ``max_total``, ``status`` (graded / timed-out / crashed / empty / rejected)
+    and ``message`` (why, for anything but a clean grading). Scores are
+    formatted with ``%g`` after rounding to 4 decimals, so that the file is
+    byte-identical across runs that grade identically.
+    """
+    columns = gradebook_columns(records)
+    stems = columns[1:-4]
+    max_total = max((r.max_score for r in records), default=0.0)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for r in sorted(records, key=lambda r: r.student_id):
+        row = [r.student_id]
+        row += [_fmt(r.exercise_scores.get(s, {}).get("score", 0.0)) for s in stems]
+        row += [_fmt(r.score), _fmt(r.max_score or max_total), r.status, r.message]
+        writer.writerow(row)
+    return buf.getvalue()
+
+
+def nbgrader_csv(records: list[StudentRecord], assignment: str = "ppo") -> str:
+    """The gradebook in ``nbgrader export``'s CSV columns (:data:`NBGRADER_COLUMNS`).
+
+    ``timestamp`` is the submission's modification time (UTC, ISO 8601);
+    names, e-mail and due date are empty (the batch does not know them); no
+    late penalty, so ``score == raw_score``.
+    """
+    from datetime import datetime, timezone
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(NBGRADER_COLUMNS)
+    max_total = max((r.max_score for r in records), default=0.0)
+    for r in sorted(records, key=lambda r: r.student_id):
+        ts = (
+            datetime.fromtimestamp(r.source_mtime, tz=timezone.utc).isoformat() if r.source_mtime is not None else ""
+        )
+        writer.writerow(
+            [assignment, "", ts, r.student_id, "", "", "", _fmt(r.score), "0.0", _fmt(r.score), _fmt(r.max_score or max_total)]
+        )
+    return buf.getvalue()
+
+
+class _NoProgress:
+    def __init__(self, *a, **k) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def add_task(self, *a, **k) -> int:
+        return 0
+
+    def update(self, *a, **k) -> None:
+        pass
+
+    def advance(self, *a, **k) -> None:
+        pass
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return _NoProgress()
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("[bold]grading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[tally]}"),
+        console=Console(stderr=True),
+        transient=False,
+    )
+
+
+def run_batch(
+    submissions_dir: Path,
+    out_dir: Path,
+    *,
+    jobs: int | None = None,
+    force: bool = False,
+    profile: str = "full",
+    exercises: list[str] | None = None,
+    limits: BatchLimits | None = None,
+    formats: Iterable[str] = (),
+    assignment: str = "ppo",
+    progress: bool = True,
+    report: bool = True,
+    grade_fn: str | None = None,
+    log: Callable[[str], None] | None = None,
+) -> BatchSummary:
+    """Grade every student of ``submissions_dir`` into ``out_dir``; resumable, crash-isolated, parallel.
+
+    Args:
+        submissions_dir: one sub-folder or ``.zip`` per student (the name is the id).
+        out_dir: receives ``<student>/results.json``, ``<student>/feedback.md``,
+            ``<student>/batch.json``, ``gradebook.csv`` (and ``grades.csv`` with
+            ``formats=("nbgrader",)``), ``report.md`` and ``report.png``.
+        jobs: parallel workers (default: the usable CPU cores).
+        force: regrade students whose record says they are up to date.
+        profile: ``"full"`` or ``"fast"``, passed to ``grade_submission``.
+        exercises: module stems to grade (default: all).
+        limits: per-submission :class:`BatchLimits`.
+        formats: extra gradebook formats; ``"nbgrader"`` writes nbgrader's export CSV.
+        assignment: the assignment name in the nbgrader CSV.
+        progress: show a rich progress bar (stderr).
+        report: write the class report when done.
+        grade_fn: ``"module:function"`` replacing ``grader.grade.grade_submission`` (tests).
+        log: where warnings go (default: stderr).
+
+    Returns:
+        a :class:`BatchSummary`.
+
+    Raises:
+        NotADirectoryError: if ``submissions_dir`` is not a folder.
+        KeyboardInterrupt: after killing every worker and writing the gradebook so far.
+    """
+    t_start = time.monotonic()
+    limits = limits or BatchLimits()
+    jobs = jobs or default_jobs()
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    submissions_dir = Path(submissions_dir)
+    out_dir = Path(out_dir)
+    say = log or (lambda msg: print(msg, file=sys.stderr))
+    entries, warnings = discover(submissions_dir)
+    for w in warnings:
+        say(f"warning: {w}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state = out_dir / STATE_DIR
+    # Staging and scratch of a killed run are stale: start clean.
+    shutil.rmtree(state / "staging", ignore_errors=True)
+    shutil.rmtree(state / "work", ignore_errors=True)
+    fingerprint = grader_fingerprint()
+    key_common = {
+        "grader_fingerprint": fingerprint,
+        "profile": profile,
+        "exercises": sorted(exercises) if exercises else None,
+    }
+    ids = [e.student_id for e in entries]
+    gb_lock = threading.Lock()
+    workers = _Workers()
+
+    def rebuild_gradebook() -> list[StudentRecord]:
+        with gb_lock:
+            records = read_records(out_dir, ids)
+            atomic_write_text(out_dir / GRADEBOOK, gradebook_csv(records))
+            if "nbgrader" in formats:
+                atomic_write_text(out_dir / NBGRADER_CSV, nbgrader_csv(records, assignment))
+            return records
+
+    # Which students are up to date?
+    todo: list[tuple[Entry, str]] = []
+    skipped: list[str] = []
+    for entry in entries:
+        h = submission_hash(entry, limits)
+        if not force:
+            rec = read_records(out_dir, [entry.student_id])
+            if (
+                rec
+                and rec[0].submission_hash == h
+                and all(getattr(rec[0], k) == v for k, v in key_common.items())
+                and (out_dir / entry.student_id / "results.json").is_file()
+            ):
+                skipped.append(entry.student_id)
+                continue
+        todo.append((entry, h))
+
+    template_lock = threading.Lock()
+    template: dict = {}
+
+    def zero_template() -> dict | None:
+        """Results of an empty submission (max scores per exercise), computed once per grader."""
+        with template_lock:
+            if "value" in template:
+                return template["value"]
+            cache = state / f"empty-{fingerprint}-{profile}-{'_'.join(key_common['exercises'] or [])}.json"
+            value = None
+            if cache.is_file():
+                try:
+                    value = json.loads(cache.read_text(encoding="utf-8"))
+                except ValueError:
+                    value = None
+            if value is None:
+                empty = Path(tempfile.mkdtemp(prefix="empty-", dir=state))
+                (empty / "submission").mkdir()
+                outcome = run_worker(
+                    empty / "submission",
+                    empty / "out",
+                    profile=profile,
+                    exercises=exercises,
+                    timeout_s=limits.timeout_s,
+                    grade_fn=grade_fn,
+                    workers=workers,
+                )
+                shutil.rmtree(empty, ignore_errors=True)
+                value = outcome.results
+                if value is not None:
+                    atomic_write_json(cache, value)
+            template["value"] = value
+            return value
+
+    def grade_one(entry: Entry, h: str) -> StudentRecord:
+        sid = entry.student_id
+        student_dir = out_dir / sid
+        student_dir.mkdir(parents=True, exist_ok=True)
+        # The old record goes first: a kill from here on leaves the student to regrade.
+        try:
+            os.unlink(student_dir / RECORD)
+        except FileNotFoundError:
+            pass
+        key = {"submission_hash": h, **key_common}
+        staging = state / "staging" / sid
+        scratch = state / "work" / sid
+        notes: list[str] = []
+        try:
+            staged = stage_submission(entry, staging, limits)
+            notes = staged.notes
+        except Rejected as exc:
+            reason = str(exc)
+            results = _zero_results(zero_template(), f"Submission rejected: {reason}")
+            status, message, seconds, feedback = "rejected", reason, 0.0, ""
+        else:
+            outcome = run_worker(
+                staged.root,
+                scratch,
+                profile=profile,
+                exercises=exercises,
+                timeout_s=limits.timeout_s,
+                grade_fn=grade_fn,
+                workers=workers,
+            )
+            status, seconds, feedback = outcome.status, outcome.seconds, outcome.feedback
+            message = outcome.message
+            if outcome.results is None:
+                results = _zero_results(zero_template(), message)
+            else:
+                results = outcome.results
+                extra = results.get("extra_data") or {}
+                if staged.n_python_files == 0:
+                    status = "empty"
+                    message = "the submission holds no Python file"
+                elif extra.get("status") == "rejected":
+                    # grade_submission could not read it (GradeResult.status); its output says why.
+                    status = "rejected"
+                    message = str(results.get("output", "")) or "the grader could not read the submission"
+            if notes and status == "graded":
+                message = "; ".join(notes)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        if workers.stopping:
+            raise KeyboardInterrupt
+        if notes or status != "graded":
+            results.setdefault("output", "")
+            extra = "\n".join([f"Status: {status}. {message}".strip(), *notes])
+            results["output"] = (extra + ("\n\n" + results["output"] if results["output"] else "")).strip()
+        atomic_write_text(student_dir / "feedback.md", _feedback_with_notes(sid, status, message, notes, feedback))
+        atomic_write_json(student_dir / "results.json", results)
+        record = _record_from(sid, status, message, results, key, seconds, entry.sources)
+        atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
+        shutil.rmtree(scratch, ignore_errors=True)
+        return record
+
+    graded_now: list[str] = []
+    tally = {"failed": 0, "timed-out": 0}
+    with _progress(progress) as bar:
+        task = bar.add_task("grading", total=len(entries), completed=len(skipped), tally="")
+        if not todo:
+            rebuild_gradebook()
+        pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grade")
+        futures: dict[Future, str] = {pool.submit(grade_one, e, h): e.student_id for e, h in todo}
+        try:
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    sid = futures[fut]
+                    try:
+                        record = fut.result()
+                    except KeyboardInterrupt:
+                        raise
+                    except Exception as exc:  # a bug in the batch layer itself: say so, keep going
+                        say(f"error: grading {sid!r} failed in the batch layer: {exc!r}")
+                        tally["failed"] += 1
+                        bar.advance(task)
+                        continue
+                    graded_now.append(sid)
+                    if record.status == "timed-out":
+                        tally["timed-out"] += 1
+                    elif record.status in ("crashed", "rejected"):
+                        tally["failed"] += 1
+                    rebuild_gradebook()
+                    bar.update(
+                        task, advance=1, tally=f"failed {tally['failed']} · timed out {tally['timed-out']}"
+                    )
+        except BaseException:
+            workers.kill_all()
+            for fut in futures:
+                fut.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+            rebuild_gradebook()
+            raise
+        pool.shutdown(wait=True)
+    records = rebuild_gradebook()
+    shutil.rmtree(state / "staging", ignore_errors=True)
+    shutil.rmtree(state / "work", ignore_errors=True)
+    if report:
+        from grader.report import write_class_report
+
+        write_class_report(out_dir, records)
+    return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m grader.batch worker ...`` (the per-submission worker)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["worker"]:
+        return worker_main(argv[1:])
+    print("usage: python -m grader.batch worker --submission DIR --out DIR [--profile P]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""``ppo-course grade-batch SUBMISSIONS_DIR --out OUT_DIR``: grade a class (see ``grader.batch``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "grade every student of a folder (one sub-folder or .zip each) into a gradebook; rerunning resumes"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``grade-batch`` (every limit has a safe default)."""
+    parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR",
+                        help="one sub-folder or .zip per student; its name is the student id")
+    parser.add_argument("--out", type=Path, required=True, metavar="OUT_DIR",
+                        help="receives gradebook.csv, report.md and <student>/results.json, feedback.md")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="parallel workers (default: the number of CPU cores)")
+    parser.add_argument("--force", action="store_true",
+                        help="regrade every student, even those graded already")
+    parser.add_argument("--format", action="append", choices=["nbgrader"], default=[], dest="formats",
+                        help="also write the gradebook as nbgrader's `export` CSV (OUT_DIR/grades.csv)")
+    parser.add_argument("--assignment", default="ppo", help="assignment name in the nbgrader CSV (default: ppo)")
+    parser.add_argument("--profile", choices=["full", "fast"], default="full",
+                        help="grading profile passed to the graders (default: full)")
+    parser.add_argument("--exercises", default=None, metavar="STEMS",
+                        help="comma-separated module stems to grade (default: all)")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="hard wall-clock limit per submission (default: 600)")
+    parser.add_argument("--max-size-mb", type=float, default=20.0, metavar="MB",
+                        help="largest unpacked submission accepted (default: 20 MB)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Grade the batch, print where the files are; exit 0 when the batch ran, 2 on a usage error."""
+    import sys
+
+    from grader.batch import BatchLimits, run_batch
+
+    if not args.submissions.is_dir():
+        print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)
+        return 2
+    if args.jobs is not None and args.jobs < 1:
+        print(f"error: --jobs must be at least 1 (got {args.jobs})", file=sys.stderr)
+        return 2
+    if args.timeout <= 0 or args.max_size_mb <= 0:
+        print("error: --timeout and --max-size-mb must be positive", file=sys.stderr)
+        return 2
+    limits = BatchLimits(timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
+    exercises = [s.strip() for s in args.exercises.split(",") if s.strip()] if args.exercises else None
+    summary = run_batch(
+        args.submissions,
+        args.out,
+        jobs=args.jobs,
+        force=args.force,
+        profile=args.profile,
+        exercises=exercises,
+        limits=limits,
+        formats=args.formats,
+        assignment=args.assignment,
+        progress=not args.no_progress,
+    )
+    counts = ", ".join(f"{summary.count(s)} {s}" for s in ("graded", "empty", "rejected", "timed-out", "crashed")
+                       if summary.count(s))
+    print(f"{len(summary.records)} students ({counts}); graded now {len(summary.graded_now)}, "
+          f"up to date {len(summary.skipped)}; {summary.seconds:.1f} s")
+    print(f"gradebook: {summary.out_dir / 'gradebook.csv'}")
+    print(f"class report: {summary.out_dir / 'report.md'}")
+    return 0

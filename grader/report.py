@@ -1,0 +1,214 @@
+"""The class report of a batch: what a TA should re-teach.
+
+``OUT_DIR/report.md`` (and ``report.png``, drawn with matplotlib's Agg
+backend) summarise a graded batch: how many students per status, the
+distribution of total scores, the mean and median of each exercise, and the
+most common diagnosed mistakes across the class with their counts.
+
+Diagnoses come from the graders' results.json: a failed test carries the
+tag ``"diagnosis:<id>"`` (``grader/results.py``, ``GradeResult.to_results_json``),
+and the ids are the stable keys of ``grader.diagnose.DIAGNOSES``. A student
+is counted once per diagnosis, however many tests reported it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DIAGNOSIS_TAG = "diagnosis:"
+# Diagnoses that describe how the run ended rather than a mistake in the maths.
+_RUN_DIAGNOSES = frozenset({"timeout", "crash"})
+
+
+@dataclass
+class ClassSummary:
+    """Numbers behind the class report.
+
+    ``totals``: total score per student (all statuses, rejected ones at 0);
+    ``exercise_scores``: stem -> scores of the students whose status is
+    ``graded``; ``diagnoses``: id -> (number of students, stems where seen).
+    """
+
+    n_students: int
+    status_counts: dict[str, int]
+    max_total: float
+    totals: list[float]
+    exercise_max: dict[str, float]
+    exercise_scores: dict[str, list[float]]
+    diagnoses: Counter = field(default_factory=Counter)
+    diagnosis_stems: dict[str, set[str]] = field(default_factory=dict)
+    diagnosis_students: dict[str, list[str]] = field(default_factory=dict)
+
+
+def diagnoses_in(results: dict) -> list[tuple[str, str]]:
+    """(diagnosis id, module stem) for every failed test of a results.json dict that carries a diagnosis.
+
+    The stem is the test's first tag (the contract puts the module stem in
+    ``tags``); tests without a ``diagnosis:`` tag are ignored.
+    """
+    found = []
+    for test in results.get("tests", []) or []:
+        if test.get("status") == "passed":
+            continue
+        tags = [str(t) for t in test.get("tags", []) or []]
+        stem = next((t for t in tags if t.startswith("ex")), "")
+        for tag in tags:
+            if tag.startswith(DIAGNOSIS_TAG):
+                found.append((tag[len(DIAGNOSIS_TAG):], stem))
+    return found
+
+
+def summarise(out_dir: Path, records: Iterable) -> ClassSummary:
+    """Collect the class numbers from the batch records and each student's results.json.
+
+    Args:
+        out_dir: the batch output folder (``<student>/results.json`` inside).
+        records: ``grader.batch.StudentRecord`` objects (one per gradebook row).
+    """
+    records = list(records)
+    status_counts = Counter(r.status for r in records)
+    exercise_max: dict[str, float] = {}
+    exercise_scores: dict[str, list[float]] = {}
+    diag: Counter = Counter()
+    diag_stems: dict[str, set[str]] = {}
+    diag_students: dict[str, list[str]] = {}
+    for r in records:
+        for stem, s in r.exercise_scores.items():
+            exercise_max[stem] = max(exercise_max.get(stem, 0.0), s["max_score"])
+        if r.status != "graded":
+            continue
+        for stem, s in r.exercise_scores.items():
+            exercise_scores.setdefault(stem, []).append(s["score"])
+        try:
+            results = json.loads((Path(out_dir) / r.student_id / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        seen: set[str] = set()
+        for did, stem in diagnoses_in(results):
+            diag_stems.setdefault(did, set()).add(stem)
+            if did not in seen:
+                seen.add(did)
+                diag[did] += 1
+                diag_students.setdefault(did, []).append(r.student_id)
+    from grader.batch import CONTRACT_STEMS
+
+    order = {s: i for i, s in enumerate(CONTRACT_STEMS)}
+    exercise_max = dict(sorted(exercise_max.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
+    return ClassSummary(
+        n_students=len(records),
+        status_counts=dict(status_counts),
+        max_total=max((r.max_score for r in records), default=0.0),
+        totals=[r.score for r in records],
+        exercise_max=exercise_max,
+        exercise_scores=exercise_scores,
+        diagnoses=diag,
+        diagnosis_stems=diag_stems,
+        diagnosis_students=diag_students,
+    )
+
+
+def _diagnosis_message(did: str) -> str:
+    try:
+        from grader.diagnose import message
+
+        return message(did)
+    except (ImportError, KeyError):
+        return "(no message: unknown diagnosis id)"
+
+
+def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", top: int = 10) -> str:
+    """The text of report.md for a :class:`ClassSummary` (``top`` most common diagnoses)."""
+    s = summary
+    lines = ["# Class report", ""]
+    status_text = ", ".join(f"{n} {st}" for st, n in sorted(s.status_counts.items(), key=lambda kv: -kv[1]))
+    lines += [f"{s.n_students} students: {status_text or 'none'}.", ""]
+    if s.totals:
+        lines += [
+            f"Total score (out of {s.max_total:g}, all students, ungradable ones at 0): "
+            f"mean {statistics.fmean(s.totals):.2f}, median {statistics.median(s.totals):g}, "
+            f"min {min(s.totals):g}, max {max(s.totals):g}.",
+            "",
+        ]
+    if png_name:
+        lines += [f"![score histogram and per-exercise means]({png_name})", ""]
+    lines += ["## Per exercise (students with status `graded`)", ""]
+    lines += ["| exercise | max | mean | median | full marks |", "| --- | ---: | ---: | ---: | ---: |"]
+    for stem, mx in s.exercise_max.items():
+        scores = s.exercise_scores.get(stem, [])
+        if scores:
+            full = sum(abs(x - mx) < 1e-9 for x in scores)
+            lines.append(
+                f"| `{stem}` | {mx:g} | {statistics.fmean(scores):.2f} | {statistics.median(scores):g} | {full}/{len(scores)} |"
+            )
+        else:
+            lines.append(f"| `{stem}` | {mx:g} | – | – | 0/0 |")
+    lines += ["", "## Most common diagnosed mistakes", ""]
+    mistakes = [(d, n) for d, n in s.diagnoses.most_common() if d not in _RUN_DIAGNOSES]
+    if not mistakes:
+        lines += ["No diagnosed mistakes.", ""]
+    else:
+        lines += [
+            "Students counted once per mistake. Re-teach from the top.",
+            "",
+            "| # | diagnosis | exercises | students | what it means |",
+            "| ---: | --- | --- | ---: | --- |",
+        ]
+        for i, (did, n) in enumerate(mistakes[:top], 1):
+            stems = ", ".join(f"`{x}`" for x in sorted(s.diagnosis_stems.get(did, set())) if x)
+            msg = _diagnosis_message(did).replace("|", "\\|").replace("\n", " ")
+            lines.append(f"| {i} | `{did}` | {stems} | {n} | {msg} |")
+        lines.append("")
+    run_issues = [(d, s.diagnoses[d]) for d in sorted(_RUN_DIAGNOSES) if s.diagnoses.get(d)]
+    if run_issues:
+        lines += ["Runs that did not finish: " + ", ".join(f"`{d}` in {n} submission(s)" for d, n in run_issues), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def plot_report(summary: ClassSummary, path: Path) -> Path:
+    """Draw the score histogram and per-exercise mean (as % of max) into a PNG at ``path`` (Agg backend)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    if summary.totals:
+        hi = max(summary.max_total, max(summary.totals), 1.0)
+        ax1.hist(summary.totals, bins=min(20, max(5, len(summary.totals))), range=(0, hi), color="#4472c4", edgecolor="white")
+    ax1.set_xlabel(f"total score (max {summary.max_total:g})")
+    ax1.set_ylabel("students")
+    ax1.set_title("Score histogram")
+    stems = list(summary.exercise_max)
+    pct = [
+        100 * statistics.fmean(summary.exercise_scores[s]) / summary.exercise_max[s]
+        if summary.exercise_scores.get(s) and summary.exercise_max[s] > 0
+        else 0.0
+        for s in stems
+    ]
+    ax2.bar(range(len(stems)), pct, color="#70ad47")
+    ax2.set_xticks(range(len(stems)), [s.split("_")[0] for s in stems])
+    ax2.set_ylim(0, 100)
+    ax2.set_ylabel("mean score, % of max")
+    ax2.set_title("Per exercise (graded students)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(path)  # atomic, like every other batch output
+    return path
+
+
+def write_class_report(out_dir: Path, records: Iterable) -> Path:
+    """Write ``out_dir/report.md`` and ``out_dir/report.png``; returns the path of report.md."""
+    from grader.results import atomic_write_text
+
+    out_dir = Path(out_dir)
+    summary = summarise(out_dir, records)
+    plot_report(summary, out_dir / "report.png")
+    return atomic_write_text(out_dir / "report.md", report_markdown(summary))

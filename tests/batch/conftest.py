@@ -1,0 +1,29 @@
+"""Fixtures of the batch tests: the stand-in grader on the workers' path, small cohorts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+STAND_IN = "stand_in_grader:grade_submission"
+
+
+@pytest.fixture(autouse=True)
+def _stand_in_on_path(monkeypatch):
+    """Workers are fresh processes: put this folder on their PYTHONPATH so they can import the stand-in."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH", "")])))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def write_student(root: Path, student_id: str, modules: dict[str, str | bytes]) -> Path:
+    """A folder submission ``root/student_id`` holding ``{file name: source}``."""
+    folder = root / student_id
+    folder.mkdir(parents=True)
+    for name, source in modules.items():
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source if isinstance(source, bytes) else source.encode())
+    return folder
