@@ -39,7 +39,7 @@ DIAGNOSES: dict[str, str] = {
         "No gradient reaches logp_new: the ratio was detached (.detach(), .item(), torch.no_grad "
         "or a numpy round trip). The loss must be differentiable in logp_new (Book eq. 5.9)."
     ),
-    "logprobs_wrong_dim": (
+    "softmax_wrong_dim": (
         "Your log-softmax normalises over the wrong dimension: normalise over the vocabulary "
         "(the last dimension, V) and gather the token's entry."
     ),
@@ -257,6 +257,25 @@ DIAGNOSES: dict[str, str] = {
         "earlier exercises; the difference comes from those modules (see their feedback)."
     ),
     # --- any exercise ---
+    "surrogate_not_clipped": (
+        "Your surrogate does not clip the ratio at all (a plain -mean(r*A)); eq. 5.1 takes "
+        "min(r*A, clip(r, 1-eps, 1+eps)*A)."
+    ),
+    "gradient_into_constants": (
+        "Gradient flows into advantages, returns, logp_old or old_values; they are constants for "
+        "the loss: use .detach() on them (Book eq. 5.9 differentiates through the ratio only)."
+    ),
+    "placement_ignored": (
+        "kl_shaped_rewards ignores `placement`: 'per_token' spreads -kl_coef*kl over every real "
+        "token (plus the score on the last one); 'last_token' puts score - kl_coef*mean_kl on the "
+        "last real token only."
+    ),
+    "grader_error": (
+        "The grader itself failed on this test (not your fault); your instructor will look at it."
+    ),
+    "wrong_type": (
+        "The function returned the wrong kind of value (see the docstring for what it returns)."
+    ),
     "modifies_input": (
         "Your function modifies one of its inputs in place (e.g. x[mask == 0] = 0, x.mul_(...)); "
         "work on a copy."

@@ -1,0 +1,490 @@
+"""Known buggy variants of the exercise functions, as small trusted functions.
+
+When a student's output differs from the reference, the hidden graders
+evaluate these variants on the same input; a variant whose output matches the
+student's names the mistake (its key is a diagnosis id of
+`grader/diagnose.py`). Each variant takes exactly the arguments of the
+function it mimics and is written the way the mistake is usually made, so the
+numbers (including NaN/inf) come out the same.
+
+`VARIANTS[function_name]` is an ordered list of (diagnosis id, variant); the
+first match wins, so more specific mistakes come first.
+
+Sources: Book eq. 5.1, 5.2, 5.9, 5.20, §5.5-5.7; TRL 0.11 `trl/core.py` and
+`PPOTrainer` for the placements and the adaptive KL controller.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+Variant = Callable[..., Any]
+
+
+# --------------------------------------------------------------------------- helpers
+def _m(mask: torch.Tensor) -> torch.Tensor:
+    return mask.to(torch.bool)
+
+
+def _mm(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Token-level masked mean (the correct reduction)."""
+    m = _m(mask)
+    return torch.where(m, x, torch.zeros((), dtype=x.dtype)).sum() / m.sum().to(x.dtype)
+
+
+def _row_mean_then_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """per_row_mean: the mean of each row's masked mean."""
+    m = _m(mask)
+    rows = torch.where(m, x, torch.zeros((), dtype=x.dtype)).sum(1) / m.sum(1).to(x.dtype)
+    return rows.mean()
+
+
+def _times_mask_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """padding_in_mean: (x * mask).mean(), padding counted in the denominator."""
+    return (x * mask.to(x.dtype)).mean()
+
+
+def _plain_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """padding_in_mean: x.mean(), junk and all."""
+    return x.mean()
+
+
+_MEAN_MISTAKES: tuple[tuple[str, Callable], ...] = (
+    ("per_row_mean", _row_mean_then_mean),
+    ("padding_in_mean", _times_mask_mean),
+    ("padding_in_mean", _plain_mean),
+)
+
+
+def _last_index(mask: torch.Tensor) -> torch.Tensor:
+    """[B] index of each row's last real token (masks are prefixes)."""
+    return _m(mask).sum(1) - 1
+
+
+# --------------------------------------------------------------------------- ex1
+def _lsm_gather(logp_all: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    return logp_all.gather(-1, tokens.long().unsqueeze(-1)).squeeze(-1)
+
+
+def logprobs_log_of_softmax(logits, tokens):
+    return _lsm_gather(torch.log(torch.softmax(logits, dim=-1)), tokens)
+
+
+def logprobs_softmax_over_time(logits, tokens):
+    return _lsm_gather(torch.log_softmax(logits, dim=1), tokens)
+
+
+def logprobs_shifted_pad_first(logits, tokens):
+    lp = torch.log_softmax(logits, dim=-1)
+    return _lsm_gather(torch.cat([lp[:, :1], lp[:, :-1]], dim=1), tokens)
+
+
+def logprobs_shifted_drop(logits, tokens):
+    lp = torch.log_softmax(logits, dim=-1)
+    return _lsm_gather(lp[:, :-1], tokens[:, 1:])
+
+
+def logprobs_shifted_drop_last(logits, tokens):
+    lp = torch.log_softmax(logits, dim=-1)
+    return _lsm_gather(lp[:, 1:], tokens[:, :-1])
+
+
+def logprobs_shifted_zero_first(logits, tokens):
+    got = logprobs_shifted_drop(logits, tokens)
+    return torch.cat([torch.zeros_like(got[:, :1]), got], dim=1)
+
+
+def logprobs_shifted_zero_last(logits, tokens):
+    got = logprobs_shifted_drop(logits, tokens)
+    return torch.cat([got, torch.zeros_like(got[:, :1])], dim=1)
+
+
+def logprobs_float32(logits, tokens):
+    return _lsm_gather(torch.log_softmax(logits.float(), dim=-1), tokens)
+
+
+def ratio_probability_space(logp_new, logp_old):
+    return torch.exp(logp_new) / torch.exp(logp_old)
+
+
+def ratio_inverted(logp_new, logp_old):
+    return torch.exp(logp_old - logp_new)
+
+
+# --------------------------------------------------------------------------- ex2
+def _surrogate(ratio, advantages, mask, clip_eps, *, reduce=_mm, combine=torch.min, sign=-1.0,
+               clip_lo=None, clip_hi=None, clip_what="ratio"):
+    lo = 1.0 - clip_eps if clip_lo is None else clip_lo
+    hi = 1.0 + clip_eps if clip_hi is None else clip_hi
+    if clip_what == "ratio":
+        clipped = torch.clamp(ratio, lo, hi) * advantages
+    elif clip_what == "product":
+        clipped = torch.clamp(ratio * advantages, lo, hi)
+    elif clip_what == "advantage":
+        clipped = ratio * torch.clamp(advantages, lo, hi)
+    else:  # "none"
+        clipped = ratio * advantages
+    return sign * reduce(combine(ratio * advantages, clipped), mask)
+
+
+def _csl_variant(**kw):
+    def variant(logp_new, logp_old, advantages, mask, clip_eps=0.2):
+        ratio = kw.get("ratio_fn", lambda n, o: torch.exp(n - o))(logp_new, logp_old)
+        opts = {k: v for k, v in kw.items() if k not in ("ratio_fn", "eps")}
+        eps = kw.get("eps", clip_eps)
+        return _surrogate(ratio, advantages, mask, eps, **opts)
+    return variant
+
+
+CSL_VARIANTS: list[tuple[str, Variant]] = [
+    ("ratio_in_probability_space", _csl_variant(ratio_fn=lambda n, o: torch.exp(n) / torch.exp(o))),
+    ("ratio_inverted", _csl_variant(ratio_fn=lambda n, o: torch.exp(o - n))),
+    ("max_instead_of_min", _csl_variant(combine=torch.max)),
+    ("loss_sign_flipped", _csl_variant(sign=1.0)),
+    ("clipped_advantage", _csl_variant(clip_what="product")),
+    ("clipped_advantage", _csl_variant(clip_what="advantage")),
+    ("surrogate_not_clipped", _csl_variant(clip_what="none")),
+    ("per_row_mean", _csl_variant(reduce=_row_mean_then_mean)),
+    ("padding_in_mean", _csl_variant(reduce=_times_mask_mean)),
+    ("padding_in_mean", _csl_variant(reduce=_plain_mean)),
+    ("wrong_clip_bounds", _csl_variant(eps=0.2)),
+    ("wrong_clip_bounds", lambda n, o, a, m, clip_eps=0.2: _surrogate(
+        torch.exp(n - o), a, m, clip_eps, clip_lo=-clip_eps, clip_hi=clip_eps)),
+    ("wrong_clip_bounds", lambda n, o, a, m, clip_eps=0.2: _surrogate(
+        torch.exp(n - o), a, m, clip_eps, clip_lo=1.0 / (1.0 + clip_eps), clip_hi=1.0 + clip_eps)),
+    ("wrong_clip_bounds", lambda n, o, a, m, clip_eps=0.2: _surrogate(
+        torch.exp(n - o), a, m, clip_eps, clip_lo=1.0 + clip_eps, clip_hi=1.0 - clip_eps)),
+]
+
+
+# --------------------------------------------------------------------------- ex3
+def _value_loss(values, old_values, returns, mask, c, *, combine=torch.max, reduce=_mm, scale=1.0,
+                center="old"):
+    if center == "old":
+        v_clipped = old_values + torch.clamp(values - old_values, -c, c)
+    elif center == "returns":
+        v_clipped = returns + torch.clamp(values - returns, -c, c)
+    elif center == "returns_old_delta":
+        v_clipped = returns + torch.clamp(values - old_values, -c, c)
+    else:  # "none"
+        v_clipped = values
+    return scale * reduce(combine((values - returns) ** 2, (v_clipped - returns) ** 2), mask)
+
+
+def _cvl_variant(**kw):
+    def variant(values, old_values, returns, mask, clip_range_value=0.2):
+        c = kw.get("c", clip_range_value)
+        return _value_loss(values, old_values, returns, mask, c, **{k: v for k, v in kw.items() if k != "c"})
+    return variant
+
+
+CVL_VARIANTS: list[tuple[str, Variant]] = [
+    ("value_loss_min_instead_of_max", _cvl_variant(combine=torch.min)),
+    ("value_clip_around_returns", _cvl_variant(center="returns_old_delta")),
+    ("value_clip_around_returns", _cvl_variant(center="returns")),
+    ("value_loss_half_factor", _cvl_variant(scale=0.5)),
+    ("value_loss_unclipped", _cvl_variant(center="none")),
+    ("per_row_mean", _cvl_variant(reduce=_row_mean_then_mean)),
+    ("padding_in_mean", _cvl_variant(reduce=_times_mask_mean)),
+    ("padding_in_mean", _cvl_variant(reduce=_plain_mean)),
+    ("ignores_hyperparameter", _cvl_variant(c=0.2)),
+]
+
+
+def _token_entropy(logits):
+    return -(torch.softmax(logits, -1) * torch.log_softmax(logits, -1)).sum(-1)  # [B, T]
+
+
+def _token_entropy_unstable(logits):
+    p = torch.softmax(logits, -1)
+    return -(p * torch.log(p)).sum(-1)
+
+
+ENTROPY_VARIANTS: list[tuple[str, Variant]] = [
+    ("entropy_unstable", lambda logits, mask: _mm(_token_entropy_unstable(logits), mask)),
+    ("entropy_sign", lambda logits, mask: -_mm(_token_entropy(logits), mask)),
+    ("entropy_unmasked", lambda logits, mask: _token_entropy(logits).mean()),
+    ("per_row_mean", lambda logits, mask: _row_mean_then_mean(_token_entropy(logits), mask)),
+    ("padding_in_mean", lambda logits, mask: _times_mask_mean(_token_entropy(logits), mask)),
+]
+
+
+def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_coef_fixed=None):
+    def variant(logp_new, logp_old, advantages, values, old_values, returns, logits, mask,
+                clip_eps=0.2, clip_range_value=0.2, vf_coef=0.1, ent_coef=0.01):
+        pg = _surrogate(torch.exp(logp_new - logp_old), advantages, mask, clip_eps)
+        vl = _value_loss(values, old_values, returns, mask, clip_range_value)
+        ent = _mm(_token_entropy(logits), mask)
+        vf = vf_coef if vf_coef_fixed is None else vf_coef_fixed
+        ec = ent_coef if ent_coef_fixed is None else ent_coef_fixed
+        return pg + vf * vf_scale * vl + ent_sign * ec * ent
+    return variant
+
+
+PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
+    ("entropy_sign", _ppo_loss_variant(ent_sign=1.0)),
+    ("value_loss_half_factor", _ppo_loss_variant(vf_scale=0.5)),
+    ("vf_coef_wrong", _ppo_loss_variant(vf_coef_fixed=1.0)),
+    ("vf_coef_wrong", _ppo_loss_variant(vf_scale=-1.0)),
+    ("ignores_hyperparameter", _ppo_loss_variant(vf_coef_fixed=0.1, ent_coef_fixed=0.01)),
+    ("entropy_sign", _ppo_loss_variant(ent_sign=0.0)),
+]
+
+
+# --------------------------------------------------------------------------- ex4
+def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=True, next_value_same_t=False,
+         forward=False, gamma_delta=True, gamma_rec=True, use_lam=True, returns="a_plus_v"):
+    B, T = rewards.shape
+    m = _m(mask).to(rewards.dtype) if use_mask else torch.ones_like(rewards)
+    r = rewards * m if use_mask else rewards
+    v = values
+    g_d = gamma if gamma_delta else 1.0
+    g_r = gamma if gamma_rec else 1.0
+    lm = lam if use_lam else 1.0
+    adv = torch.zeros_like(rewards)
+    carry = torch.zeros(B, dtype=rewards.dtype)
+    steps = range(T) if forward else range(T - 1, -1, -1)
+    for t in steps:
+        if next_value_same_t:
+            v_next = v[:, t]
+        elif forward:
+            v_next = v[:, t - 1] if t > 0 else torch.zeros(B, dtype=rewards.dtype)
+        else:
+            v_next = v[:, t + 1] if t + 1 < T else torch.zeros(B, dtype=rewards.dtype)
+            if mask_next_value:
+                m_next = m[:, t + 1] if t + 1 < T else torch.zeros(B, dtype=rewards.dtype)
+                v_next = v_next * m_next
+        delta = r[:, t] + g_d * v_next - v[:, t]
+        carry = delta + g_r * lm * carry
+        if use_mask and not forward:
+            carry = carry * m[:, t]
+        adv[:, t] = carry
+    if returns == "a_plus_v":
+        ret = adv + values
+    elif returns == "advantages":
+        ret = adv.clone()
+    elif returns == "a_minus_v":
+        ret = adv - values
+    else:  # "monte_carlo": discounted sum of rewards
+        ret = torch.zeros_like(rewards)
+        acc = torch.zeros(B, dtype=rewards.dtype)
+        for t in range(T - 1, -1, -1):
+            acc = r[:, t] + gamma * acc
+            ret[:, t] = acc
+    return adv, ret
+
+
+def _gae_variant(**kw):
+    def variant(rewards, values, mask, gamma=1.0, lam=0.95):
+        return _gae(rewards, values, mask, gamma, lam, **kw)
+    return variant
+
+
+# Each variant returns (advantages, returns); the graders compare the part that failed.
+GAE_VARIANTS: list[tuple[str, Variant]] = [
+    ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False)),
+    ("gae_bootstraps_from_padding", _gae_variant(use_mask=False)),
+    ("gae_wrong_timestep", _gae_variant(next_value_same_t=True)),
+    ("gae_runs_forward", _gae_variant(forward=True)),
+    ("gae_missing_gamma", _gae_variant(gamma_delta=False, gamma_rec=False)),
+    ("gae_missing_gamma", _gae_variant(gamma_rec=False)),
+    ("gae_missing_gamma", _gae_variant(gamma_delta=False)),
+    ("gae_missing_lambda", _gae_variant(use_lam=False)),
+    ("returns_not_a_plus_v", _gae_variant(returns="advantages")),
+    ("returns_not_a_plus_v", _gae_variant(returns="a_minus_v")),
+    ("returns_not_a_plus_v", _gae_variant(returns="monte_carlo")),
+]
+
+
+def _whiten(x, mask, shift_mean, *, unbiased=True, use_mask=True, eps_inside=True, keep_mean=None):
+    xd = x.double()
+    m = _m(mask) if use_mask else torch.ones_like(_m(mask))
+    n = m.sum()
+    mean = torch.where(m, xd, 0.0).sum() / n
+    var = torch.where(m, (xd - mean) ** 2, 0.0).sum() / (n - 1 if unbiased else n)
+    out = (xd - mean) / torch.sqrt(var + 1e-8) if eps_inside else (xd - mean) / torch.sqrt(var)
+    add_back = (not shift_mean) if keep_mean is None else keep_mean
+    if add_back:
+        out = out + mean
+    return out.to(x.dtype)
+
+
+WHITEN_VARIANTS: list[tuple[str, Variant]] = [
+    ("whiten_biased_variance", lambda x, mask, shift_mean=True: _whiten(x, mask, shift_mean, unbiased=False)),
+    ("whiten_padding_in_stats", lambda x, mask, shift_mean=True: _whiten(x, mask, shift_mean, use_mask=False)),
+    ("whiten_padding_in_stats", lambda x, mask, shift_mean=True: _whiten(
+        x, mask, shift_mean, use_mask=False, unbiased=False)),
+    ("whiten_shift_mean_ignored", lambda x, mask, shift_mean=True: _whiten(x, mask, shift_mean, keep_mean=False)),
+    ("whiten_missing_eps", lambda x, mask, shift_mean=True: _whiten(x, mask, shift_mean, eps_inside=False)),
+]
+
+
+# --------------------------------------------------------------------------- ex6
+def _kl(logp, ref_logp, mask, *, direction=1.0, masked=True):
+    kl = direction * (logp - ref_logp)
+    return torch.where(_m(mask), kl, torch.zeros((), dtype=kl.dtype)) if masked else kl
+
+
+KL_VARIANTS: list[tuple[str, Variant]] = [
+    ("kl_wrong_direction", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, direction=-1.0)),
+    ("kl_unmasked", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, masked=False)),
+    ("kl_unmasked", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, direction=-1.0, masked=False)),
+]
+
+
+def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, masked_kl=True,
+            score_at="last", penalty_sign=-1.0, last_reduce="mean", coef_fixed=None):
+    B, T = logp.shape
+    m = _m(mask)
+    dt = logp.dtype
+    kc = kl_coef if coef_fixed is None else coef_fixed
+    kl = direction * (logp - ref_logp)
+    kl_m = torch.where(m, kl, torch.zeros((), dtype=dt))
+    last = _last_index(mask)
+    rows = torch.arange(B)
+    s = scores.to(dt)
+    if placement == "per_token":
+        out = penalty_sign * kc * (kl_m if masked_kl else kl)
+    else:
+        if last_reduce == "mean":
+            row_kl = kl_m.sum(1) / m.sum(1).to(dt)
+        elif last_reduce == "sum":
+            row_kl = kl_m.sum(1)
+        elif last_reduce == "mean_over_T":
+            row_kl = kl_m.sum(1) / T
+        else:  # "batch_mean"
+            row_kl = (kl_m.sum() / m.sum().to(dt)).expand(B)
+        out = torch.zeros_like(logp)
+        out[rows, last] = penalty_sign * kc * row_kl
+    if score_at == "last":
+        out[rows, last] = out[rows, last] + s
+    elif score_at == "end":
+        out[:, T - 1] = out[:, T - 1] + s
+    elif score_at == "first":
+        out[:, 0] = out[:, 0] + s
+    else:  # "every"
+        out = out + torch.where(m, s[:, None].expand(B, T), torch.zeros((), dtype=dt))
+    return out
+
+
+def _shaped_variant(placement_override=None, **kw):
+    def variant(scores, logp, ref_logp, mask, kl_coef=0.05, placement="per_token"):
+        p = placement if placement_override is None else placement_override
+        return _shaped(scores, logp, ref_logp, mask, kl_coef, p, **kw)
+    return variant
+
+
+SHAPED_VARIANTS: list[tuple[str, Variant]] = [
+    ("score_on_padding", _shaped_variant(score_at="end")),
+    ("score_on_every_token", _shaped_variant(score_at="every")),
+    ("score_on_first_token", _shaped_variant(score_at="first")),
+    ("kl_wrong_direction", _shaped_variant(direction=-1.0)),
+    ("kl_penalty_sign", _shaped_variant(penalty_sign=1.0)),
+    ("rewards_not_zero_on_padding", _shaped_variant(masked_kl=False)),
+    ("last_token_sum_instead_of_mean", _shaped_variant(last_reduce="sum")),
+    ("padding_in_mean", _shaped_variant(last_reduce="mean_over_T")),
+    ("per_row_mean", _shaped_variant(last_reduce="batch_mean")),
+    ("placement_ignored", _shaped_variant(placement_override="per_token")),
+    ("placement_ignored", _shaped_variant(placement_override="last_token")),
+    ("ignores_hyperparameter", _shaped_variant(coef_fixed=0.05)),
+]
+
+
+def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
+                       updates: list[tuple[float, int]], *, clip: bool = True, rule: str = "trl") -> list[float]:
+    """The controller's `value` after each (current_kl, n_steps) update, for one update rule.
+
+    rule "trl" (correct with clip=True): e = clip(kl/target − 1, ±0.2); value *= 1 + e·n/horizon.
+    Buggy rules: "no_n_over_h" (value *= 1 + e), "additive" (value += e·n/h),
+    "inverted" (e from target/kl), "sign" (value *= 1 − e·n/h).
+    """
+    value = float(init_kl_coef)
+    out = []
+    for current_kl, n_steps in updates:
+        err = (target / current_kl - 1.0) if rule == "inverted" else (current_kl / target - 1.0)
+        if clip:
+            err = min(max(err, -0.2), 0.2)
+        if rule == "no_n_over_h":
+            value = value * (1.0 + err)
+        elif rule == "additive":
+            value = value + err * n_steps / horizon
+        elif rule == "sign":
+            value = value * (1.0 - err * n_steps / horizon)
+        else:
+            value = value * (1.0 + err * n_steps / horizon)
+        out.append(value)
+    return out
+
+
+ADAPTIVE_KL_VARIANTS: list[tuple[str, dict]] = [
+    ("adaptive_kl_no_clip", {"clip": False, "rule": "trl"}),
+    ("adaptive_kl_wrong_update", {"clip": True, "rule": "no_n_over_h"}),
+    ("adaptive_kl_wrong_update", {"clip": True, "rule": "additive"}),
+    ("adaptive_kl_wrong_update", {"clip": True, "rule": "inverted"}),
+    ("adaptive_kl_wrong_update", {"clip": True, "rule": "sign"}),
+    ("adaptive_kl_wrong_update", {"clip": False, "rule": "no_n_over_h"}),
+]
+
+
+# --------------------------------------------------------------------------- lookup
+VARIANTS: dict[str, list[tuple[str, Variant]]] = {
+    "logprobs_from_logits": [
+        ("log_of_softmax", logprobs_log_of_softmax),
+        ("softmax_wrong_dim", logprobs_softmax_over_time),
+        ("logprobs_misaligned", logprobs_shifted_pad_first),
+        ("logprobs_misaligned", logprobs_shifted_drop),
+        ("logprobs_misaligned", logprobs_shifted_drop_last),
+        ("logprobs_misaligned", logprobs_shifted_zero_first),
+        ("logprobs_misaligned", logprobs_shifted_zero_last),
+        ("wrong_dtype", logprobs_float32),
+    ],
+    "probability_ratio": [
+        ("ratio_in_probability_space", ratio_probability_space),
+        ("ratio_inverted", ratio_inverted),
+    ],
+    "clipped_surrogate_loss": CSL_VARIANTS,
+    "clipped_value_loss": CVL_VARIANTS,
+    "entropy_from_logits": ENTROPY_VARIANTS,
+    "ppo_loss": PPO_LOSS_VARIANTS,
+    "compute_gae": GAE_VARIANTS,
+    "whiten": WHITEN_VARIANTS,
+    "per_token_kl": KL_VARIANTS,
+    "kl_shaped_rewards": SHAPED_VARIANTS,
+}
+
+
+def candidates(function: str, args: tuple, kwargs: dict, *, signature_of: Callable,
+               pick: Callable[[Any], Any] = lambda out: out) -> list[tuple[str, Callable[[], Any]]]:
+    """(diagnosis id, thunk) pairs: each thunk runs one variant of `function` on (args, kwargs).
+
+    Args:
+        function: the contract name, a key of VARIANTS.
+        args, kwargs: the call as the grader made it (positional and/or keyword).
+        signature_of: the reference function; the call is bound to its signature (defaults
+            applied) and passed to each variant positionally, in the contract's order.
+        pick: selects the compared part of a variant's output (e.g. `lambda o: o[0]` for
+            the advantages of compute_gae).
+
+    The thunks run lazily (only when a comparison fails), on copies, under no_grad.
+
+    Raises:
+        KeyError: if no variants are registered for `function`.
+        TypeError: if (args, kwargs) do not fit the reference signature (a grader bug).
+    """
+    table = VARIANTS[function]
+    bound = inspect.signature(signature_of).bind(*args, **kwargs)
+    bound.apply_defaults()
+    positional = tuple(bound.arguments.values())
+
+    def thunk(variant):
+        def run():
+            with torch.no_grad():
+                copies = tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in positional)
+                return pick(variant(*copies))
+        return run
+
+    return [(diagnosis_id, thunk(variant)) for diagnosis_id, variant in table]
