@@ -1083,8 +1083,8 @@ def run_batch(
                     # grade_submission could not read it (GradeResult.status); its output says why.
                     status = "rejected"
                     message = str(results.get("output", "")) or "the grader could not read the submission"
-            if notes and status == "graded":
-                message = "; ".join(notes)
+            if notes:
+                message = "; ".join(filter(None, [message, *notes]))
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         if workers.stopping:

@@ -1,0 +1,227 @@
+"""Batch grading mechanics (grader/batch.py): discovery, isolation, resume, formats, the class report.
+
+All of these use the stand-in grader (stand_in_grader.py, see its docstring
+for why); expected scores follow from its rules by hand: 2 points per module
+found, minus 1 per BUG_VALUE / BUG_GRAD marker.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import STAND_IN, write_student
+from grader import batch
+from grader.batch import NBGRADER_COLUMNS, BatchLimits, run_batch
+
+
+def grade(subs: Path, out: Path, **kw) -> batch.BatchSummary:
+    kw.setdefault("jobs", 2)
+    return run_batch(subs, out, grade_fn=STAND_IN, progress=False, log=lambda m: None, **kw)
+
+
+def rows(out: Path) -> dict[str, dict[str, str]]:
+    with open(out / "gradebook.csv", newline="") as fh:
+        return {r["student_id"]: r for r in csv.DictReader(fh)}
+
+
+@pytest.fixture
+def cohort(tmp_path) -> Path:
+    """Three students: alice perfect on two modules (4), bob with one bug (1), carol empty."""
+    subs = tmp_path / "subs"
+    write_student(subs, "alice", {"ex1_ratio.py": "ok", "ex4_gae.py": "ok"})
+    write_student(subs, "bob", {"ex2_clipped_loss.py": "BUG_VALUE"})
+    (subs / "carol").mkdir()
+    return subs
+
+
+def test_gradebook_has_contract_columns_and_scores(cohort, tmp_path):
+    summary = grade(cohort, tmp_path / "out")
+    book = rows(tmp_path / "out")
+    header = (tmp_path / "out" / "gradebook.csv").read_text().splitlines()[0].split(",")
+    assert header[0] == "student_id" and header[-4:] == ["total", "max_total", "status", "message"]
+    assert header[1:-4] == list(batch.CONTRACT_STEMS)
+    assert (book["alice"]["total"], book["alice"]["status"]) == ("4", "graded")
+    assert (book["alice"]["ex1_ratio"], book["alice"]["ex4_gae"], book["alice"]["ex2_clipped_loss"]) == ("2", "2", "0")
+    assert (book["bob"]["total"], book["bob"]["ex2_clipped_loss"]) == ("1", "1")
+    assert book["carol"]["status"] == "empty" and book["carol"]["total"] == "0"
+    assert {r["max_total"] for r in book.values()} == {"14"}  # 7 modules x 2 points
+    for sid in ("alice", "bob", "carol"):
+        assert (tmp_path / "out" / sid / "results.json").is_file()
+        assert (tmp_path / "out" / sid / "feedback.md").is_file()
+    assert summary.count("graded") == 2
+
+
+def test_duplicate_ids_are_both_rejected_and_the_batch_carries_on(cohort, tmp_path):
+    write_student(cohort, "dave", {"ex1_ratio.py": "ok"})
+    with zipfile.ZipFile(cohort / "dave.zip", "w") as zf:
+        zf.writestr("ex1_ratio.py", "ok")
+    book = rows(grade(cohort, tmp_path / "out").out_dir)
+    assert book["dave"]["status"] == "rejected"
+    assert "'dave'" in book["dave"]["message"] and "dave.zip" in book["dave"]["message"]
+    assert book["alice"]["status"] == "graded"
+    assert "rejected" in (tmp_path / "out" / "dave" / "feedback.md").read_text().lower()
+
+
+def test_stray_files_are_skipped_with_a_warning(cohort, tmp_path):
+    (cohort / "notes.txt").write_text("not a student")
+    (cohort / ".DS_Store").write_bytes(b"\0")
+    warnings = []
+    run_batch(cohort, tmp_path / "out", jobs=2, grade_fn=STAND_IN, progress=False, log=warnings.append)
+    assert set(rows(tmp_path / "out")) == {"alice", "bob", "carol"}
+    assert any("notes.txt" in w for w in warnings)
+    assert not any(".DS_Store" in w for w in warnings)
+
+
+def _zip_with_raw_name(path: Path, raw_name: bytes, data: bytes) -> None:
+    """A zip whose entry name is the raw bytes given (no UTF-8 flag): zipfile cannot write one directly."""
+    placeholder = b"Q" * len(raw_name)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(placeholder.decode(), data)
+    path.write_bytes(buf.getvalue().replace(placeholder, raw_name))
+
+
+@pytest.fixture
+def bad_cohort(tmp_path) -> Path:
+    subs = tmp_path / "subs"
+    write_student(subs, "ok", {"ex1_ratio.py": "ok"})
+    (subs / "garbage.zip").write_bytes(b"this is not a zip file at all")
+    write_student(subs, "huge", {"ex1_ratio.py": "ok", "data.bin": b"\1" * 5000})
+    with zipfile.ZipFile(subs / "hugezip.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("ex1_ratio.py", "ok")
+        zf.writestr("weights.bin", b"\1" * 5000)
+    with zipfile.ZipFile(subs / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("ex1_ratio.py", b"\0" * 3_000_000)  # ~3 kB compressed: a 1000-fold expansion
+    with zipfile.ZipFile(subs / "traversal.zip", "w") as zf:
+        zf.writestr("ex1_ratio.py", "ok")
+        zf.writestr("../../escaped.py", "print('owned')")
+    folder = write_student(subs, "linker", {"ex1_ratio.py": "ok"})
+    os.symlink("/etc/passwd", folder / "ex2_clipped_loss.py")
+    folder = write_student(subs, "latin1", {"ex1_ratio.py": "ok"})
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.py"), "wb") as fh:
+        fh.write(b"x = 1\n")
+    _zip_with_raw_name(subs / "latin1zip.zip", b"\xff\xfe.py", b"x = 1\n")
+    write_student(subs, "nul", {"ex1_ratio.py": "ok", "ex4_gae.py": b"def f():\n    return 1\x00\n"})
+    return subs
+
+
+def test_bad_inputs_get_a_clear_status_and_message(bad_cohort, tmp_path):
+    # max_bytes below the big files (5000 B) but above the bomb's declared size test? no: the bomb is
+    # 3 MB declared, far above; the ratio check must catch it even with a generous limit.
+    limits = BatchLimits(max_bytes=4000)
+    book = rows(grade(bad_cohort, tmp_path / "out", limits=limits).out_dir)
+    assert book["ok"]["status"] == "graded" and book["ok"]["total"] == "2"
+    assert book["garbage"]["status"] == "rejected" and "not a readable zip" in book["garbage"]["message"]
+    assert book["huge"]["status"] == "rejected" and "larger than the limit" in book["huge"]["message"]
+    assert book["hugezip"]["status"] == "rejected" and "more than the limit" in book["hugezip"]["message"]
+    assert book["traversal"]["status"] == "rejected" and "escapes the submission" in book["traversal"]["message"]
+    assert not (tmp_path / "escaped.py").exists() and not (tmp_path.parent / "escaped.py").exists()
+    assert book["linker"]["status"] == "rejected" and "points outside the submission" in book["linker"]["message"]
+    # Non-UTF-8 names: the file is dropped with a note, the rest is graded.
+    for sid in ("latin1", "latin1zip"):
+        assert book[sid]["status"] in ("graded", "empty"), book[sid]
+        assert "not valid UTF-8" in book[sid]["message"]
+    assert book["latin1"]["total"] == "2"
+    # NUL byte: graded, that exercise scores 0, and the message says why.
+    assert book["nul"]["status"] == "graded" and book["nul"]["ex4_gae"] == "0" and book["nul"]["ex1_ratio"] == "2"
+    assert "NUL byte" in book["nul"]["message"]
+    assert "NUL byte" in (tmp_path / "out" / "nul" / "feedback.md").read_text()
+
+
+def test_zip_bomb_is_rejected_even_under_a_generous_size_limit(bad_cohort, tmp_path):
+    book = rows(grade(bad_cohort, tmp_path / "out", limits=BatchLimits(max_bytes=10**9)).out_dir)
+    assert book["bomb"]["status"] == "rejected" and "zip bomb" in book["bomb"]["message"]
+    assert book["huge"]["status"] == "graded"  # 5 kB is fine under 1 GB
+
+
+def test_size_is_checked_from_headers_before_extracting(tmp_path, monkeypatch):
+    """A zip over the limit is rejected without a single byte being extracted."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    with zipfile.ZipFile(subs / "big.zip", "w", zipfile.ZIP_STORED) as zf:
+        zf.writestr("ex1_ratio.py", b"#" * 3000)
+    opened = []
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, *a, **k: opened.append(a) or 1 / 0)
+    entries, _ = batch.discover(subs)
+    with pytest.raises(batch.Rejected, match="more than the limit"):
+        batch.stage_submission(entries[0], tmp_path / "staging", BatchLimits(max_bytes=1000))
+    assert opened == []
+
+
+def test_resume_skips_graded_students_and_regrades_a_changed_submission(cohort, tmp_path):
+    out = tmp_path / "out"
+    first = grade(cohort, out)
+    assert sorted(first.graded_now) == ["alice", "bob", "carol"]
+    before = (out / "gradebook.csv").read_text()
+    again = grade(cohort, out)
+    assert again.graded_now == [] and sorted(again.skipped) == ["alice", "bob", "carol"]
+    assert (out / "gradebook.csv").read_text() == before
+    (cohort / "bob" / "ex2_clipped_loss.py").write_text("fixed")
+    third = grade(cohort, out)
+    assert third.graded_now == ["bob"]
+    assert rows(out)["bob"]["total"] == "2"
+    assert grade(cohort, out, force=True).graded_now.__len__() == 3
+
+
+def test_a_new_grader_version_regrades_everyone(cohort, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    grade(cohort, out)
+    monkeypatch.setattr(batch, "grader_fingerprint", lambda: "another-grader")
+    assert sorted(grade(cohort, out).graded_now) == ["alice", "bob", "carol"]
+
+
+def test_hang_and_crash_are_isolated(cohort, tmp_path):
+    write_student(cohort, "hanger", {"ex1_ratio.py": "STANDIN_HANG"})
+    write_student(cohort, "crasher", {"ex1_ratio.py": "STANDIN_CRASH"})
+    book = rows(grade(cohort, tmp_path / "out", limits=BatchLimits(timeout_s=4)).out_dir)
+    assert book["hanger"]["status"] == "timed-out" and "longer than the limit of 4 s" in book["hanger"]["message"]
+    assert book["crasher"]["status"] == "crashed" and "exit status 3" in book["crasher"]["message"]
+    assert (book["alice"]["status"], book["alice"]["total"]) == ("graded", "4")
+    assert book["hanger"]["max_total"] == "14"  # zero results still carry the max scores
+    assert _processes_mentioning(str(tmp_path / "out")) == []
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if text.encode() in cmdline:
+            found.append(int(pid))
+    return found
+
+
+def test_nbgrader_export_columns(cohort, tmp_path):
+    grade(cohort, tmp_path / "out", formats=("nbgrader",), assignment="ppo_ch5")
+    with open(tmp_path / "out" / "grades.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert tuple(reader.fieldnames) == NBGRADER_COLUMNS
+        by_id = {r["student_id"]: r for r in reader}
+    assert by_id["alice"]["assignment"] == "ppo_ch5"
+    assert (by_id["alice"]["raw_score"], by_id["alice"]["score"], by_id["alice"]["max_score"]) == ("4", "4", "14")
+    assert by_id["bob"]["late_submission_penalty"] == "0.0"
+
+
+def test_class_report_counts_diagnoses_once_per_student(tmp_path):
+    subs = tmp_path / "subs"
+    write_student(subs, "a", {"ex2_clipped_loss.py": "BUG_VALUE", "ex3_full_loss.py": "BUG_VALUE"})
+    write_student(subs, "b", {"ex2_clipped_loss.py": "BUG_VALUE BUG_GRAD"})
+    write_student(subs, "c", {"ex2_clipped_loss.py": "ok"})
+    out = grade(subs, tmp_path / "out").out_dir
+    report = (out / "report.md").read_text()
+    # a: max_instead_of_min (twice, counted once); b: both; c: none -> 2 and 1 students.
+    assert "| 1 | `max_instead_of_min` | `ex2_clipped_loss`, `ex3_full_loss` | 2 |" in report
+    assert "| 2 | `ratio_detached` | `ex2_clipped_loss` | 1 |" in report
+    # ex2 scores 0+2 (a: BUG_VALUE -> 1), b -> 0, c -> 2: mean (1+0+2)/3 = 1.00, median 1.
+    assert "| `ex2_clipped_loss` | 2 | 1.00 | 1 | 1/3 |" in report
+    assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

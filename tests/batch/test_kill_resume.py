@@ -1,0 +1,80 @@
+"""A batch killed with kill -9 at any moment, then rerun, ends with the gradebook of an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import STAND_IN, write_student
+from grader import batch
+from grader.batch import run_batch
+from test_batch import _processes_mentioning
+
+# The grader fingerprint is pinned on both sides: teammates edit the grader while tests run, and a
+# changed fingerprint would (rightly) regrade everyone, hiding whether the resume skipped anyone.
+SCRIPT = """
+import sys
+from grader import batch
+from grader.batch import run_batch
+batch.grader_fingerprint = lambda: "pinned"
+run_batch(sys.argv[1], sys.argv[2], jobs=2, grade_fn=sys.argv[3], progress=False, log=lambda m: None)
+"""
+
+
+@pytest.fixture
+def slow_cohort(tmp_path) -> Path:
+    """Eight students whose stand-in grading takes ~0.4 s each, with assorted scores and one empty."""
+    subs = tmp_path / "subs"
+    for i in range(7):
+        modules = {"ex1_ratio.py": "STANDIN_SLOW", "ex2_clipped_loss.py": "BUG_VALUE" * (i % 2)}
+        if i % 3 == 0:
+            modules["ex4_gae.py"] = "BUG_GRAD"
+        write_student(subs, f"student{i}", modules)
+    (subs / "student7").mkdir()
+    return subs
+
+
+def _wait_gone(text: str, seconds: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := _processes_mentioning(text)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+@pytest.mark.parametrize("kill_after_rows", [0, 3])
+def test_kill_9_then_rerun_gives_the_uninterrupted_gradebook(slow_cohort, tmp_path, kill_after_rows, monkeypatch):
+    monkeypatch.setattr(batch, "grader_fingerprint", lambda: "pinned")
+    reference = tmp_path / "uninterrupted"
+    run_batch(slow_cohort, reference, jobs=2, grade_fn=STAND_IN, progress=False, log=lambda m: None)
+    want = (reference / "gradebook.csv").read_text()
+    assert want.count("\n") == 9  # header + 8 students
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(slow_cohort), str(out), STAND_IN],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    # Kill once the gradebook holds `kill_after_rows` students (0: as soon as a worker runs).
+    while time.monotonic() < deadline:
+        book = out / "gradebook.csv"
+        n_rows = book.read_text().count("\n") - 1 if book.exists() else 0
+        if (kill_after_rows == 0 and (out / ".batch" / "work").exists()) or (kill_after_rows and n_rows >= kill_after_rows):
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the batch finished before it could be killed: make the cohort slower"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # The workers notice their parent is gone and take their process groups with them.
+    assert _wait_gone(str(out)) == []
+    partial = (out / "gradebook.csv").read_text() if (out / "gradebook.csv").exists() else ""
+    assert partial != want
+
+    resumed = run_batch(slow_cohort, out, jobs=2, grade_fn=STAND_IN, progress=False, log=lambda m: None)
+    assert (out / "gradebook.csv").read_text() == want
+    if kill_after_rows:
+        assert len(resumed.skipped) >= kill_after_rows  # finished students were not regraded
