@@ -45,14 +45,17 @@ def logprobs_from_logits(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Te
 
 
 def probability_ratio(logp_new: torch.Tensor, logp_old: torch.Tensor) -> torch.Tensor:
-    """exp(logp_new − logp_old) (Book eq. 5.20); no gradient into logp_old."""
-    return torch.exp(logp_new - logp_old.detach())
+    """exp(logp_new − logp_old) (Book eq. 5.20), a pure function of both inputs.
+
+    The losses detach logp_old themselves; the ratio alone stays differentiable in both.
+    """
+    return torch.exp(logp_new - logp_old)
 
 
 # ---------------------------------------------------------------- ex2 (Book eq. 5.1)
 def clipped_surrogate_loss(logp_new, logp_old, advantages, mask, clip_eps=0.2):
     """−masked_mean(min(r·Â, clip(r)·Â)), written as TRL's max of negated terms."""
-    ratio = probability_ratio(logp_new, logp_old)
+    ratio = probability_ratio(logp_new, logp_old.detach())
     adv = advantages.detach()
     pg_losses = -adv * ratio
     pg_losses2 = -adv * torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps)

@@ -5,7 +5,7 @@ log becomes −inf (and its gradient nan) for logits of a few hundred; the
 contract asks for a log-softmax that is stable for logits of any size.
 """
 EXERCISE = "ex1_ratio"
-DIAGNOSIS = "log_softmax_unstable"
+DIAGNOSIS = "log_of_softmax"
 DESCRIPTION = "logprobs_from_logits takes torch.log(torch.softmax(logits)): -inf/nan for large logits"
 SEEN_IN = "pytorch/pytorch#795 (log of softmax vs log_softmax nan reports); tracel-ai/burn#315"
 

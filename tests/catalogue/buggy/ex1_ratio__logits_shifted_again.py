@@ -5,7 +5,7 @@ the causal-LM "shift by one" applies it again, scores token t with the logits
 of step t−1, and fills the first column with the first step's own score.
 """
 EXERCISE = "ex1_ratio"
-DIAGNOSIS = "logits_misaligned"
+DIAGNOSIS = "logprobs_misaligned"
 DESCRIPTION = "logprobs_from_logits shifts logits by one step (off-by-one alignment with the tokens)"
 SEEN_IN = "lucidrains/PaLM-rlhf-pytorch#31 (action logits shifted wrongly); AI-Hypercomputer/maxtext#2103"
 

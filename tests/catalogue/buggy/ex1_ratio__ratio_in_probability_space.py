@@ -5,7 +5,7 @@ factors underflow to 0 when the log-probs are very negative (−1000 → 0/0 = n
 which is exactly what Book eq. 5.20 tells us to avoid.
 """
 EXERCISE = "ex1_ratio"
-DIAGNOSIS = "ratio_not_in_log_space"
+DIAGNOSIS = "ratio_in_probability_space"
 DESCRIPTION = "probability_ratio computes exp(logp_new) / exp(logp_old): nan when both log-probs are -1000"
 SEEN_IN = "Book §5.7 (eq. 5.20) warns against it; classroom mistake"
 
@@ -14,4 +14,4 @@ import torch
 
 def probability_ratio(logp_new, logp_old):
     # pi_new / pi_old, straight from the definition of the ratio
-    return torch.exp(logp_new) / torch.exp(logp_old.detach())
+    return torch.exp(logp_new) / torch.exp(logp_old)

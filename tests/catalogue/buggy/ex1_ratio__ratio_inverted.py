@@ -12,4 +12,4 @@ import torch
 
 
 def probability_ratio(logp_new, logp_old):
-    return torch.exp(logp_old.detach() - logp_new)
+    return torch.exp(logp_old - logp_new)

@@ -5,7 +5,7 @@ contract: functions must not modify their inputs in place), and with
 requires_grad logits autograd refuses the in-place op on a leaf.
 """
 EXERCISE = "ex1_ratio"
-DIAGNOSIS = "modifies_input_in_place"
+DIAGNOSIS = "modifies_input"
 DESCRIPTION = "logprobs_from_logits subtracts the row max from the caller's logits in place"
 SEEN_IN = "classroom mistake (the max-subtraction trick written with sub_)"
 

@@ -4,7 +4,7 @@ A common "masked" reduction: sums each row's real tokens, then averages over
 rows, so the loss scales with response length.
 """
 EXERCISE = "ex2_clipped_loss"
-DIAGNOSIS = "per_row_sum_not_token_mean"
+DIAGNOSIS = "per_row_sum"
 DESCRIPTION = "clipped_surrogate_loss returns (obj*mask).sum(1).mean(): per-row sums averaged over the batch"
 SEEN_IN = "huggingface/trl#6654 (luspo aggregation weighting rows by length); Dr. GRPO discussion sail-sg/understand-r1-zero#11"
 

@@ -4,7 +4,7 @@ torch.clamp with min > max returns max everywhere, so the clipped ratio is the
 constant 1−ε: no error, plausible-looking numbers.
 """
 EXERCISE = "ex2_clipped_loss"
-DIAGNOSIS = "clip_bounds_wrong"
+DIAGNOSIS = "wrong_clip_bounds"
 DESCRIPTION = "clipped_surrogate_loss calls torch.clamp(ratio, 1 + eps, 1 - eps): bounds swapped"
 SEEN_IN = "classroom mistake (torch.clamp silently accepts min > max)"
 

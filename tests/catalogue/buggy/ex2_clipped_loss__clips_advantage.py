@@ -1,6 +1,6 @@
 """Buggy: clips the advantage into [1−ε, 1+ε] instead of the ratio."""
 EXERCISE = "ex2_clipped_loss"
-DIAGNOSIS = "clips_advantage_not_ratio"
+DIAGNOSIS = "clipped_advantage"
 DESCRIPTION = "clipped_surrogate_loss computes r * clip(A, 1-eps, 1+eps) instead of clip(r, 1-eps, 1+eps) * A"
 SEEN_IN = "classroom mistake (clip applied to the wrong factor of r*A)"
 

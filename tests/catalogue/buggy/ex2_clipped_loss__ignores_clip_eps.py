@@ -1,6 +1,6 @@
 """Buggy: hard-codes ε = 0.2 and ignores the clip_eps argument."""
 EXERCISE = "ex2_clipped_loss"
-DIAGNOSIS = "ignores_argument"
+DIAGNOSIS = "ignores_hyperparameter"
 DESCRIPTION = "clipped_surrogate_loss hard-codes 0.2 instead of using clip_eps"
 SEEN_IN = "verl-project/verl#791 (clip_ratio settings that silently have no effect)"
 

@@ -5,7 +5,7 @@ read as *indices* 0/1 (rows 0 and 1 gathered T times, silently), and a float
 mask raises IndexError. The contract accepts bool, int and float masks.
 """
 EXERCISE = "ex2_clipped_loss"
-DIAGNOSIS = "mask_dtype_not_handled"
+DIAGNOSIS = "mask_dtype_unsupported"
 DESCRIPTION = "clipped_surrogate_loss uses obj[mask].mean(): right for bool masks, silently wrong for int, raises for float"
 SEEN_IN = "MarcoMeter/recurrent-ppo-truncated-bptt#10 (masked_select proposed for masked normalisation); classroom mistake"
 

@@ -4,7 +4,7 @@ Book eq. 5.1's pessimistic bound becomes an optimistic one: the clip never
 removes the incentive to move (eq. 5.9's zero-gradient cases flow instead).
 """
 EXERCISE = "ex2_clipped_loss"
-DIAGNOSIS = "clip_max_instead_of_min"
+DIAGNOSIS = "max_instead_of_min"
 DESCRIPTION = "clipped_surrogate_loss uses max(r*A, clip(r)*A) instead of min"
 SEEN_IN = "openai/baselines#652 discussion (max of the negated terms confused with max of the terms)"
 

@@ -5,7 +5,7 @@ weights short responses' tokens more. Equal to the right answer only when all
 rows have the same length.
 """
 EXERCISE = "ex2_clipped_loss"
-DIAGNOSIS = "per_row_mean_not_token_mean"
+DIAGNOSIS = "per_row_mean"
 DESCRIPTION = "clipped_surrogate_loss averages per-row means (sequence-level) instead of a token-level masked mean"
 SEEN_IN = "verl-project/verl#2435 and NovaSky-AI/SkyRL#133 (token_mean vs sequence_mean loss aggregation)"
 

@@ -1,6 +1,6 @@
 """Buggy: masks the numerator but divides by B·T (padding counted in the mean)."""
 EXERCISE = "ex2_clipped_loss"
-DIAGNOSIS = "padding_counted_in_mean"
+DIAGNOSIS = "padding_in_mean"
 DESCRIPTION = "clipped_surrogate_loss returns (obj*mask).mean(): padding positions counted in the denominator"
 SEEN_IN = "d2l-ai/d2l-en#2707 (masked loss reduced with .mean over padded steps); gluon-nlp#238"
 

@@ -4,7 +4,7 @@ The junk that padding holds (|x| ≤ 20 by contract) leaks into the loss and
 its gradient.
 """
 EXERCISE = "ex2_clipped_loss"
-DIAGNOSIS = "padding_counted_in_mean"
+DIAGNOSIS = "padding_in_mean"
 DESCRIPTION = "clipped_surrogate_loss sums obj over all positions, divides by mask.sum(): padding junk leaks in"
 SEEN_IN = "alibaba/ROLL#444 (token-mean numerator summed over masked positions)"
 

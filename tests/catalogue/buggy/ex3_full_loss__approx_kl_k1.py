@@ -4,7 +4,7 @@ That is TRL's `policykl`, not its `approxkl` = ½·mean((logp_new − logp_old)�
 which the contract names. k1 can be negative and averages to ~0 early on.
 """
 EXERCISE = "ex3_full_loss"
-DIAGNOSIS = "approx_kl_definition"
+DIAGNOSIS = "approx_kl_wrong"
 DESCRIPTION = "ppo_loss stats['approx_kl'] is masked_mean(logp_old - logp_new) (k1), not 1/2 (logp_new - logp_old)^2"
 SEEN_IN = "huggingface/trl#463 (negative KL estimates); verl-project/verl#211"
 

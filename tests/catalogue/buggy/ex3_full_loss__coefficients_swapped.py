@@ -1,6 +1,6 @@
 """Buggy: vf_coef and ent_coef applied to the wrong terms."""
 EXERCISE = "ex3_full_loss"
-DIAGNOSIS = "loss_coefficients"
+DIAGNOSIS = "vf_coef_wrong"
 DESCRIPTION = "ppo_loss computes pg + ent_coef * vf - vf_coef * entropy (coefficients swapped)"
 SEEN_IN = "classroom mistake (c1/c2 of eq. 5.2 mixed up)"
 

@@ -4,7 +4,7 @@ For confident tokens p underflows to 0 and 0·log 0 = 0·(−inf) = nan; the
 log-softmax (or logsumexp) form stays finite for logits of any size.
 """
 EXERCISE = "ex3_full_loss"
-DIAGNOSIS = "log_softmax_unstable"
+DIAGNOSIS = "entropy_unstable"
 DESCRIPTION = "entropy_from_logits computes -(p * log p) with p = softmax: nan once some p underflows to 0"
 SEEN_IN = "tiandunx/loss_function_search#4 (softmax instability); pytorch/pytorch#6864"
 

@@ -1,6 +1,6 @@
 """Buggy: the entropy bonus averages over every position, padding included."""
 EXERCISE = "ex3_full_loss"
-DIAGNOSIS = "padding_counted_in_mean"
+DIAGNOSIS = "entropy_unmasked"
 DESCRIPTION = "entropy_from_logits ignores the mask: mean entropy over all positions, padding included"
 SEEN_IN = "huggingface/trl#6803 (objective/entropy includes padding tokens)"
 

@@ -4,7 +4,7 @@ clip(V − R, −c, c) bounds the error itself, i.e. a Huber-like loss; eq. 5.2'
 clip keeps the new value near V_old (the trust region of the critic).
 """
 EXERCISE = "ex3_full_loss"
-DIAGNOSIS = "value_clipped_around_returns"
+DIAGNOSIS = "value_clip_around_returns"
 DESCRIPTION = "clipped_value_loss clips V into R +- c (around the returns) instead of V_old +- c"
 SEEN_IN = "ray-project/ray#19291 (argues the clip should bound the error to the target)"
 

@@ -4,7 +4,7 @@ The "why max?" question is asked again and again; the answer (pessimism, as
 in eq. 5.1) is the book's, and min lets the critic ignore its clip.
 """
 EXERCISE = "ex3_full_loss"
-DIAGNOSIS = "value_clip_min_instead_of_max"
+DIAGNOSIS = "value_loss_min_instead_of_max"
 DESCRIPTION = "clipped_value_loss uses min((V-R)^2, (V_clipped-R)^2) instead of max"
 SEEN_IN = "leggedrobotics/rsl_rl#152 (user swaps max for min); openai/baselines#1140; openai/baselines#765"
 

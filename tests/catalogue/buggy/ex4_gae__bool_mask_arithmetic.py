@@ -4,7 +4,7 @@ Written and tested with float masks, it raises TypeError ("Subtraction ... with
 a bool tensor is not supported") on the bool masks that the contract accepts.
 """
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "mask_dtype_not_handled"
+DIAGNOSIS = "mask_dtype_unsupported"
 DESCRIPTION = "compute_gae computes `1 - mask`: works for int/float masks, raises TypeError for bool masks"
 SEEN_IN = "classroom mistake (mask dtype assumptions); see the contract's bool/int/float rule"
 

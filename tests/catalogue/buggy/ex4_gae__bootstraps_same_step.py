@@ -1,6 +1,6 @@
 """Buggy: δ_t uses V_t where V_{t+1} belongs (bootstraps from the wrong time step)."""
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "gae_wrong_time_step"
+DIAGNOSIS = "gae_wrong_timestep"
 DESCRIPTION = "compute_gae computes delta_t = r_t + gamma*V_t - V_t (next value taken at the same step)"
 SEEN_IN = "tensorflow/agents#953 (GAE passed the one-before-last value as the final value)"
 

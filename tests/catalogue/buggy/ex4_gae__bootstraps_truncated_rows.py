@@ -5,7 +5,7 @@ control tasks, but the contract says nothing is bootstrapped past a row's last
 real token, truncated or not.
 """
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "gae_bootstraps_past_end"
+DIAGNOSIS = "gae_bootstraps_from_padding"
 DESCRIPTION = "compute_gae bootstraps rows that fill all T columns with V_{T-1} (treats them as truncated episodes)"
 SEEN_IN = "vwxyzjn/cleanrl#16 (GAE last-value handling); hill-a/stable-baselines#385"
 

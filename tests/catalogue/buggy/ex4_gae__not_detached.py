@@ -5,7 +5,7 @@ target (R = A + V depends on V), and the contract says no gradient flows
 into either output.
 """
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "gradient_into_constants"
+DIAGNOSIS = "gae_not_detached"
 DESCRIPTION = "compute_gae outputs carry gradient (values/rewards not detached)"
 SEEN_IN = "huggingface/trl#546 review (advantage computation missing torch.no_grad)"
 

@@ -4,7 +4,7 @@ With λ = 1 the two agree; with λ = 0.95 the contract's returns (TD(λ)
 targets, A + V) differ from the Monte-Carlo return.
 """
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "returns_not_adv_plus_values"
+DIAGNOSIS = "returns_not_a_plus_v"
 DESCRIPTION = "compute_gae returns the discounted sum of rewards as the returns instead of advantages + values"
 SEEN_IN = "huggingface/trl#19 and openai/lm-human-preferences#13 (why returns = advantages + values?); trl#1150"
 

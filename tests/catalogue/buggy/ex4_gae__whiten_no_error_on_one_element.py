@@ -4,7 +4,7 @@ The unbiased variance divides by n − 1 = 0: the output is nan/inf instead of
 the clear error the contract asks for.
 """
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "whiten_missing_error"
+DIAGNOSIS = "whiten_no_error_for_one_element"
 DESCRIPTION = "whiten does not raise ValueError when the mask selects fewer than 2 elements (returns nan)"
 SEEN_IN = "alibaba/ROLL#475 (advantage whitening fails with a single valid token)"
 

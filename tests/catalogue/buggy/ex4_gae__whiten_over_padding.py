@@ -1,6 +1,6 @@
 """Buggy: whitening statistics over every position, padding included."""
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "padding_counted_in_whiten"
+DIAGNOSIS = "whiten_padding_in_stats"
 DESCRIPTION = "whiten computes mean and variance over all positions (x.mean(), x.var()), padding included"
 SEEN_IN = "NovaSky-AI/SkyRL#1305 (advantage normalisation mean over padding); MarcoMeter/recurrent-ppo-truncated-bptt#10"
 

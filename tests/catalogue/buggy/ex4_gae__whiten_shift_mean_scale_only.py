@@ -4,7 +4,7 @@ TRL's (and the contract's) shift_mean=False centres, scales, then adds the
 original mean back: (x − μ)/σ + μ. Scale-only gives x/σ.
 """
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "whiten_shift_mean"
+DIAGNOSIS = "whiten_shift_mean_ignored"
 DESCRIPTION = "whiten(shift_mean=False) returns x / std instead of (x - mean) / std + mean"
 SEEN_IN = "THUDM/slime#2356 (changes shift_mean=False to scale-only, diverging from TRL)"
 

@@ -4,7 +4,7 @@ Looks masked (x * mask), but the zeros are still counted: the mean shrinks
 towards 0 and the variance is mixed with the zeros.
 """
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "padding_counted_in_whiten"
+DIAGNOSIS = "whiten_padding_in_stats"
 DESCRIPTION = "whiten multiplies by the mask then uses .mean()/.var(): zeroed padding still counted"
 SEEN_IN = "NovaSky-AI/SkyRL#1305 (inconsistent masking of mean vs variance)"
 

@@ -4,7 +4,7 @@ Fresh rollouts added mid-training silently join the current epochs,
 mixing data from two policies under one logp_old.
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_phase_not_enforced"
+DIAGNOSIS = "buffer_add_during_train"
 DESCRIPTION = "RolloutBuffer.add accepts data in the train phase (no RuntimeError)"
 SEEN_IN = "Book §5.5 (on-policy data must not be mixed into a training phase); classroom mistake"
 

@@ -1,7 +1,7 @@
 """Buggy RolloutBuffer: minibatches() does not check the phase.
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_phase_not_enforced"
+DIAGNOSIS = "buffer_minibatches_during_collect"
 DESCRIPTION = "RolloutBuffer.minibatches works in the collect phase (no RuntimeError)"
 SEEN_IN = "Book §5.5; classroom mistake"
 

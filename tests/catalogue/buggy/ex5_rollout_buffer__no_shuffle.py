@@ -1,7 +1,7 @@
 """Buggy RolloutBuffer: mini-batches in storage order (no shuffling, generator ignored).
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_minibatch_order"
+DIAGNOSIS = "buffer_wrong_minibatch_order"
 DESCRIPTION = "RolloutBuffer.minibatches ignores the generator and yields rows in storage order"
 SEEN_IN = "classroom mistake (the stub fixes perm = torch.randperm(len(buf), generator=generator))"
 

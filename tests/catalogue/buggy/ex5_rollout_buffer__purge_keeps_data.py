@@ -1,7 +1,7 @@
 """Buggy RolloutBuffer: purge() only flips the phase; old rollouts stay and are trained on again.
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_purge_incomplete"
+DIAGNOSIS = "buffer_use_after_purge"
 DESCRIPTION = "RolloutBuffer.purge resets the phase but keeps the stored rollouts, which leak into the next cycle"
 SEEN_IN = "Book §5.5 ('purge (wipe it completely)'); michaelnny/deep_rl_zoo#5"
 

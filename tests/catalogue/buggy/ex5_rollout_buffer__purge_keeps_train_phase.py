@@ -1,7 +1,7 @@
 """Buggy RolloutBuffer: purge() forgets to go back to the collect phase.
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_lifecycle"
+DIAGNOSIS = "buffer_use_after_purge"
 DESCRIPTION = "RolloutBuffer.purge wipes the data but leaves the phase at 'train': the next collect phase cannot add"
 SEEN_IN = "Book §5.5 (collect -> train -> purge clockwork); classroom mistake"
 

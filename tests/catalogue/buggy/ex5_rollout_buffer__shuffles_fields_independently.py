@@ -4,7 +4,7 @@ The mini-batch holds logp_old of one sequence with the responses of another:
 every shape is right, every statistic is plausible, the ratio is meaningless.
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_fields_misaligned"
+DIAGNOSIS = "buffer_wrong_minibatch_order"
 DESCRIPTION = "RolloutBuffer.minibatches draws one permutation per field: rows of different fields no longer match"
 SEEN_IN = "classroom mistake (shuffling inside a per-field loop)"
 

@@ -1,7 +1,7 @@
 """Buggy RolloutBuffer: an iterator made before purge() keeps yielding purged data.
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_stale_iterator"
+DIAGNOSIS = "buffer_use_after_purge"
 DESCRIPTION = "an iterator made before purge() keeps yielding the purged data"
 SEEN_IN = "Book §5.5 (stale data breaks the clip: r is only meaningful near 1)"
 

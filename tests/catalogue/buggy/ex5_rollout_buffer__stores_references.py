@@ -4,7 +4,7 @@ The caller reuses its tensors between steps (in-place writes are common in
 generation loops); the buffer then trains on data that is not the rollout.
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_stores_references"
+DIAGNOSIS = "buffer_aliases_inputs"
 DESCRIPTION = "RolloutBuffer.add stores the caller's tensors, not copies: later in-place edits by the caller change the rollout"
 SEEN_IN = "michaelnny/deep_rl_zoo#5 (rollout quantities must stay fixed across the K epochs); classroom mistake"
 

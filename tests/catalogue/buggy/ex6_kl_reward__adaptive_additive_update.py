@@ -1,6 +1,6 @@
 """Buggy: the controller adds e·n/H to β instead of multiplying β by (1 + e·n/H)."""
 EXERCISE = "ex6_kl_reward"
-DIAGNOSIS = "adaptive_kl_update"
+DIAGNOSIS = "adaptive_kl_wrong_update"
 DESCRIPTION = "AdaptiveKLController.update does value += e * n_steps / horizon (additive, not multiplicative)"
 SEEN_IN = "verl-project/verl#1984 (confusion over the controller's update rule and n_steps)"
 

@@ -4,7 +4,7 @@ verl#1984 argues n_steps should be a step count; in TRL (and the contract) it
 is the batch's number of sequences, so β moves 128× too slowly here.
 """
 EXERCISE = "ex6_kl_reward"
-DIAGNOSIS = "adaptive_kl_update"
+DIAGNOSIS = "adaptive_kl_wrong_update"
 DESCRIPTION = "AdaptiveKLController.update ignores n_steps (value *= 1 + e / horizon)"
 SEEN_IN = "verl-project/verl#1984 (n_steps read as a step count rather than the batch size)"
 

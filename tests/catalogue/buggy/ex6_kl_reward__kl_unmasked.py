@@ -1,6 +1,6 @@
 """Buggy: per-token KL is not zeroed on padding."""
 EXERCISE = "ex6_kl_reward"
-DIAGNOSIS = "kl_not_masked"
+DIAGNOSIS = "kl_unmasked"
 DESCRIPTION = "per_token_kl returns logp - ref_logp everywhere: padding junk is not zeroed"
 SEEN_IN = "huggingface/trl#6803 (objective/kl sums padding positions); radixark/miles#1383 (unmasked KL leaks into returns)"
 

@@ -4,7 +4,7 @@ The book's R = r_RM − 0.05 × mean_KL; the contract notes that the units diffe
 between placements (per_token penalises the sum, last_token the mean).
 """
 EXERCISE = "ex6_kl_reward"
-DIAGNOSIS = "kl_units"
+DIAGNOSIS = "last_token_sum_instead_of_mean"
 DESCRIPTION = "kl_shaped_rewards(placement='last_token') uses the row's summed KL instead of its mean"
 SEEN_IN = "huggingface/trl#2562 (token-level vs sequence-level KL penalty confusion)"
 
