@@ -1,0 +1,112 @@
+"""A pytest plugin that records each grader test's outcome with its diagnosis.
+
+Used in-process by the hidden grader (`grader/grade.py`) and inside the child
+process of `ppo-course check`. Outcomes are aggregated per test *function*
+(all parametrisations of a test must pass to earn its points) and keyed by
+(exercise, kind, function name), the keys of `grader/points.yaml`.
+
+A test module declares `EXERCISE = "<module stem>"` and `KIND = "hidden"` or
+`"public"`.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import pytest
+
+from ppo_course.check_support.feedback import Mismatch
+
+Classifier = Callable[[BaseException], "tuple[str, str] | None"]
+
+
+@dataclass
+class Outcome:
+    """The aggregated outcome of one test function (all its parametrisations)."""
+
+    exercise: str
+    kind: str
+    test: str
+    doc: str = ""
+    passed: bool = True
+    diagnosis: str | None = None
+    detail: str = ""  # expected vs got, the failing example: shown for public tests only
+    items: int = 0
+    failed_items: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """Plain dict (JSON-ready)."""
+        return asdict(self)
+
+
+def _notes(exc: BaseException) -> str:
+    """Hypothesis' notes ('Falsifying example: ...') attached to the exception, if any."""
+    return "\n".join(str(n) for n in getattr(exc, "__notes__", []) or [])
+
+
+class OutcomeCollector:
+    """pytest plugin (register under any name) collecting `Outcome`s in `self.outcomes`.
+
+    Args:
+        classify: maps an exception raised by student code (or by the provider) to
+            (diagnosis id, detail); returns None for anything it does not know, which
+            is then treated as a grader error.
+    """
+
+    def __init__(self, classify: Classifier):
+        self.classify = classify
+        self.outcomes: dict[tuple[str, str, str], Outcome] = {}
+
+    def _outcome(self, item: pytest.Item) -> Outcome:
+        module = item.module
+        exercise = getattr(module, "EXERCISE", module.__name__.rsplit(".", 1)[-1].removeprefix("test_"))
+        kind = getattr(module, "KIND", "hidden")
+        test = item.originalname if getattr(item, "originalname", None) else item.name.split("[")[0]
+        key = (exercise, kind, test)
+        if key not in self.outcomes:
+            doc = (item.function.__doc__ or "").strip().splitlines()
+            self.outcomes[key] = Outcome(exercise=exercise, kind=kind, test=test, doc=doc[0] if doc else "")
+        return self.outcomes[key]
+
+    def diagnose_exception(self, exc: BaseException) -> tuple[str, str]:
+        """(diagnosis, detail) for an exception that failed a test."""
+        if isinstance(exc, Mismatch):
+            diagnosis, detail = exc.diagnosis, f"{exc.what}:\n{exc.detail}" if exc.detail else exc.what
+        else:
+            found = self.classify(exc)
+            if found is not None:
+                diagnosis, detail = found
+            elif isinstance(exc, AssertionError):
+                diagnosis, detail = "wrong_value", str(exc)
+            else:
+                diagnosis = "grader_error"
+                detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]
+        notes = _notes(exc)
+        if notes:
+            detail = f"{detail}\n{notes}".strip()
+        return diagnosis, detail
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        """Record setup/call failures (with the diagnosis) and passes of each test item."""
+        result = yield
+        report = result.get_result()
+        outcome = self._outcome(item)
+        if call.when == "setup":
+            outcome.items += 1
+        if report.failed or (report.skipped and call.when != "teardown"):
+            if item.nodeid in outcome.failed_items:
+                return
+            outcome.failed_items.append(item.nodeid)
+            if outcome.passed:  # the first failure of a function names its diagnosis
+                outcome.passed = False
+                if call.excinfo is not None and not report.skipped:
+                    outcome.diagnosis, outcome.detail = self.diagnose_exception(call.excinfo.value)
+                else:  # a skip never hides a failure: it earns nothing
+                    outcome.diagnosis, outcome.detail = "grader_error", f"skipped: {report.longrepr}"
+
+    def results(self) -> list[Outcome]:
+        """Outcomes in collection order."""
+        return list(self.outcomes.values())

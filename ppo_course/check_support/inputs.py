@@ -1,0 +1,112 @@
+"""Input makers for grader tests: prefix masks, junk in padding, seeded tensors, hypothesis strategies.
+
+Every input follows the contract's tensor conventions: `[B, T]` right-padded
+token tensors, prefix masks given as bool, int (long) or float, at least one
+real token per row, and finite junk with |x| ≤ 20 at padding (never 0 by
+courtesy). Tensors are drawn from a `torch.Generator` seeded by a hypothesis
+integer, so a failing example is replayed exactly from its printed seed and
+grading is deterministic (`settings(derandomize=True, database=None)`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+
+MASK_KINDS = ("bool", "int", "float")
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+JUNK = 20.0  # |junk| ≤ 20 at padding (contract)
+
+
+def grading_settings(max_examples: int, *, shrink: bool) -> settings:
+    """Deterministic hypothesis settings for grading.
+
+    derandomize + no database + no deadline: the same examples on every run and
+    machine; health checks off because they are timing-based (a slow machine must
+    not fail a student). `shrink=True` (public tests) shows the smallest failing
+    input; hidden tests skip shrinking: they never show inputs, and it saves time.
+    """
+    phases = (Phase.explicit, Phase.reuse, Phase.generate) + ((Phase.shrink,) if shrink else ())
+    return settings(max_examples=max_examples, derandomize=True, database=None, deadline=None,
+                    suppress_health_check=list(HealthCheck), phases=phases, report_multiple_bugs=False,
+                    print_blob=False)
+
+
+def generator(seed: int) -> torch.Generator:
+    """A CPU torch.Generator seeded with `seed`."""
+    return torch.Generator().manual_seed(int(seed))
+
+
+def prefix_mask(lengths: list[int] | tuple[int, ...], T: int, kind: str = "bool") -> torch.Tensor:
+    """[B, T] prefix mask with `lengths[b]` real tokens in row b, as "bool", "int" (long) or "float".
+
+    Raises:
+        ValueError: if a length is outside 1..T or `kind` is unknown.
+    """
+    if any(not 1 <= n <= T for n in lengths):
+        raise ValueError(f"every row needs 1..{T} real tokens, got lengths {list(lengths)}")
+    m = torch.arange(T)[None, :] < torch.tensor(list(lengths))[:, None]  # (B, T) bool
+    if kind == "bool":
+        return m
+    if kind == "int":
+        return m.long()
+    if kind == "float":
+        return m.float()
+    raise ValueError(f"mask kind must be one of {MASK_KINDS}, got {kind!r}")
+
+
+def with_junk(x: torch.Tensor, mask: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """Copy of `x` whose padding holds uniform junk in [-20, 20] (never 0 by courtesy)."""
+    junk = (torch.rand(x.shape, generator=gen, dtype=torch.float64) * 2 - 1) * JUNK
+    return torch.where(mask.to(torch.bool), x, junk.to(x.dtype))
+
+
+def randn(shape, gen: torch.Generator, dtype: torch.dtype, scale: float = 1.0) -> torch.Tensor:
+    """Normal(0, scale²) tensor drawn in float64 then cast (same numbers for both dtypes)."""
+    return (torch.randn(shape, generator=gen, dtype=torch.float64) * scale).to(dtype)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One generated batch description: sizes, row lengths, mask kind, dtype and seed."""
+
+    B: int
+    T: int
+    lengths: tuple[int, ...]
+    mask_kind: str
+    dtype_name: str
+    seed: int
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """torch dtype of the data tensors."""
+        return DTYPES[self.dtype_name]
+
+    def mask(self) -> torch.Tensor:
+        """The [B, T] prefix mask in this batch's mask kind."""
+        return prefix_mask(self.lengths, self.T, self.mask_kind)
+
+    def gen(self, salt: int = 0) -> torch.Generator:
+        """A generator for this batch (salt separates independent tensors)."""
+        return generator(self.seed * 1009 + salt)
+
+    def data(self, salt: int, scale: float = 1.0) -> torch.Tensor:
+        """[B, T] normal data with junk at padding."""
+        g = self.gen(salt)
+        return with_junk(randn((self.B, self.T), g, self.dtype, scale), self.mask(), g)
+
+
+@st.composite
+def batches(draw, max_B: int = 4, max_T: int = 7, dtypes=("float32", "float64"), mask_kinds=MASK_KINDS) -> Batch:
+    """Strategy for `Batch`: 1..max_B rows of 1..max_T tokens, varied row lengths (a full row and
+    one-token rows included by the generator's reach), every mask kind and dtype."""
+    B = draw(st.integers(1, max_B))
+    T = draw(st.integers(1, max_T))
+    lengths = tuple(draw(st.lists(st.integers(1, T), min_size=B, max_size=B)))
+    mask_kind = draw(st.sampled_from(mask_kinds))
+    dtype_name = draw(st.sampled_from(dtypes))
+    seed = draw(st.integers(0, 2**16))
+    return Batch(B, T, lengths, mask_kind, dtype_name, seed)

@@ -1,0 +1,198 @@
+"""Student modules loaded in-process for `ppo-course check` (the student's own machine).
+
+The public tests reach a student module through a *provider*, a pytest plugin
+registered under the name `PROVIDER_PLUGIN`. The hidden grader registers one
+that talks to the sandbox (`grader/sandbox`); `ppo-course check` runs the
+public tests in a child process and registers `LocalProvider`, which imports
+the student's files directly (it is their own code on their own machine).
+
+Both providers hand the tests an object with the same surface:
+
+* `mod.<function>(*args, **kwargs)`: call a function; tensor arguments are
+  copied first (as the sandbox's channel does), so a test's inputs stay intact;
+* `mod.call_with_grad(name, args, kwargs, wrt=(...), grad_output=None)`:
+  returns `(output, {param_name: grad or None})`, the gradient of the output
+  (the first element when it is a tuple) w.r.t. the named parameters;
+* `mod.new(class_name, *args, **kwargs)`: an instance of a student class;
+* `mod.modified_inputs(name, args, kwargs)`: the names of tensor arguments the
+  call changed in place.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+PROVIDER_PLUGIN = "ppo_course_student_provider"
+
+
+def find_provider(config):
+    """The registered student provider (a plugin with `is_student_provider = True`), or None."""
+    for plugin in config.pluginmanager.get_plugins():
+        if getattr(plugin, "is_student_provider", False) is True:
+            return plugin
+    return None
+
+
+class ModuleUnavailable(Exception):
+    """The exercise module cannot be used: `diagnosis` is "module_missing" or "module_broken"."""
+
+    def __init__(self, diagnosis: str, detail: str):
+        self.diagnosis = diagnosis
+        self.detail = detail
+        super().__init__(detail)
+
+
+def _copy(x: Any) -> Any:
+    """Deep copy of tensors inside lists/tuples/dicts; other values as they are."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_copy(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _copy(v) for k, v in x.items()}
+    return x
+
+
+class LocalModule:
+    """A student module imported in this process, with the provider surface (see module doc)."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def _function(self, name: str):
+        if not hasattr(self._module, name):
+            raise AttributeError(f"module {self._module.__name__!r} defines no {name!r}")
+        return getattr(self._module, name)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        fn = self._function(name)
+
+        def call(*args, **kwargs):
+            return fn(*_copy(args), **_copy(kwargs))
+
+        return call
+
+    def new(self, class_name: str, *args, **kwargs):
+        """An instance of the student's class `class_name` (arguments copied)."""
+        return self._function(class_name)(*_copy(args), **_copy(kwargs))
+
+    def call_with_grad(self, name: str, args: tuple = (), kwargs: dict | None = None, *,
+                       wrt: tuple[str, ...] = (), grad_output: torch.Tensor | None = None):
+        """(output, {param: grad or None}) for the output (its first element if a tuple).
+
+        The named parameters get fresh leaf copies with requires_grad=True; a
+        parameter whose gradient is None (no graph reached it) maps to None.
+        """
+        fn = self._function(name)
+        bound = inspect.signature(fn).bind(*_copy(tuple(args)), **_copy(dict(kwargs or {})))
+        leaves = {}
+        for param in wrt:
+            leaf = bound.arguments[param].detach().clone().requires_grad_(True)
+            bound.arguments[param] = leaf
+            leaves[param] = leaf
+        out = fn(*bound.args, **bound.kwargs)
+        head = out[0] if isinstance(out, (tuple, list)) else out
+        grads: dict[str, torch.Tensor | None] = {p: None for p in wrt}
+        if isinstance(head, torch.Tensor) and head.requires_grad and leaves:
+            g_out = torch.ones_like(head) if grad_output is None else grad_output
+            got = torch.autograd.grad(head, list(leaves.values()), g_out, allow_unused=True)
+            grads = {p: (g.detach() if g is not None else None) for p, g in zip(leaves, got)}
+        return _detach(out), grads
+
+    def modified_inputs(self, name: str, args: tuple = (), kwargs: dict | None = None) -> list[str]:
+        """Names of the tensor arguments that the call `name(*args, **kwargs)` changed in place."""
+        fn = self._function(name)
+        bound = inspect.signature(fn).bind(*_copy(tuple(args)), **_copy(dict(kwargs or {})))
+        before = {k: v.clone() for k, v in bound.arguments.items() if isinstance(v, torch.Tensor)}
+        fn(*bound.args, **bound.kwargs)
+        return [k for k, v in before.items() if not torch.equal(bound.arguments[k], v)]
+
+
+def _detach(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_detach(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _detach(v) for k, v in x.items()}
+    return x
+
+
+class LocalProvider:
+    """pytest plugin: loads exercise modules from `exercises_dir` into this process.
+
+    Registered under `PROVIDER_PLUGIN`; the public tests' conftest asks it for a
+    module by stem (e.g. "ex4_gae"). The folder is put first on sys.path so
+    that a module can import its siblings (`import ex4_gae`).
+    """
+
+    is_student_provider = True
+
+    def __init__(self, exercises_dir: str | Path):
+        self.exercises_dir = Path(exercises_dir).resolve()
+        self._cache: dict[str, LocalModule | ModuleUnavailable] = {}
+        if str(self.exercises_dir) not in sys.path:
+            sys.path.insert(0, str(self.exercises_dir))
+
+    def load(self, stem: str) -> LocalModule:
+        """The student's module `stem`.
+
+        Raises:
+            ModuleUnavailable: "module_missing" when `<stem>.py` is absent, "module_broken"
+                (with the traceback) when importing it raises.
+        """
+        if stem not in self._cache:
+            self._cache[stem] = self._import(stem)
+        got = self._cache[stem]
+        if isinstance(got, ModuleUnavailable):
+            raise got
+        return got
+
+    def _import(self, stem: str) -> LocalModule | ModuleUnavailable:
+        path = self.exercises_dir / f"{stem}.py"
+        if not path.is_file():
+            return ModuleUnavailable("module_missing", f"{path.name} is not in {self.exercises_dir}")
+        try:
+            if stem in sys.modules:
+                return LocalModule(sys.modules[stem])
+            spec = importlib.util.spec_from_file_location(stem, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[stem] = module  # siblings importing it get this very module
+            spec.loader.exec_module(module)
+            return LocalModule(module)
+        except BaseException as exc:  # a broken import must not stop the other exercises
+            sys.modules.pop(stem, None)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            return ModuleUnavailable("module_broken", f"importing {path.name} failed: {tb}")
+
+    @staticmethod
+    def error_name(exc: BaseException) -> str | None:
+        """The type name of an exception raised by student code (here: any exception)."""
+        return type(exc).__name__
+
+    @staticmethod
+    def classify(exc: BaseException) -> tuple[str, str] | None:
+        """(diagnosis, detail) for an exception raised by the student's code, else None."""
+        if isinstance(exc, ModuleUnavailable):
+            return exc.diagnosis, exc.detail
+        if isinstance(exc, NotImplementedError):
+            return "not_implemented", f"NotImplementedError: {exc}".rstrip(": ")
+        if isinstance(exc, AssertionError):
+            return None  # a test's own assertion: reported by the collector
+        tb = traceback.extract_tb(exc.__traceback__)
+        # Show the student's own frames only (the test harness frames are noise to them).
+        own = [f for f in tb if "public_tests" not in f.filename and "check_support" not in f.filename
+               and "_pytest" not in f.filename and "hypothesis" not in f.filename]
+        where = "".join(traceback.format_list(own[-3:])) if own else ""
+        return "raises_error", f"{type(exc).__name__}: {exc}\n{where}".rstrip()
