@@ -10,18 +10,27 @@ Everything of fig. 5.1 in miniature, small enough for a CPU minute:
   and nice EOS": the topic, then 1–6 descriptive words with no word
   repeated back to back, then EOS. It is the KL anchor (the reference policy)
   and the starting policy.
-* **Reward model** (``score``): counts sentiment, +1 for each positive word
-  and −1 for each negative word among the real tokens. Its flaw, on purpose:
-  it never penalises repetition or rambling, so "great great great ..." for
-  all 16 tokens scores 16 while no SFT answer scores above 6. That is reward
-  hacking waiting to happen (Book §5.9, "init_kl_coef too low: reward
-  hacking").
+* **Reward model** (``score``): net sentiment, +0.1 for each positive word
+  and −0.1 for each negative word among the real tokens. Its flaw, on
+  purpose: it never penalises repetition or rambling, so "great great great
+  ..." for all 16 tokens scores 1.6 while no SFT answer scores above 0.6.
+  That is reward hacking waiting to happen (Book §5.9, "init_kl_coef too
+  low: reward hacking").
+* **Scale**: 0.1 per word puts the book's β = 0.05 near the balance point.
+  Swapping a filler for a positive word gains 0.1 and costs about
+  log(1/0.25) ≈ 1.4 nats of KL (0.07 at β = 0.05): it pays. Stuttering or
+  running past where SFT text stops costs several nats per token (≥ 0.15):
+  it does not, unless β is tiny. Measured (``ppo-course train``, seed 0):
+  β = 0.05 lifts the score from ~0.05 to ~0.3 at a KL of ~3 nats; β = 0.001
+  drives it to the 1.6 ceiling at a KL of ~50 nats, with every response cut
+  off at 16 tokens.
 * **Gold score** (``gold_score``): what the reward model was meant to
-  measure, used only for monitoring: +1 per *distinct* positive word, −1 per
-  negative word, −1 per token that repeats the one before it, −2 for a
-  response cut off without EOS. While the policy improves honestly, both
-  scores rise; when it hacks, ``score`` keeps rising and ``gold_score``
-  falls (Gao et al. 2022's over-optimisation, in a dozen words).
+  measure, used only for monitoring, on the same 0.1 scale: +0.1 per
+  *distinct* positive word, −0.1 per negative word, −0.1 per token that
+  repeats the one before it, −0.2 for a response cut off without EOS. While
+  the policy improves honestly, both scores rise; when it hacks, ``score``
+  keeps rising and ``gold_score`` falls (Gao et al. 2022's
+  over-optimisation, in a dozen words).
 
 Tensor conventions as the contract: responses [B, T] long, right-padded with
 PAD after EOS; mask [B, T] bool/int/float prefix, 1 on real tokens (EOS is real).
@@ -106,7 +115,7 @@ def _real_tokens(responses: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Ten
 
 
 def score(responses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The toy reward model r_RM: (# positive words) − (# negative words) among the real tokens (Book §5.5 'score').
+    """The toy reward model r_RM: 0.1 × ((# positive words) − (# negative words)) among the real tokens (Book §5.5 'score').
 
     Deterministic and deliberately flawed: repetition and rambling are not
     penalised, so repeating a positive word is over-rewarded (see the module
@@ -117,7 +126,7 @@ def score(responses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         mask:      [B, T] bool/int/float prefix mask, 1 on real tokens.
 
     Returns:
-        [B] float32 scores on the device of ``responses``, in [−T, T].
+        [B] float32 scores on the device of ``responses``, in [−0.1·T, 0.1·T].
 
     Raises:
         ValueError: if the shapes differ or a row has no real token.
@@ -125,15 +134,15 @@ def score(responses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     responses, real = _real_tokens(responses, mask)
     pos = torch.isin(responses, _POSITIVE_IDS.to(responses.device)) & real  # (B, T)
     neg = torch.isin(responses, _NEGATIVE_IDS.to(responses.device)) & real  # (B, T)
-    return (pos.sum(1) - neg.sum(1)).float()  # (B,)
+    return 0.1 * (pos.sum(1) - neg.sum(1)).float()  # (B,)
 
 
 def gold_score(responses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """What ``score`` was meant to measure (monitoring only, never a training signal).
 
-    +1 per distinct positive word, −1 per negative word, −1 per real token
-    equal to the real token before it, −2 when the response has no EOS
-    (cut off at the length limit).
+    0.1 × (number of distinct positive words − negative words − real tokens
+    equal to the real token before them − 2 if the response has no EOS, i.e.
+    was cut off at the length limit).
 
     Args / Raises: as ``score``.
 
@@ -146,7 +155,7 @@ def gold_score(responses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     neg = (torch.isin(responses, _NEGATIVE_IDS.to(responses.device)) & real).sum(1)  # (B,)
     repeats = ((responses[:, 1:] == responses[:, :-1]) & real[:, 1:]).sum(1)  # (B,)
     has_eos = ((responses == EOS_ID) & real).any(1)  # (B,)
-    return (distinct_pos - neg - repeats - 2 * (~has_eos).long()).float()  # (B,)
+    return 0.1 * (distinct_pos - neg - repeats - 2 * (~has_eos).long()).float()  # (B,)
 
 
 def response_stats(responses: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
