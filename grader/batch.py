@@ -716,6 +716,125 @@ def worker_main(argv: list[str]) -> int:
 
 
 @dataclass
+class GradedEntry:
+    """One student's outcome: status, the message for the gradebook, results.json, feedback.md."""
+
+    status: str
+    message: str
+    results: dict
+    feedback: str
+    notes: list[str]
+    seconds: float
+
+
+def grade_entry(
+    entry: Entry,
+    staging: Path,
+    scratch: Path,
+    *,
+    limits: BatchLimits,
+    profile: str,
+    exercises: list[str] | None,
+    zero_template: Callable[[], dict | None],
+    grade_fn: str | None = None,
+    workers: _Workers | None = None,
+) -> GradedEntry:
+    """Check, stage and grade one submission in a worker process; never raises for a bad submission.
+
+    ``zero_template()`` returns the results.json of an empty submission (for
+    the max scores of a submission that could not be graded). Status:
+    ``rejected`` (failed a check, or ``grade_submission`` could not read it),
+    ``empty`` (no Python file), ``timed-out``, ``crashed`` or ``graded``. The
+    staging and scratch folders are removed afterwards.
+    """
+    notes: list[str] = []
+    try:
+        staged = stage_submission(entry, staging, limits)
+        notes = staged.notes
+    except Rejected as exc:
+        message = str(exc)
+        results = _zero_results(zero_template(), f"Submission rejected: {message}")
+        status, seconds, feedback = "rejected", 0.0, ""
+    else:
+        outcome = run_worker(
+            staged.root,
+            scratch,
+            profile=profile,
+            exercises=exercises,
+            timeout_s=limits.timeout_s,
+            grade_fn=grade_fn,
+            workers=workers,
+        )
+        status, message, seconds, feedback = outcome.status, outcome.message, outcome.seconds, outcome.feedback
+        if outcome.results is None:
+            results = _zero_results(zero_template(), message)
+        else:
+            results = outcome.results
+            if staged.n_python_files == 0:
+                status, message = "empty", "the submission holds no Python file"
+            elif (results.get("extra_data") or {}).get("status") == "rejected":
+                # grade_submission could not read it (GradeResult.status); its output says why.
+                status = "rejected"
+                message = str(results.get("output", "")) or "the grader could not read the submission"
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    if notes or status != "graded":
+        head = f"Status: {status}. {message}".strip()
+        for note in notes:
+            head += f"\n- {note}"
+        results["output"] = (head + ("\n\n" + results["output"] if results.get("output") else "")).strip()
+    full_message = "; ".join(filter(None, [message, *notes]))
+    return GradedEntry(
+        status, full_message, results, _feedback_with_notes(entry.student_id, status, message, notes, feedback), notes, seconds
+    )
+
+
+class ZeroTemplate:
+    """The results.json of an empty submission, graded once per grader version (cached on disk).
+
+    Supplies the exercises' max scores for the results of a submission that
+    could not be graded (rejected, timed out, crashed). Thread-safe; calling
+    the instance returns the dict, or None when even an empty submission
+    could not be graded.
+    """
+
+    def __init__(self, cache: Path, *, profile: str, exercises: list[str] | None, timeout_s: float,
+                 grade_fn: str | None = None, workers: _Workers | None = None) -> None:
+        self.cache, self.profile, self.exercises = cache, profile, exercises
+        self.timeout_s, self.grade_fn, self.workers = timeout_s, grade_fn, workers
+        self._lock = threading.Lock()
+        self._done = False
+        self._value: dict | None = None
+
+    def __call__(self) -> dict | None:
+        with self._lock:
+            if self._done:
+                return self._value
+            value = None
+            if self.cache.is_file():
+                try:
+                    value = json.loads(self.cache.read_text(encoding="utf-8"))
+                except ValueError:
+                    value = None
+            if value is None:
+                self.cache.parent.mkdir(parents=True, exist_ok=True)
+                empty = Path(tempfile.mkdtemp(prefix="empty-", dir=self.cache.parent))
+                try:
+                    (empty / "submission").mkdir()
+                    outcome = run_worker(empty / "submission", empty / "out", profile=self.profile,
+                                         exercises=self.exercises, timeout_s=self.timeout_s,
+                                         grade_fn=self.grade_fn, workers=self.workers)
+                finally:
+                    shutil.rmtree(empty, ignore_errors=True)
+                value = outcome.results
+                if value is not None:
+                    atomic_write_json(self.cache, value)
+            self._value, self._done = value, True
+            return value
+
+
+@dataclass
 class BatchSummary:
     """What :func:`run_batch` did: the records of the gradebook and what happened this run."""
 
@@ -746,7 +865,7 @@ def _zero_results(template: dict | None, reason: str) -> dict:
             tests.append({**t, "score": 0.0, "status": "failed", "output": reason})
     return {
         "score": 0.0,
-        "output": reason,
+        "output": "",  # grade_entry puts the status and the reason here
         "tests": tests,
         "extra_data": {"max_score": max_score, "exercises": exercises, "grader_version": version},
     }
@@ -1005,39 +1124,14 @@ def run_batch(
                 continue
         todo.append((entry, h))
 
-    template_lock = threading.Lock()
-    template: dict = {}
-
-    def zero_template() -> dict | None:
-        """Results of an empty submission (max scores per exercise), computed once per grader."""
-        with template_lock:
-            if "value" in template:
-                return template["value"]
-            cache = state / f"empty-{fingerprint}-{profile}-{'_'.join(key_common['exercises'] or [])}.json"
-            value = None
-            if cache.is_file():
-                try:
-                    value = json.loads(cache.read_text(encoding="utf-8"))
-                except ValueError:
-                    value = None
-            if value is None:
-                empty = Path(tempfile.mkdtemp(prefix="empty-", dir=state))
-                (empty / "submission").mkdir()
-                outcome = run_worker(
-                    empty / "submission",
-                    empty / "out",
-                    profile=profile,
-                    exercises=exercises,
-                    timeout_s=limits.timeout_s,
-                    grade_fn=grade_fn,
-                    workers=workers,
-                )
-                shutil.rmtree(empty, ignore_errors=True)
-                value = outcome.results
-                if value is not None:
-                    atomic_write_json(cache, value)
-            template["value"] = value
-            return value
+    zero_template = ZeroTemplate(
+        state / f"empty-{fingerprint}-{profile}-{'_'.join(key_common['exercises'] or ['all'])}.json",
+        profile=profile,
+        exercises=exercises,
+        timeout_s=limits.timeout_s,
+        grade_fn=grade_fn,
+        workers=workers,
+    )
 
     def grade_one(entry: Entry, h: str) -> StudentRecord:
         sid = entry.student_id
@@ -1048,56 +1142,24 @@ def run_batch(
             os.unlink(student_dir / RECORD)
         except FileNotFoundError:
             pass
-        key = {"submission_hash": h, **key_common}
-        staging = state / "staging" / sid
-        scratch = state / "work" / sid
-        notes: list[str] = []
-        try:
-            staged = stage_submission(entry, staging, limits)
-            notes = staged.notes
-        except Rejected as exc:
-            reason = str(exc)
-            results = _zero_results(zero_template(), f"Submission rejected: {reason}")
-            status, message, seconds, feedback = "rejected", reason, 0.0, ""
-        else:
-            outcome = run_worker(
-                staged.root,
-                scratch,
-                profile=profile,
-                exercises=exercises,
-                timeout_s=limits.timeout_s,
-                grade_fn=grade_fn,
-                workers=workers,
-            )
-            status, seconds, feedback = outcome.status, outcome.seconds, outcome.feedback
-            message = outcome.message
-            if outcome.results is None:
-                results = _zero_results(zero_template(), message)
-            else:
-                results = outcome.results
-                extra = results.get("extra_data") or {}
-                if staged.n_python_files == 0:
-                    status = "empty"
-                    message = "the submission holds no Python file"
-                elif extra.get("status") == "rejected":
-                    # grade_submission could not read it (GradeResult.status); its output says why.
-                    status = "rejected"
-                    message = str(results.get("output", "")) or "the grader could not read the submission"
-            if notes:
-                message = "; ".join(filter(None, [message, *notes]))
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        graded = grade_entry(
+            entry,
+            state / "staging" / sid,
+            state / "work" / sid,
+            limits=limits,
+            profile=profile,
+            exercises=exercises,
+            grade_fn=grade_fn,
+            workers=workers,
+            zero_template=zero_template,
+        )
         if workers.stopping:
             raise KeyboardInterrupt
-        if notes or status != "graded":
-            results.setdefault("output", "")
-            extra = "\n".join([f"Status: {status}. {message}".strip(), *notes])
-            results["output"] = (extra + ("\n\n" + results["output"] if results["output"] else "")).strip()
-        atomic_write_text(student_dir / "feedback.md", _feedback_with_notes(sid, status, message, notes, feedback))
-        atomic_write_json(student_dir / "results.json", results)
-        record = _record_from(sid, status, message, results, key, seconds, entry.sources)
+        atomic_write_text(student_dir / "feedback.md", graded.feedback)
+        atomic_write_json(student_dir / "results.json", graded.results)
+        key = {"submission_hash": h, **key_common}
+        record = _record_from(sid, graded.status, graded.message, graded.results, key, graded.seconds, entry.sources)
         atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
-        shutil.rmtree(scratch, ignore_errors=True)
         return record
 
     graded_now: list[str] = []
