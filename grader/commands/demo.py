@@ -1,0 +1,121 @@
+"""``ppo-course demo``: the main job on the embedded demo cohort (``examples/cohort/``).
+
+Batch-grades the cohort's submissions (``grader.batch.run_batch``: isolated
+workers, resumable, class report), prints the gradebook as a rich table and
+says where the files are. ``examples/cohort/EXPECTED.md`` holds the scores a
+correct grader gives each student; the demo says whether they match.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "batch-grade the embedded demo cohort and print the gradebook (the main job)"
+
+STATUS_STYLE = {"graded": "green", "empty": "yellow", "rejected": "red", "timed-out": "magenta", "crashed": "red"}
+
+
+def cohort_dir() -> Path:
+    """``examples/cohort`` of the source tree (beside the ``grader`` package)."""
+    import grader
+
+    return Path(grader.__file__).resolve().parent.parent / "examples" / "cohort"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``demo``."""
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="where to write the gradebook and feedback (default: a new temporary folder)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="parallel workers (default: the number of CPU cores)")
+    parser.add_argument("--profile", choices=["full", "fast"], default="full",
+                        help="grading profile (default: full)")
+    parser.add_argument("--force", action="store_true", help="regrade students already graded in --out")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def parse_expected(path: Path) -> dict[str, tuple[str, str]]:
+    """``{student_id: (total, status)}`` from the markdown table of EXPECTED.md.
+
+    The table's columns are ``student_id | ... | total | status | ...``; rows
+    whose first cell is not a student id (header, separator) are skipped.
+    """
+    expected: dict[str, tuple[str, str]] = {}
+    header: list[str] | None = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if header is None and "student_id" in cells:
+            header = cells
+            continue
+        if header is None or set(cells[0]) <= set("-: "):
+            continue
+        row = dict(zip(header, cells))
+        expected[row["student_id"]] = (row["total"], row["status"])
+    return expected
+
+
+def gradebook_table(out_dir: Path):
+    """A rich Table of ``out_dir/gradebook.csv`` (one row per student, status coloured)."""
+    import csv
+
+    from rich.table import Table
+
+    with open(out_dir / "gradebook.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    columns = list(rows[0].keys()) if rows else ["student_id"]
+    stems = columns[1:-4]
+    table = Table(title="Gradebook: demo cohort", show_lines=False)
+    table.add_column("student")
+    for stem in stems:
+        table.add_column(stem.split("_")[0], justify="right")
+    table.add_column("total", justify="right")
+    table.add_column("status")
+    table.add_column("message", overflow="fold", max_width=48)
+    for r in rows:
+        style = STATUS_STYLE.get(r["status"], "")
+        table.add_row(r["student_id"], *[r[s] for s in stems], f"{r['total']} / {r['max_total']}",
+                      f"[{style}]{r['status']}[/{style}]" if style else r["status"], r["message"])
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    """Grade the cohort, print the table and the paths; exit 0 (1 when the cohort is missing)."""
+    import csv
+    import sys
+    import tempfile
+
+    from rich.console import Console
+
+    from grader.batch import run_batch
+
+    cohort = cohort_dir()
+    submissions = cohort / "submissions"
+    if not submissions.is_dir():
+        print(f"error: the demo cohort is not here ({submissions}); the demo runs from a source checkout",
+              file=sys.stderr)
+        return 1
+    out = args.out or Path(tempfile.mkdtemp(prefix="ppo-course-demo-"))
+    console = Console()
+    console.print(f"Grading the demo cohort in {submissions} with the hidden graders ({args.profile} profile)...")
+    summary = run_batch(submissions, out, jobs=args.jobs, force=args.force, profile=args.profile,
+                        progress=not args.no_progress, log=lambda m: console.print(f"[dim]{m}[/dim]"))
+    console.print(gradebook_table(out))
+    expected_path = cohort / "EXPECTED.md"
+    if expected_path.is_file():
+        expected = parse_expected(expected_path)
+        with open(out / "gradebook.csv", newline="", encoding="utf-8") as fh:
+            got = {r["student_id"]: (r["total"], r["status"]) for r in csv.DictReader(fh)}
+        differ = sorted(s for s in set(expected) | set(got) if expected.get(s) != got.get(s))
+        if differ:
+            console.print(f"[yellow]{len(differ)} student(s) differ from EXPECTED.md: {', '.join(differ)}[/yellow]")
+        else:
+            console.print(f"[green]All {len(got)} students match examples/cohort/EXPECTED.md.[/green]")
+    console.print(f"Graded in {summary.seconds:.1f} s ({len(summary.graded_now)} graded now, "
+                  f"{len(summary.skipped)} already up to date).")
+    console.print(f"Gradebook:     {out / 'gradebook.csv'}")
+    console.print(f"Class report:  {out / 'report.md'} (+ report.png)")
+    console.print(f"Per student:   {out}/<student>/results.json and feedback.md")
+    return 0
