@@ -1,0 +1,300 @@
+"""``ppo-course quiz ...``: take, key, grade, grade-batch, status, validate, export-public.
+
+Exit codes: 0 done (a grade was produced, whatever the score; the bank is
+valid), 1 the bank is invalid / a take ended before the stop was finished,
+2 a usage error or a malformed input file (the message says what and where).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "take, grade and report the stop 1–8 quiz (100% per stop to complete the chapter)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the quiz verbs as sub-parsers of ``ppo-course quiz``."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bank", type=Path, default=None, help="question bank folder (default: the installed bank)")
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--store", type=Path, default=None, help="attempts database (default: $PPO_COURSE_QUIZ_STORE or ~/.ppo_course/quiz.sqlite3)")
+    verbs = parser.add_subparsers(dest="quiz_command", metavar="VERB")
+
+    take = verbs.add_parser("take", parents=[common, store], help="take the quiz in the terminal (answers are read from stdin)")
+    take.add_argument("--stop", type=int, choices=range(1, 9), metavar="N", help="one stop (default: every stop not yet passed)")
+    take.add_argument("--student", help="your student id (default: $PPO_COURSE_STUDENT, else asked)")
+    take.add_argument("--out", type=Path, default=None, help="responses file to submit, written when no keys are installed (default: quiz_responses_<student>.json)")
+
+    key = verbs.add_parser("key", parents=[common], help="instructor: the correct responses for one student's variants")
+    key.add_argument("--student", required=True)
+    key.add_argument("--attempt", type=int, default=1)
+    key.add_argument("--out", type=Path, required=True)
+
+    grade = verbs.add_parser("grade", parents=[common], help="grade responses file(s) of one student")
+    grade.add_argument("responses", type=Path, nargs="+", metavar="RESPONSES.json")
+    grade.add_argument("--out", type=Path, required=True, metavar="report.json")
+    grade.add_argument("--results", type=Path, default=None, help="the student's results.json (exercise scores)")
+    grade.add_argument("--require-exercises", action="store_true", default=None, help="complete also needs every exercise at full marks (default: completion.yaml)")
+
+    batch = verbs.add_parser("grade-batch", parents=[common], help="TA: grade a folder of responses files into a CSV gradebook")
+    batch.add_argument("directory", type=Path, metavar="DIR")
+    batch.add_argument("--out", type=Path, required=True, metavar="quiz_gradebook.csv")
+
+    status = verbs.add_parser("status", parents=[common, store], help="progress per stop and chapter completion")
+    status.add_argument("--student", default=None, help="one student (default: $PPO_COURSE_STUDENT, else every student in the store)")
+
+    verbs.add_parser("validate", parents=[common], help="check the bank: schema, ids, keys; errors give file, line and question id")
+
+    export = verbs.add_parser("export-public", help="write the key-less bank (what ships to students)")
+    export.add_argument("out_dir", type=Path)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch to the verb; heavy imports happen here, not at ``--help`` time."""
+    verb = getattr(args, "quiz_command", None)
+    handlers = {
+        "take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
+        "status": _status, "validate": _validate, "export-public": _export,
+    }
+    if verb not in handlers:
+        print("usage: ppo-course quiz {take,key,grade,grade-batch,status,validate,export-public} ...", file=sys.stderr)
+        return 2
+    from quiz_bank.engine import KeysUnavailable, ResponsesError
+    from quiz_bank.loader import BankInvalid
+
+    try:
+        return handlers[verb](args)
+    except BankInvalid as exc:
+        print(f"the question bank is invalid:\n{exc}", file=sys.stderr)
+        return 1
+    except (ResponsesError, KeysUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _write_json(path: Path, data) -> None:
+    """Write atomically (temp file + rename) so a crash never leaves half a file."""
+    import json
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, ensure_ascii=False)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- validate / export / key
+
+
+def _validate(args) -> int:
+    from quiz_bank.loader import keys_installed, validate_bank
+
+    bank, errors = validate_bank(args.bank)
+    for e in errors:
+        print(e, file=sys.stderr)
+    if errors:
+        print(f"{len(errors)} error(s)", file=sys.stderr)
+        return 1
+    qs = bank.questions()
+    n_param = sum(q.is_parametric for q in qs)
+    per_stop = ", ".join(f"{s}:{len(bank.questions(s))}" for s in sorted(bank.stops))
+    keyed = "keys checked" if keys_installed() and bank.has_fixed_keys else "no keys (public bank)"
+    print(f"OK: {len(bank.stops)} stops, {len(qs)} questions (per stop {per_stop}), "
+          f"{n_param} parametric ({n_param / len(qs):.0%}); {keyed}")
+    return 0
+
+
+def _export(args) -> int:
+    from quiz_bank.export import export_public
+
+    written = export_public(args.out_dir)
+    print(f"wrote the key-less bank to {args.out_dir} ({len(written)} files)")
+    return 0
+
+
+def _key(args) -> int:
+    from quiz_bank.engine import answer_key
+    from quiz_bank.loader import load_bank
+
+    if args.attempt < 1:
+        print("error: --attempt starts at 1", file=sys.stderr)
+        return 2
+    _write_json(args.out, answer_key(load_bank(args.bank), args.student, args.attempt))
+    print(f"wrote the key of {args.student!r}, attempt {args.attempt}, to {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------- grade
+
+
+def _grade(args) -> int:
+    from quiz_bank.engine import grade, load_responses
+    from quiz_bank.loader import load_bank
+
+    bank = load_bank(args.bank)
+    responses = [load_responses(p) for p in args.responses]
+    if len({r.student_id for r in responses}) > 1:
+        print(f"error: the responses files belong to different students: {sorted({r.student_id for r in responses})}", file=sys.stderr)
+        return 2
+    report = grade(bank, responses, results=args.results, require_exercises=args.require_exercises)
+    data = report.to_json()
+    _write_json(args.out, data)
+    _print_report(data)
+    if report.unknown_question_ids:
+        print(f"warning: unknown question ids (not in the bank): {', '.join(report.unknown_question_ids)}", file=sys.stderr)
+    return 0
+
+
+def _print_report(data: dict) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Quiz — {data['student_id']}")
+    for col in ("stop", "score", "passed"):
+        table.add_column(col)
+    for name, s in data["stops"].items():
+        table.add_row(name, f"{s['score']}/{s['max_score']}", "yes" if s["passed"] else "no")
+    console = _console()
+    console.print(table)
+    console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops at 100%)")
+
+
+def _grade_batch(args) -> int:
+    import csv
+    from collections import defaultdict
+
+    from quiz_bank.engine import ResponsesError, grade, load_responses
+    from quiz_bank.loader import load_bank
+    from quiz_bank.symbolic import SymbolicChecker
+
+    bank = load_bank(args.bank)
+    if not args.directory.is_dir():
+        print(f"error: {args.directory} is not a directory", file=sys.stderr)
+        return 2
+    by_student = defaultdict(list)
+    rows = []
+    for path in sorted(args.directory.rglob("*.json")):
+        try:
+            r = load_responses(path)
+        except ResponsesError as exc:
+            rows.append({"student_id": path.stem, "status": "rejected", "message": str(exc)})
+            continue
+        by_student[r.student_id].append(r)
+    with SymbolicChecker() as checker:  # one worker for the whole batch
+        for student_id, responses in sorted(by_student.items()):
+            data = grade(bank, responses, checker=checker).to_json()
+            row = {"student_id": student_id, "status": "graded"}
+            for name, s in data["stops"].items():
+                row[name] = s["score"]
+            row.update(total=data["score"], max_total=data["max_score"], stops_passed=data["stops_passed"],
+                       complete=data["complete"])
+            if data["unknown_question_ids"]:
+                row["message"] = "unknown question ids: " + " ".join(data["unknown_question_ids"])
+            rows.append(row)
+    columns = ["student_id", *[f"stop{s}" for s in range(1, 9)], "total", "max_total", "stops_passed", "complete", "status", "message"]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns, restval="")
+        writer.writeheader()
+        writer.writerows(sorted(rows, key=lambda r: r["student_id"]))
+    rejected = sum(r["status"] == "rejected" for r in rows)
+    print(f"graded {len(rows) - rejected} student(s), rejected {rejected} file(s) → {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------- status
+
+
+def _status(args) -> int:
+    import os
+
+    from rich.table import Table
+
+    from quiz_bank.loader import keys_installed, load_bank
+    from quiz_bank.storage import AttemptStore
+
+    bank = load_bank(args.bank)
+    student = args.student or os.environ.get("PPO_COURSE_STUDENT")
+    console = _console()
+    with AttemptStore(args.store) as store:
+        students = [student] if student else store.students()
+        if not students:
+            console.print("no attempts stored yet")
+            return 0
+        keyed = keys_installed() and bank.has_fixed_keys
+        for sid in students:
+            latest = store.latest(sid)
+            done = store.completed_stops(sid)
+            table = Table(title=f"Quiz progress — {sid}")
+            for col in ("stop", "answered", "right" if keyed else "recorded", "passed"):
+                table.add_column(col)
+            for s in sorted(bank.stops):
+                qs = bank.questions(s)
+                answered = sum(q.id in latest for q in qs)
+                right = sum(q.id in latest and latest[q.id].status == "correct" for q in qs)
+                table.add_row(f"stop{s}", f"{answered}/{len(qs)}", f"{right}/{len(qs)}" if keyed else str(answered),
+                              ("yes" if s in done else "no") if keyed else "submit to grade")
+            console.print(table)
+            if keyed:
+                console.print(f"chapter complete: {'yes' if len(done) == 8 else 'no'} ({len(done)}/8 stops at 100%)")
+    return 0
+
+
+# ---------------------------------------------------------------- take
+
+
+def _take(args) -> int:
+    import os
+
+    from quiz_bank.loader import keys_installed, load_bank
+    from quiz_bank.storage import AttemptStore
+    from quiz_bank.take import Session
+
+    bank = load_bank(args.bank)
+    console = _console()
+    reader = _StdinReader(console)
+    student = args.student or os.environ.get("PPO_COURSE_STUDENT")
+    if not student:
+        console.print("Student id: ", end="")
+        student = (reader.read_line() or "").strip()
+        if not student:
+            print("error: a student id is needed (--student ID)", file=sys.stderr)
+            return 2
+    keyed = keys_installed() and bank.has_fixed_keys
+    with AttemptStore(args.store) as store:
+        session = Session(bank, store, student, console, reader, keyed=keyed)
+        finished = session.run([args.stop] if args.stop else None)
+        if not keyed:
+            out = args.out or Path(f"quiz_responses_{_safe_name(student)}.json")
+            _write_json(out, session.responses_file())
+            console.print(f"Your responses are saved in {out}: submit this file to be graded.")
+    return 0 if finished else 1
+
+
+def _safe_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+class _StdinReader:
+    """Reads one answer per line from stdin; ``None`` at end of input (so takes are scriptable)."""
+
+    def __init__(self, console) -> None:
+        self.console = console
+
+    def read_line(self) -> str | None:
+        line = sys.stdin.readline()
+        if line == "":
+            return None
+        if not sys.stdin.isatty():
+            self.console.print(line.rstrip("\n"), markup=False)  # echo scripted input for a readable transcript
+        return line.rstrip("\n")

@@ -1,0 +1,451 @@
+"""The quiz engine: variants, answer checking, grading and the 100% rule.
+
+A variant is a function of (student, question, attempt) (``quiz_bank.variants``).
+A stop passes only when *every* one of its questions is right; the chapter is
+complete only when all eight stops pass and, when the instructor's completion
+policy asks for it, every exercise of a results.json is at full marks
+(``extra_data.exercises[stem].score == max_score``, the contract's schema).
+
+Answer statuses: ``correct``, ``wrong``, ``unparseable`` (the response could
+not be read: reported as such, never as wrong, but it does not pass either),
+``unanswered`` and ``undecided`` (the symbolic checker ran out of time).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from quiz_bank import variants
+from quiz_bank.loader import Bank
+from quiz_bank.models import N_STOPS, Responses
+from quiz_bank.parsing import Unparseable, parse_number
+
+STATUSES = ("correct", "wrong", "unparseable", "unanswered", "undecided")
+
+
+class KeysUnavailable(RuntimeError):
+    """The answer keys are not installed (student bundle) or the bank has no answers."""
+
+
+class ResponsesError(ValueError):
+    """A malformed responses file; the message names the file and the problem."""
+
+
+class CompletionPolicy(BaseModel):
+    """The instructor's completion rule (``completion.yaml`` beside the stop files).
+
+    Attributes:
+        require_exercises: also require every exercise of a results.json at full marks.
+    """
+
+    require_exercises: bool = Field(default=False)
+
+
+def load_policy(bank: Bank) -> CompletionPolicy:
+    """The completion policy of ``bank`` (defaults when ``completion.yaml`` is absent).
+
+    Raises:
+        ValueError: if the file exists but is not a valid policy.
+    """
+    import yaml
+
+    path = bank.directory / "completion.yaml"
+    if not path.exists():
+        return CompletionPolicy()
+    try:
+        return CompletionPolicy.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    except (ValidationError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: invalid completion policy: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What one student sees for one question at one attempt.
+
+    ``choices`` are (label, id, text) triples: the option list of single/multi
+    questions, or the items of an ordering question in a shuffled order that
+    depends on the variant seed (never the answer order).
+    """
+
+    question: Any
+    student_id: str
+    attempt: int
+    params: dict[str, Any] | None
+    prompt: str
+    choices: tuple[tuple[str, str, str], ...] = ()
+
+
+def render(question, student_id: str, attempt: int) -> Variant:
+    """The variant of ``question`` for (student, attempt); pure and deterministic."""
+    params = None
+    prompt = question.prompt
+    if question.is_parametric:
+        spec = question.parametric
+        params = variants.draw(spec.generator, spec.args, student_id, question.id, attempt)
+        prompt = prompt.format(**params)
+    choices: tuple = ()
+    if question.type in ("single", "multi"):
+        choices = tuple((o.id, o.id, o.text) for o in question.options)
+    elif question.type == "ordering":
+        items = list(question.items)
+        rng = variants.variant_rng(student_id, question.id, attempt)
+        rng.shuffle(items)
+        if question.answer is not None and [o.id for o in items] == list(question.answer):
+            items = items[1:] + items[:1]  # never show the answer order as the starting order
+        labels = "abcdefghijklmnopqrstuvwxyz"
+        choices = tuple((labels[i], o.id, o.text) for i, o in enumerate(items))
+    return Variant(question, student_id, attempt, params, prompt, choices)
+
+
+def expected_answer(variant: Variant) -> Any:
+    """The key of a variant, in the responses-file format.
+
+    Raises:
+        KeysUnavailable: if the bank has no fixed key or ``quiz_bank.keys`` /
+            ``ppo_reference`` is not installed.
+    """
+    q = variant.question
+    if q.is_parametric:
+        try:
+            from quiz_bank import keys
+        except ImportError as exc:
+            raise KeysUnavailable(f"the answer keys are not installed ({exc})") from None
+        return keys.compute(q.parametric.key, variant.params)
+    if q.answer is None:
+        raise KeysUnavailable(f"{q.id}: this bank has no answer key (student bundle)")
+    return list(q.answer) if isinstance(q.answer, list) else q.answer
+
+
+# ---------------------------------------------------------------- reading responses
+
+_TRUE = {"true", "t", "yes", "y", "1"}
+_FALSE = {"false", "f", "no", "n", "0"}
+
+
+def _split_ids(response: Any) -> list[str]:
+    if isinstance(response, list):
+        if not all(isinstance(x, str) for x in response):
+            raise Unparseable("expected a list of option ids (strings)")
+        return [x.strip().lower() for x in response]
+    if isinstance(response, str):
+        text = response.replace(",", " ").replace(";", " ").strip().lower()
+        parts = text.split()
+        if len(parts) == 1 and len(parts[0]) > 1 and parts[0].isalpha():
+            parts = list(parts[0])  # "acd" typed without separators
+        return parts
+    raise Unparseable(f"expected option ids, got {type(response).__name__}")
+
+
+def normalise_response(question, response: Any, variant: Variant | None = None) -> Any:
+    """A response in canonical form (ids for choices, bool, float, str).
+
+    For an ordering question a string of *labels* ("b a c") is mapped through
+    the variant's shown labels to item ids; a list is taken as item ids.
+
+    Raises:
+        Unparseable: with the reason, for a response that cannot be read.
+    """
+    kind = question.type
+    if kind == "single":
+        ids = _split_ids(response)
+        known = [o.id for o in question.options]
+        if len(ids) != 1 or ids[0] not in known:
+            raise Unparseable(f"expected exactly one of {', '.join(known)}")
+        return ids[0]
+    if kind == "multi":
+        ids = _split_ids(response)
+        known = [o.id for o in question.options]
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise Unparseable(f"unknown option(s) {', '.join(unknown)}; choose from {', '.join(known)}")
+        if len(set(ids)) != len(ids):
+            raise Unparseable("an option is listed twice")
+        return sorted(ids)
+    if kind == "true_false":
+        if isinstance(response, bool):
+            return response
+        if isinstance(response, str) and response.strip().lower() in _TRUE | _FALSE:
+            return response.strip().lower() in _TRUE
+        raise Unparseable("expected true or false")
+    if kind == "numeric":
+        return parse_number(response)
+    if kind == "symbolic":
+        if not isinstance(response, str):
+            raise Unparseable(f"expected an expression as text, got {type(response).__name__}")
+        return response
+    if kind == "ordering":
+        known = [o.id for o in question.items]
+        if isinstance(response, str) and variant is not None:
+            labels = {label: item_id for label, item_id, _ in variant.choices}
+            ids = [labels.get(x, x) for x in _split_ids(response)]
+        else:
+            ids = [x.strip() for x in response] if isinstance(response, list) and all(isinstance(x, str) for x in response) else None
+            if ids is None:
+                raise Unparseable("expected the list of item ids, first to last")
+        if sorted(ids) != sorted(known):
+            raise Unparseable(f"list every item exactly once ({len(known)} items)")
+        return ids
+    raise Unparseable(f"unknown question type {kind!r}")  # pragma: no cover - models forbid it
+
+
+@dataclass
+class Outcome:
+    """The verdict on one response: ``status`` (see STATUSES) and student-facing ``feedback``."""
+
+    question_id: str
+    status: str
+    feedback: str
+    response: Any = None
+    attempt: int = 1
+
+    @property
+    def correct(self) -> bool:
+        """True only for ``status == "correct"``."""
+        return self.status == "correct"
+
+
+def _feedback(question, status: str, detail: str = "") -> str:
+    cite = question.source.cite()
+    if status == "correct":
+        return f"Correct. ({cite})"
+    if status == "unanswered":
+        return f"No answer given. ({cite})"
+    if status == "unparseable":
+        return f"Could not read your answer: {detail}. Nothing was marked wrong; answer again. ({cite})"
+    if status == "undecided":
+        return f"Your expression could not be checked: {detail}. Try a simpler equivalent form. ({cite})"
+    explanation = question.explanation or "See the chapter."
+    return f"Not right. {explanation} ({cite})"
+
+
+def check(variant: Variant, response: Any, checker=None) -> Outcome:
+    """Check one response against the variant's key.
+
+    Args:
+        variant: from :func:`render`.
+        response: as read from a responses file or typed (see normalise_response).
+        checker: a :class:`quiz_bank.symbolic.SymbolicChecker` (needed for symbolic questions).
+
+    Raises:
+        KeysUnavailable: when the key cannot be computed here.
+    """
+    q = variant.question
+    if response is None or (isinstance(response, str) and not response.strip()):
+        return Outcome(q.id, "unanswered", _feedback(q, "unanswered"), response, variant.attempt)
+    try:
+        given = normalise_response(q, response, variant)
+    except Unparseable as exc:
+        return Outcome(q.id, "unparseable", _feedback(q, "unparseable", str(exc)), response, variant.attempt)
+    key = expected_answer(variant)
+    if q.type == "numeric":
+        tol = max(q.tolerance.abs, q.tolerance.rel * abs(float(key)))
+        ok = math.isclose(given, float(key), rel_tol=0.0, abs_tol=tol) or abs(given - float(key)) <= tol
+    elif q.type == "multi":
+        ok = sorted(given) == sorted(key)
+    elif q.type == "symbolic":
+        if checker is None:
+            from quiz_bank.symbolic import SymbolicChecker
+
+            with SymbolicChecker() as own:
+                verdict = own.check(key, given, list(q.symbols))
+        else:
+            verdict = checker.check(key, given, list(q.symbols))
+        if verdict.status in ("unparseable", "undecided"):
+            return Outcome(q.id, verdict.status, _feedback(q, verdict.status, verdict.detail), response, variant.attempt)
+        ok = verdict.status == "equivalent"
+    else:
+        ok = given == key
+    status = "correct" if ok else "wrong"
+    return Outcome(q.id, status, _feedback(q, status), response, variant.attempt)
+
+
+# ---------------------------------------------------------------- responses files
+
+
+def load_responses(path: Path | str) -> Responses:
+    """Read and validate a responses (or key) file.
+
+    Raises:
+        ResponsesError: unreadable file, invalid JSON, or a schema violation;
+            the message names the file and what is wrong.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResponsesError(f"{path}: cannot read the responses file: {exc}") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ResponsesError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ResponsesError(f"{path}: expected a JSON object with student_id, attempt and answers")
+    try:
+        return Responses.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors())
+        raise ResponsesError(f"{path}: invalid responses file: {problems}") from None
+
+
+def answer_key(bank: Bank, student_id: str, attempt: int = 1) -> dict[str, Any]:
+    """The key file of ``quiz key``: the responses schema holding the right answers.
+
+    Raises:
+        KeysUnavailable: on a key-less install.
+    """
+    answers = {q.id: expected_answer(render(q, student_id, attempt)) for q in bank.questions()}
+    for q in bank.questions():
+        if q.type == "symbolic":
+            answers[q.id] = str(answers[q.id])
+    return {"student_id": student_id, "attempt": attempt, "answers": answers}
+
+
+@dataclass
+class Report:
+    """A graded student: per-stop results, unknown ids and the completion verdict."""
+
+    student_id: str
+    stops: dict[int, list[Outcome]]
+    unknown_question_ids: list[str] = field(default_factory=list)
+    exercises: dict[str, Any] | None = None
+    exercises_required: bool = False
+    attempts: list[int] = field(default_factory=list)
+
+    def stop_passed(self, stop: int) -> bool:
+        """The 100% rule: every question of the stop is correct."""
+        outcomes = self.stops.get(stop, [])
+        return bool(outcomes) and all(o.correct for o in outcomes)
+
+    @property
+    def exercises_full_marks(self) -> bool | None:
+        """True/False when a results.json was given, None otherwise."""
+        return None if self.exercises is None else self.exercises["full_marks"]
+
+    @property
+    def complete(self) -> bool:
+        """All eight stops pass (and, if required, every exercise is at full marks)."""
+        quiz_done = all(self.stop_passed(s) for s in range(1, N_STOPS + 1))
+        if self.exercises_required:
+            return quiz_done and self.exercises_full_marks is True
+        return quiz_done
+
+    def to_json(self) -> dict[str, Any]:
+        """The report.json written by ``quiz grade``."""
+        stops = {}
+        for stop in range(1, N_STOPS + 1):
+            outcomes = self.stops.get(stop, [])
+            stops[f"stop{stop}"] = {
+                "score": sum(o.correct for o in outcomes),
+                "max_score": len(outcomes),
+                "passed": self.stop_passed(stop),
+                "questions": [
+                    {"id": o.question_id, "status": o.status, "correct": o.correct, "attempt": o.attempt, "feedback": o.feedback}
+                    for o in outcomes
+                ],
+            }
+        out: dict[str, Any] = {
+            "student_id": self.student_id,
+            "attempts": self.attempts,
+            "score": sum(s["score"] for s in stops.values()),
+            "max_score": sum(s["max_score"] for s in stops.values()),
+            "stops_passed": sum(s["passed"] for s in stops.values()),
+            "complete": self.complete,
+            "stops": stops,
+            "unknown_question_ids": self.unknown_question_ids,
+        }
+        if self.exercises is not None or self.exercises_required:
+            out["exercises"] = self.exercises or {"full_marks": False, "detail": "no results.json given"}
+            out["exercises_required"] = self.exercises_required
+        return out
+
+
+def exercises_from_results(path: Path | str) -> dict[str, Any]:
+    """Per-exercise scores of a results.json (contract schema) and whether all are at full marks.
+
+    Raises:
+        ResponsesError: if the file is unreadable or lacks ``extra_data.exercises``.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        exercises = data["extra_data"]["exercises"]
+        scores = {stem: (float(v["score"]), float(v["max_score"])) for stem, v in exercises.items()}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ResponsesError(f"{path}: not a results.json with extra_data.exercises: {type(exc).__name__}: {exc}") from None
+    # Scores are sums of float points: compare with a tolerance far below one point.
+    short = sorted(stem for stem, (s, m) in scores.items() if not math.isclose(s, m, rel_tol=0.0, abs_tol=1e-9))
+    return {
+        "full_marks": bool(scores) and not short,
+        "below_full_marks": short,
+        "scores": {stem: {"score": s, "max_score": m} for stem, (s, m) in scores.items()},
+    }
+
+
+def grade(
+    bank: Bank,
+    responses: list[Responses],
+    *,
+    checker=None,
+    results: Path | str | None = None,
+    require_exercises: bool | None = None,
+) -> Report:
+    """Grade one student's responses files against the keys (the 100% rule).
+
+    When several files are given (attempts), each question is judged on its
+    answer from the highest attempt that answered it. Unknown question ids are
+    collected in ``Report.unknown_question_ids`` (reported, never ignored
+    silently); unanswered questions are ``unanswered`` and fail their stop.
+
+    Raises:
+        ValueError: if the files belong to different students.
+        KeysUnavailable: on a key-less install.
+        ResponsesError: if ``results`` is not a valid results.json.
+    """
+    if not responses:
+        raise ValueError("grade: no responses given")
+    students = {r.student_id for r in responses}
+    if len(students) != 1:
+        raise ValueError(f"grade: responses of several students given together: {sorted(students)}")
+    student_id = students.pop()
+    latest: dict[str, tuple[int, Any]] = {}
+    unknown: set[str] = set()
+    for r in responses:
+        for qid, answer in r.answers.items():
+            if qid not in bank.by_id:
+                unknown.add(qid)
+                continue
+            attempt = r.attempt_of(qid)
+            if qid not in latest or attempt >= latest[qid][0]:
+                latest[qid] = (attempt, answer)
+    unknown |= {qid for r in responses for qid in r.attempts if qid not in bank.by_id}
+    own_checker = None
+    if checker is None and any(q.type == "symbolic" for q in bank.questions()):
+        from quiz_bank.symbolic import SymbolicChecker
+
+        checker = own_checker = SymbolicChecker()
+    try:
+        stops: dict[int, list[Outcome]] = {}
+        for stop in sorted(bank.stops):
+            outcomes = []
+            for q in bank.questions(stop):
+                attempt, answer = latest.get(q.id, (max((r.attempt_of(q.id) for r in responses), default=1), None))
+                outcomes.append(check(render(q, student_id, attempt), answer, checker))
+            stops[stop] = outcomes
+    finally:
+        if own_checker is not None:
+            own_checker.close()
+    policy_required = load_policy(bank).require_exercises if require_exercises is None else require_exercises
+    return Report(
+        student_id=student_id,
+        stops=stops,
+        unknown_question_ids=sorted(unknown),
+        exercises=exercises_from_results(results) if results is not None else None,
+        exercises_required=policy_required,
+        attempts=sorted({r.attempt for r in responses} | {n for r in responses for n in r.attempts.values()}),
+    )

@@ -1,0 +1,246 @@
+"""Safe parsing of numeric and symbolic responses (no eval, no sympify).
+
+``sympy.sympify`` and ``parse_expr`` call ``eval``, so a response such as
+``__import__('os').system(...)`` would run. Here a response is parsed with
+Python's ``ast`` into a tree that is checked against a whitelist of node types,
+symbol names, function names and sizes *before* anything is built from it. A
+response that fails the whitelist raises :class:`Unparseable` (reported to the
+student as unparseable, never as wrong).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from fractions import Fraction
+
+MAX_CHARS = 300
+MAX_NODES = 120
+MAX_DEPTH = 30
+# A literal exponent beyond this is rejected unevaluated: 9**9**9 would hang
+# sympy (and the interpreter); no answer in the bank needs more than squares.
+MAX_EXPONENT = 64
+MAX_LITERAL = 1e12
+
+FUNCTIONS = frozenset({"exp", "log", "sqrt", "Abs", "abs", "min", "max", "Min", "Max", "clip"})
+CONSTANTS = frozenset({"pi", "E"})
+
+_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+_UNARY = (ast.UAdd, ast.USub)
+
+
+class Unparseable(ValueError):
+    """A response that is not a well-formed, allowed expression (message says why)."""
+
+
+def _normalise(text: str) -> str:
+    # Students type what the book prints: "−" (U+2212), "×", "·", "^".
+    return (
+        text.strip()
+        .replace("\u2212", "-")
+        .replace("\u00d7", "*")
+        .replace("\u00b7", "*")
+        .replace("\u22c5", "*")
+        # "^" is XOR in Python and binds looser than "*": 1.5*10^-6 must mean 1.5e-6.
+        .replace("^", "**")
+    )
+
+
+def _parse_tree(text: str) -> ast.Expression:
+    if not isinstance(text, str):
+        raise Unparseable(f"expected text, got {type(text).__name__}")
+    text = _normalise(text)
+    if not text:
+        raise Unparseable("empty answer")
+    if len(text) > MAX_CHARS:
+        raise Unparseable(f"answer longer than {MAX_CHARS} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        hint = " (write products with *, e.g. 2*a)" if "invalid syntax" in str(exc) else ""
+        raise Unparseable(f"not an expression: {exc.msg}{hint}") from None
+    n_nodes = sum(1 for _ in ast.walk(tree))
+    if n_nodes > MAX_NODES:
+        raise Unparseable(f"expression too large ({n_nodes} nodes > {MAX_NODES})")
+    return tree
+
+
+def _literal(node: ast.AST) -> float | None:
+    """The value of a (possibly signed, nested) numeric literal, or None."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, _UNARY):
+        inner = _literal(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    return None
+
+
+def _check(node: ast.AST, symbols: set[str], depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise Unparseable("expression nested too deeply")
+    if isinstance(node, ast.Expression):
+        return _check(node.body, symbols, depth + 1)
+    if isinstance(node, ast.Constant):
+        if type(node.value) not in (int, float):
+            raise Unparseable(f"only numbers are allowed as literals, not {node.value!r}")
+        if abs(node.value) > MAX_LITERAL:
+            raise Unparseable(f"number {node.value!r} is implausibly large")
+        return None
+    if isinstance(node, ast.Name):
+        if node.id in symbols or node.id in CONSTANTS:
+            return None
+        if node.id in FUNCTIONS:
+            raise Unparseable(f"{node.id} is a function: write {node.id}(...)")
+        allowed = ", ".join(sorted(symbols)) or "none"
+        raise Unparseable(f"unknown name {node.id!r} (allowed symbols: {allowed})")
+    if isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, _UNARY):
+            raise Unparseable(f"operator {type(node.op).__name__} is not allowed")
+        return _check(node.operand, symbols, depth + 1)
+    if isinstance(node, ast.BinOp):
+        if not isinstance(node.op, _BINOPS):
+            raise Unparseable(f"operator {type(node.op).__name__} is not allowed")
+        if isinstance(node.op, ast.Pow):
+            # Check the exponent before anything can be evaluated.
+            exponent = _literal(node.right)
+            if exponent is not None and abs(exponent) > MAX_EXPONENT:
+                raise Unparseable(f"exponent {exponent:g} is too large (limit {MAX_EXPONENT})")
+            if exponent is None and isinstance(node.right, ast.BinOp) and isinstance(node.right.op, ast.Pow):
+                raise Unparseable("towers of powers (a**b**c) are not allowed")
+        _check(node.left, symbols, depth + 1)
+        return _check(node.right, symbols, depth + 1)
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            name = node.func.id if isinstance(node.func, ast.Name) else type(node.func).__name__
+            raise Unparseable(f"function {name!r} is not allowed (allowed: {', '.join(sorted(FUNCTIONS))})")
+        if node.keywords:
+            raise Unparseable("keyword arguments are not allowed")
+        n_args = len(node.args)
+        want = {"clip": (3, 3), "min": (2, 8), "max": (2, 8), "Min": (2, 8), "Max": (2, 8)}.get(node.func.id, (1, 1))
+        if not want[0] <= n_args <= want[1]:
+            raise Unparseable(f"{node.func.id} takes {want[0]}" + ("" if want[0] == want[1] else f"–{want[1]}") + " argument(s)")
+        for arg in node.args:
+            _check(arg, symbols, depth + 1)
+        return None
+    raise Unparseable(f"{type(node).__name__} is not allowed in an answer")
+
+
+def parse_expression_ast(text: str, symbols: set[str]) -> ast.Expression:
+    """Parse ``text`` into a whitelisted expression tree over ``symbols``.
+
+    Allowed: numbers, the names in ``symbols``, ``pi``, ``E``, + − * / ** (``^``
+    is read as power), and the functions in :data:`FUNCTIONS`. Nothing is evaluated.
+
+    Raises:
+        Unparseable: with the reason, for anything else (syntax errors, other
+            names, attributes, subscripts, strings, lambdas, huge exponents...).
+    """
+    tree = _parse_tree(text)
+    _check(tree, symbols)
+    return tree
+
+
+def to_sympy(tree: ast.Expression, symbols: set[str]):
+    """Build the sympy expression of a tree accepted by :func:`parse_expression_ast`.
+
+    Only sympy constructors are called (no ``eval``); ``clip(x, lo, hi)`` becomes
+    ``Min(Max(x, lo), hi)``. Symbols are real (probabilities, ratios, advantages).
+    """
+    import sympy as sp
+
+    syms = {name: sp.Symbol(name, real=True) for name in symbols}
+    functions = {
+        "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "Abs": sp.Abs, "abs": sp.Abs,
+        "min": sp.Min, "Min": sp.Min, "max": sp.Max, "Max": sp.Max,
+        "clip": lambda x, lo, hi: sp.Min(sp.Max(x, lo), hi),
+    }
+    constants = {"pi": sp.pi, "E": sp.E}
+
+    def build(node: ast.AST):
+        if isinstance(node, ast.Expression):
+            return build(node.body)
+        if isinstance(node, ast.Constant):
+            # Floats through their decimal text, so 0.1 is exactly 1/10.
+            return sp.Integer(node.value) if type(node.value) is int else sp.Rational(repr(node.value))
+        if isinstance(node, ast.Name):
+            return syms[node.id] if node.id in syms else constants[node.id]
+        if isinstance(node, ast.UnaryOp):
+            value = build(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp):
+            left, right = build(node.left), build(node.right)
+            op = node.op
+            if isinstance(op, ast.Add):
+                return left + right
+            if isinstance(op, ast.Sub):
+                return left - right
+            if isinstance(op, ast.Mult):
+                return left * right
+            if isinstance(op, ast.Div):
+                return left / right
+            return left**right
+        if isinstance(node, ast.Call):
+            return functions[node.func.id](*[build(a) for a in node.args])
+        raise Unparseable(f"{type(node).__name__} is not allowed")  # unreachable after _check
+
+    return build(tree)
+
+
+def parse_number(value: object) -> float:
+    """A numeric response as a float: 0.2, "0.2", "1/5", "2e-1", "20%", "1.5×10^-6".
+
+    Arithmetic of literals (+ − * / and small powers) is evaluated exactly with
+    ``fractions.Fraction`` on the whitelisted tree; no names are allowed.
+
+    Raises:
+        Unparseable: booleans, names, non-finite values or malformed text.
+    """
+    if isinstance(value, bool):
+        raise Unparseable("true/false is not a number")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise Unparseable(f"{value!r} is not a finite number")
+        return float(value)
+    if not isinstance(value, str):
+        raise Unparseable(f"expected a number, got {type(value).__name__}")
+    text = _normalise(value)
+    percent = text.endswith("%")
+    if percent:
+        text = text[:-1]
+    tree = parse_expression_ast(text, set())
+    if any(isinstance(n, (ast.Name, ast.Call)) for n in ast.walk(tree)):
+        raise Unparseable("a numeric answer may only contain numbers and + - * / ^")
+
+    def ev(node: ast.AST) -> Fraction:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return Fraction(repr(node.value)) if isinstance(node.value, float) else Fraction(node.value)
+        if isinstance(node, ast.UnaryOp):
+            return -ev(node.operand) if isinstance(node.op, ast.USub) else ev(node.operand)
+        left, right = ev(node.left), ev(node.right)
+        if isinstance(node.op, ast.Add):
+            return left + right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Mult):
+            return left * right
+        if isinstance(node.op, ast.Div):
+            if right == 0:
+                raise Unparseable("division by zero")
+            return left / right
+        if right.denominator != 1:
+            return Fraction(float(left) ** float(right))
+        if left == 0 and right < 0:
+            raise Unparseable("division by zero")
+        return left ** int(right)
+
+    try:
+        number = float(ev(tree))
+    except (OverflowError, ValueError, ZeroDivisionError, TypeError) as exc:
+        if isinstance(exc, Unparseable):
+            raise
+        raise Unparseable(f"cannot evaluate {value!r} as a number: {exc}") from None
+    if not math.isfinite(number):
+        raise Unparseable(f"{value!r} is not a finite number")
+    return number / 100.0 if percent else number

@@ -1,0 +1,177 @@
+"""Symbolic equivalence of two expressions, decided in a worker process under a time limit.
+
+The response is first checked in the calling process by
+:func:`quiz_bank.parsing.parse_expression_ast` (cheap, nothing evaluated), so
+hostile or malformed input is reported as unparseable without ever reaching
+sympy. Well-formed responses go to a long-lived worker subprocess (one per
+:class:`SymbolicChecker`, reused across questions and students so that a batch
+pays sympy's import once); each check has a wall-clock limit, and a worker that
+overruns is killed and replaced, the check being reported as undecided.
+
+Equivalence: the difference is probed numerically at fixed pseudo-random
+points (symbols drawn in [0.3, 2.5], positive so that logs are real); any clear
+disagreement means "different"; otherwise ``sympy.simplify(expected − given)``
+decides, and agreement at every probe point is accepted when simplify cannot
+finish the proof (e.g. log identities it will not apply).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from quiz_bank.parsing import Unparseable, parse_expression_ast
+
+DEFAULT_TIMEOUT_S = 5.0
+_N_PROBES = 6
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of one check: ``status`` is equivalent | different | unparseable | undecided."""
+
+    status: str
+    detail: str = ""
+
+
+def decide(expected: str, given: str, symbols: list[str]) -> Verdict:
+    """Decide equivalence in *this* process (the worker's body; call via :class:`SymbolicChecker`).
+
+    Raises nothing: parse failures become ``Verdict("unparseable", reason)``.
+    """
+    import random
+
+    import sympy as sp
+
+    from quiz_bank.parsing import to_sympy
+
+    names = set(symbols)
+    try:
+        given_tree = parse_expression_ast(given, names)
+    except Unparseable as exc:
+        return Verdict("unparseable", str(exc))
+    expected_expr = to_sympy(parse_expression_ast(expected, names), names)
+    given_expr = to_sympy(given_tree, names)
+    difference = expected_expr - given_expr
+    free = sorted(expected_expr.free_symbols | given_expr.free_symbols, key=str)
+    rng = random.Random(20170720)  # fixed probe points: a verdict never depends on the run
+    for _ in range(_N_PROBES):
+        point = {s: sp.Rational(rng.randint(30, 250), 100) for s in free}
+        want = complex(sp.N(expected_expr.subs(point), 30))
+        got = complex(sp.N(given_expr.subs(point), 30))
+        if abs(want - got) > 1e-9 * (1.0 + abs(want)):
+            shown = ", ".join(f"{k}={v}" for k, v in point.items())
+            return Verdict("different", f"differs at {shown}: expected {want.real:.6g}, got {got.real:.6g}")
+    if sp.simplify(difference) == 0:
+        return Verdict("equivalent", "sympy: expected − given simplifies to 0")
+    return Verdict("equivalent", f"equal at {_N_PROBES} probe points")
+
+
+def serve() -> None:
+    """Worker loop: one JSON request per stdin line → one JSON verdict per stdout line."""
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            verdict = decide(request["expected"], request["given"], request["symbols"])
+        except Exception as exc:  # noqa: BLE001 - the worker must answer every request
+            verdict = Verdict("undecided", f"checker error: {type(exc).__name__}: {exc}")
+        sys.stdout.write(json.dumps({"status": verdict.status, "detail": verdict.detail}) + "\n")
+        sys.stdout.flush()
+
+
+class SymbolicChecker:
+    """A reusable worker that checks expressions for sympy equivalence under a time limit.
+
+    Use as a context manager (the worker is started lazily and stopped on exit)::
+
+        with SymbolicChecker() as checker:
+            checker.check("exp(a - b)", "exp(a)/exp(b)", ["a", "b"])  # Verdict("equivalent", ...)
+
+    Args:
+        timeout_s: wall-clock seconds allowed per check (sympy can hang on
+            adversarial but well-formed input); an overrun kills the worker and
+            returns ``Verdict("undecided", ...)``.
+    """
+
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.timeout_s = timeout_s
+        self._proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "SymbolicChecker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _start(self) -> subprocess.Popen:
+        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        code = f"import sys; sys.path.insert(0, {package_parent!r}); from quiz_bank.symbolic import serve; serve()"
+        return subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
+
+    def close(self) -> None:
+        """Stop the worker (idempotent)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=2)
+            except Exception:  # noqa: BLE001 - a stuck worker is killed below
+                pass
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def check(self, expected: str, given: str, symbols: list[str]) -> Verdict:
+        """Is ``given`` equivalent to ``expected`` over ``symbols``?
+
+        Unparseable or hostile input is rejected here, before any subprocess or
+        sympy sees it. Returns a :class:`Verdict`; never raises for bad input.
+        """
+        try:
+            parse_expression_ast(given, set(symbols))
+        except Unparseable as exc:
+            return Verdict("unparseable", str(exc))
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = self._start()
+        request = json.dumps({"expected": expected, "given": given, "symbols": list(symbols)})
+        try:
+            self._proc.stdin.write(request + "\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            self.close()
+            return Verdict("undecided", "the equivalence checker stopped unexpectedly")
+        deadline = time.monotonic() + self.timeout_s
+        # The first check also pays the worker's start-up (importing sympy).
+        if getattr(self, "_warm", False) is False:
+            deadline += 10.0
+        while True:
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([self._proc.stdout], [], [], max(remaining, 0))
+            if ready:
+                line = self._proc.stdout.readline()
+                if not line:
+                    self.close()
+                    return Verdict("undecided", "the equivalence checker stopped unexpectedly")
+                self._warm = True
+                reply = json.loads(line)
+                return Verdict(reply["status"], reply.get("detail", ""))
+            if remaining <= 0:
+                self.close()
+                self._warm = False
+                return Verdict("undecided", f"could not decide within {self.timeout_s:g} s")
+
+
+if __name__ == "__main__":  # pragma: no cover - the worker entry point
+    serve()
