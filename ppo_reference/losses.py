@@ -137,13 +137,20 @@ def clipped_value_loss(
 
 
 def _token_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """−Σ_v p log p per position, [B, T, V] -> [B, T]; finite for near one-hot logits."""
-    logp = torch.log_softmax(logits, dim=-1)  # (B, T, V)
-    # p·log p with log p = −inf (an exactly-zero probability) must give 0, not
-    # NaN; clamping to the most negative finite number does that (0·(−big) = 0).
-    # TRL's logsumexp(z) − Σ p·z cancels catastrophically for logits ~1e3.
-    logp = logp.clamp(min=torch.finfo(logp.dtype).min)
-    return -(logp.exp() * logp).sum(dim=-1)  # (B, T)
+    """−Σ_v p log p per position, [B, T, V] -> [B, T]; finite for near one-hot and −inf logits.
+
+    With z' = z − max(z) ≤ 0, e = exp(z') and s = Σ e ∈ [1, V]:
+    H = log s − Σ e·z' / s, a sum of two non-negative terms, so nothing
+    cancels (TRL's logsumexp(z) − Σ p·z subtracts two numbers ~1e3 for logits
+    ~1e3). −inf logits are clamped to the most negative finite number so that
+    a zero probability contributes 0·(−big) = 0, not NaN. The einsum avoids a
+    third [B, T, V] temporary (this is the loss's costliest step).
+    """
+    shifted = logits - logits.amax(dim=-1, keepdim=True)  # (B, T, V), ≤ 0
+    shifted = shifted.clamp(min=torch.finfo(shifted.dtype).min)
+    weights = shifted.exp()  # (B, T, V), unnormalised p
+    total = weights.sum(dim=-1)  # (B, T), ≥ 1
+    return total.log() - torch.einsum("btv,btv->bt", weights, shifted) / total  # (B, T)
 
 
 def entropy_from_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
