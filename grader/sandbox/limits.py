@@ -1,0 +1,33 @@
+"""Resource limits of one sandboxed child process (one per exercise)."""
+
+from __future__ import annotations
+
+import pydantic
+
+
+class Limits(pydantic.BaseModel):
+    """Limits applied to each child (wall clock in the parent, the rest as rlimits/tmpfs in the child).
+
+    Defaults suit one exercise of ppo-course on a 2-core machine; the graders
+    may raise ``call_timeout_s`` for exercise 7.
+    """
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    call_timeout_s: float = pydantic.Field(10.0, gt=0, description="wall-clock seconds per call (callbacks to known-good pieces not counted)")
+    import_timeout_s: float = pydantic.Field(10.0, gt=0, description="wall-clock seconds for the child's set-up and the module's import")
+    memory_mb: int = pydantic.Field(2048, gt=0, description="address space student code may add on top of the interpreter + torch (RLIMIT_AS), MiB")
+    cpu_time_s: int = pydantic.Field(120, gt=0, description="CPU seconds for the child's whole life (RLIMIT_CPU; SIGXCPU then SIGKILL)")
+    max_processes: int = pydantic.Field(16, gt=0, description="tasks (processes + threads) of the child's private uid (RLIMIT_NPROC)")
+    max_file_bytes: int = pydantic.Field(16 * 2**20, gt=0, description="largest file the child may write (RLIMIT_FSIZE), bytes")
+    max_open_files: int = pydantic.Field(256, ge=16, description="RLIMIT_NOFILE")
+    tmp_size_mb: int = pydantic.Field(64, gt=0, description="size of the child's private /tmp (tmpfs), MiB")
+    max_output_bytes: int = pydantic.Field(64 * 1024, ge=0, description="printed bytes kept for captured_output()")
+    max_output_kill_bytes: int = pydantic.Field(32 * 2**20, gt=0, description="printed bytes after which the child is stopped (StudentCrash)")
+    max_message_bytes: int = pydantic.Field(512 * 2**20, gt=0, description="largest protocol message either way, bytes")
+    max_submission_bytes: int = pydantic.Field(20 * 2**20, gt=0, description="largest submission folder copied into the child, bytes")
+    max_respawns: int = pydantic.Field(5, ge=0, description="fresh children per module after crashes/time-outs before giving up")
+
+    def child_dict(self) -> dict:
+        """The subset the child applies itself (sent in the spawn request)."""
+        return self.model_dump()

@@ -1,0 +1,275 @@
+"""Parent-side stand-ins for a student module and the objects it returns.
+
+``RemoteModule`` is what ``Sandbox.load`` returns: attribute access gives a
+callable that runs the function in the child (tensors in, plain tensors out).
+A value the child cannot encode as data (an instance of the student's class,
+a generator, a numpy array) comes back as a ``RemoteObject`` handle.
+
+A crash or time-out costs only the call it happens in: the next call forks a
+fresh child and imports the module again (at most ``Limits.max_respawns``
+times); handles from the dead child raise ``StudentCrash`` when used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+import torch
+
+from grader.sandbox.errors import StudentCrash, StudentError, StudentImportError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from grader.sandbox.process import ChildProcess
+    from grader.sandbox.sandbox import Sandbox
+
+
+class RemoteObject:
+    """An object living in the child (e.g. the student's ``RolloutBuffer``, an iterator).
+
+    ``obj.method(...)`` and ``obj.attribute`` work through ``__getattr__`` (one
+    round trip to learn whether the name is callable); ``call``, ``getattr``,
+    ``next``, ``list`` and ``len()`` are explicit forms.
+
+    Attributes:
+        type_name: ``module.QualName`` of the object's class in the child.
+    """
+
+    def __init__(self, module: "RemoteModule", hid: int, type_name: str, generation: int) -> None:
+        self._module = module
+        self._hid = hid
+        self.type_name = type_name
+        self._generation = generation
+
+    def _sandbox_handle_node(self) -> dict:
+        self._module._check_generation(self._generation, self.type_name)
+        return {"t": "handle", "owner": "child", "id": self._hid, "type": self.type_name}
+
+    def _request(self, op: str, timeout_s: float | None = None, **fields: Any) -> Any:
+        return self._module._request(op, {"target": self, **fields}, timeout_s, generation=self._generation, what=self.type_name)
+
+    def call(self, name: str, *args: Any, gen_seed: int | None = None, **kwargs: Any) -> Any:
+        """Call method ``name``; ``gen_seed=s`` passes ``generator=torch.Generator().manual_seed(s)``."""
+        if gen_seed is not None:
+            kwargs["generator"] = torch.Generator().manual_seed(int(gen_seed))
+        return self._request("call", name=name, args=list(args), kwargs=kwargs)
+
+    def getattr(self, name: str) -> Any:
+        """The attribute's value, or a bound remote method if it is callable."""
+        got = self._request("getattr", name=name)
+        if got["callable"]:
+            return lambda *args, **kwargs: self.call(name, *args, **kwargs)
+        return got["value"]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.getattr(name)
+
+    def next(self) -> Any:
+        """``next(obj)`` in the child; raises StopIteration at the end."""
+        return self._request("next")
+
+    def __next__(self) -> Any:
+        return self.next()
+
+    def __iter__(self) -> Iterator[Any]:
+        it = self._request("iter")
+        if isinstance(it, RemoteObject) and it._hid == self._hid:
+            return self
+        return it
+
+    def list(self, limit: int = 100_000) -> list:
+        """Up to ``limit`` items of the iterable, in one round trip."""
+        return self._request("list", limit=int(limit))
+
+    def __len__(self) -> int:
+        try:
+            n = self.call("__len__")
+        except StudentError as exc:
+            if exc.type_name in ("AttributeError", "TypeError"):
+                # list(obj) probes len(); an object without one is simply unsized.
+                raise TypeError(f"object of type {self.type_name} has no len()") from None
+            raise
+        if type(n) is not int:
+            raise TypeError(f"len() of the student's {self.type_name} returned a {type(n).__name__}")
+        return n
+
+    def release(self) -> None:
+        """Let the child forget this object."""
+        if self._generation == self._module._generation and self._module._child is not None and self._module._child.alive:
+            self._module._request("release", {"ids": [self._hid]}, None)
+
+    def __repr__(self) -> str:
+        return f"<RemoteObject {self.type_name} #{self._hid} in the sandbox>"
+
+
+class RemoteFunction:
+    """``module.name`` in the child, callable from the parent."""
+
+    def __init__(self, module: "RemoteModule", name: str) -> None:
+        self.module = module
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.module.call(self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<RemoteFunction {self.module.name}.{self.name}>"
+
+
+class RemoteModule:
+    """A student module imported in its own child process (see ``Sandbox.load``).
+
+    Attributes:
+        name: the module name (``"ex4_gae"``).
+        info: the child's isolation report (uid, network/mount isolation, notes).
+    """
+
+    def __init__(self, sandbox: "Sandbox", name: str, known_good: Any) -> None:
+        self._sandbox = sandbox
+        self.name = name
+        self._known_good = known_good
+        self._child: "ChildProcess | None" = None
+        self._generation = 0
+        self._respawns = 0
+        self._import_failure: StudentImportError | None = None
+        self._outputs: list[str] = []
+        self.info: dict = {}
+        self._spawn(first=True)
+
+    # -- child management ---------------------------------------------------
+    def _spawn(self, first: bool = False) -> "ChildProcess":
+        if self._child is not None:
+            self._outputs.append(self._child.output.text())
+            self._child.close()
+        if not first:
+            self._respawns += 1
+        self._generation += 1
+        self._child = self._sandbox._spawn_child(self, self._known_good)
+        try:
+            self.info = self._child.wait_ready()
+        except StudentImportError as exc:
+            if first:
+                self._import_failure = exc
+            raise
+        return self._child
+
+    def _check_generation(self, generation: int, what: str) -> None:
+        if generation != self._generation or self._child is None or not self._child.alive:
+            raise StudentCrash(f"this {what} was lost: the process that held it was stopped after an earlier failure")
+
+    def _live_child(self) -> "ChildProcess":
+        if self._import_failure is not None:
+            raise self._import_failure
+        child = self._child
+        if child is None or not child.alive:
+            if self._respawns >= self._sandbox.limits.max_respawns:
+                raise StudentCrash(f"{self.name} crashed or timed out {self._respawns + 1} times; no further calls are run")
+            try:
+                child = self._spawn()
+            except StudentImportError as exc:
+                raise StudentCrash(f"{self.name} could not be imported again after an earlier failure: {exc}") from None
+        return child
+
+    def _request(self, op: str, fields: dict, timeout_s: float | None, generation: int | None = None, what: str = "") -> Any:
+        if generation is not None:
+            self._check_generation(generation, what)
+        return self._live_child().request(op, fields, timeout_s)
+
+    # -- public API -----------------------------------------------------------
+    def call(self, name: str, args: Sequence[Any] = (), kwargs: dict | None = None, timeout: float | None = None) -> Any:
+        """``module.name(*args, **kwargs)`` in the child; returns plain values/tensors or RemoteObjects.
+
+        Raises:
+            StudentError, StudentTimeout, StudentCrash, StudentImportError.
+        """
+        return self._request("call", {"name": name, "args": list(args), "kwargs": dict(kwargs or {})}, timeout)
+
+    def __getattr__(self, name: str) -> RemoteFunction:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return RemoteFunction(self, name)
+
+    def new(self, class_name: str, *args: Any, **kwargs: Any) -> Any:
+        """``module.ClassName(*args, **kwargs)``: the instance as a ``RemoteObject``."""
+        return self.call(class_name, args, kwargs)
+
+    def call_with_grad(
+        self,
+        name: str,
+        args: Sequence[Any] = (),
+        kwargs: dict | None = None,
+        wrt: Sequence[str] = (),
+        grad_output: torch.Tensor | None = None,
+        output_index: int | None = None,
+        timeout: float | None = None,
+    ) -> tuple[Any, dict[str, torch.Tensor | None]]:
+        """Call ``name`` with ``requires_grad`` on the arguments named in ``wrt``, then backprop.
+
+        The child binds ``args``/``kwargs`` to the function's signature, replaces
+        each ``wrt`` argument by a fresh leaf, calls, and backpropagates the
+        output (element ``output_index``, default 0, of a tuple output): a
+        one-element loss directly, anything else as ``sum(output * grad_output)``.
+
+        Returns:
+            ``(output, grads)``: the output (detached) and ``{arg name: .grad or None}``;
+            all grads are None when the student's output carries no graph.
+
+        Raises:
+            StudentError (incl. ``TypeError`` for a ``wrt`` name the call does not
+            bind), StudentTimeout, StudentCrash, StudentImportError.
+        """
+        got = self._request("call_with_grad", {"name": name, "args": list(args), "kwargs": dict(kwargs or {}),
+                                               "wrt": list(wrt), "grad_output": grad_output,
+                                               "output_index": output_index}, timeout)
+        return got["output"], dict(got["grads"])
+
+    def signature(self, name: str) -> str | None:
+        """``str(inspect.signature(module.name))`` in the child, or None if there is none."""
+        try:
+            return self._request("signature", {"name": name}, None)
+        except Exception:  # noqa: BLE001 - any failure means "no usable signature"
+            return None
+
+    def names(self) -> dict[str, str]:
+        """Public names of the module → ``"function"``, ``"class"`` or ``"value"``."""
+        return self._request("names", {}, None)
+
+    def has(self, name: str) -> bool:
+        """Whether the module defines ``name``."""
+        return name in self.names()
+
+    def ppo_step_harness(
+        self,
+        model_config: dict,
+        state_dict: dict[str, torch.Tensor],
+        queries: torch.Tensor,
+        ppo_config: dict,
+        seed: int,
+        timeout: float | None = None,
+    ) -> dict:
+        """Run the student's ``ppo_step`` once on the package's model (``ppo_course.sandbox.harness``).
+
+        Returns:
+            ``{"state_dict": {name: Tensor}, "stats": ..., "kl_coef": ...}`` as decoded data.
+        """
+        payload = {"model_config": model_config, "state_dict": dict(state_dict), "queries": queries,
+                   "ppo_config": ppo_config, "seed": int(seed)}
+        return self._request("harness_ex7", {"payload": payload}, timeout)
+
+    def captured_output(self, stream: str | None = None) -> str:
+        """What the student's code printed so far (bounded; never shown in hidden feedback)."""
+        parts = list(self._outputs)
+        if self._child is not None:
+            if self._child.alive:
+                self._child.drain_output()
+            parts.append(self._child.output.text(stream))
+        return "".join(parts)
+
+    def close(self) -> None:
+        """Stop the child (idempotent)."""
+        if self._child is not None:
+            self._child.close()
+
+    def __repr__(self) -> str:
+        return f"<RemoteModule {self.name} in the sandbox>"

@@ -1,0 +1,400 @@
+"""The data-only wire format between the grader and an untrusted child process.
+
+Both sides of the sandbox speak it: the trusted parent (``grader.sandbox``) and
+the child that runs student code (``ppo_course.sandbox.worker``). Nothing here
+ever unpickles, evaluates or imports anything chosen by the other side: a
+message is one JSON header plus raw byte buffers, and decoding builds only
+plain Python values and plain ``torch.Tensor`` objects.
+
+Frame layout (all integers little-endian)::
+
+    b"PPOS" | json_len: u32 | n_buffers: u32 | n_buffers x u64 lengths | json | buffers...
+
+Value encoding inside the JSON header:
+
+======================  =====================================================
+Python value            JSON node
+======================  =====================================================
+None, bool, int, str    themselves
+float                   itself (NaN/±inf written as JSON extensions)
+list                    a JSON list
+tuple                   ``{"t": "tuple", "v": [...]}``
+dict with str keys      ``{"t": "dict", "v": {...}}``
+torch.Tensor            ``{"t": "tensor", "dtype": "float32", "shape": [...], "b": i}``
+                        (buffer ``i`` holds the C-contiguous bytes)
+torch.Generator (CPU)   ``{"t": "generator", "b": i, "id": n}`` (buffer = RNG state)
+an opaque object        ``{"t": "handle", "owner": "child"|"parent", "id": n, "type": "..."}``
+======================  =====================================================
+
+A tensor subclass, a float subclass (``numpy.float64``) or a str subclass is
+sent as its plain base value: whatever ``__eq__`` or ``__torch_function__``
+it overrides stays behind in the child.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import struct
+from typing import Any, Callable
+
+import torch
+
+MAGIC = b"PPOS"
+_HEADER = struct.Struct("<4sII")
+_LEN = struct.Struct("<Q")
+
+#: Largest JSON header accepted (bytes). Tensors travel as buffers, so the
+#: header only holds structure and scalars.
+MAX_JSON_BYTES = 64 * 1024 * 1024
+#: Most buffers in one frame (one per tensor or generator).
+MAX_BUFFERS = 100_000
+#: Deepest nesting of lists/tuples/dicts accepted either way.
+MAX_DEPTH = 64
+#: Most dimensions of a tensor.
+MAX_NDIM = 16
+
+#: dtypes that may cross the channel, by wire name.
+DTYPES: dict[str, torch.dtype] = {
+    "bool": torch.bool,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+}
+_DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+
+
+class ProtocolError(Exception):
+    """A frame or value that breaks the wire format (malformed, oversized, wrong type).
+
+    Raised by the decoders and frame readers on both sides; the parent turns it
+    into a ``StudentCrash`` ("the child sent a malformed message") and stops the child.
+    """
+
+
+class Unencodable(Exception):
+    """A value that has no data-only encoding and no handle table to fall back on."""
+
+
+# ---------------------------------------------------------------------------
+# Frames
+# ---------------------------------------------------------------------------
+
+
+def pack_frame(header: dict, buffers: list[bytes]) -> list[bytes]:
+    """Serialise one message into a list of byte chunks (send them in order).
+
+    Args:
+        header:  the JSON-able message (already encoded with ``Encoder``).
+        buffers: raw byte strings referenced by index from the header.
+
+    Returns:
+        The chunks of the frame; ``b"".join(chunks)`` is the whole frame.
+
+    Raises:
+        ProtocolError: if the header is larger than ``MAX_JSON_BYTES`` or
+            there are more than ``MAX_BUFFERS`` buffers.
+    """
+    body = json.dumps(header, separators=(",", ":"), allow_nan=True).encode("utf-8")
+    if len(body) > MAX_JSON_BYTES:
+        raise ProtocolError(f"message header of {len(body)} bytes exceeds {MAX_JSON_BYTES}")
+    if len(buffers) > MAX_BUFFERS:
+        raise ProtocolError(f"{len(buffers)} buffers in one message exceed {MAX_BUFFERS}")
+    head = _HEADER.pack(MAGIC, len(body), len(buffers)) + b"".join(_LEN.pack(len(b)) for b in buffers)
+    return [head, body, *buffers]
+
+
+class FrameReader:
+    """Incremental parser of frames arriving on a byte stream (non-blocking friendly).
+
+    Feed it whatever ``recv`` returned; ``next_frame()`` yields complete
+    ``(header, buffers)`` pairs. Every length is checked against limits before
+    anything is allocated, so a hostile peer cannot make the reader allocate
+    more than ``max_message_bytes``.
+
+    Args:
+        max_message_bytes: largest frame accepted (header + buffers), in bytes.
+    """
+
+    def __init__(self, max_message_bytes: int) -> None:
+        self.max_message_bytes = int(max_message_bytes)
+        self._buf = bytearray()
+        self._need: tuple[int, int, list[int]] | None = None  # json_len, n, lengths
+
+    def feed(self, data: bytes) -> None:
+        """Append received bytes."""
+        self._buf += data
+        if len(self._buf) > self.max_message_bytes + 1024 and self._need is None:
+            self._parse_head()
+
+    def pending_bytes(self) -> int:
+        """Bytes received but not yet returned as a frame."""
+        return len(self._buf)
+
+    def _parse_head(self) -> bool:
+        buf = self._buf
+        if len(buf) < _HEADER.size:
+            return False
+        magic, json_len, n = _HEADER.unpack_from(buf, 0)
+        if magic != MAGIC:
+            raise ProtocolError(f"bad frame magic {bytes(magic)!r} (expected {MAGIC!r})")
+        if json_len > MAX_JSON_BYTES or n > MAX_BUFFERS:
+            raise ProtocolError(f"frame header announces {json_len} JSON bytes and {n} buffers: over the limits")
+        lens_end = _HEADER.size + n * _LEN.size
+        if len(buf) < lens_end:
+            return False
+        lengths = [_LEN.unpack_from(buf, _HEADER.size + i * _LEN.size)[0] for i in range(n)]
+        total = lens_end + json_len + sum(lengths)
+        if total > self.max_message_bytes:
+            raise ProtocolError(f"a message of {total} bytes exceeds the limit of {self.max_message_bytes} bytes")
+        self._need = (json_len, n, lengths)
+        return True
+
+    def next_frame(self) -> tuple[dict, list[bytes]] | None:
+        """Return the next complete frame, or None if more bytes are needed.
+
+        Raises:
+            ProtocolError: bad magic, over-limit sizes, invalid UTF-8/JSON, or
+                a header that is not a JSON object.
+        """
+        if self._need is None and not self._parse_head():
+            return None
+        json_len, n, lengths = self._need  # type: ignore[misc]
+        start = _HEADER.size + n * _LEN.size
+        total = start + json_len + sum(lengths)
+        if len(self._buf) < total:
+            return None
+        mv = memoryview(self._buf)
+        try:
+            header = json.loads(bytes(mv[start : start + json_len]).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise ProtocolError(f"message header is not valid JSON: {exc}") from None
+        if not isinstance(header, dict):
+            raise ProtocolError("message header is not a JSON object")
+        buffers = []
+        pos = start + json_len
+        for length in lengths:
+            buffers.append(bytes(mv[pos : pos + length]))
+            pos += length
+        mv.release()
+        del self._buf[:total]
+        self._need = None
+        return header, buffers
+
+
+# ---------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------
+
+
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    """The C-contiguous bytes of a CPU tensor's values (any shape, incl. 0-dim and empty)."""
+    flat = t.reshape(-1)
+    nbytes = flat.numel() * flat.element_size()
+    if nbytes == 0:
+        return b""
+    return ctypes.string_at(flat.data_ptr(), nbytes)
+
+
+class Encoder:
+    """Turns a Python value into a JSON node plus byte buffers.
+
+    Args:
+        on_unknown: called with a value that has no data encoding; it must
+            return a JSON node (normally a handle from an object table). When
+            None, such a value raises ``Unencodable``.
+        generator_ids: optional callback giving a stable id to each
+            ``torch.Generator`` (used to keep generator states in step across
+            the channel); None sends id -1.
+    """
+
+    def __init__(
+        self,
+        on_unknown: Callable[[Any], dict] | None = None,
+        generator_ids: Callable[[torch.Generator], int] | None = None,
+    ) -> None:
+        self.on_unknown = on_unknown
+        self.generator_ids = generator_ids
+        self.buffers: list[bytes] = []
+
+    def encode(self, value: Any, depth: int = 0) -> Any:
+        """Encode ``value``; buffers accumulate in ``self.buffers``.
+
+        Raises:
+            Unencodable: for a value with no encoding and no ``on_unknown``.
+        """
+        if depth > MAX_DEPTH:
+            raise Unencodable(f"value nested deeper than {MAX_DEPTH} levels")
+        if value is None or value is True or value is False:
+            return value
+        cls = type(value)
+        if cls is int:
+            return value
+        if cls is float:
+            return value
+        if cls is str:
+            return value
+        if isinstance(value, torch.Tensor):
+            return self._tensor(value)
+        if cls is list:
+            return [self.encode(v, depth + 1) for v in value]
+        if cls is tuple:
+            return {"t": "tuple", "v": [self.encode(v, depth + 1) for v in value]}
+        if cls is dict and all(type(k) is str for k in value):
+            return {"t": "dict", "v": {k: self.encode(v, depth + 1) for k, v in value.items()}}
+        if isinstance(value, torch.Generator) and value.device.type == "cpu":
+            self.buffers.append(tensor_bytes(value.get_state()))
+            gid = self.generator_ids(value) if self.generator_ids else -1
+            return {"t": "generator", "b": len(self.buffers) - 1, "id": gid}
+        # Subclasses of plain scalars (numpy.float64, IntEnum, a str subclass)
+        # travel as their plain value, read through the base class's own slot
+        # so that an overridden __float__/__int__/__str__ is never consulted.
+        if isinstance(value, bool):
+            return bool(int.__index__(value))
+        if isinstance(value, int):
+            return int.__index__(value)
+        if isinstance(value, float):
+            return float.__float__(value)
+        if isinstance(value, str):
+            return str.__str__(value)
+        if self.on_unknown is None:
+            raise Unencodable(f"a value of type {cls.__module__}.{cls.__qualname__} cannot cross the sandbox channel")
+        return self.on_unknown(value)
+
+    def _tensor(self, value: torch.Tensor) -> dict:
+        plain = torch.Tensor.as_subclass(value, torch.Tensor) if type(value) is not torch.Tensor else value
+        plain = plain.detach()
+        if plain.dtype not in _DTYPE_NAMES:
+            raise Unencodable(f"tensor dtype {plain.dtype} cannot cross the sandbox channel")
+        if plain.layout != torch.strided:
+            plain = plain.to_dense()
+        if plain.device.type != "cpu":
+            plain = plain.cpu()
+        plain = plain.contiguous()
+        if plain.dtype == torch.bool:
+            # bool storage may hold bytes other than 0/1 (e.g. from .view(torch.bool));
+            # normalise so that the parent's decoded tensor is a well-formed bool tensor.
+            plain = plain.to(torch.uint8).clamp_(max=1).to(torch.bool)
+        self.buffers.append(tensor_bytes(plain))
+        return {"t": "tensor", "dtype": _DTYPE_NAMES[plain.dtype], "shape": list(plain.shape), "b": len(self.buffers) - 1}
+
+
+def encode_value(value: Any, **kwargs: Any) -> tuple[Any, list[bytes]]:
+    """Encode one value; returns ``(json_node, buffers)``. See ``Encoder``."""
+    enc = Encoder(**kwargs)
+    node = enc.encode(value)
+    return node, enc.buffers
+
+
+class Decoder:
+    """Turns a JSON node plus buffers back into plain Python values and plain tensors.
+
+    Every node is checked: unknown tags, wrong field types, a buffer whose
+    length disagrees with dtype × shape, or nesting deeper than ``MAX_DEPTH``
+    raise ``ProtocolError``. Tensors are copied out of the frame into a fresh
+    plain ``torch.Tensor`` (``type(t) is torch.Tensor``; never ``requires_grad``).
+
+    Args:
+        buffers: the frame's raw buffers.
+        resolve_handle: ``(owner, id, type_name) -> object`` for handle nodes;
+            None makes a handle a ``ProtocolError``.
+        make_generator: ``(state_tensor, gen_id) -> torch.Generator``; the
+            default builds a fresh CPU generator with that state.
+    """
+
+    def __init__(
+        self,
+        buffers: list[bytes],
+        resolve_handle: Callable[[str, int, str], Any] | None = None,
+        make_generator: Callable[[torch.Tensor, int], torch.Generator] | None = None,
+    ) -> None:
+        self.buffers = buffers
+        self.resolve_handle = resolve_handle
+        self.make_generator = make_generator
+
+    def _buffer(self, node: dict) -> bytes:
+        idx = node.get("b")
+        if type(idx) is not int or not 0 <= idx < len(self.buffers):
+            raise ProtocolError(f"buffer index {idx!r} out of range")
+        return self.buffers[idx]
+
+    def decode(self, node: Any, depth: int = 0) -> Any:
+        """Decode one node (see the table in the module docstring).
+
+        Raises:
+            ProtocolError: on any malformed node.
+        """
+        if depth > MAX_DEPTH:
+            raise ProtocolError(f"value nested deeper than {MAX_DEPTH} levels")
+        if node is None or type(node) in (bool, int, float, str):
+            return node
+        if type(node) is list:
+            return [self.decode(v, depth + 1) for v in node]
+        if type(node) is not dict:
+            raise ProtocolError(f"unexpected JSON node of type {type(node).__name__}")
+        tag = node.get("t")
+        if tag == "tuple":
+            items = node.get("v")
+            if type(items) is not list:
+                raise ProtocolError("tuple node without a list")
+            return tuple(self.decode(v, depth + 1) for v in items)
+        if tag == "dict":
+            items = node.get("v")
+            if type(items) is not dict:
+                raise ProtocolError("dict node without an object")
+            return {str(k): self.decode(v, depth + 1) for k, v in items.items()}
+        if tag == "tensor":
+            return self._tensor(node)
+        if tag == "generator":
+            raw = self._buffer(node)
+            state = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+            gid = node.get("id", -1)
+            if type(gid) is not int:
+                raise ProtocolError("generator id is not an int")
+            try:
+                if self.make_generator is not None:
+                    return self.make_generator(state, gid)
+                gen = torch.Generator()
+                gen.set_state(state)
+                return gen
+            except (RuntimeError, ValueError, TypeError) as exc:
+                raise ProtocolError(f"invalid generator state: {exc}") from None
+        if tag == "handle":
+            owner, hid, type_name = node.get("owner"), node.get("id"), node.get("type", "")
+            if owner not in ("child", "parent") or type(hid) is not int or type(type_name) is not str:
+                raise ProtocolError("malformed handle node")
+            if self.resolve_handle is None:
+                raise ProtocolError("a handle was sent where only data is accepted")
+            return self.resolve_handle(owner, hid, type_name)
+        raise ProtocolError(f"unknown value tag {tag!r}")
+
+    def _tensor(self, node: dict) -> torch.Tensor:
+        dtype = DTYPES.get(node.get("dtype"))  # type: ignore[arg-type]
+        shape = node.get("shape")
+        if dtype is None:
+            raise ProtocolError(f"tensor dtype {node.get('dtype')!r} is not allowed")
+        if type(shape) is not list or len(shape) > MAX_NDIM or any(type(s) is not int or s < 0 for s in shape):
+            raise ProtocolError(f"invalid tensor shape {shape!r}")
+        raw = self._buffer(node)
+        numel = math.prod(shape)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        if len(raw) != numel * itemsize:
+            raise ProtocolError(f"tensor buffer holds {len(raw)} bytes, but {shape} x {dtype} needs {numel * itemsize}")
+        if numel == 0:
+            return torch.empty(shape, dtype=dtype)
+        if dtype == torch.bool:
+            # Only 0/1 bytes make a valid bool tensor; normalise any other byte.
+            return torch.frombuffer(bytearray(raw), dtype=torch.uint8).ne(0).reshape(shape)
+        return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
+
+
+def decode_value(node: Any, buffers: list[bytes], **kwargs: Any) -> Any:
+    """Decode one node with its frame's buffers. See ``Decoder``."""
+    return Decoder(buffers, **kwargs).decode(node)

@@ -1,0 +1,380 @@
+"""The fork server: a clean interpreter that forks one confined child per exercise.
+
+Started by the grader (``grader.sandbox.forkserver``) as
+``python -I -c "...main()" CTL_FD PARENT_PID`` with a scrubbed environment. It
+imports torch and the public package once (the per-exercise cost is then a
+``fork``, not a ~1.5 s ``import torch``), and never imports the reference,
+the graders, hidden inputs or scores: it only knows what the parent sends in a
+spawn request (a submission path, limits, paths to hide). It never runs
+student code itself; children do, after ``isolate.confine``.
+
+Control protocol: one JSON object per SOCK_SEQPACKET message on the control
+socket, replies likewise.
+
+* ``{"cmd": "spawn", "config": {...}}`` with three descriptors attached (the
+  child's protocol socket, stdout pipe, stderr pipe) → ``{"pid": n}``.
+* ``{"cmd": "finish", "pid": n, "grace_s": x}`` → waits up to ``grace_s`` for a
+  child that is exiting by itself, then kills its process group and every
+  process of its private uid (or its descendants when there is none), reaps it,
+  removes its temp folder → ``{"status": "exited with code 3"}``.
+* EOF (the grader died or closed it) → every child is killed, the server exits.
+
+It is a child subreaper, so processes orphaned by a student's fork stay its
+descendants and are found and killed.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+
+from ppo_course.sandbox import isolate
+
+UID_BASE = 61000
+UID_COUNT = 1000
+LOCK_DIR = os.path.join(tempfile.gettempdir(), ".ppo-course-sandbox-uids")
+
+
+def describe_status(status: int | None) -> str:
+    """Human words for a ``waitpid`` status, with the likely limit that caused it."""
+    if status is None:
+        return "still running"
+    if os.WIFEXITED(status):
+        return f"exited with code {os.WEXITSTATUS(status)}"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        hint = {
+            "SIGXCPU": " (CPU time limit exceeded)",
+            "SIGXFSZ": " (file size limit exceeded)",
+            "SIGSEGV": " (segmentation fault)",
+            "SIGABRT": " (aborted)",
+        }.get(name, "")
+        return f"killed by {name}{hint}"
+    return f"status {status}"
+
+
+class _Child:
+    def __init__(self, pid: int, uid: int | None, lock_fd: int | None, workdir: str) -> None:
+        self.pid = pid
+        self.uid = uid
+        self.lock_fd = lock_fd
+        self.workdir = workdir
+        self.status: int | None = None
+
+
+class ForkServer:
+    """State of the fork-server process (see the module docstring)."""
+
+    def __init__(self, ctl: socket.socket, parent_pid: int) -> None:
+        self.ctl = ctl
+        self.parent_pid = parent_pid
+        self.children: dict[int, _Child] = {}
+        self.is_root = os.geteuid() == 0
+        if self.is_root:
+            os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
+
+    # -- uids -------------------------------------------------------------
+    def _allocate_uid(self) -> tuple[int | None, int | None]:
+        """A uid no other live child on this machine holds (flock on a per-uid file)."""
+        if not self.is_root:
+            return None, None
+        start = (os.getpid() * 7) % UID_COUNT
+        for i in range(UID_COUNT):
+            uid = UID_BASE + (start + i) % UID_COUNT
+            fd = os.open(os.path.join(LOCK_DIR, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            # Whatever a crashed grader left running under this uid goes first.
+            leftovers = _Child(-1, uid, None, "")
+            leftovers.status = 0
+            if self._live_pids(leftovers):
+                self._kill_tree(leftovers)
+            return uid, fd
+        raise RuntimeError("no free sandbox uid")
+
+    def _kill_uid(self, uid: int) -> None:
+        """Kill every process of ``uid``: a helper becomes ``uid`` and calls kill(-1, SIGKILL).
+
+        kill(-1) is the kernel's own walk over the uid's processes, so a fork
+        bomb cannot outrun it the way it can outrun a /proc scan. Some kernels
+        (gVisor) report success even when nothing was signalled, so the
+        caller checks with ``_live_pids`` instead of trusting ESRCH.
+        """
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                for _ in range(3):
+                    try:
+                        os.kill(-1, signal.SIGKILL)
+                    except OSError:
+                        break
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+
+    @staticmethod
+    def _process_table() -> dict[int, tuple[int, int, str]]:
+        """``{pid: (ppid, uid, state)}`` from /proc."""
+        table: dict[int, tuple[int, int, str]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                uid = os.stat(f"/proc/{entry}").st_uid
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    data = fh.read()
+                rest = data[data.rindex(b")") + 2 :].split()
+                table[int(entry)] = (int(rest[1]), uid, rest[0].decode())
+            except (OSError, ValueError, IndexError):
+                continue
+        return table
+
+    def _live_pids(self, child: "_Child") -> list[int]:
+        """Processes (not zombies) that belong to ``child``: its uid's, or its descendants and our orphans."""
+        table = self._process_table()
+        me = os.getpid()
+        if child.uid is not None:
+            return [p for p, (_, uid, state) in table.items() if uid == child.uid and state != "Z" and p != me]
+        found: list[int] = []
+        roots = [child.pid] + [p for p, (pp, _, _) in table.items() if pp == me and p not in self.children]
+        frontier = list(roots)
+        seen = set()
+        while frontier:
+            p = frontier.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            if p in table and table[p][2] != "Z" and p != child.pid:
+                found.append(p)
+            frontier.extend(c for c, (pp, _, _) in table.items() if pp == p)
+        return [p for p in found if p != me] + ([child.pid] if child.status is None and child.pid in table and table[child.pid][2] != "Z" else [])
+
+    # -- processes --------------------------------------------------------
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            child = self.children.get(pid)
+            if child is not None:
+                child.status = status
+
+    def _kill_tree(self, child: _Child) -> None:
+        """SIGKILL the child, its process group and every process it started, then reap."""
+        if child.pid > 1:  # never killpg/kill with -1, 0 or 1: that would reach every process
+            for sig_target in (lambda: os.killpg(child.pid, signal.SIGKILL), lambda: os.kill(child.pid, signal.SIGKILL)):
+                try:
+                    sig_target()
+                except OSError:
+                    pass
+        for round_ in range(100):
+            if child.status is None and child.pid > 1:
+                try:
+                    _, status = os.waitpid(child.pid, 0)
+                    child.status = status
+                except ChildProcessError:
+                    child.status = 0
+            self._reap()
+            victims = self._live_pids(child)
+            if not victims:
+                return
+            for p in victims:
+                if p <= 1 or p == os.getpid():
+                    continue
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except OSError:
+                    pass
+            if child.uid is not None:
+                self._kill_uid(child.uid)
+            time.sleep(0.001 * min(round_, 10))
+        isolate.warn(f"processes of child {child.pid} survived 100 rounds of SIGKILL")
+
+    def finish(self, pid: int, grace_s: float) -> str:
+        child = self.children.get(pid)
+        if child is None:
+            return "unknown process"
+        deadline = time.monotonic() + max(0.0, grace_s)
+        while child.status is None:
+            self._reap()
+            if child.status is not None or time.monotonic() >= deadline:
+                break
+            time.sleep(0.002)
+        status = child.status
+        self._kill_tree(child)
+        if status is None:
+            status = child.status
+            words = "stopped by the grader"
+        else:
+            words = describe_status(status)
+        if child.lock_fd is not None:
+            os.close(child.lock_fd)
+        if child.workdir:
+            shutil.rmtree(child.workdir, ignore_errors=True)
+        del self.children[pid]
+        return words
+
+    def spawn(self, config: dict, fds: list[int]) -> int:
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            raise ValueError("spawn needs exactly three descriptors")
+        uid, lock_fd = self._allocate_uid()
+        workdir = tempfile.mkdtemp(prefix="ppo-sandbox-")
+        if uid is not None:
+            os.chown(workdir, uid, uid)
+        config = dict(config, uid=uid, workdir=workdir)
+        server_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the server loop
+            code = 70
+            try:
+                _child_main(config, fds, server_pid)
+                code = 0
+            except BaseException as exc:  # noqa: BLE001 - report anything, then exit
+                try:
+                    isolate.warn(f"child setup failed: {type(exc).__name__}: {exc}")
+                except BaseException:  # noqa: BLE001
+                    pass
+            finally:
+                os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = _Child(pid, uid, lock_fd, workdir)
+        return pid
+
+    def kill_all(self) -> None:
+        for pid in list(self.children):
+            try:
+                self.finish(pid, 0.0)
+            except Exception:  # noqa: BLE001
+                pass
+
+    # -- loop -------------------------------------------------------------
+    def reply(self, obj: dict) -> None:
+        self.ctl.send(json.dumps(obj).encode())
+
+    def serve(self) -> None:
+        self.reply({"hello": True, "pid": os.getpid(), "root": self.is_root, "probe": probe()})
+        while True:
+            ready, _, _ = select.select([self.ctl], [], [], 1.0)
+            self._reap()
+            if os.getppid() != self.parent_pid:
+                break
+            if not ready:
+                continue
+            try:
+                msg, fds, _, _ = socket.recv_fds(self.ctl, 1 << 20, 8)
+            except OSError:
+                break
+            if not msg:
+                break
+            try:
+                req = json.loads(msg)
+                cmd = req.get("cmd")
+                if cmd == "spawn":
+                    self.reply({"pid": self.spawn(req["config"], fds)})
+                elif cmd == "finish":
+                    self.reply({"status": self.finish(int(req["pid"]), float(req.get("grace_s", 0.0)))})
+                elif cmd == "ping":
+                    self.reply({"pong": True, "children": len(self.children)})
+                elif cmd == "exit":
+                    self.reply({"bye": True})
+                    break
+                else:
+                    self.reply({"error": f"unknown command {cmd!r}"})
+            except Exception as exc:  # noqa: BLE001 - keep serving; tell the parent
+                self.reply({"error": f"{type(exc).__name__}: {exc}"})
+        self.kill_all()
+
+
+def probe() -> dict:
+    """Which isolation features this machine grants (tried in a throwaway child)."""
+    result = {}
+    for name, flags in (("network_namespace", isolate.CLONE_NEWNET), ("mount_namespace", isolate.CLONE_NEWNS)):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                if os.geteuid() != 0:
+                    isolate.unshare(isolate.CLONE_NEWUSER)
+                isolate.unshare(flags)
+                os._exit(0)
+            except BaseException:  # noqa: BLE001
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        result[name] = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    return result
+
+
+def _child_main(config: dict, fds: list[int], server_pid: int) -> None:
+    """Runs in the forked child: confine, then serve the protocol (never returns normally)."""
+    os.setsid()
+    isolate.prctl(isolate.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != server_pid:  # the server died between fork and prctl
+        os._exit(1)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    sock_fd = isolate.reset_descriptors(*fds)
+    from ppo_course.sandbox import worker
+
+    worker.run_child(sock_fd, config)
+
+
+def _warm_up() -> None:
+    """Import what every child needs, once, before any fork (no threads started)."""
+    import torch
+
+    torch.set_num_threads(1)
+    for name in ("ppo_course.model", "ppo_course.toy_task", "ppo_course.config"):
+        try:
+            __import__(name)
+        except Exception as exc:  # noqa: BLE001 - a missing public module is not fatal here
+            isolate.warn(f"fork server could not import {name}: {type(exc).__name__}: {exc}")
+    from ppo_course.sandbox import harness, proxies, worker  # noqa: F401
+
+    # One tiny forward/backward so that lazy dispatcher and autograd set-up is
+    # paid once here, not in every child.
+    x = torch.ones(2, 3, requires_grad=True)
+    (x.log_softmax(-1) * 2).sum().backward()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: ``CTL_FD PARENT_PID``."""
+    argv = sys.argv[1:] if argv is None else argv
+    ctl_fd, parent_pid = int(argv[0]), int(argv[1])
+    try:
+        isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
+        isolate.prctl(isolate.PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError as exc:
+        isolate.warn(f"prctl failed ({exc}); children may outlive a crashed grader")
+    if os.getppid() != parent_pid:
+        sys.exit(1)
+    ctl = socket.socket(fileno=ctl_fd)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    _warm_up()
+    ForkServer(ctl, parent_pid).serve()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

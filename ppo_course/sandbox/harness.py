@@ -1,0 +1,62 @@
+"""The exercise-7 harness: one student ``ppo_step`` on the package's own model, inside the child.
+
+The parent sends only data (``PolicyConfig`` and ``PPOConfig`` as dicts, a
+state dict, queries, a seed); everything else is built here from the public
+package, exactly as ARCHITECTURE.md ("Exercise 7") has the caller build it, so
+that the grader can run ``ppo_reference.ppo_step`` on the same inputs in the
+parent and compare parameters after one step:
+
+* ``policy = CausalLMWithValueHead(PolicyConfig(**model_config))`` loaded with the state dict;
+* ``ref_policy``: a frozen deep copy (``eval()``, ``requires_grad_(False)``);
+* ``optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)``;
+* ``generator = torch.Generator().manual_seed(seed)``;
+* ``reward_fn = ppo_course.toy_task.score`` (the toy reward model);
+* ``kl_ctl = ex6_kl_reward.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)``
+  (the student's own ex6, or the known-good proxy).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from typing import Any
+
+import torch
+
+
+def run_ppo_step(module: Any, payload: dict) -> dict:
+    """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
+
+    Args:
+        module: the student's imported ``ex7_ppo_step``.
+        payload: ``{"model_config": dict, "state_dict": {name: Tensor},
+            "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``.
+
+    Returns:
+        ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
+        "kl_coef": <kl_ctl.value after the step>}``.
+
+    Raises:
+        Whatever the student's code raises (reported to the parent as StudentError);
+        ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
+    """
+    from ppo_course.config import PPOConfig
+    from ppo_course.model import CausalLMWithValueHead, PolicyConfig
+    from ppo_course.toy_task import score
+
+    config = PPOConfig.model_validate(payload["ppo_config"])
+    policy = CausalLMWithValueHead(PolicyConfig.model_validate(payload["model_config"]))
+    policy.load_state_dict(payload["state_dict"])
+    policy.train()
+    ref_policy = copy.deepcopy(policy).eval()
+    ref_policy.requires_grad_(False)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
+    generator = torch.Generator().manual_seed(int(payload["seed"]))
+    kl_module = importlib.import_module("ex6_kl_reward")
+    kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+    stats = module.ppo_step(policy, ref_policy, optimizer, payload["queries"], score, kl_ctl, config, generator)
+    return {
+        "state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()},
+        "stats": stats,
+        "kl_coef": kl_ctl.value,
+    }

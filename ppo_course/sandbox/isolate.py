@@ -1,0 +1,434 @@
+"""Confinement of one child process before it runs any student code.
+
+Runs inside the child right after the fork server forked it (as the fork
+server's user, normally root), in this order:
+
+1. a new session and process group (so that a time-out kills the whole group),
+   and death with the fork server (``prctl(PR_SET_PDEATHSIG, SIGKILL)``);
+2. fresh descriptors: stdin from /dev/null, stdout/stderr on the parent's
+   capture pipes, the protocol socket, nothing else;
+3. the submission's regular files read into memory (symlinks are skipped, so
+   that root never follows a link to an instructor file);
+4. where the kernel allows it: a private network namespace (no network) and a
+   private mount namespace in which instructor paths are covered with empty
+   tmpfs (what the interpreter needs is bind-mounted back), with a private,
+   size-limited /tmp, /var/tmp and /dev/shm;
+5. the submission written into the private working directory;
+6. resource limits (address space, CPU time, processes, file size, open files, core);
+7. when root: all privileges dropped to an unprivileged uid/gid chosen per child
+   (so that RLIMIT_NPROC counts only this child's processes), and
+   ``PR_SET_NO_NEW_PRIVS``;
+8. a scrubbed environment.
+
+Every step that the machine refuses is reported as one log line on the fork
+server's stderr (see ``warn``) and recorded in ``Isolation.notes``; grading
+goes on with the defences that did work. The threat model is in
+``docs/threat_model.md``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import resource
+import signal
+import stat
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REC = 16384
+MS_BIND = 4096
+MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+
+#: Environment the child runs with (everything else is dropped).
+def scrubbed_env(home: str) -> dict[str, str]:
+    """The complete environment of a child: no token, no path to instructor files.
+
+    Args:
+        home: the private working directory (also HOME and TMPDIR).
+    """
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONIOENCODING": "utf-8:backslashreplace",
+    }
+
+
+def warn(message: str) -> None:
+    """One log line on stderr of the fork server (the grader's stderr)."""
+    try:
+        os.write(2, f"ppo-course sandbox: {message}\n".encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def prctl(option: int, arg: int) -> None:
+    """``prctl(option, arg, 0, 0, 0)``; raises OSError on failure."""
+    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl({option})")
+
+
+def unshare(flags: int) -> None:
+    """``unshare(flags)``; raises OSError on failure."""
+    _check(_libc.unshare(flags), f"unshare({flags:#x})")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    """``mount(2)``; raises OSError naming the target on failure."""
+    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
+
+
+@dataclass
+class SubmissionFile:
+    """One regular file of the submission, held in memory while the mounts change."""
+
+    relpath: str
+    data: bytes
+    mode: int
+
+
+def read_submission(root: str, max_bytes: int, max_files: int = 500) -> list[SubmissionFile]:
+    """Read a submission folder's regular files (no symlink is followed).
+
+    Args:
+        root: the submission folder (module files at its root).
+        max_bytes: total size allowed, in bytes.
+        max_files: most files allowed.
+
+    Raises:
+        ValueError: if the folder is missing or exceeds the limits.
+    """
+    files: list[SubmissionFile] = []
+    total = 0
+    if not os.path.isdir(root):
+        raise ValueError(f"submission folder {root!r} does not exist")
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".git") and not os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            total += st.st_size
+            if total > max_bytes or len(files) >= max_files:
+                raise ValueError(f"submission exceeds {max_bytes} bytes or {max_files} files")
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                with os.fdopen(fd, "rb", closefd=True) as fh:
+                    data = fh.read(max_bytes + 1)
+            except Exception:
+                raise
+            files.append(SubmissionFile(os.path.relpath(path, root), data, 0o644))
+    return files
+
+
+def write_submission(files: list[SubmissionFile], dest: str, uid: int | None, gid: int | None) -> None:
+    """Write the in-memory submission under ``dest`` (owned by the child's user)."""
+    for f in files:
+        path = os.path.join(dest, f.relpath)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(f.data)
+        os.chmod(path, f.mode)
+    if uid is not None:
+        for dirpath, dirnames, filenames in os.walk(dest):
+            os.chown(dirpath, uid, gid if gid is not None else uid)
+            for name in filenames:
+                os.chown(os.path.join(dirpath, name), uid, gid if gid is not None else uid)
+
+
+def _traversable_by_others(path: str) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return bool(mode & stat.S_IXOTH) and bool(mode & stat.S_IROTH)
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def plan_covers(needed: list[str], hide: list[str], unprivileged: bool) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """Which folders to cover with an empty tmpfs, and what to bind back into each.
+
+    Args:
+        needed: real paths the child must still read (interpreter, stdlib,
+            site-packages, the public package).
+        hide: real paths the child must not read (instructor folders, the
+            repository root, other submissions, results).
+        unprivileged: True when the child will run as a uid that only has
+            "other" permissions; then the first ancestor of a needed path
+            that "other" cannot traverse (e.g. /root, mode 700) is covered
+            too and the needed path bound back, so that it stays readable.
+
+    Returns:
+        (covers, notes): covers as ``[(path, [needed paths inside it]), ...]``,
+        shallowest first; notes list paths that could not be hidden because
+        the interpreter needs them.
+    """
+    needed = sorted({os.path.realpath(p) for p in needed if os.path.exists(p)})
+    # Keep only the outermost needed paths.
+    minimal: list[str] = []
+    for p in needed:
+        if not any(_is_within(p, q) for q in minimal):
+            minimal.append(p)
+    targets: set[str] = set()
+    notes: list[str] = []
+    for h in hide:
+        if not os.path.exists(h):
+            continue
+        h = os.path.realpath(h)
+        if h == "/" or any(_is_within(n, h) and n == h for n in minimal):
+            notes.append(f"cannot hide {h}: the interpreter needs it")
+            continue
+        if any(_is_within(h, n) and h != n for n in minimal) and not os.path.isdir(h):
+            notes.append(f"cannot hide the file {h}")
+            continue
+        targets.add(h)
+    if unprivileged:
+        for n in minimal:
+            parts = Path(n).parts
+            for i in range(2, len(parts) + 1):
+                anc = str(Path(*parts[:i]))
+                if not _traversable_by_others(anc):
+                    if anc != n:
+                        targets.add(anc)
+                    break
+    # Drop targets already inside another target and not inside a re-exposed path.
+    covers: list[tuple[str, list[str]]] = []
+    for t in sorted(targets, key=lambda p: (p.count("/"), p)):
+        hidden_already = any(_is_within(t, c) and not any(_is_within(t, r) for r in rex) for c, rex in covers)
+        if hidden_already:
+            continue
+        if not os.path.isdir(t):
+            covers.append((t, []))
+            continue
+        rexpose = [n for n in minimal if _is_within(n, t) and n != t]
+        covers.append((t, rexpose))
+    return covers, notes
+
+
+@dataclass
+class Isolation:
+    """What ``confine`` managed to set up (for the ready message and the logs)."""
+
+    workdir: str = ""
+    uid: int | None = None
+    network_isolated: bool = False
+    mounts_private: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def apply_covers(covers: list[tuple[str, list[str]]]) -> None:
+    """Mount the planned covers (must already be in a private mount namespace)."""
+    fds: dict[str, int] = {}
+    for _, rexpose in covers:
+        for r in rexpose:
+            if r not in fds:
+                fds[r] = os.open(r, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for target, rexpose in covers:
+            if os.path.isdir(target):
+                mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+                for r in rexpose:
+                    os.makedirs(r, mode=0o755, exist_ok=True)
+                    mount(f"/proc/self/fd/{fds[r]}", r, None, MS_BIND | MS_REC, None)
+            else:
+                mount("/dev/null", target, None, MS_BIND, None)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+
+
+def _write_id_maps(uid: int, gid: int) -> None:
+    with open("/proc/self/setgroups", "w") as fh:
+        fh.write("deny")
+    with open("/proc/self/uid_map", "w") as fh:
+        fh.write(f"{uid} {uid} 1")
+    with open("/proc/self/gid_map", "w") as fh:
+        fh.write(f"{gid} {gid} 1")
+
+
+def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
+    """Steps 4-8 of the module docstring; returns what was achieved.
+
+    Args:
+        config: the spawn configuration (see ``grader.sandbox.process``): keys
+            ``uid`` (int or None), ``limits`` (dict), ``needed_paths``,
+            ``hide_paths``, ``workdir`` (used when no private /tmp can be mounted).
+        files: the submission read by ``read_submission``.
+
+    Raises:
+        OSError: when a step that must not fail (writing the submission,
+            dropping privileges) fails; the child then exits before any
+            student code runs.
+    """
+    iso = Isolation()
+    limits = config["limits"]
+    is_root = os.geteuid() == 0
+    uid = config.get("uid") if is_root else None
+    gid = uid
+    namespaces_ok = False
+    if not is_root:
+        # An unprivileged user namespace gives this process the rights to make
+        # its own mount and network namespaces (where the kernel allows it).
+        my_uid, my_gid = os.getuid(), os.getgid()
+        try:
+            unshare(CLONE_NEWUSER)
+            _write_id_maps(my_uid, my_gid)
+        except OSError as exc:
+            iso.notes.append(f"no user namespace ({exc.strerror}): no private mounts, network stays reachable")
+    try:
+        unshare(CLONE_NEWNET)
+        iso.network_isolated = True
+    except OSError as exc:
+        iso.notes.append(f"no network namespace ({exc.strerror}): student code can reach the network")
+    try:
+        unshare(CLONE_NEWNS)
+        mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+        namespaces_ok = True
+    except OSError as exc:
+        iso.notes.append(f"no mount namespace ({exc.strerror}): instructor files are not covered")
+    if namespaces_ok:
+        try:
+            covers, notes = plan_covers(config.get("needed_paths", []), config.get("hide_paths", []), unprivileged=uid is not None)
+            iso.notes.extend(notes)
+            apply_covers(covers)
+            tmp_size = int(limits["tmp_size_mb"])
+            opts = f"size={tmp_size}m,mode=1777"
+            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
+            for extra in ("/var/tmp", "/dev/shm"):
+                if os.path.isdir(extra):
+                    mount("tmpfs", extra, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")
+            iso.mounts_private = True
+            iso.workdir = "/tmp/submission"
+        except OSError as exc:
+            iso.notes.append(f"private mounts failed ({exc}): using a private temp folder only")
+    if not iso.workdir:
+        iso.workdir = os.path.join(config["workdir"], "submission")
+    os.makedirs(iso.workdir, mode=0o755, exist_ok=True)
+    write_submission(files, iso.workdir, uid, gid)
+    home = os.path.dirname(iso.workdir)
+    if uid is not None:
+        os.chown(home, uid, gid)  # type: ignore[arg-type]
+    set_limits(limits)
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)  # type: ignore[arg-type]
+        os.setresuid(uid, uid, uid)
+        if os.getuid() != uid or os.geteuid() != uid:
+            raise OSError(errno.EPERM, "privilege drop did not take effect")
+        iso.uid = uid
+    elif is_root:
+        iso.notes.append("running as root without a uid to drop to")
+    try:
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+    except OSError:
+        pass
+    os.environ.clear()
+    os.environ.update(scrubbed_env(home))
+    os.chdir(iso.workdir)
+    return iso
+
+
+def vm_size_bytes() -> int:
+    """This process's current virtual memory size (VmSize), in bytes."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def set_limits(limits: dict) -> None:
+    """Apply the rlimits of ``grader.sandbox.Limits`` (a dict) to this process.
+
+    RLIMIT_AS is the current virtual size (torch already mapped) plus
+    ``memory_mb``, so that the budget is what student code may add.
+    """
+    def lim(res: int, soft: int, hard: int | None = None) -> None:
+        hard = soft if hard is None else hard
+        try:
+            resource.setrlimit(res, (soft, hard))
+        except (ValueError, OSError) as exc:
+            warn(f"could not set rlimit {res}: {exc}")
+
+    lim(resource.RLIMIT_CORE, 0)
+    lim(resource.RLIMIT_CPU, int(limits["cpu_time_s"]), int(limits["cpu_time_s"]) + 1)
+    lim(resource.RLIMIT_FSIZE, int(limits["max_file_bytes"]))
+    lim(resource.RLIMIT_NOFILE, int(limits["max_open_files"]))
+    if os.geteuid() == 0 or limits.get("nproc_shared_user", False):
+        lim(resource.RLIMIT_NPROC, int(limits["max_processes"]))
+    else:
+        # Without a private uid RLIMIT_NPROC counts every process of this user
+        # (the grader's too): allow what exists now plus the budget.
+        lim(resource.RLIMIT_NPROC, _count_user_tasks(os.getuid()) + int(limits["max_processes"]))
+    lim(resource.RLIMIT_AS, vm_size_bytes() + int(limits["memory_mb"]) * 1024 * 1024)
+    # A write past RLIMIT_FSIZE then fails with EFBIG (an exception for the
+    # student) instead of killing the process with SIGXFSZ.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def _count_user_tasks(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            st = os.stat(f"/proc/{entry}")
+            if st.st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry}/task"))
+        except OSError:
+            continue
+    return count
+
+
+def reset_descriptors(sock_fd: int, stdout_fd: int, stderr_fd: int) -> int:
+    """Leave the child with exactly stdin=/dev/null, stdout, stderr and the protocol socket.
+
+    Returns:
+        The protocol socket's new descriptor (3).
+    """
+    import fcntl
+
+    # Move the three descriptors out of the way first, so that dup2 onto 0-3
+    # can never clobber one of them.
+    sock_fd, stdout_fd, stderr_fd = (fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (sock_fd, stdout_fd, stderr_fd))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(stdout_fd, 1)
+    os.dup2(stderr_fd, 2)
+    os.dup2(sock_fd, 3)
+    os.closerange(4, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    for fd in (0, 1, 2, 3):
+        os.set_inheritable(fd, fd != 3)
+    return 3

@@ -1,0 +1,395 @@
+"""The request loop of a child process: imports one student module and serves calls.
+
+Runs after ``isolate.confine`` (see ``forkserver._child_main``), so everything
+here may meet hostile code: the student's module is imported *after* the
+channel is set up, and every call into student code is wrapped so that any
+exception (``SystemExit`` and ``KeyboardInterrupt`` included) becomes an
+``err`` reply with the exception's type name, message and traceback.
+
+Messages (JSON headers, see ``codec``); requests from the parent carry
+``{"m": "req", "id": n, "op": ...}``:
+
+======================  ====================================================
+op                      does
+======================  ====================================================
+``call``                ``target.name(*args, **kwargs)`` (target: the module or a handle)
+``getattr``             ``target.name``: its value, or ``{"callable": true}``
+``call_with_grad``      call with ``requires_grad`` set on named arguments, backprop,
+                        return the output and each argument's ``.grad``
+``next`` / ``list``     ``next(handle)`` (``stop`` reply at the end) / up to N items
+``iter``                ``iter(handle)`` as a handle
+``release``             forget handles
+``signature``           ``str(inspect.signature(module.name))``
+``names``               public names of the module with their kinds
+``harness_ex7``         one ``ppo_step`` on the package's model (``harness``)
+``ping``                liveness
+======================  ====================================================
+
+Replies: ``{"m": "ok", "id": n, "value": ...}``, ``{"m": "err", "id": n,
+"type": ..., "message": ..., "traceback": ...}``, ``{"m": "stop", "id": n}``.
+While a request runs, known-good proxies may send ``{"m": "cb", ...}``
+callbacks to the parent and wait for ``cb_ok`` / ``cb_err`` / ``cb_stop``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import io
+import itertools
+import os
+import socket
+import sys
+import traceback
+import weakref
+from typing import Any
+
+import torch
+
+from ppo_course.sandbox import codec
+
+#: Packages that never hold anything a student may import (instructor side).
+#: Best effort only: the real barrier is the mount namespace + uid drop.
+BLOCKED_PACKAGES = ("ppo_reference", "grader", "solutions", "quiz_bank", "tests")
+MAX_TEXT = 8000
+
+
+class _BlockInstructorImports:
+    """A meta-path finder that refuses the instructor packages by name."""
+
+    @classmethod
+    def find_spec(cls, fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname.split(".")[0] in BLOCKED_PACKAGES:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+def _safe_text(fn: Any, limit: int = MAX_TEXT) -> str:
+    try:
+        text = fn()
+        if not isinstance(text, str):
+            text = str.__str__(text) if isinstance(text, str) else repr(type(text))
+    except BaseException as exc:  # noqa: BLE001
+        text = f"<unprintable: {type(exc).__name__}>"
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+def describe_exception(exc: BaseException) -> dict:
+    """The ``err`` fields for a student exception (never the object itself)."""
+    return {
+        "type": type(exc).__name__,
+        "message": _safe_text(lambda: str(exc)),
+        "traceback": _safe_text(lambda: "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), 20000),
+    }
+
+
+class Channel:
+    """The child's end of the protocol socket (blocking), with handle tables.
+
+    Args:
+        sock: the protocol socket (fd 3).
+        max_message_bytes: largest frame accepted from the parent.
+    """
+
+    def __init__(self, sock: socket.socket, max_message_bytes: int) -> None:
+        self.sock = sock
+        self.reader = codec.FrameReader(max_message_bytes)
+        self.objects: dict[int, Any] = {}
+        self._next_handle = 1
+        self._gen_ids: "weakref.WeakKeyDictionary[torch.Generator, int]" = weakref.WeakKeyDictionary()
+        self._gens: dict[int, "weakref.ref[torch.Generator]"] = {}
+        self._next_cb = 1
+
+    # -- encoding ---------------------------------------------------------
+    def register(self, obj: Any) -> dict:
+        """Keep ``obj`` in the object table and return its handle node."""
+        from ppo_course.sandbox.proxies import ParentObject
+
+        if isinstance(obj, ParentObject):  # an object of the parent's goes back as itself
+            return obj._handle_node()
+        for hid, existing in self.objects.items():
+            if existing is obj:
+                break
+        else:
+            hid = self._next_handle
+            self._next_handle += 1
+            self.objects[hid] = obj
+        cls = type(obj)
+        return {"t": "handle", "owner": "child", "id": hid, "type": f"{cls.__module__}.{cls.__qualname__}"}
+
+    def generator_id(self, gen: torch.Generator) -> int:
+        gid = self._gen_ids.get(gen)
+        if gid is None:
+            gid = len(self._gens) + 1
+            self._gen_ids[gen] = gid
+            self._gens[gid] = weakref.ref(gen)
+        return gid
+
+    def generator_states(self) -> dict[str, Any]:
+        """Current states of every generator ever sent to the parent (for known-good sync)."""
+        out = {}
+        for gid, ref in self._gens.items():
+            gen = ref()
+            if gen is not None:
+                out[str(gid)] = gen.get_state()
+        return out
+
+    def apply_generator_states(self, states: dict) -> None:
+        for gid, state in states.items():
+            ref = self._gens.get(int(gid))
+            gen = ref() if ref is not None else None
+            if gen is not None and isinstance(state, torch.Tensor):
+                gen.set_state(state)
+
+    def _make_generator(self, state: torch.Tensor, gid: int) -> torch.Generator:
+        ref = self._gens.get(gid)
+        gen = ref() if ref is not None else None
+        if gen is None:
+            gen = torch.Generator()
+        gen.set_state(state)
+        return gen
+
+    def _resolve(self, owner: str, hid: int, type_name: str) -> Any:
+        if owner == "child":
+            if hid not in self.objects:
+                raise codec.ProtocolError(f"unknown object handle {hid}")
+            return self.objects[hid]
+        from ppo_course.sandbox.proxies import ParentObject
+
+        return ParentObject._from_handle(self, hid, type_name)
+
+    def encoder(self) -> codec.Encoder:
+        return codec.Encoder(on_unknown=self.register, generator_ids=self.generator_id)
+
+    def decode(self, node: Any, buffers: list[bytes]) -> Any:
+        return codec.Decoder(buffers, resolve_handle=self._resolve, make_generator=self._make_generator).decode(node)
+
+    # -- I/O --------------------------------------------------------------
+    def send(self, header: dict, buffers: list[bytes]) -> None:
+        for chunk in codec.pack_frame(header, buffers):
+            self.sock.sendall(chunk)
+
+    def send_value(self, header: dict, key: str, value: Any) -> None:
+        """Send ``header`` with ``header[key] = encode(value)``."""
+        enc = self.encoder()
+        header[key] = enc.encode(value)
+        self.send(header, enc.buffers)
+
+    def recv(self) -> tuple[dict, list[bytes]]:
+        while True:
+            frame = self.reader.next_frame()
+            if frame is not None:
+                return frame
+            data = self.sock.recv(1 << 20)
+            if not data:
+                os._exit(0)  # the parent closed the channel: nothing left to do
+            self.reader.feed(data)
+
+    def callback(self, op: str, **fields: Any) -> Any:
+        """Ask the parent to run a known-good piece; returns its decoded value.
+
+        Raises:
+            StopIteration: when the parent's iterator is exhausted.
+            Exception: the reference's exception, rebuilt as a builtin type
+                of the same name when there is one (else RuntimeError).
+        """
+        cb_id = self._next_cb
+        self._next_cb += 1
+        enc = self.encoder()
+        header = {"m": "cb", "id": cb_id, "op": op, "fields": enc.encode(fields), "gens": enc.encode(self.generator_states())}
+        self.send(header, enc.buffers)
+        reply, buffers = self.recv()
+        if reply.get("id") != cb_id:
+            raise codec.ProtocolError("callback reply out of order")
+        if "gens" in reply:
+            self.apply_generator_states(self.decode(reply["gens"], buffers))
+        kind = reply.get("m")
+        if kind == "cb_ok":
+            return self.decode(reply.get("value"), buffers)
+        if kind == "cb_stop":
+            raise StopIteration
+        if kind == "cb_err":
+            import builtins
+
+            exc_type = getattr(builtins, str(reply.get("type", "RuntimeError")), None)
+            if not (isinstance(exc_type, type) and issubclass(exc_type, Exception)):
+                exc_type = RuntimeError
+            raise exc_type(f"(known-good {reply.get('where', 'piece')}) {reply.get('message', '')}")
+        raise codec.ProtocolError(f"unexpected reply {kind!r} to a callback")
+
+
+class Worker:
+    """Serves one student module over a ``Channel`` (see the module docstring)."""
+
+    def __init__(self, channel: Channel, module: Any, config: dict) -> None:
+        self.channel = channel
+        self.module = module
+        self.config = config
+
+    def _target(self, req: dict, buffers: list[bytes]) -> Any:
+        target = req.get("target")
+        if target is None:
+            return self.module
+        return self.channel.decode(target, buffers)
+
+    def handle(self, req: dict, buffers: list[bytes]) -> tuple[str, Any]:
+        """Run one request; returns ``("ok", value)`` or ``("stop", None)``. Student errors propagate."""
+        op = req.get("op")
+        ch = self.channel
+        if op == "ping":
+            return "ok", "pong"
+        if op == "call":
+            fn = getattr(self._target(req, buffers), str(req["name"]))
+            args = ch.decode(req.get("args", []), buffers)
+            kwargs = ch.decode(req.get("kwargs", {"t": "dict", "v": {}}), buffers)
+            return "ok", fn(*args, **kwargs)
+        if op == "getattr":
+            value = getattr(self._target(req, buffers), str(req["name"]))
+            if callable(value) and not isinstance(value, torch.Tensor):
+                return "ok", {"callable": True, "value": None}
+            return "ok", {"callable": False, "value": value}
+        if op == "call_with_grad":
+            return "ok", self.call_with_grad(req, buffers)
+        if op == "next":
+            try:
+                return "ok", next(self._target(req, buffers))
+            except StopIteration:
+                return "stop", None
+        if op == "iter":
+            return "ok", iter(self._target(req, buffers))
+        if op == "list":
+            limit = int(req.get("limit", 100000))
+            return "ok", list(itertools.islice(self._target(req, buffers), limit))
+        if op == "release":
+            for hid in req.get("ids", []):
+                ch.objects.pop(int(hid), None)
+            return "ok", None
+        if op == "signature":
+            return "ok", str(inspect.signature(getattr(self.module, str(req["name"]))))
+        if op == "names":
+            out = {}
+            for name, value in vars(self.module).items():
+                if not name.startswith("_"):
+                    kind = "class" if isinstance(value, type) else "function" if callable(value) else "value"
+                    out[name] = kind
+            return "ok", out
+        if op == "harness_ex7":
+            from ppo_course.sandbox import harness
+
+            payload = ch.decode(req.get("payload"), buffers)
+            return "ok", harness.run_ppo_step(self.module, payload)
+        raise ValueError(f"unknown sandbox operation {op!r}")
+
+    def call_with_grad(self, req: dict, buffers: list[bytes]) -> dict:
+        """Call ``name`` with fresh leaves on the ``wrt`` arguments and backprop.
+
+        The differentiated output is the returned tensor, or element
+        ``output_index`` (default 0) of a returned tuple/list. Without
+        ``grad_output`` it must hold one element (a loss); otherwise
+        ``sum(output * grad_output)`` is backpropagated.
+        """
+        ch = self.channel
+        fn = getattr(self.module, str(req["name"]))
+        args = ch.decode(req.get("args", []), buffers)
+        kwargs = ch.decode(req.get("kwargs", {"t": "dict", "v": {}}), buffers)
+        wrt = [str(w) for w in req.get("wrt", [])]
+        grad_output = ch.decode(req.get("grad_output"), buffers)
+        output_index = req.get("output_index")
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        leaves: dict[str, torch.Tensor] = {}
+        for name in wrt:
+            if name not in bound.arguments:
+                raise TypeError(f"call_with_grad: argument {name!r} was not passed to {req['name']}")
+            value = bound.arguments[name]
+            if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+                raise TypeError(f"call_with_grad: argument {name!r} is not a floating-point tensor")
+            leaves[name] = value.detach().clone().requires_grad_(True)
+            bound.arguments[name] = leaves[name]
+        with torch.enable_grad():
+            output = fn(*bound.args, **bound.kwargs)
+            diff = output
+            if isinstance(output, (tuple, list)) and not isinstance(output, torch.Tensor):
+                diff = output[0 if output_index is None else int(output_index)] if len(output) else None
+            if isinstance(diff, torch.Tensor) and diff.requires_grad:
+                if grad_output is None:
+                    if diff.numel() != 1:
+                        raise ValueError(f"call_with_grad: the output has shape {list(diff.shape)}, not a single loss value")
+                    diff.reshape(()).backward()
+                else:
+                    torch.autograd.backward(diff, grad_tensors=grad_output.to(diff.dtype))
+        grads = {name: leaf.grad for name, leaf in leaves.items()}
+        return {"output": output, "grads": grads}
+
+
+def _flush_std() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()  # type: ignore[union-attr]
+        except BaseException:  # noqa: BLE001
+            pass
+
+
+def run_child(sock_fd: int, config: dict) -> None:
+    """Child entry after the fork: confine, import the module, serve requests. Never returns."""
+    from ppo_course.sandbox import isolate
+
+    sock = socket.socket(fileno=sock_fd)
+    sock.setblocking(True)
+    limits = config["limits"]
+    channel = Channel(sock, int(limits["max_message_bytes"]))
+    # Python-level stdout/stderr on the fresh capture pipes (fds 1 and 2).
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)  # type: ignore[misc]
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))  # type: ignore[misc]
+    try:
+        files = isolate.read_submission(config["submission_dir"], int(limits["max_submission_bytes"]))
+    except (OSError, ValueError) as exc:
+        channel.send({"m": "setup_error", "student": True, "message": f"cannot read the submission: {exc}"}, [])
+        os._exit(0)
+    try:
+        iso = isolate.confine(config, files)
+    except BaseException as exc:  # noqa: BLE001
+        channel.send({"m": "setup_error", "student": False, "message": f"sandbox set-up failed: {type(exc).__name__}: {exc}"}, [])
+        os._exit(0)
+    torch.set_num_threads(1)
+    sys.path[:] = [iso.workdir] + [p for p in sys.path if p and p != os.getcwd() and not p.startswith(config.get("workdir", "\0"))]
+    sys.meta_path.insert(0, _BlockInstructorImports)  # type: ignore[arg-type]
+    importlib.invalidate_caches()
+    if config.get("known_good"):
+        from ppo_course.sandbox import proxies
+
+        proxies.install(channel, config["known_good"])
+    info = {"pid": os.getpid(), "uid": os.getuid(), "workdir": iso.workdir, "network_isolated": iso.network_isolated,
+            "mounts_private": iso.mounts_private, "notes": iso.notes}
+    module_name = str(config["module"])
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit at import is an import failure too
+        _flush_std()
+        channel.send({"m": "import_error", **describe_exception(exc), "info": info}, [])
+        os._exit(0)
+    _flush_std()
+    channel.send({"m": "ready", "info": info}, [])
+    worker = Worker(channel, module, config)
+    while True:
+        req, buffers = channel.recv()
+        if req.get("m") != "req":
+            channel.send({"m": "err", "id": req.get("id"), "type": "ProtocolError", "message": "expected a request", "traceback": ""}, [])
+            continue
+        rid = req.get("id")
+        try:
+            kind, value = worker.handle(req, buffers)
+        except codec.ProtocolError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the student's error, reported as data
+            _flush_std()
+            channel.send({"m": "err", "id": rid, **describe_exception(exc)}, [])
+            continue
+        _flush_std()
+        if kind == "stop":
+            channel.send({"m": "stop", "id": rid}, [])
+            continue
+        try:
+            channel.send_value({"m": "ok", "id": rid}, "value", value)
+        except BaseException as exc:  # noqa: BLE001 - e.g. a tensor subclass that raises on .detach()
+            channel.send({"m": "err", "id": rid, **describe_exception(exc)}, [])
