@@ -55,7 +55,7 @@ def clipped_surrogate_loss(
     loss = −masked_mean( min( r·Â, clip(r, 1−ε, 1+ε)·Â ) ),  r = exp(logp_new − logp_old).
     Gradients obey the four cases of Book eq. 5.9: with Â > 0 it flows while
     r < 1+ε and is 0 once r ≥ 1+ε; with Â < 0 it flows while r > 1−ε and is 0
-    once r ≤ 1−ε.
+    once r ≤ 1−ε (boundaries included: at r = 1+ε exactly the gradient is 0).
 
     Args:
         logp_new: Float[batch, resp_len], log π_θ of the taken tokens (gradient flows).
@@ -81,5 +81,5 @@ def clipped_surrogate_loss(
         >>> round(clipped_surrogate_loss(new, old, adv, torch.tensor([[1, 1, 0]])).item(), 6)
         -0.8
     """
-    # TODO: implement -masked_mean(min(r*A, clip(r, 1-eps, 1+eps)*A)) with r = exp(logp_new - logp_old) (Book eq. 5.1); detach logp_old and advantages, average over the real tokens of the whole batch, raise ValueError on mismatched shapes.
-    raise NotImplementedError('ex2_clipped_loss.clipped_surrogate_loss: implement -masked_mean(min(r*A, clip(r, 1-eps, 1+eps)*A)) with r = exp(logp_new - logp_old) (Book eq. 5.1); detach logp_old and advantages, average over the real tokens of the whole batch, raise ValueError on mismatched shapes.')
+    # TODO: implement -masked_mean(min(r*A, clip(r, 1-eps, 1+eps)*A)) with r = exp(logp_new - logp_old) (Book eq. 5.1), with zero gradient where the clip binds (eq. 5.9, r = 1 +/- eps included); detach logp_old and advantages, average over the real tokens of the whole batch, raise ValueError on mismatched shapes.
+    raise NotImplementedError('ex2_clipped_loss.clipped_surrogate_loss: implement -masked_mean(min(r*A, clip(r, 1-eps, 1+eps)*A)) with r = exp(logp_new - logp_old) (Book eq. 5.1), with zero gradient where the clip binds (eq. 5.9, r = 1 +/- eps included); detach logp_old and advantages, average over the real tokens of the whole batch, raise ValueError on mismatched shapes.')

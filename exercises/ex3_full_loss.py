@@ -117,7 +117,7 @@ def ppo_loss(
     """The full PPO loss of Book eq. 5.2, to minimise: −L^CLIP + vf_coef·L^VF − ent_coef·H.
 
     The policy term is exactly exercise 2's ``clipped_surrogate_loss``
-    (−masked_mean(min(r·Â, clip(r, 1−ε, 1+ε)·Â))); the value term is
+    (−masked_mean(min(r·Â, clip(r, 1−ε, 1+ε)·Â)), gradients as eq. 5.9); the value term is
     ``clipped_value_loss``; the entropy is ``entropy_from_logits``.
 
     Args:

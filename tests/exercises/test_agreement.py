@@ -300,3 +300,21 @@ def test_rollout_buffer_same_errors(solutions):
             "RuntimeError", "RuntimeError", "ValueError", "RuntimeError"]
     assert results["mine"] == want
     assert results["ref"] == want
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_clip_boundaries_agree(solutions, dtype):
+    """At r = 1 ± ε exactly (and just inside/outside), loss and gradient match the reference (eq. 5.9's ≥ and ≤)."""
+    eps = 0.2
+    ratios = torch.tensor([0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3], dtype=dtype)
+    ratios = torch.cat([ratios, ratios])  # each ratio with Â = +1 and Â = −1
+    logp_new = torch.log(ratios).view(1, -1)
+    assert torch.equal(torch.exp(logp_new), ratios.view(1, -1))  # the boundaries are hit exactly
+    zeros = torch.zeros_like(logp_new)
+    adv = torch.cat([torch.ones(7, dtype=dtype), -torch.ones(7, dtype=dtype)]).view(1, -1)
+    mask = torch.ones(1, 14, dtype=torch.bool)
+    args = dict(logp_new=logp_new, logp_old=zeros, advantages=adv, mask=mask)
+    mine, g_mine = grads(lambda **a: solutions["ex2_clipped_loss"].clipped_surrogate_loss(**a, clip_eps=eps), args, ("logp_new",))
+    ref, g_ref = grads(lambda **a: ppo_reference.clipped_surrogate_loss(**a, clip_eps=eps), args, ("logp_new",))
+    torch.testing.assert_close(mine, ref)
+    torch.testing.assert_close(g_mine["logp_new"], g_ref["logp_new"])

@@ -116,3 +116,37 @@ def test_cuda_matches_cpu(solutions, dtype):
     batches = list(buf.minibatches(2, torch.Generator().manual_seed(0)))
     assert all(b["x"].device.type == "cuda" for b in batches)
     assert sorted(torch.cat([b["x"] for b in batches]).cpu()[:, 0].tolist()) == [0, 2, 4]
+
+
+# Book eq. 5.9, ε = 0.2, one real token, loss = −min(r·Â, clip(r)·Â): d loss / d logp_new is
+# −Â·r where the unclipped term is the min (d r / d logp_new = r) and 0 where the clip binds,
+# boundaries r = 1 ± ε included (the book's "≥" and "≤"). Values computed by hand.
+EQ_5_9_CASES = [
+    # (r, Â, expected loss, expected gradient)
+    (1.1, 1.0, -1.1, -1.1),   # Â > 0, r < 1+ε: flows
+    (0.7, 1.0, -0.7, -0.7),   # Â > 0, r below the band: still flows (keep pushing up)
+    (1.2, 1.0, -1.2, 0.0),    # Â > 0, r = 1+ε: zero
+    (1.3, 1.0, -1.2, 0.0),    # Â > 0, r > 1+ε: zero
+    (0.9, -1.0, 0.9, 0.9),    # Â < 0, r > 1−ε: flows
+    (1.3, -1.0, 1.3, 1.3),    # Â < 0, r above the band: still flows (keep pushing down)
+    (0.8, -1.0, 0.8, 0.0),    # Â < 0, r = 1−ε: zero
+    (0.7, -1.0, 0.8, 0.0),    # Â < 0, r < 1−ε: zero
+]
+
+
+@pytest.mark.parametrize("r, adv, want_loss, want_grad", EQ_5_9_CASES)
+@pytest.mark.parametrize("which", ["clipped_surrogate_loss", "ppo_loss"])
+def test_four_gradient_cases_of_eq_5_9(solutions, which, r, adv, want_loss, want_grad):
+    assert math.exp(math.log(r)) == r  # the boundary cases really sit on the boundary
+    logp_new = torch.tensor([[math.log(r)]], dtype=torch.float64, requires_grad=True)
+    zeros = torch.zeros(1, 1, dtype=torch.float64)
+    advantages = torch.tensor([[adv]], dtype=torch.float64)
+    if which == "clipped_surrogate_loss":
+        loss = solutions["ex2_clipped_loss"].clipped_surrogate_loss(logp_new, zeros, advantages, torch.ones(1, 1), 0.2)
+    else:  # the policy term alone: no value loss, no entropy bonus
+        loss, _ = solutions["ex3_full_loss"].ppo_loss(logp_new, zeros, advantages, zeros, zeros, zeros,
+                                                      torch.zeros(1, 1, 3, dtype=torch.float64), torch.ones(1, 1),
+                                                      clip_eps=0.2, vf_coef=0.0, ent_coef=0.0)
+    loss.backward()
+    assert loss.item() == pytest.approx(want_loss, abs=1e-12)
+    assert logp_new.grad.item() == pytest.approx(want_grad, abs=1e-12)
