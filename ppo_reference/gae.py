@@ -71,7 +71,9 @@ def compute_gae(
     This is what TRL 0.11's ``compute_advantages`` computes on real tokens (it
     multiplies ``values`` and ``rewards`` by the mask first, then scans; it
     also whitens the advantages inside, which here is a separate ``whiten``).
-    CleanRL bootstraps from V(s_T) on truncation, which the contract does not.
+    CleanRL bootstraps from the value of the next state when a rollout
+    segment ends mid-episode; here a row's last real token always ends the
+    episode (a truncated response included), so nothing is bootstrapped.
 
     Computed in float64 (one blocked scan, vectorised over the batch) and cast
     back, so float32 results carry only the final rounding.

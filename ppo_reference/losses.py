@@ -4,13 +4,16 @@ Conventions this reference fixes where libraries differ (CONTRACT.md, ex2/ex3):
 
 * Everything is a *loss to minimise*: the book's objective L = L^CLIP − c₁·L_VF
   + c₂·H (eq. 5.2) becomes loss = −L^CLIP + c₁·L_VF − c₂·H.
-* The value loss has **no ½** (eq. 5.2 as the book writes it). TRL 0.11 and
-  OpenRLHF use ½·max(...); CleanRL uses ½ too (``v_loss = 0.5 * v_loss_max.mean()``).
-* The entropy bonus is **in** the loss (eq. 5.2, CleanRL's ``ent_coef``). TRL
-  0.11 only reports the entropy; OpenRLHF leaves it out by default.
-* Token-level masked means over the whole mini-batch (TRL), not per-row means.
+* The value loss has **no ½** (eq. 5.2 as the book writes it). TRL 0.11,
+  CleanRL (``v_loss = 0.5 * v_loss_max.mean()``) and OpenRLHF's ``ValueLoss``
+  all multiply by ½; TRL then also returns it already times vf_coef.
+* The entropy bonus is **in** the loss (eq. 5.2; CleanRL's ``ent_coef``).
+  TRL 0.11 only reports the entropy; OpenRLHF's ``PolicyLoss`` has no entropy term.
+* Masked means are token-level over the whole mini-batch (TRL). OpenRLHF's
+  losses take each sequence's masked mean, then the mean over sequences,
+  which weights short responses more.
 * ``approx_kl`` is TRL's ½·mean((log π_θ − log π_θold)²); CleanRL reports
-  mean((r − 1) − log r) (Schulman's k3) and OpenRLHF mean(log π_θold − log π_θ).
+  mean((r − 1) − log r) (the k3 estimator).
 * ``clipfrac`` is TRL's mean of [−Â·clip(r) > −Â·r] (the tokens where the clip
   binds); CleanRL counts |r − 1| > ε, which also counts tokens where the clip
   is out of the way of the min.
@@ -36,10 +39,17 @@ def _check_coef(where: str, **coefs: float) -> None:
             raise ValueError(f"{where}: `{name}` must be finite and ≥ 0, got {value}")
 
 
-def _surrogate_terms(logp_new, logp_old, advantages, clip_eps):
-    """(per-token pessimistic objective, ratio, clip-binds indicator), all [B, T]."""
-    adv = advantages.detach().to(logp_new.dtype)
-    ratio = torch.exp(logp_new - logp_old.detach().to(logp_new.dtype))  # (B, T), eq. 5.20
+def _real_or_zero(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    # Padding is zeroed *before* any arithmetic, so that no junk (even inf or
+    # NaN, beyond the contract's |x| ≤ 20) can reach a value or a gradient.
+    return torch.where(m, x, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
+def _surrogate_terms(logp_new, logp_old, advantages, clip_eps, m):
+    """(per-token pessimistic objective, ratio, clip-binds indicator), all [B, T]; padding: r = 1, Â = 0."""
+    adv = _real_or_zero(advantages.detach().to(logp_new.dtype), m)
+    log_ratio = _real_or_zero(logp_new - logp_old.detach().to(logp_new.dtype), m)
+    ratio = torch.exp(log_ratio)  # (B, T), eq. 5.20
     clipped_ratio = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
     # Eq. 5.9 with the book's boundaries: the gradient flows for Â > 0 and
     # r < 1+ε, and for Â < 0 and r > 1−ε; it is exactly 0 for Â > 0, r ≥ 1+ε
@@ -86,13 +96,15 @@ def clipped_surrogate_loss(
     _check_floating(where, logp_new=logp_new, logp_old=logp_old, advantages=advantages)
     _check_coef(where, clip_eps=clip_eps)
     m = token_mask(mask, logp_new, where)
-    objective, _, _ = _surrogate_terms(logp_new, logp_old, advantages, clip_eps)
+    objective, _, _ = _surrogate_terms(logp_new, logp_old, advantages, clip_eps, m)
     return -_masked_mean(objective, m)
 
 
-def _value_terms(values, old_values, returns, clip_range_value):
-    old = old_values.detach().to(values.dtype)
-    ret = returns.detach().to(values.dtype)
+def _value_terms(values, old_values, returns, clip_range_value, m):
+    """Per-token max of the unclipped and clipped squared errors, [B, T]; 0 on padding."""
+    values = _real_or_zero(values, m)
+    old = _real_or_zero(old_values.detach().to(values.dtype), m)
+    ret = _real_or_zero(returns.detach().to(values.dtype), m)
     # V_old + clip(V − V_old, −c, c): the same value as TRL's
     # clip_by_value(vpreds, values − c, values + c).
     values_clipped = old + torch.clamp(values - old, -clip_range_value, clip_range_value)
@@ -133,7 +145,7 @@ def clipped_value_loss(
     _check_floating(where, values=values, old_values=old_values, returns=returns)
     _check_coef(where, clip_range_value=clip_range_value)
     m = token_mask(mask, values, where)
-    return _masked_mean(_value_terms(values, old_values, returns, clip_range_value), m)
+    return _masked_mean(_value_terms(values, old_values, returns, clip_range_value, m), m)
 
 
 def _token_entropy(logits: torch.Tensor) -> torch.Tensor:
@@ -245,9 +257,9 @@ def ppo_loss(
     _check_coef(where, clip_eps=clip_eps, clip_range_value=clip_range_value, vf_coef=vf_coef, ent_coef=ent_coef)
     m = token_mask(mask, logp_new, where)  # validated once for all terms
 
-    objective, ratio, clip_binds = _surrogate_terms(logp_new, logp_old, advantages, clip_eps)
+    objective, ratio, clip_binds = _surrogate_terms(logp_new, logp_old, advantages, clip_eps, m)
     policy_loss = -_masked_mean(objective, m)
-    value_terms = _value_terms(values, old_values, returns, clip_range_value)
+    value_terms = _value_terms(values, old_values, returns, clip_range_value, m)
     value_loss = _masked_mean(value_terms, m).to(policy_loss.dtype)
     entropy = _masked_mean(_token_entropy(logits), m).to(policy_loss.dtype)
     loss = policy_loss + vf_coef * value_loss - ent_coef * entropy

@@ -290,3 +290,24 @@ def test_ratio_is_one_at_rollout_start():
     assert torch.equal(R.probability_ratio(logp, logp.clone()), torch.ones(1, 3))
     assert math.isclose(R.clipped_surrogate_loss(logp, logp.clone(), torch.tensor([[1.0, -2.0, 4.0]]),
                                                  torch.ones(1, 3)).item(), -1.0)
+
+
+def test_even_nonfinite_junk_in_padding_stays_out_of_values_and_gradients():
+    # Beyond the contract (|junk| ≤ 20): padding is dropped before any arithmetic, so inf/NaN
+    # there changes nothing and the gradients at real tokens stay finite (0 on padding).
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
+    bad = torch.tensor([[0.0, 0.0, math.inf], [0.0, math.nan, -math.inf]], dtype=F64)
+    logp_new = (torch.tensor([[-1.0, -0.5, 0.0], [-2.0, 0.0, 0.0]], dtype=F64) + bad).requires_grad_(True)
+    values = (torch.tensor([[0.5, 0.1, 0.0], [1.0, 0.0, 0.0]], dtype=F64) + bad).requires_grad_(True)
+    other = torch.tensor([[-1.1, -0.4, 0.0], [-2.2, 0.0, 0.0]], dtype=F64) + bad
+    logits = torch.zeros(2, 3, 4, dtype=F64)
+    loss, stats = R.ppo_loss(logp_new, other, other, values, other, other, logits, mask)
+    g_logp, g_values = torch.autograd.grad(loss, (logp_new, values))
+    assert math.isfinite(loss.item()) and all(math.isfinite(v) for v in stats.values())
+    pad = ~mask.bool()
+    assert torch.isfinite(g_logp).all() and torch.isfinite(g_values).all()
+    assert torch.all(g_logp[pad] == 0) and torch.all(g_values[pad] == 0)
+    adv, ret = R.compute_gae(other, other, mask)
+    assert torch.isfinite(adv[mask.bool()]).all() and torch.isfinite(ret[mask.bool()]).all()
+    assert torch.isfinite(R.kl_shaped_rewards(torch.zeros(2, dtype=F64), other, other, mask)).all()
+    assert torch.isfinite(R.whiten(other, mask)[mask.bool()]).all()
