@@ -488,3 +488,35 @@ def candidates(function: str, args: tuple, kwargs: dict, *, signature_of: Callab
         return run
 
     return [(diagnosis_id, thunk(variant)) for diagnosis_id, variant in table]
+
+
+def grad_candidates(function: str, args: tuple, kwargs: dict, *, signature_of: Callable, wrt: str,
+                    grad_output: torch.Tensor | None = None, output_index: int = 0) -> list[tuple[str, Callable[[], Any]]]:
+    """(diagnosis id, thunk) pairs: each thunk returns a variant's gradient w.r.t. parameter `wrt`.
+
+    Same binding rule as `candidates`; the differentiated output is the variant's
+    output (element `output_index` of a tuple), contracted with `grad_output`
+    (ones for a scalar). A variant that detaches gives zeros, so that a detached
+    student gradient is recognised too.
+    """
+    bound = inspect.signature(signature_of).bind(*args, **kwargs)
+    bound.apply_defaults()
+    names = list(bound.arguments)
+    values = list(bound.arguments.values())
+    position = names.index(wrt)
+
+    def thunk(variant):
+        def run():
+            copies = [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in values]
+            leaf = copies[position].requires_grad_(True)
+            with torch.enable_grad():
+                out = variant(*copies)
+                head = out[output_index] if isinstance(out, (tuple, list)) else out
+                if not head.requires_grad:
+                    return torch.zeros_like(leaf)
+                g_out = torch.ones_like(head) if grad_output is None else grad_output.to(head.dtype)
+                (grad,) = torch.autograd.grad(head, [leaf], g_out, allow_unused=True)
+            return torch.zeros_like(leaf) if grad is None else grad.to(leaf.dtype)
+        return run
+
+    return [(diagnosis_id, thunk(variant)) for diagnosis_id, variant in VARIANTS[function]]

@@ -32,6 +32,12 @@ import torch
 PROVIDER_PLUGIN = "ppo_course_student_provider"
 
 
+def is_inplace_error(type_name: str, message: str) -> bool:
+    """True for autograd's refusal of an in-place change of an input that requires grad."""
+    return type_name == "RuntimeError" and ("leaf Variable that requires grad" in message
+                                            or "modified by an inplace operation" in message)
+
+
 def find_provider(config):
     """The registered student provider (a plugin with `is_student_provider = True`), or None."""
     for plugin in config.pluginmanager.get_plugins():
@@ -103,7 +109,10 @@ class LocalModule:
         head = out[0] if isinstance(out, (tuple, list)) else out
         grads: dict[str, torch.Tensor | None] = {p: None for p in wrt}
         if isinstance(head, torch.Tensor) and head.requires_grad and leaves:
-            g_out = torch.ones_like(head) if grad_output is None else grad_output
+            if grad_output is None and head.numel() != 1:
+                # Same rule as the sandbox: without grad_output the output must be a single loss value.
+                raise ValueError(f"call_with_grad: the output has shape {list(head.shape)}, not a single loss value")
+            g_out = torch.ones_like(head) if grad_output is None else grad_output.to(head.dtype)
             got = torch.autograd.grad(head, list(leaves.values()), g_out, allow_unused=True)
             grads = {p: (g.detach() if g is not None else None) for p, g in zip(leaves, got)}
         return _detach(out), grads
@@ -190,6 +199,8 @@ class LocalProvider:
             return "not_implemented", f"NotImplementedError: {exc}".rstrip(": ")
         if isinstance(exc, AssertionError):
             return None  # a test's own assertion: reported by the collector
+        if is_inplace_error(type(exc).__name__, str(exc)):
+            return "modifies_input", f"{type(exc).__name__}: {exc}"
         tb = traceback.extract_tb(exc.__traceback__)
         # Show the student's own frames only (the test harness frames are noise to them).
         own = [f for f in tb if "public_tests" not in f.filename and "check_support" not in f.filename

@@ -1,0 +1,56 @@
+"""Fixtures of the hidden graders: the student's module (through the sandbox provider) and the reference.
+
+`grader.grade` registers the provider (a plugin with `is_student_provider =
+True`); the fixtures below only ask it for modules. Each test module declares
+`EXERCISE` (the module stem) and `KIND = "hidden"`.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ppo_course.check_support.local import find_provider
+
+
+def _provider(config: pytest.Config):
+    provider = find_provider(config)
+    if provider is None:
+        raise RuntimeError("the hidden graders run through grader.grade.grade_submission (no student provider)")
+    return provider
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread():
+    """One torch thread: deterministic reductions, fair on a shared machine."""
+    torch.set_num_threads(1)
+
+
+@pytest.fixture
+def student(request: pytest.FixtureRequest):
+    """The student's module for this test module's EXERCISE.
+
+    Function-scoped: the provider caches the loaded module and reloads it only
+    after a crash or time-out, so one dead child costs one test, not the rest.
+    """
+    return _provider(request.config).load(request.module.EXERCISE)
+
+
+@pytest.fixture
+def provider(request: pytest.FixtureRequest):
+    """The registered student provider (for known-good loads and error names)."""
+    return _provider(request.config)
+
+
+@pytest.fixture
+def error_name(request: pytest.FixtureRequest):
+    """Maps an exception raised by the student's code to its type name (None if not theirs)."""
+    return _provider(request.config).error_name
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """The trusted reference implementation (`ppo_reference`)."""
+    import ppo_reference
+
+    return ppo_reference

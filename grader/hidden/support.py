@@ -1,0 +1,224 @@
+"""Helpers of the hidden graders: compare with the reference, name the mistake, check gradients.
+
+Trusted code: the reference runs here, in the grading process; the student's
+functions are reached through the provider's module proxy (`student`), whose
+calls send copies of the arguments to a sandboxed child.
+
+Tolerances (used by every comparison unless a test says otherwise):
+* float64: rtol = atol = 1e-9 — the reference accumulates in float64; a correct
+  float64 submission differs by summation order only (~1e-15 relative for the
+  ≤ 50-term sums of these tests), and every known mistake differs by > 1e-3.
+* float32: rtol = atol = 2e-5 (scaled by the magnitude where noted) — one float32
+  rounding is 6e-8 relative; sums of ≤ 50 terms and exp/log keep a correct
+  float32 submission within ~1e-6 of the float64-accurate reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from grader import buggy_variants
+from ppo_course.check_support.feedback import Mismatch, expect_close
+
+TOL = {torch.float32: 2e-5, torch.float64: 1e-9}
+
+
+def tol(dtype: torch.dtype, scale: float = 1.0) -> float:
+    """The tolerance of the module docstring for `dtype`, times `scale` (the data's magnitude)."""
+    return TOL[dtype] * max(1.0, scale)
+
+
+def _copy(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_copy(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _copy(v) for k, v in x.items()}
+    return x
+
+
+def part(index: int, what: str) -> Callable[[Any], Any]:
+    """A picker for element `index` of a returned tuple; Mismatch('wrong_type') if it is not one."""
+    def pick(out: Any) -> Any:
+        if not isinstance(out, (tuple, list)) or len(out) <= index:
+            raise Mismatch("wrong_type", f"expected a tuple, got {type(out).__name__}", what)
+        return out[index]
+    return pick
+
+
+def reference_call(reference, name: str, args: tuple, kwargs: dict | None = None) -> Any:
+    """The reference's answer on copies of the arguments (detached)."""
+    out = getattr(reference, name)(*_copy(args), **_copy(kwargs or {}))
+    return _copy(out)
+
+
+def compare(student, reference, name: str, args: tuple, kwargs: dict | None = None, *, rtol: float, atol: float,
+            mask: torch.Tensor | None = None, pick: Callable[[Any], Any] | None = None, what: str | None = None,
+            check_dtype: bool = True, diagnose: bool = True, got: Any = None) -> Any:
+    """Call `name` on the student and the reference with the same arguments and compare.
+
+    Args:
+        student: the provider's module proxy.
+        reference: the `ppo_reference` module.
+        name: a contract function name.
+        args, kwargs: the call (positional and keyword arguments are passed as given).
+        rtol, atol: tolerances (see the module docstring).
+        mask: compare real positions only (padding is unspecified by the contract).
+        pick: selects the compared part of the output (e.g. `part(0, ...)` for advantages).
+        what: label for the message (hidden tests never show inputs or expected values).
+        check_dtype: compare dtypes too.
+        diagnose: try the buggy variants of `name` when the values differ.
+        got: the student's output when already computed (else it is called here).
+
+    Returns:
+        The student's full output.
+
+    Raises:
+        Mismatch: naming the mistake (see `feedback.expect_close`).
+        Student errors (from the provider) propagate; the collector classifies them.
+    """
+    kwargs = kwargs or {}
+    pick = pick or (lambda out: out)
+    label = what or f"{name}(...)"
+    if got is None:
+        got = getattr(student, name)(*args, **kwargs)
+    want = pick(reference_call(reference, name, args, kwargs))
+    candidates = []
+    if diagnose and name in buggy_variants.VARIANTS:
+        candidates = buggy_variants.candidates(name, args, kwargs, signature_of=getattr(reference, name), pick=pick)
+    expect_close(pick(got), want, rtol=rtol, atol=atol, mask=mask, what=label, candidates=candidates,
+                 check_dtype=check_dtype)
+    return got
+
+
+def expect_no_grad(grads: dict, names: tuple[str, ...], what: str) -> None:
+    """Mismatch('gradient_into_constants') if any of `names` received a non-zero gradient."""
+    for name in names:
+        g = grads.get(name)
+        if g is not None and bool((g != 0).any()):
+            raise Mismatch("gradient_into_constants", f"a gradient reached `{name}`", what)
+
+
+def inplace_error(exc: BaseException, error_name: Callable[[BaseException], str | None]) -> bool:
+    """True when a student error is autograd refusing an in-place change of an input leaf."""
+    name = error_name(exc)
+    text = str(exc)
+    return name == "RuntimeError" and ("leaf Variable that requires grad" in text
+                                        or "in-place operation" in text or "inplace operation" in text)
+
+
+def expect_inputs_untouched(student, name: str, args: tuple, kwargs: dict | None, float_params: tuple[str, ...],
+                            error_name: Callable[[BaseException], str | None]) -> None:
+    """Mismatch('modifies_input') when the student's `name` modifies an input tensor in place.
+
+    The sandbox sends copies, so the caller's tensors can never change; what is
+    checked is the student's function itself. The float inputs are passed as
+    leaves that require grad, where autograd refuses (and reports) any in-place
+    change; when the provider can compare inputs before/after a call directly
+    (`modified_inputs`, the local provider of `ppo-course check`), that is used too.
+    """
+    kwargs = kwargs or {}
+    if hasattr(student, "modified_inputs") and callable(getattr(student, "modified_inputs", None)):
+        try:
+            changed = student.modified_inputs(name, args, kwargs)
+        except AttributeError:
+            changed = None
+        if changed:
+            raise Mismatch("modifies_input", f"changed in place: {', '.join(changed)}", f"{name}(...)")
+    out = getattr(student, name)(*args, **kwargs)
+    head = out[0] if isinstance(out, (tuple, list)) and out else out
+    grad_output = None
+    if isinstance(head, torch.Tensor) and head.numel() != 1:
+        grad_output = torch.ones(head.shape, dtype=head.dtype if head.is_floating_point() else torch.float64)
+    try:
+        student.call_with_grad(name, args, kwargs, wrt=float_params, grad_output=grad_output)
+    except Exception as exc:  # the sandbox reports the student's exception by type name
+        if inplace_error(exc, error_name):
+            raise Mismatch("modifies_input", "autograd refused an in-place change of an input", f"{name}(...)") from None
+        raise
+
+
+def away_from_kinks(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: torch.Tensor, clip_eps: float,
+                    margin: float = 1e-3) -> tuple[torch.Tensor, torch.Tensor]:
+    """Move (logp_new, advantages) off the kinks of the clip: r within `margin` of 1 ± ε, or Â near 0.
+
+    Value comparisons near a kink compare two legitimate sides of a
+    discontinuity (of the gradient) or amplify rounding; tests about the kink
+    build their inputs by hand instead. Returns new tensors.
+    """
+    ratio = torch.exp((logp_new - logp_old).double())
+    near = ((ratio - (1 + clip_eps)).abs() < margin) | ((ratio - (1 - clip_eps)).abs() < margin)
+    logp_new = torch.where(near, logp_new + 0.01, logp_new)
+    small = advantages.abs() < margin
+    advantages = torch.where(small, torch.where(advantages < 0, advantages - 0.1, advantages + 0.1), advantages)
+    return logp_new, advantages
+
+
+def reference_grads(reference, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...],
+                    grad_output: torch.Tensor | None = None, output_index: int = 0) -> dict[str, torch.Tensor | None]:
+    """Gradients of the reference's output w.r.t. the named parameters (same rule as call_with_grad)."""
+    import inspect
+
+    fn = getattr(reference, name)
+    bound = inspect.signature(fn).bind(*_copy(args), **_copy(kwargs or {}))
+    leaves = {}
+    for param in wrt:
+        leaves[param] = bound.arguments[param].detach().clone().requires_grad_(True)
+        bound.arguments[param] = leaves[param]
+    with torch.enable_grad():
+        out = fn(*bound.args, **bound.kwargs)
+        head = out[output_index] if isinstance(out, (tuple, list)) else out
+        if not head.requires_grad:
+            return {p: None for p in wrt}
+        g_out = torch.ones_like(head) if grad_output is None else grad_output.to(head.dtype)
+        got = torch.autograd.grad(head, list(leaves.values()), g_out, allow_unused=True)
+    return {p: g for p, g in zip(leaves, got)}
+
+
+def student_grads(student, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...],
+                  grad_output: torch.Tensor | None = None, what: str = "") -> tuple[Any, dict]:
+    """(output, grads) of the student's `name` through the provider's call_with_grad."""
+    out, grads = student.call_with_grad(name, tuple(args), dict(kwargs or {}), wrt=wrt, grad_output=grad_output)
+    if not isinstance(grads, dict):
+        raise Mismatch("grader_error", f"call_with_grad returned {type(grads).__name__}", what or name)
+    return out, grads
+
+
+def compare_grads(student, reference, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...], *,
+                  rtol: float, atol: float, grad_output: torch.Tensor | None = None, what: str | None = None,
+                  mask: torch.Tensor | None = None, detached_diagnosis: str | None = None) -> dict:
+    """Compare the student's gradients w.r.t. `wrt` with the reference's; name the mistake on failure.
+
+    A missing gradient (None: nothing reached the parameter) counts as zeros;
+    `detached_diagnosis` is reported when the reference gradient is non-zero and
+    the student's is all zeros. Returns the student's gradients.
+    """
+    kwargs = kwargs or {}
+    _, grads = student_grads(student, name, args, kwargs, wrt, grad_output, what or name)
+    want = reference_grads(reference, name, args, kwargs, wrt, grad_output)
+    for param in wrt:
+        label = f"d {what or name} / d {param}"
+        ref = want[param]
+        ref = torch.zeros_like(args_value(reference, name, args, kwargs, param)) if ref is None else ref
+        got = grads.get(param)
+        got = torch.zeros_like(ref) if got is None else got
+        candidates = []
+        if name in buggy_variants.VARIANTS:
+            candidates = buggy_variants.grad_candidates(name, args, kwargs, signature_of=getattr(reference, name),
+                                                        wrt=param, grad_output=grad_output)
+        if detached_diagnosis:  # after the specific mistakes: an all-zero gradient means detached
+            candidates.append((detached_diagnosis, torch.zeros_like(ref)))
+        expect_close(got, ref, rtol=rtol, atol=atol, mask=mask, what=label, candidates=candidates, check_dtype=False)
+    return grads
+
+
+def args_value(reference, name: str, args: tuple, kwargs: dict, param: str) -> torch.Tensor:
+    """The value passed for parameter `param` in the call (bound to the reference signature)."""
+    import inspect
+
+    bound = inspect.signature(getattr(reference, name)).bind(*args, **kwargs)
+    return bound.arguments[param]

@@ -1,0 +1,107 @@
+"""Hidden graders, exercise 1 (stop 6): log-probs from logits and the ratio (Book eqs. 5.18-5.20)."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.hidden.support import compare, compare_grads, expect_inputs_untouched, tol
+from ppo_course.check_support.inputs import batches, grading_settings, randn, with_junk
+
+EXERCISE = "ex1_ratio"
+KIND = "hidden"
+
+
+def _logits_case(batch, vocab: int, scale: float):
+    """(logits [B, T, V], tokens [B, T]) with valid token ids everywhere (also at padding)."""
+    g = batch.gen(11)
+    logits = randn((batch.B, batch.T, vocab), g, batch.dtype, scale)
+    tokens = torch.randint(0, vocab, (batch.B, batch.T), generator=g)
+    return logits, tokens
+
+
+@grading_settings(max_examples=30, shrink=False)
+@given(batch=batches(), vocab=st.integers(2, 11), scale=st.sampled_from([0.5, 3.0, 10.0]))
+def test_logprobs_match_reference(student, reference, batch, vocab, scale):
+    """logprobs_from_logits equals log_softmax gathered at the tokens (float32/float64, many shapes)."""
+    logits, tokens = _logits_case(batch, vocab, scale)
+    # log-probs have magnitude ≤ ~2·scale·sqrt(2 log V); the tolerance scales with it.
+    t = tol(batch.dtype, scale)
+    compare(student, reference, "logprobs_from_logits", (logits, tokens), rtol=t, atol=t)
+
+
+@grading_settings(max_examples=10, shrink=False)
+@given(batch=batches(), vocab=st.integers(2, 9))
+def test_logprobs_stable_for_huge_logits(student, reference, batch, vocab):
+    """Logits ×1e3 still give finite, exact log-probs (no log of an underflowed softmax)."""
+    logits, tokens = _logits_case(batch, vocab, 1.0)
+    logits = logits * 1e3
+    # Values reach ~3e3; float32 spacing there is 2.4e-4, so 1e-3 absolute (float32) and
+    # 1e-9 relative (float64) leave room for the log-sum-exp's rounding only.
+    t = 1e-3 if batch.dtype == torch.float32 else 1e-9
+    compare(student, reference, "logprobs_from_logits", (logits, tokens), rtol=t, atol=t)
+
+
+@grading_settings(max_examples=8, shrink=False)
+@given(batch=batches(max_B=3, max_T=5), vocab=st.integers(2, 7))
+def test_logprobs_gradient(student, reference, batch, vocab):
+    """d logprobs / d logits equals the reference's (one-hot minus softmax), for a random upstream gradient."""
+    logits, tokens = _logits_case(batch, vocab, 2.0)
+    upstream = randn((batch.B, batch.T), batch.gen(12), batch.dtype)
+    # Entries are differences of probabilities times N(0,1) upstream values: magnitude ≤ ~3.
+    t = tol(batch.dtype, 3.0)
+    compare_grads(student, reference, "logprobs_from_logits", (logits, tokens), {}, ("logits",), rtol=t, atol=t,
+                  grad_output=upstream, detached_diagnosis="ratio_detached")
+
+
+def test_logprobs_inputs_untouched(student, error_name):
+    """logprobs_from_logits does not modify the logits in place (e.g. logits -= max)."""
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(2, 4, 5, generator=g, dtype=torch.float64)
+    tokens = torch.randint(0, 5, (2, 4), generator=g)
+    expect_inputs_untouched(student, "logprobs_from_logits", (logits, tokens), {}, ("logits",), error_name)
+
+
+def test_logprobs_keep_dtype(student, reference):
+    """float32 in, float32 out; float64 in, float64 out."""
+    for dtype in (torch.float32, torch.float64):
+        g = torch.Generator().manual_seed(5)
+        logits = torch.randn(3, 4, 6, generator=g, dtype=torch.float64).to(dtype)
+        tokens = torch.randint(0, 6, (3, 4), generator=g)
+        t = tol(dtype, 3.0)
+        compare(student, reference, "logprobs_from_logits", (logits, tokens), rtol=t, atol=t,
+                what=f"logprobs_from_logits({dtype})")
+
+
+@grading_settings(max_examples=30, shrink=False)
+@given(batch=batches(), scale=st.sampled_from([0.3, 2.0]), offset=st.sampled_from([0.0, -50.0, -1000.0]))
+def test_ratio_matches_reference(student, reference, batch, scale, offset):
+    """probability_ratio = exp(logp_new − logp_old), also for log-probs around −1000."""
+    logp_old = batch.data(1, scale) - abs(offset) - 0.5
+    logp_new = batch.data(2, scale) - abs(offset) - 0.5
+    mask = batch.mask()
+    # Ratios are exp(N(0, 2·scale²)) ≤ ~e^10; the tolerance is relative (float32: 2e-5 of a
+    # value ≤ e^10 after one exp of a difference that is exact to 1 ulp of |offset|).
+    t = tol(batch.dtype) * (1.0 + abs(offset) * (batch.dtype == torch.float32))
+    compare(student, reference, "probability_ratio", (logp_new, logp_old), rtol=t, atol=tol(batch.dtype), mask=mask)
+
+
+def test_ratio_finite_at_minus_1000(student, reference):
+    """Both log-probs −1000 (and −1000 vs −999): the ratio is 1 (and e), never NaN (Book eq. 5.20)."""
+    for dtype in (torch.float32, torch.float64):
+        logp_new = torch.tensor([[-1000.0, -999.0, -1000.0]], dtype=dtype)
+        logp_old = torch.tensor([[-1000.0, -1000.0, -999.0]], dtype=dtype)
+        compare(student, reference, "probability_ratio", (logp_new, logp_old), rtol=1e-6, atol=1e-6,
+                what=f"probability_ratio at −1000 ({dtype})")
+
+
+def test_ratio_gradient_flows(student, reference):
+    """d r/d logp_new = r and d r/d logp_old = −r: the ratio is not detached."""
+    g = torch.Generator().manual_seed(9)
+    logp_new = -torch.rand(3, 5, generator=g, dtype=torch.float64) * 3
+    logp_old = -torch.rand(3, 5, generator=g, dtype=torch.float64) * 3
+    upstream = torch.randn(3, 5, generator=g, dtype=torch.float64)
+    # float64 products of ≤ e^3-sized ratios with N(0,1): 1e-9 is far above rounding.
+    compare_grads(student, reference, "probability_ratio", (logp_new, logp_old), {}, ("logp_new",),
+                  rtol=1e-9, atol=1e-9, grad_output=upstream, detached_diagnosis="ratio_detached")
