@@ -179,8 +179,8 @@ def test_a_new_grader_version_regrades_everyone(cohort, tmp_path, monkeypatch):
 def test_hang_and_crash_are_isolated(cohort, tmp_path):
     write_student(cohort, "hanger", {"ex1_ratio.py": "STANDIN_HANG"})
     write_student(cohort, "crasher", {"ex1_ratio.py": "STANDIN_CRASH"})
-    book = rows(grade(cohort, tmp_path / "out", limits=BatchLimits(timeout_s=4)).out_dir)
-    assert book["hanger"]["status"] == "timed-out" and "longer than the limit of 4 s" in book["hanger"]["message"]
+    book = rows(grade(cohort, tmp_path / "out", limits=BatchLimits(timeout_s=6)).out_dir)
+    assert book["hanger"]["status"] == "timed-out" and "longer than the limit of 6 s" in book["hanger"]["message"]
     assert book["crasher"]["status"] == "crashed" and "exit status 3" in book["crasher"]["message"]
     assert (book["alice"]["status"], book["alice"]["total"]) == ("graded", "4")
     assert book["hanger"]["max_total"] == "14"  # zero results still carry the max scores
@@ -225,3 +225,11 @@ def test_class_report_counts_diagnoses_once_per_student(tmp_path):
     # ex2 scores 0+2 (a: BUG_VALUE -> 1), b -> 0, c -> 2: mean (1+0+2)/3 = 1.00, median 1.
     assert "| `ex2_clipped_loss` | 2 | 1.00 | 1 | 1/3 |" in report
     assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_grade_batch_command_line_rejects_a_missing_folder(tmp_path, capsys):
+    from ppo_course.cli import main
+
+    assert main(["grade-batch", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
+    assert "is not a folder of submissions" in capsys.readouterr().err
+    assert main(["grade-batch", str(tmp_path), "--out", str(tmp_path / "out"), "--jobs", "0"]) == 2
