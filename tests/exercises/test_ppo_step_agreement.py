@@ -28,6 +28,9 @@ reference_ppo_step = pytest.importorskip("ppo_reference.ppo_step").ppo_step
 toy_task = pytest.importorskip("ppo_course.toy_task")
 from ppo_course.config import PPOConfig  # noqa: E402
 
+# End-to-end: the first test trains the toy SFT policy (cached per process, ~3 s on an idle core).
+pytestmark = pytest.mark.slow
+
 STAT_KEYS = {
     "ppo/mean_scores", "objective/kl", "objective/kl_coef", "ppo/policy/approx_kl", "ppo/policy/clipfrac",
     "ppo/loss/total", "ppo/loss/value", "ppo/policy/entropy", "time/ppo/generation", "time/ppo/training",
