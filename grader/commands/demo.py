@@ -35,25 +35,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def parse_expected(path: Path) -> dict[str, tuple[str, str]]:
+def parse_expected(path: Path, profile: str = "full") -> dict[str, tuple[str, str]]:
     """``{student_id: (total, status)}`` from the markdown table of EXPECTED.md.
 
-    The table's columns are ``student_id | ... | total | status | ...``; rows
-    whose first cell is not a student id (header, separator) are skipped.
+    The table has the columns ``student_id``, ``total_full``, ``total_fast``
+    and ``status`` (others are free text); ``profile`` picks the total column.
+    Rows whose first cell is not a student id (header, separator) are skipped.
+
+    Raises:
+        ValueError: if the table has no ``student_id`` header or no total column for ``profile``.
     """
     expected: dict[str, tuple[str, str]] = {}
     header: list[str] | None = None
+    column = f"total_{profile}"
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.startswith("|"):
             continue
         cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
-        if header is None and "student_id" in cells:
-            header = cells
+        if header is None:
+            if "student_id" in cells:
+                header = cells
+                if column not in header or "status" not in header:
+                    raise ValueError(f"{path}: the table needs the columns {column!r} and 'status'")
             continue
-        if header is None or set(cells[0]) <= set("-: "):
+        if set(cells[0]) <= set("-: "):
             continue
         row = dict(zip(header, cells))
-        expected[row["student_id"]] = (row["total"], row["status"])
+        expected[row["student_id"]] = (row[column], row["status"])
+    if header is None:
+        raise ValueError(f"{path}: no markdown table with a 'student_id' column")
     return expected
 
 
@@ -105,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     console.print(gradebook_table(out))
     expected_path = cohort / "EXPECTED.md"
     if expected_path.is_file():
-        expected = parse_expected(expected_path)
+        expected = parse_expected(expected_path, args.profile)
         with open(out / "gradebook.csv", newline="", encoding="utf-8") as fh:
             got = {r["student_id"]: (r["total"], r["status"]) for r in csv.DictReader(fh)}
         differ = sorted(s for s in set(expected) | set(got) if expected.get(s) != got.get(s))
