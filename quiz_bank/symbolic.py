@@ -101,6 +101,7 @@ class SymbolicChecker:
     def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen | None = None
+        self._warm = False  # the first check of a worker also pays for importing sympy
 
     def __enter__(self) -> "SymbolicChecker":
         return self
@@ -144,7 +145,7 @@ class SymbolicChecker:
         except Unparseable as exc:
             return Verdict("unparseable", str(exc))
         if self._proc is None or self._proc.poll() is not None:
-            self._proc = self._start()
+            self._proc, self._warm = self._start(), False
         request = json.dumps({"expected": expected, "given": given, "symbols": list(symbols)})
         try:
             self._proc.stdin.write(request + "\n")
@@ -153,9 +154,8 @@ class SymbolicChecker:
             self.close()
             return Verdict("undecided", "the equivalence checker stopped unexpectedly")
         deadline = time.monotonic() + self.timeout_s
-        # The first check also pays the worker's start-up (importing sympy).
-        if getattr(self, "_warm", False) is False:
-            deadline += 10.0
+        if not self._warm:
+            deadline += 10.0  # start-up grace, not a longer limit for the check itself
         while True:
             remaining = deadline - time.monotonic()
             ready, _, _ = select.select([self._proc.stdout], [], [], max(remaining, 0))

@@ -1,0 +1,69 @@
+"""Fixtures of the quiz-bank tests: the bank, answer keys, a symbolic checker, a CLI runner."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from quiz_bank.engine import answer_key
+from quiz_bank.loader import load_bank
+
+torch.set_num_threads(1)  # two shared cores: keys use tiny tensors anyway
+
+
+@pytest.fixture(scope="session")
+def bank():
+    """The installed (instructor) bank, validated."""
+    return load_bank()
+
+
+@pytest.fixture(scope="session")
+def checker():
+    """One symbolic-equivalence worker for the whole session."""
+    from quiz_bank.symbolic import SymbolicChecker
+
+    with SymbolicChecker() as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def key_of(bank):
+    """key_of(student, attempt=1) -> the answer-key dict (cached)."""
+    cache: dict = {}
+
+    def make(student: str, attempt: int = 1) -> dict:
+        if (student, attempt) not in cache:
+            cache[(student, attempt)] = answer_key(bank, student, attempt)
+        return cache[(student, attempt)]
+
+    return make
+
+
+@pytest.fixture
+def run_cli(monkeypatch, capsys):
+    """run_cli(argv, stdin="") -> (exit code, stdout, stderr) of `ppo-course ...`, in process."""
+    from ppo_course.cli import main
+
+    def run(argv: list[str], stdin: str = ""):
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        code = main([str(a) for a in argv])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def write_json():
+    """write_json(path, data) -> path: write ``data`` as JSON."""
+
+    def write(path: Path, data) -> Path:
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return path
+
+    return write

@@ -1,0 +1,180 @@
+"""Grading: keys score 100%, the 100% rule, unknown ids, malformed files, batches, exercises."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from quiz_bank.engine import Report, ResponsesError, check, grade, load_responses, render
+from quiz_bank.models import Responses
+
+
+def wrong_answer(question, key):
+    """A well-formed response that differs from ``key`` (one per question type)."""
+    kind = question.type
+    if kind == "single":
+        return next(o.id for o in question.options if o.id != key)
+    if kind == "multi":
+        return sorted(set(key) ^ {question.options[0].id})
+    if kind == "true_false":
+        return not key
+    if kind == "numeric":
+        tol = max(question.tolerance.abs, question.tolerance.rel * abs(key))
+        return key + 10 * tol + 1.0
+    if kind == "symbolic":
+        return f"({key}) + 1"
+    if kind == "ordering":
+        return [key[1], key[0], *key[2:]]
+    raise AssertionError(kind)
+
+
+def test_key_graded_for_the_same_student_is_complete_via_cli(run_cli, tmp_path):
+    key_path, report_path = tmp_path / "key.json", tmp_path / "report.json"
+    code, _, err = run_cli(["quiz", "key", "--student", "alice", "--out", key_path])
+    assert code == 0, err
+    code, out, err = run_cli(["quiz", "grade", key_path, "--out", report_path])
+    assert code == 0, err
+    report = json.loads(report_path.read_text())
+    assert report["complete"] is True
+    assert report["score"] == report["max_score"] == 102
+    assert all(s["passed"] and s["score"] == s["max_score"] for s in report["stops"].values())
+    assert "chapter complete: yes" in out
+
+
+@pytest.mark.parametrize("student, attempt", [("bob", 1), ("carol-ü", 3)])
+def test_key_of_any_attempt_scores_100_percent(bank, key_of, checker, student, attempt):
+    report = grade(bank, [Responses.model_validate(key_of(student, attempt))], checker=checker)
+    assert report.complete
+    assert all(report.stop_passed(s) for s in range(1, 9))
+
+
+def test_key_of_another_student_fails_parametric_questions(bank, key_of, checker):
+    """Variants are per student: alice's key is not bob's (the parametric answers differ)."""
+    alice = key_of("alice")
+    report = grade(bank, [Responses.model_validate({**alice, "student_id": "bob"})], checker=checker)
+    wrong = {o.question_id for outcomes in report.stops.values() for o in outcomes if not o.correct}
+    assert wrong and wrong <= {q.id for q in bank.questions() if q.is_parametric}
+    assert not report.complete
+
+
+def test_every_wrong_answer_is_marked_wrong_with_explanation_and_reference(bank, key_of, checker):
+    key = key_of("dave")["answers"]
+    for q in bank.questions():
+        outcome = check(render(q, "dave", 1), wrong_answer(q, key[q.id]), checker)
+        assert outcome.status == "wrong", (q.id, outcome)
+        assert f"Book {q.source.section}" in outcome.feedback and q.source.page in outcome.feedback
+        assert q.explanation in outcome.feedback
+
+
+@given(question_index=st.integers(min_value=0, max_value=101))
+@settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_single_wrong_answer_fails_its_stop_and_the_chapter(bank, key_of, checker, question_index):
+    question = bank.questions()[question_index]
+    responses = copy.deepcopy(key_of("erin"))
+    responses["answers"][question.id] = wrong_answer(question, responses["answers"][question.id])
+    report = grade(bank, [Responses.model_validate(responses)], checker=checker)
+    assert not report.stop_passed(question.stop)
+    assert all(report.stop_passed(s) for s in range(1, 9) if s != question.stop)
+    assert report.complete is False
+    data = report.to_json()
+    stop = data["stops"][f"stop{question.stop}"]
+    assert stop["score"] == stop["max_score"] - 1
+
+
+def test_missing_and_unparseable_answers_fail_but_are_not_called_wrong(bank, key_of, checker):
+    responses = copy.deepcopy(key_of("frank"))
+    del responses["answers"]["stop3.coefficients"]
+    responses["answers"]["stop2.epsilon"] = "zero point two"
+    report = grade(bank, [Responses.model_validate(responses)], checker=checker)
+    status = {o.question_id: o for outcomes in report.stops.values() for o in outcomes}
+    assert status["stop3.coefficients"].status == "unanswered"
+    assert status["stop2.epsilon"].status == "unparseable"
+    assert "Could not read your answer" in status["stop2.epsilon"].feedback
+    assert not report.stop_passed(2) and not report.stop_passed(3) and not report.complete
+
+
+def test_unknown_question_ids_are_reported(run_cli, key_of, tmp_path, write_json):
+    responses = copy.deepcopy(key_of("gina"))
+    responses["answers"]["stop9.bogus"] = "a"
+    responses["answers"]["stop2.no-such-question"] = 1
+    path = write_json(tmp_path / "r.json", responses)
+    code, _, err = run_cli(["quiz", "grade", path, "--out", tmp_path / "report.json"])
+    assert code == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["unknown_question_ids"] == ["stop2.no-such-question", "stop9.bogus"]
+    assert "stop9.bogus" in err and "unknown question ids" in err
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("{not json", "not valid JSON (line 1"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"attempt": 1, "answers": {}}', "student_id: Field required"),
+        ('{"student_id": "x", "answers": []}', "answers: Input should be a valid dictionary"),
+        ('{"student_id": "x", "attempt": 0, "answers": {}}', "attempt: Input should be greater than or equal to 1"),
+        ('{"student_id": "x", "answers": {"stop1.trpo-exact": {"nested": 1}}}', "answers.stop1.trpo-exact"),
+    ],
+)
+def test_malformed_responses_file_gets_a_clear_error(run_cli, tmp_path, content, fragment):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ResponsesError) as info:
+        load_responses(path)
+    assert str(path) in str(info.value) and fragment in str(info.value)
+    code, _, err = run_cli(["quiz", "grade", path, "--out", tmp_path / "report.json"])
+    assert code == 2 and fragment in err
+    assert not (tmp_path / "report.json").exists()
+
+
+def test_a_later_attempt_replaces_a_wrong_answer(bank, key_of, checker):
+    """Attempt 1 misses a parametric question; attempt 2 answers *its own* fresh variant right."""
+    qid = "stop2.clip-objective-good"
+    first = copy.deepcopy(key_of("hana", 1))
+    first["answers"][qid] = first["answers"][qid] + 1.0
+    second = {"student_id": "hana", "attempt": 2, "answers": {qid: key_of("hana", 2)["answers"][qid]}}
+    assert not grade(bank, [Responses.model_validate(first)], checker=checker).complete
+    report = grade(bank, [Responses.model_validate(first), Responses.model_validate(second)], checker=checker)
+    assert report.complete
+
+
+def _results(write_json, tmp_path, scores):
+    data = {"score": sum(s for s, _ in scores.values()), "tests": [],
+            "extra_data": {"max_score": sum(m for _, m in scores.values()), "grader_version": "t",
+                           "exercises": {stem: {"score": s, "max_score": m} for stem, (s, m) in scores.items()}}}
+    return write_json(tmp_path / "results.json", data)
+
+
+def test_exercise_requirement_uses_results_json(bank, key_of, checker, tmp_path, write_json):
+    responses = [Responses.model_validate(key_of("ivan"))]
+    full = _results(write_json, tmp_path, {"ex1_ratio": (10.0, 10.0), "ex4_gae": (12.0, 12.0)})
+    assert grade(bank, responses, checker=checker, results=full, require_exercises=True).complete
+    short = _results(write_json, tmp_path, {"ex1_ratio": (10.0, 10.0), "ex4_gae": (11.5, 12.0)})
+    report = grade(bank, responses, checker=checker, results=short, require_exercises=True)
+    assert not report.complete and report.exercises["below_full_marks"] == ["ex4_gae"]
+    # Not required by the (default) policy: the quiz alone completes the chapter.
+    assert grade(bank, responses, checker=checker, results=short).complete
+    assert not Report("x", {}, exercises_required=True).complete
+
+
+def test_grade_batch_writes_a_gradebook(run_cli, key_of, tmp_path, write_json):
+    cohort = tmp_path / "cohort"
+    cohort.mkdir()
+    write_json(cohort / "alice.json", key_of("alice"))
+    bob = copy.deepcopy(key_of("bob"))
+    bob["answers"]["stop4.epochs"] = "a"
+    (cohort / "nested").mkdir()
+    write_json(cohort / "nested" / "bob.json", bob)
+    (cohort / "broken.json").write_text("{")
+    out = tmp_path / "quiz_gradebook.csv"
+    code, _, err = run_cli(["quiz", "grade-batch", cohort, "--out", out])
+    assert code == 0, err
+    rows = {r["student_id"]: r for r in csv.DictReader(out.open())}
+    assert rows["alice"]["complete"] == "True" and rows["alice"]["total"] == "102"
+    assert rows["bob"]["complete"] == "False" and rows["bob"]["stop4"] == "11"  # 12 questions, one wrong
+    assert rows["broken"]["status"] == "rejected" and "not valid JSON" in rows["broken"]["message"]
