@@ -22,8 +22,8 @@ import pytest
 import torch
 
 ppo_reference = pytest.importorskip("ppo_reference", reason="ppo_reference/ not importable yet")
-# Imported from its module: `ppo_reference.ppo_step` (lazy top-level attribute) turns into the
-# submodule once the submodule has been imported (reported to the lead).
+# Imported from its module: an earlier ppo_reference/__init__.py's lazy top-level `ppo_step`
+# turned into the submodule once the submodule had been imported.
 reference_ppo_step = pytest.importorskip("ppo_reference.ppo_step").ppo_step
 toy_task = pytest.importorskip("ppo_course.toy_task")
 from ppo_course.config import PPOConfig  # noqa: E402
