@@ -1,0 +1,148 @@
+"""What a child can see: scrubbed environment, private /tmp, no instructor files, no network."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox import StudentError
+from grader.sandbox.sandbox import instructor_paths
+
+REPO = Path(__file__).resolve().parents[2]
+
+PROBE = {
+    "ex6_kl_reward.py": '''
+        import os, socket
+
+        def environment():
+            return dict(os.environ)
+
+        def can_read(path):
+            try:
+                with open(path, "rb") as fh:
+                    return len(fh.read(100)) > 0
+            except OSError as exc:
+                return type(exc).__name__
+
+        def listing(path):
+            try:
+                return sorted(os.listdir(path))
+            except OSError as exc:
+                return type(exc).__name__
+
+        def try_import(name):
+            try:
+                __import__(name)
+                return "imported"
+            except ImportError as exc:
+                return type(exc).__name__
+
+        def interfaces():
+            return sorted(name for _, name in socket.if_nameindex())
+
+        def connect(host, port):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(2)
+            s.connect((host, port))
+            return "connected"
+
+        def whoami():
+            return {"uid": os.getuid(), "euid": os.geteuid(), "cwd": os.getcwd(), "files": sorted(os.listdir("."))}
+        ''',
+    "helper_pkg/__init__.py": "VALUE = 42\n",
+}
+
+
+@pytest.fixture
+def probe(load):
+    return load(PROBE, "ex6_kl_reward")
+
+
+def test_environment_is_scrubbed(probe, monkeypatch):
+    env = probe.environment()
+    assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                        "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING"}
+    assert env["HOME"] == os.path.dirname(probe.info["workdir"])
+    assert env["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_grader_secrets_in_its_environment_never_reach_the_child(load, monkeypatch):
+    monkeypatch.setenv("GRADER_SECRET_TOKEN", "s3cr3t")
+    env = load(PROBE, "ex6_kl_reward").environment()
+    assert "GRADER_SECRET_TOKEN" not in env and "s3cr3t" not in str(env)
+
+
+def test_submission_is_copied_into_a_private_working_folder(probe):
+    me = probe.whoami()
+    assert me["cwd"] == probe.info["workdir"]
+    assert "ex6_kl_reward.py" in me["files"] and "helper_pkg" in me["files"]
+    assert probe.try_import("helper_pkg") == "imported"
+
+
+def test_parent_temp_files_are_invisible(probe, server):
+    if not probe.info["mounts_private"]:
+        pytest.skip("no private mount namespace on this machine (see docs/threat_model.md)")
+    with tempfile.NamedTemporaryFile(prefix="hidden-expected-", dir="/tmp") as fh:
+        fh.write(b"expected values")
+        fh.flush()
+        os.chmod(fh.name, 0o644)
+        assert probe.can_read(fh.name) == "FileNotFoundError"
+        assert os.path.basename(fh.name) not in probe.listing("/tmp")
+
+
+def test_instructor_folders_are_unreadable(probe, server):
+    if not (server.root and probe.info["mounts_private"]):
+        pytest.skip("instructor files can only be hidden as root with a mount namespace (see docs/threat_model.md)")
+    for folder in ("ppo_reference", "grader", "solutions", "quiz_bank", "tests", ".git"):
+        assert (REPO / folder).exists()
+        assert probe.listing(str(REPO / folder)) in ([], "FileNotFoundError"), folder
+    assert probe.can_read(str(REPO / "ppo_reference" / "__init__.py")) == "FileNotFoundError"
+    assert probe.can_read(str(REPO / "solutions" / "ex4_gae.py")) == "FileNotFoundError"
+    for name in ("ppo_reference", "grader", "solutions", "quiz_bank"):
+        assert probe.try_import(name) == "ModuleNotFoundError"
+    # What the child needs stays readable: the public package and torch.
+    assert probe.can_read(str(REPO / "ppo_course" / "model.py")) is True
+    assert probe.try_import("ppo_course.toy_task") == "imported"
+    assert probe.try_import("json.tool") == "imported"  # a stdlib module not imported before the fork
+
+
+def test_grader_home_is_covered(probe, server):
+    home = os.path.expanduser("~")
+    if not (server.root and probe.info["mounts_private"]) or home == "/":
+        pytest.skip("needs root, a mount namespace and a home folder")
+    visible = probe.listing(home)
+    assert isinstance(visible, list) and set(visible) <= {p.split("/")[len(Path(home).parts)] for p in _needed_under(home)}
+
+
+def _needed_under(home: str) -> list[str]:
+    from grader.sandbox.sandbox import needed_paths
+
+    return [p for p in needed_paths() if p.startswith(home.rstrip("/") + "/")]
+
+
+def test_other_students_folders_are_hidden(load, submission, server):
+    other = submission({"ex6_kl_reward.py": "SECRET = 'bob'\n"}, name="bob")
+    child = load(PROBE, "ex6_kl_reward")
+    if not child.info["mounts_private"]:
+        pytest.skip("no private mount namespace on this machine")
+    assert child.can_read(str(other / "ex6_kl_reward.py")) in ("FileNotFoundError", "PermissionError")
+    assert str(other.parent) in instructor_paths([other.parent])
+
+
+def test_no_network(probe, server):
+    if not probe.info["network_isolated"]:
+        pytest.skip("this machine refuses a network namespace (logged at start-up)")
+    assert probe.interfaces() == ["lo"]
+    with pytest.raises(StudentError) as err:
+        probe.connect("1.1.1.1", 53)
+    assert err.value.type_name in ("OSError", "ConnectionRefusedError", "TimeoutError")
+
+
+def test_runs_as_an_unprivileged_uid_when_root(probe, server):
+    if not server.root:
+        pytest.skip("privileges are dropped only when the grader runs as root")
+    me = probe.whoami()
+    assert me["uid"] == me["euid"] == probe.info["uid"] and 61000 <= me["uid"] < 62000
