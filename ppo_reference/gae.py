@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from ppo_reference.masked import _check_floating, _count_at_least, _masked_whiten, check_same_shape, token_mask
@@ -50,7 +52,7 @@ def _discounted_reverse_cumsum(deltas: torch.Tensor, decay: float) -> torch.Tens
 
 def _check_rate(where: str, **rates: float) -> None:
     for name, value in rates.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{where}: `{name}` must be a number, got {type(value).__name__}")
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{where}: `{name}` must be in [0, 1], got {value}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
@@ -91,7 +92,7 @@ def kl_shaped_rewards(
         raise ValueError(f"{where}: `placement` must be one of {PLACEMENTS}, got {placement!r}")
     if isinstance(kl_coef, torch.Tensor):
         kl_coef = float(kl_coef)
-    if isinstance(kl_coef, bool) or not isinstance(kl_coef, (int, float)) or not (0 <= kl_coef < math.inf):
+    if isinstance(kl_coef, bool) or not isinstance(kl_coef, numbers.Real) or not (0 <= kl_coef < math.inf):
         raise ValueError(f"{where}: `kl_coef` must be a finite number ≥ 0, got {kl_coef!r}")
     if not isinstance(scores, torch.Tensor) or scores.shape != logp.shape[:1]:
         got = tuple(scores.shape) if isinstance(scores, torch.Tensor) else type(scores).__name__
@@ -144,7 +145,7 @@ class AdaptiveKLController:
             ("target", target, lambda x: x > 0),
             ("horizon", horizon, lambda x: x > 0),
         ):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not ok(v):
                 raise ValueError(f"AdaptiveKLController: `{name}` must be a finite positive number, got {v!r}")
         self.value = float(init_kl_coef)
         self.target = float(target)

@@ -24,6 +24,8 @@ Conventions this reference fixes where libraries differ (CONTRACT.md, ex2/ex3):
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from ppo_reference.masked import _check_floating, _masked_mean, check_same_shape, token_mask
@@ -33,7 +35,7 @@ __all__ = ["clipped_surrogate_loss", "clipped_value_loss", "entropy_from_logits"
 
 def _check_coef(where: str, **coefs: float) -> None:
     for name, value in coefs.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{where}: `{name}` must be a number, got {type(value).__name__}")
         if not value >= 0 or value == float("inf"):
             raise ValueError(f"{where}: `{name}` must be finite and ≥ 0, got {value}")
