@@ -74,7 +74,7 @@ class LocalModule:
 
     def _function(self, name: str):
         if not hasattr(self._module, name):
-            raise AttributeError(f"module {self._module.__name__!r} defines no {name!r}")
+            raise AttributeError(f"module {self._module.__name__!r} has no attribute {name!r}")
         return getattr(self._module, name)
 
     def __getattr__(self, name: str):
@@ -201,6 +201,8 @@ class LocalProvider:
             return None  # a test's own assertion: reported by the collector
         if is_inplace_error(type(exc).__name__, str(exc)):
             return "modifies_input", f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, AttributeError) and "has no attribute" in str(exc):
+            return "missing_name", f"AttributeError: {exc}"
         tb = traceback.extract_tb(exc.__traceback__)
         # Show the student's own frames only (the test harness frames are noise to them).
         own = [f for f in tb if "public_tests" not in f.filename and "check_support" not in f.filename

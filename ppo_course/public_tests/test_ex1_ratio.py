@@ -77,8 +77,9 @@ def test_ratio_gradient_flows(student):
     """d r / d logp_new = r: the ratio must not be detached (Book eq. 5.9 needs it)."""
     logp_new = torch.tensor([[LN(0.5), LN(0.3)]], dtype=torch.float64)
     logp_old = torch.tensor([[LN(0.25), LN(0.6)]], dtype=torch.float64)
-    out, grads = student.call_with_grad("probability_ratio", (logp_new, logp_old), {}, wrt=("logp_new",))
-    # r = (2, 0.5); d exp(x - c)/dx = exp(x - c) = r.
+    # Backpropagate sum(r): d exp(x - c)/dx = exp(x - c) = r = (2, 0.5).
+    out, grads = student.call_with_grad("probability_ratio", (logp_new, logp_old), {}, wrt=("logp_new",),
+                                        grad_output=torch.ones(1, 2, dtype=torch.float64))
     if grads["logp_new"] is None:
         raise Mismatch("ratio_detached", "no gradient reached logp_new", "grad of probability_ratio")
     expect_close(grads["logp_new"], torch.tensor([[2.0, 0.5]], dtype=torch.float64), rtol=1e-12, atol=1e-12,

@@ -1,0 +1,280 @@
+"""Grade one submission with the hidden (and public) graders: `grade_submission`.
+
+    from grader.grade import grade_submission
+    result = grade_submission("alice.zip")          # a folder or a .zip
+    result.write_results_json("results.json"); result.write_feedback("feedback.md")
+
+The tests run in this (trusted) process with `pytest.main` and two plugins: a
+`SandboxProvider` (student modules live in sandboxed children, never here) and
+an `OutcomeCollector` (outcome + diagnosis per test). Scores come from
+`grader/points.yaml`. Grading is deterministic: hypothesis is derandomised with
+no example database and no deadline, torch uses one thread, tests run in a
+fixed order, and timings are kept under `extra_data.timing` only.
+
+A missing or broken module scores 0 for its exercise and nothing else; an
+empty folder is graded 0 with a message; a path that is neither a folder nor a
+readable .zip is "rejected" (score 0, the reason in `message`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import stat
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from grader.points import EXERCISES, PointsConfig, load_points
+from grader.results import ExerciseResult, GradeResult, TestResult
+from ppo_course.check_support.diagnoses import DIAGNOSES
+
+HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
+
+# The slow part of exercise 7, skipped by profile="fast" (load tests).
+SLOW_TESTS = {("ex7_ppo_step", "hidden", "test_training_run_raises_mean_score")}
+
+# Zip safety: limits on what a submission archive may expand to.
+MAX_ZIP_FILES = 500
+MAX_ZIP_BYTES = 50 * 2**20
+
+
+class Unreadable(Exception):
+    """The submission cannot be read at all (missing path, corrupt or unsafe zip)."""
+
+
+def public_tests_dir() -> Path:
+    """Where the public tests live (shipped inside `ppo_course`)."""
+    import ppo_course
+
+    return Path(ppo_course.__file__).resolve().parent / "public_tests"
+
+
+def _extract_zip(path: Path, dest: Path) -> None:
+    """Extract `path` into `dest`, refusing absolute or escaping names, links and zip bombs.
+
+    Raises:
+        Unreadable: with a message a student can act on.
+    """
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            if len(infos) > MAX_ZIP_FILES:
+                raise Unreadable(f"the zip holds {len(infos)} entries (at most {MAX_ZIP_FILES})")
+            total = sum(i.file_size for i in infos)
+            if total > MAX_ZIP_BYTES:
+                raise Unreadable(f"the zip expands to {total} bytes (at most {MAX_ZIP_BYTES})")
+            root = dest.resolve()
+            for info in infos:
+                name = info.filename.replace("\\", "/")
+                mode = info.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    continue  # links could point anywhere: ignored
+                target = (root / name).resolve()
+                if name.startswith("/") or (target != root and root not in target.parents):
+                    raise Unreadable(f"the zip entry {info.filename!r} points outside the archive")
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(target, "wb") as out:
+                    shutil.copyfileobj(src, out)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError, ValueError) as exc:
+        raise Unreadable(f"the zip file cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+@contextlib.contextmanager
+def _submission_folder(path: Path):
+    """Yield a folder holding the submission (a zip is extracted into a temporary folder)."""
+    if path.is_dir():
+        yield path
+        return
+    if path.is_file() and path.suffix.lower() == ".zip":
+        tmp = Path(tempfile.mkdtemp(prefix="ppo-grade-"))
+        try:
+            _extract_zip(path, tmp)
+            yield tmp
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
+    if not path.exists():
+        raise Unreadable(f"{path} does not exist")
+    raise Unreadable(f"{path.name} is neither a folder nor a .zip file")
+
+
+def _module_root(folder: Path) -> Path:
+    from grader.sandbox.sandbox import find_module_root
+
+    return find_module_root(folder.resolve())
+
+
+def _pytest_args(files: list[Path], deselect: list[str]) -> list[str]:
+    root = str(Path(__file__).resolve().parent.parent)
+    args = [*map(str, files), "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist",
+            "--capture=sys", "--assert=plain", "--rootdir", root, "-o", "addopts=", "-W", "ignore::DeprecationWarning"]
+    for d in deselect:
+        args += ["--deselect", d]
+    return args
+
+
+def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str) -> str:
+    """What the student reads for one test: hidden tests never show inputs or expected values."""
+    head = doc or "(no description)"
+    if passed:
+        return f"Passed: {head}"
+    lines = [f"Failed: {head}"]
+    if diagnosis:
+        lines.append(f"Diagnosis [{diagnosis}]: {DIAGNOSES.get(diagnosis, DIAGNOSES['wrong_value'])}")
+    if kind == "public" and detail:
+        lines.append(detail.strip())
+    return "\n".join(lines)
+
+
+def _zero_exercise(stem: str, points: PointsConfig, status: str, message: str, diagnosis: str,
+                   profile: str) -> tuple[ExerciseResult, list[TestResult]]:
+    """Every test of `stem` failed for one reason (missing or broken module)."""
+    ex = points.exercises[stem]
+    tests = []
+    max_score = 0.0
+    for kind in ("public", "hidden"):
+        for name, entry in getattr(ex, kind).items():
+            if profile == "fast" and (stem, kind, name) in SLOW_TESTS:
+                continue
+            max_score += entry.points
+            tests.append(TestResult(exercise=stem, kind=kind, test=name, score=0.0, max_score=entry.points,
+                                    status="failed", output=_test_output(kind, "", False, diagnosis, ""),
+                                    visibility=ex.visibility(kind, name), diagnosis=diagnosis, tags=list(entry.tags)))
+    return ExerciseResult(score=0.0, max_score=max_score, status=status, message=message), tests
+
+
+def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None = None,
+                     profile: str = "full", limits=None) -> GradeResult:
+    """Grade one submission (a folder or a .zip) with the hidden and public graders.
+
+    Args:
+        path: the submission: a folder or a .zip holding module files (`ex1_ratio.py` ...)
+            at its root or under one top folder; extra helper modules are allowed.
+        exercises: module stems to grade (default: all seven).
+        profile: "full", or "fast" to skip the slow exercise-7 training run (load tests;
+            that test is then left out of score and max score).
+        limits: `grader.sandbox.Limits` for the children (default limits otherwise).
+
+    Returns:
+        A `GradeResult` (status "graded" whatever the score; "rejected" with a message
+        when the submission cannot be read at all).
+
+    Raises:
+        ValueError: on an unknown exercise stem or profile (a usage error, not the student's).
+    """
+    if profile not in ("full", "fast"):
+        raise ValueError(f"profile must be 'full' or 'fast', got {profile!r}")
+    selected = list(EXERCISES) if exercises is None else list(exercises)
+    unknown = [s for s in selected if s not in EXERCISES]
+    if unknown:
+        raise ValueError(f"unknown exercise(s) {unknown}; known: {list(EXERCISES)}")
+    selected = [s for s in EXERCISES if s in selected]  # teaching order, no duplicates
+    points = load_points()
+    started = time.perf_counter()
+    path = Path(path)
+    try:
+        with _submission_folder(path) as folder:
+            result = _grade_folder(folder, path, selected, points, profile, limits)
+    except Unreadable as exc:
+        result = _rejected(path, selected, points, profile, str(exc))
+    result.timing["total_s"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _rejected(path: Path, selected: list[str], points: PointsConfig, profile: str, why: str) -> GradeResult:
+    exercises, tests = {}, []
+    for stem in selected:
+        ex, ex_tests = _zero_exercise(stem, points, "missing", "not graded: the submission could not be read",
+                                      "module_missing", profile)
+        exercises[stem] = ex
+        tests += ex_tests
+    return GradeResult(submission=path.name, status="rejected", message=f"The submission could not be read: {why}. "
+                       "Submit a folder or a .zip holding your exercise modules (ex1_ratio.py ... ex7_ppo_step.py).",
+                       grader_version=points.grader_version, profile=profile, exercises=exercises, tests=tests)
+
+
+def _grade_folder(folder: Path, original: Path, selected: list[str], points: PointsConfig, profile: str,
+                  limits) -> GradeResult:
+    import pytest
+
+    from grader.hidden.provider import SandboxProvider
+    from ppo_course.check_support.collect import OutcomeCollector
+
+    root = _module_root(folder)
+    present = [s for s in selected if (root / f"{s}.py").is_file()]
+    exercises: dict[str, ExerciseResult] = {}
+    tests: list[TestResult] = []
+    message = ""
+    if not any(root.glob("*.py")):
+        message = ("The submission holds no Python module: expected ex1_ratio.py ... ex7_ppo_step.py "
+                   "at its root or under one top folder. Every exercise scores 0.")
+    timing: dict[str, float] = {}
+    outcomes = {}
+    provider = None
+    if present:
+        provider = SandboxProvider(root, limits=limits, profile=profile)
+        collector = OutcomeCollector(provider.classify)
+        files = []
+        for stem in present:
+            for f in (public_tests_dir() / f"test_{stem}.py", HIDDEN_DIR / f"test_{stem}.py"):
+                if f.is_file():
+                    files.append(f)
+        deselect = []
+        if profile == "fast":
+            deselect = [f"{HIDDEN_DIR / f'test_{stem}.py'}::{name}" for stem, kind, name in SLOW_TESTS if stem in present]
+        t0 = time.perf_counter()
+        log = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+                pytest.main(_pytest_args(files, deselect), plugins=[provider, collector])
+        finally:
+            provider.close()
+        timing["pytest_s"] = round(time.perf_counter() - t0, 3)
+        outcomes = {k: o for k, o in collector.outcomes.items()}
+    for stem in selected:
+        if stem not in present:
+            ex, ex_tests = _zero_exercise(stem, points, "missing", f"{stem}.py is not in the submission.",
+                                          "module_missing", profile)
+            exercises[stem] = ex
+            tests += ex_tests
+            continue
+        ex_points = points.exercises[stem]
+        ex_tests = []
+        for kind in ("public", "hidden"):
+            for name, entry in getattr(ex_points, kind).items():
+                if profile == "fast" and (stem, kind, name) in SLOW_TESTS:
+                    continue
+                o = outcomes.get((stem, kind, name))
+                if o is None:
+                    passed, diagnosis, doc, detail = False, "grader_error", "", "this test did not run"
+                else:
+                    passed, diagnosis, doc, detail = o.passed, o.diagnosis, o.doc, o.detail
+                ex_tests.append(TestResult(
+                    exercise=stem, kind=kind, test=name, score=entry.points if passed else 0.0, max_score=entry.points,
+                    status="passed" if passed else "failed",
+                    output=_test_output(kind, doc, passed, None if passed else diagnosis, detail),
+                    visibility=ex_points.visibility(kind, name), diagnosis=None if passed else diagnosis,
+                    tags=list(entry.tags)))
+        broken = provider is not None and stem in provider.import_errors
+        status = "broken" if broken else "graded"
+        ex_message = ""
+        if broken:
+            ex_message = f"{stem}.py could not be imported, so every test of this exercise scores 0:\n\n    " + \
+                provider.import_errors[stem].strip().replace("\n", "\n    ")
+        elif profile == "fast" and any(s == stem for s, _, _ in SLOW_TESTS):
+            ex_message = "Fast profile: the short training run was not graded (left out of the max score)."
+        score = round(sum(t.score for t in ex_tests), 6)
+        max_score = round(sum(t.max_score for t in ex_tests), 6)
+        exercises[stem] = ExerciseResult(score=score, max_score=max_score, status=status, message=ex_message)
+        tests += ex_tests
+    return GradeResult(submission=original.name, status="graded", message=message,
+                       grader_version=points.grader_version, profile=profile, exercises=exercises, tests=tests,
+                       timing=timing)

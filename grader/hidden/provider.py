@@ -1,0 +1,102 @@
+"""The student provider of the hidden grading run: student modules through the sandbox.
+
+Registered as a pytest plugin by `grader.grade` (found by the tests'
+conftest through `is_student_provider`). It loads each exercise module once
+per submission in its own sandboxed child (`grader.sandbox.Sandbox.load`;
+the sandbox itself forks a fresh child after a crash or time-out), and turns
+the sandbox's exceptions into diagnoses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.sandbox import (Limits, Sandbox, SandboxError, StudentCrash, StudentError, StudentImportError,
+                            StudentTimeout)
+from ppo_course.check_support.local import ModuleUnavailable, is_inplace_error
+
+# Exercise 7 runs a whole PPO step (and a short training run): longer calls, more CPU.
+EX7_LIMITS = {"call_timeout_s": 120.0, "cpu_time_s": 600}
+
+
+class SandboxProvider:
+    """Loads a submission's modules into sandboxed children; one child per (module, known_good).
+
+    Args:
+        submission_dir: the submission folder (module files at its root or under one top folder).
+        limits: per-child limits for exercises 1-6 (exercise 7 gets longer time-outs).
+        profile: "full" or "fast" (tests read it to skip the slow training run).
+    """
+
+    is_student_provider = True
+
+    def __init__(self, submission_dir: str | Path, limits: Limits | None = None, profile: str = "full"):
+        self.profile = profile
+        self.limits = limits or Limits()
+        self._sandbox = Sandbox(submission_dir, limits=self.limits)
+        self._ex7_sandbox: Sandbox | None = None
+        self._modules: dict[tuple[str, bool], object] = {}
+        self.import_errors: dict[str, str] = {}  # stem -> what the import said (shown per exercise)
+
+    def _sandbox_for(self, stem: str) -> Sandbox:
+        if stem != "ex7_ppo_step":
+            return self._sandbox
+        if self._ex7_sandbox is None:
+            limits = self.limits.model_copy(update=EX7_LIMITS)
+            self._ex7_sandbox = Sandbox(self._sandbox.submission_dir, limits=limits)
+        return self._ex7_sandbox
+
+    def load(self, stem: str, known_good: bool = False):
+        """The student's module `stem` (a `RemoteModule`); with `known_good`, its imports of
+        ex1-ex6 are served by the trusted reference (exercise 7's main points).
+
+        Raises:
+            ModuleUnavailable: "module_missing" or "module_broken" (cached: one import per module).
+        """
+        key = (stem, bool(known_good))
+        if key not in self._modules:
+            try:
+                self._modules[key] = self._sandbox_for(stem).load(stem, known_good=True if known_good else None)
+            except StudentImportError as exc:
+                diagnosis = "module_missing" if exc.cause == "missing" else "module_broken"
+                self.import_errors.setdefault(stem, str(exc))
+                self._modules[key] = ModuleUnavailable(diagnosis, str(exc))
+        got = self._modules[key]
+        if isinstance(got, ModuleUnavailable):
+            raise got
+        return got
+
+    def close(self) -> None:
+        """Stop every child (idempotent)."""
+        self._sandbox.close()
+        if self._ex7_sandbox is not None:
+            self._ex7_sandbox.close()
+
+    @staticmethod
+    def error_name(exc: BaseException) -> str | None:
+        """The type name of the student's exception, None when `exc` is not one."""
+        return exc.type_name if isinstance(exc, StudentError) else None
+
+    @staticmethod
+    def classify(exc: BaseException) -> tuple[str, str] | None:
+        """(diagnosis, detail) for the sandbox's exceptions; None for anything else."""
+        if isinstance(exc, ModuleUnavailable):
+            return exc.diagnosis, exc.detail
+        if isinstance(exc, StudentImportError):
+            return ("module_missing" if exc.cause == "missing" else "module_broken"), str(exc)
+        if isinstance(exc, StudentError):
+            text = f"{exc.type_name}: {exc.message}"
+            if exc.type_name == "NotImplementedError":
+                return "not_implemented", text
+            if exc.type_name == "AttributeError" and "has no attribute" in exc.message:
+                return "missing_name", text
+            if is_inplace_error(exc.type_name, exc.message):
+                return "modifies_input", text
+            return "raises_error", text
+        if isinstance(exc, StudentTimeout):
+            return "timeout", str(exc)
+        if isinstance(exc, StudentCrash):
+            return "crash", str(exc)
+        if isinstance(exc, SandboxError):
+            return "grader_error", f"sandbox: {exc}"
+        return None

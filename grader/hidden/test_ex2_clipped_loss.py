@@ -1,0 +1,114 @@
+"""Hidden graders, exercise 2 (stop 2): the clipped surrogate loss (Book eqs. 5.1, 5.9)."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.hidden.support import away_from_kinks, compare, compare_grads, expect_inputs_untouched, tol
+from ppo_course.check_support.feedback import Mismatch
+from ppo_course.check_support.inputs import batches, grading_settings, randn, with_junk
+
+EXERCISE = "ex2_clipped_loss"
+KIND = "hidden"
+NAME = "clipped_surrogate_loss"
+
+
+def _case(batch, clip_eps: float, spread: float = 0.3):
+    """(logp_new, logp_old, advantages, mask): log-ratios ~ N(0, spread²), Â ~ N(0, 1), junk at padding."""
+    mask = batch.mask()
+    g = batch.gen(21)
+    logp_old = -randn((batch.B, batch.T), g, torch.float64).abs() - 0.1
+    logp_new = logp_old + randn((batch.B, batch.T), g, torch.float64, spread)
+    advantages = randn((batch.B, batch.T), g, torch.float64)
+    logp_new, advantages = away_from_kinks(logp_new, logp_old, advantages, clip_eps)
+    cast = [with_junk(x.to(batch.dtype), mask, g) for x in (logp_new, logp_old, advantages)]
+    return (*cast, mask)
+
+
+@grading_settings(max_examples=30, shrink=False)
+@given(batch=batches(), clip_eps=st.sampled_from([0.1, 0.2, 0.35]), spread=st.sampled_from([0.1, 0.5]))
+def test_surrogate_matches_reference(student, reference, batch, clip_eps, spread):
+    """−masked_mean(min(r·Â, clip(r)·Â)) with a keyword clip_eps, many shapes, masks and both dtypes."""
+    args = _case(batch, clip_eps, spread)
+    # A mean of ≤ 28 terms of size ≤ ~5 (ratios ≤ e^1.5 times |Â| ≤ 3): scale 5.
+    t = tol(batch.dtype, 5.0)
+    compare(student, reference, NAME, args, {"clip_eps": clip_eps}, rtol=t, atol=t)
+
+
+@grading_settings(max_examples=10, shrink=False)
+@given(batch=batches())
+def test_surrogate_positional_and_default_eps(student, reference, batch):
+    """clip_eps passed positionally (0.3), and left to its default (0.2)."""
+    args = _case(batch, 0.3)
+    t = tol(batch.dtype, 5.0)
+    compare(student, reference, NAME, (*args, 0.3), rtol=t, atol=t, what="clipped_surrogate_loss(..., 0.3)")
+    args = _case(batch, 0.2)
+    compare(student, reference, NAME, args, rtol=t, atol=t, what="clipped_surrogate_loss(...) with the default clip_eps")
+
+
+@grading_settings(max_examples=15, shrink=False)
+@given(batch=batches(dtypes=("float64",)), clip_eps=st.sampled_from([0.2, 0.3]))
+def test_surrogate_gradient_cases(student, reference, batch, clip_eps):
+    """d loss / d logp_new obeys the four cases of Book eq. 5.9 (flows inside the clip, exactly 0 beyond)."""
+    args = _case(batch, clip_eps, spread=0.4)  # wide enough that all four cases occur
+    # float64: gradients are −Â·r/N, exact to ~1e-16 relative.
+    compare_grads(student, reference, NAME, args, {"clip_eps": clip_eps}, ("logp_new",), rtol=1e-9, atol=1e-9,
+                  detached_diagnosis="ratio_detached")
+
+
+def test_surrogate_no_gradient_into_constants(student):
+    """No gradient flows into the advantages or logp_old (they are constants of the loss)."""
+    from ppo_course.check_support.inputs import Batch
+
+    batch = Batch(3, 5, (5, 2, 3), "float", "float64", 4)
+    args = _case(batch, 0.2)
+    _, grads = student.call_with_grad(NAME, args, {}, wrt=("advantages", "logp_old"))
+    for name in ("advantages", "logp_old"):
+        g = grads.get(name)
+        if g is not None and bool((g != 0).any()):
+            raise Mismatch("gradient_into_constants", f"a gradient reached `{name}`", f"d loss / d {name}")
+
+
+def test_surrogate_kinks_follow_eq_5_9(student):
+    """At the kinks r = 1 ± ε exactly in the book's convention: Â>0, r ≥ 1+ε and Â<0, r ≤ 1−ε give 0."""
+    # Hand case, ε = 0.25 (exact in binary): ratios 1.25 and 0.75 exactly via log; token 2 is
+    # inside the clip. Gradient per token = −Â·r/N where it flows (N = 3):
+    #   Â=+1, r=1.25 -> 0 (eq. 5.9: r ≥ 1+ε);  Â=−1, r=0.75 -> 0 (r ≤ 1−ε);  Â=+1, r=1 -> −1/3.
+    logp_old = torch.zeros(1, 3, dtype=torch.float64)
+    logp_new = torch.tensor([[1.25, 0.75, 1.0]], dtype=torch.float64).log()
+    advantages = torch.tensor([[1.0, -1.0, 1.0]], dtype=torch.float64)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    _, grads = student.call_with_grad(NAME, (logp_new, logp_old, advantages, mask), {"clip_eps": 0.25}, wrt=("logp_new",))
+    g = grads["logp_new"]
+    want = torch.tensor([[0.0, 0.0, -1.0 / 3.0]], dtype=torch.float64)
+    if g is None:
+        raise Mismatch("ratio_detached", "no gradient reached logp_new", "d loss / d logp_new at the kinks")
+    # exp(log 1.25) may round to 1.25 ± 1 ulp, which can put a torch.min tie on either side;
+    # what eq. 5.9 fixes is that the gradient at the wall is 0 or the flowing value, never half.
+    flows_ok = bool(torch.allclose(g[0, 2], want[0, 2], atol=1e-9))
+    walls = g[0, :2]
+    walls_ok = bool(((walls.abs() < 1e-9) | ((walls - torch.tensor([-1.25 / 3, -0.75 / 3], dtype=torch.float64)).abs() < 1e-9)).all())
+    if not (flows_ok and walls_ok):
+        raise Mismatch("wrong_value", "gradient at the clip's kinks is neither 0 nor the flowing value",
+                       "d loss / d logp_new at the kinks")
+
+
+def test_surrogate_finite_at_minus_1000(student, reference):
+    """Log-probs around −1000 give a finite loss (the ratio is taken in log space)."""
+    logp_old = torch.full((2, 3), -1000.0, dtype=torch.float32)
+    logp_new = logp_old + torch.tensor([[0.1, -0.1, 0.05], [0.0, 0.3, -0.4]])
+    advantages = torch.tensor([[1.0, -2.0, 0.5], [1.5, -0.5, 2.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    # float32: log-ratios are exact to 6e-5 (one ulp at 1000), so ratios to ~1e-4 relative.
+    compare(student, reference, NAME, (logp_new, logp_old, advantages, mask), rtol=3e-4, atol=3e-4,
+            what="clipped_surrogate_loss at log-probs −1000")
+
+
+def test_surrogate_inputs_untouched(student, error_name):
+    """The loss modifies none of its inputs in place."""
+    from ppo_course.check_support.inputs import Batch
+
+    args = _case(Batch(2, 4, (4, 2), "float", "float64", 8), 0.2)
+    expect_inputs_untouched(student, NAME, args, {}, ("logp_new", "logp_old", "advantages"), error_name)
