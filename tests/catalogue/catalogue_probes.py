@@ -15,6 +15,7 @@ padding: a truncated response) and a one-token row, float32 and float64.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -184,6 +185,8 @@ def probe_ex3(mod) -> Record:
                 for key in ("approx_kl", "clipfrac"):
                     val = stats.get(key) if isinstance(stats, dict) else None
                     rec[f"{name}.stats[{key}].is_float"] = isinstance(val, float)
+                    if isinstance(val, torch.Tensor):
+                        val = val.detach()
                     rec[f"{name}.stats[{key}]"] = float(val) if val is not None else "missing"
     return rec
 
@@ -343,3 +346,60 @@ def _same(a, b, rtol=1e-4, atol=1e-5) -> bool:
 def differences(a: Record, b: Record) -> list[str]:
     """Names whose recorded values disagree (missing on one side counts)."""
     return sorted(k for k in set(a) | set(b) if k not in a or k not in b or not _same(a[k], b[k]))
+
+
+# ---------------------------------------------------------------- ex7
+def probe_ex7(mod, steps: int = 2) -> Record:
+    """Two PPO steps on the toy task with a small batch; records parameters, stats, β and purges.
+
+    The module's `ex5_rollout_buffer` is swapped for a recording subclass, so
+    that a step that never purges its buffer shows up even though its numbers
+    are right.
+    """
+    import types
+
+    from ppo_course import toy_task
+    from ppo_course.config import PPOConfig
+
+    rec: Record = {}
+    events = {"purges": 0, "buffers": 0}
+    real = mod.ex5_rollout_buffer.RolloutBuffer
+
+    class RecordingBuffer(real):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            events["buffers"] += 1
+
+        def purge(self):
+            events["purges"] += 1
+            return super().purge()
+
+    saved = mod.ex5_rollout_buffer
+    mod.ex5_rollout_buffer = types.SimpleNamespace(RolloutBuffer=RecordingBuffer)
+    try:
+        policy, ref = toy_task.sft_policy(seed=0), toy_task.sft_policy(seed=0)
+        with warnings.catch_warnings():  # a deliberately small batch (fast probe), outside the book's band
+            warnings.simplefilter("ignore")
+            cfg = PPOConfig.toy(batch_size=16, mini_batch_size=4, gradient_accumulation_steps=2)
+        opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+        gen = _gen(0)
+        queries = toy_task.sample_queries(cfg.batch_size, gen)
+        kl_ctl = mod.ex6_kl_reward.AdaptiveKLController(cfg.init_kl_coef, cfg.target_kl, cfg.kl_horizon)
+        for step in range(steps):
+            stats = _call(rec, f"step{step}", lambda: mod.ppo_step(policy, ref, opt, queries, toy_task.score,
+                                                                  kl_ctl, cfg, gen))
+            if stats is None:
+                break
+            for key, value in stats.items():
+                if not key.startswith("time/"):
+                    rec[f"step{step}.{key}"] = float(value)
+            rec[f"step{step}.kl_coef_after"] = float(kl_ctl.value)
+        rec["params"] = torch.cat([p.detach().flatten() for p in policy.parameters()]).to(torch.float64)
+    finally:
+        mod.ex5_rollout_buffer = saved
+    rec["buffers_made"] = events["buffers"]
+    rec["purges"] = events["purges"]
+    return rec
+
+
+PROBES["ex7_ppo_step"] = probe_ex7
