@@ -161,7 +161,7 @@ def _token_entropy(logits: torch.Tensor) -> torch.Tensor:
     third [B, T, V] temporary (this is the loss's costliest step).
     """
     shifted = logits - logits.amax(dim=-1, keepdim=True)  # (B, T, V), ≤ 0
-    shifted = shifted.clamp(min=torch.finfo(shifted.dtype).min)
+    shifted.clamp_(min=torch.finfo(shifted.dtype).min)  # in place on our own temporary: no new [B, T, V]
     weights = shifted.exp()  # (B, T, V), unnormalised p
     total = weights.sum(dim=-1)  # (B, T), ≥ 1
     return total.log() - torch.einsum("btv,btv->bt", weights, shifted) / total  # (B, T)
