@@ -2,6 +2,9 @@
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from ref_inputs import REFERENCE_SETTINGS
 
 from ppo_reference import RolloutBuffer
 
@@ -131,3 +134,22 @@ def test_later_adds_must_match_the_first():
 def test_bad_mini_batch_size(size):
     with pytest.raises(ValueError, match="mini_batch_size"):
         full_buffer().minibatches(size)
+
+
+@REFERENCE_SETTINGS
+@given(adds=st.lists(st.integers(1, 7), min_size=1, max_size=4), mini_batch_size=st.integers(1, 12),
+       seed=st.integers(0, 2**31 - 1))
+def test_any_fill_and_mini_batch_size_yields_each_sequence_once_per_epoch(adds, mini_batch_size, seed):
+    buf = RolloutBuffer()
+    start = 0
+    for n in adds:
+        buf.add(**rollout(n, start=start))
+        start += n
+    buf.start_training()
+    assert len(buf) == start
+    batches = list(buf.minibatches(mini_batch_size, generator=torch.Generator().manual_seed(seed)))
+    sizes = [len(b["responses"]) for b in batches]
+    # ceil(n / mbs) mini-batches, all full but the last.
+    assert len(sizes) == -(-start // mini_batch_size) and all(s == mini_batch_size for s in sizes[:-1])
+    ids = torch.cat([b["responses"][:, 0] for b in batches])
+    assert torch.equal(ids, torch.randperm(start, generator=torch.Generator().manual_seed(seed)))

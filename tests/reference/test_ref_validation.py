@@ -34,6 +34,8 @@ def token_calls(mask):
         (torch.tensor([[1, 1, 0], [0, 0, 0]]), "row 1 has no real token"),
         (torch.tensor([[1, 2, 0], [1, 0, 0]]), "only 0 and 1"),
         (torch.tensor([[1.0, 0.5, 0.0], [1.0, 0.0, 0.0]]), "only 0 and 1"),
+        (torch.tensor([[1.0, float("nan"), 0.0], [1.0, 0.0, 0.0]]), "only 0 and 1"),
+        (torch.tensor([[1, -1, 0], [1, 0, 0]]), "only 0 and 1"),
         (torch.ones(2, 4), "shape"),
         (torch.ones(6), "2-D"),
     ],
