@@ -353,10 +353,31 @@ def _warm_up() -> None:
             isolate.warn(f"fork server could not import {name}: {type(exc).__name__}: {exc}")
     from ppo_course.sandbox import harness, proxies, worker  # noqa: F401
 
-    # One tiny forward/backward so that lazy dispatcher and autograd set-up is
-    # paid once here, not in every child.
+    # One tiny forward/backward/Adam step/generate on the toy model, so that
+    # torch's lazy set-up (its first backward alone imports ~800 modules,
+    # ~2 s on this machine) is paid once here, not in every child.
     x = torch.ones(2, 3, requires_grad=True)
     (x.log_softmax(-1) * 2).sum().backward()
+    try:
+        import copy
+
+        from ppo_course import toy_task
+        from ppo_course.model import CausalLMWithValueHead
+
+        model = CausalLMWithValueHead(toy_task.policy_config())
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        queries = toy_task.PROMPTS[:2]
+        gen = model.generate(queries, 2, generator=torch.Generator().manual_seed(0))
+        logits, values = model.forward_response(queries, gen.responses)
+        (logits.logsumexp(-1).mean() + values.square().mean()).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        copy.deepcopy(model)
+    except Exception as exc:  # noqa: BLE001 - warm-up is an optimisation only
+        isolate.warn(f"fork server warm-up on the toy model failed: {type(exc).__name__}: {exc}")
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:
+        isolate.warn(f"the fork server runs {threads} threads after warm-up; forking it is unsafe")
 
 
 def main(argv: list[str] | None = None) -> None:

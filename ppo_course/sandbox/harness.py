@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import warnings
 from typing import Any
 
 import torch
@@ -44,7 +45,10 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
     from ppo_course.model import CausalLMWithValueHead, PolicyConfig
     from ppo_course.toy_task import score
 
-    config = PPOConfig.model_validate(payload["ppo_config"])
+    with warnings.catch_warnings():
+        # The grader chose this config (often a tiny one); its band warnings are not the student's output.
+        warnings.simplefilter("ignore")
+        config = PPOConfig.model_validate(payload["ppo_config"])
     policy = CausalLMWithValueHead(PolicyConfig.model_validate(payload["model_config"]))
     policy.load_state_dict(payload["state_dict"])
     policy.train()
