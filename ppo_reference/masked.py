@@ -101,8 +101,8 @@ def token_mask(mask: torch.Tensor, like: torch.Tensor, where: str) -> torch.Tens
         )
     if m.device != like.device:
         raise ValueError(f"{where}: `mask` is on {m.device} but the data is on {like.device}")
-    if m.shape[1] == 0:
-        raise ValueError(f"{where}: resp_len is 0, so no row has a real token")
+    if m.shape[0] == 0 or m.shape[1] == 0:
+        raise ValueError(f"{where}: the batch is empty (mask shape {tuple(m.shape)}); there is no real token")
     # A prefix mask never rises along a row, and (being a prefix) a row has a
     # real token iff its first entry is real. One device sync for both checks.
     rises = m[:, 1:] & ~m[:, :-1]  # [B, T-1]

@@ -52,6 +52,13 @@ def test_good_masks_of_every_dtype_are_accepted(name, dtype):
     token_calls(GOOD.to(dtype))[name]()
 
 
+def test_empty_batch_is_refused():
+    with pytest.raises(ValueError, match="batch is empty"):
+        R.compute_gae(torch.zeros(0, 3), torch.zeros(0, 3), torch.zeros(0, 3))
+    with pytest.raises(ValueError, match="batch is empty"):
+        R.whiten(torch.zeros(2, 0), torch.zeros(2, 0))
+
+
 def test_shape_mismatch_names_both_tensors():
     with pytest.raises(ValueError, match=r"`logp_old` has shape \(2, 4\).*`logp_new` has shape \(2, 3\)"):
         R.clipped_surrogate_loss(x(), x(2, 4), x(), GOOD)
