@@ -90,7 +90,8 @@ def token_mask(mask: torch.Tensor, like: torch.Tensor, where: str) -> torch.Tens
         TypeError: if ``mask`` is not a tensor or is complex.
         ValueError: if the shapes differ or are not 2-D, if the devices differ, if a value is not 0/1,
             if a row is not a prefix (a real token after padding), or if a row
-            has no real token (CONTRACT.md: every row has at least one).
+            has no real token (CONTRACT.md: every row has at least one), or if
+            the batch or resp_len is 0.
     """
     m = _mask_to_bool(mask, where)
     if m.dim() != 2:
