@@ -1,0 +1,197 @@
+"""The reference PPO run on the toy RLHF task: ``ppo-course train`` (Book fig. 5.1 looped; §5.9 danger table).
+
+Starts from the toy SFT policy (``ppo_course.toy_task.sft_policy``), keeps a
+frozen copy as the KL anchor, and repeats the reference ``ppo_step`` on
+batches of toy prompts. Every step's TRL-named stats, plus the toy task's
+monitoring numbers (``toy/gold_score``, ``toy/repeat_frac``, ``toy/eos_frac``,
+``toy/response_len`` of the rollout just scored), go to a JSON log; score and
+KL against step go to a PNG plot.
+
+With ``PPOConfig.toy()`` the score rises well above the SFT baseline while
+the KL stays near a few nats; a tiny ``init_kl_coef`` shows reward hacking
+(score at its ceiling, gold score falling, KL in the tens of nats) and a much
+larger ``learning_rate`` shows catastrophic forgetting (the first update
+moves the policy so far that it forgets to end its answers).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ppo_course import toy_task
+from ppo_course.config import PPOConfig
+from ppo_reference.kl import AdaptiveKLController
+from ppo_reference.ppo_step import ppo_step
+
+__all__ = ["train", "write_log", "plot_run", "summarise"]
+
+# Columns of the per-step line: (stat key, header, format).
+COLUMNS = (
+    ("ppo/mean_scores", "score", "{:7.3f}"),
+    ("toy/gold_score", "gold", "{:7.3f}"),
+    ("objective/kl", "KL", "{:7.2f}"),
+    ("objective/kl_coef", "kl_coef", "{:8.4f}"),
+    ("ppo/policy/clipfrac", "clipfrac", "{:8.3f}"),
+    ("ppo/policy/approx_kl", "approx_kl", "{:9.4f}"),
+    ("toy/response_len", "len", "{:5.1f}"),
+)
+
+
+def train(
+    config: PPOConfig,
+    steps: int,
+    *,
+    device: str | torch.device = "cpu",
+    log_every: int = 10,
+    console: Any = None,
+    show_progress: bool = True,
+) -> list[dict[str, float]]:
+    """Run ``steps`` PPO steps on the toy task and return one stats dict per step.
+
+    Seeding: ``config.seed`` seeds the SFT policy, the ppo_step generator
+    (sampling and mini-batch order) and, with seed + 1, a separate generator
+    for the prompts, so that ``ppo_step`` consumes its generator exactly as
+    ARCHITECTURE.md fixes. Bit-for-bit repeatable on CPU.
+
+    Args:
+        config:        a ``PPOConfig`` (usually ``PPOConfig.toy(...)``).
+        steps:         number of PPO steps (≥ 1).
+        device:        where the policies live ("cpu" or "cuda").
+        log_every:     print a line every this many steps (and the first and last); 0 = never.
+        console:       a ``rich.console.Console`` (a new one if None).
+        show_progress: draw a rich progress bar.
+
+    Returns:
+        A list of dicts of floats: ``step`` (1-based) and every key of
+        ``ppo_step``'s stats and of ``toy_task.response_stats``.
+
+    Raises:
+        ValueError: if steps < 1.
+    """
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    if steps < 1:
+        raise ValueError(f"train: steps must be ≥ 1, got {steps}")
+    console = console or Console()
+    device = torch.device(device)
+    ref_policy = toy_task.sft_policy(seed=config.seed, device=device).requires_grad_(False)
+    policy = toy_task.sft_policy(seed=config.seed, device=device)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
+    kl_ctl = AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+    generator = torch.Generator().manual_seed(config.seed)
+    prompt_generator = torch.Generator().manual_seed(config.seed + 1)
+
+    rollout: dict[str, float] = {}
+
+    def reward_fn(responses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        # Called once per step on the fresh rollout: note its monitoring numbers too.
+        rollout.update(toy_task.response_stats(responses, mask))
+        return toy_task.score(responses, mask)
+
+    header = "  ".join(f"{name:>{len(fmt.format(0.0))}}" for _, name, fmt in COLUMNS)
+    history: list[dict[str, float]] = []
+    progress = Progress(
+        TextColumn("[bold]PPO[/] step"), MofNCompleteColumn(), BarColumn(), TextColumn("{task.description}"),
+        TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not show_progress, transient=False,
+    )
+    with progress:
+        task = progress.add_task("", total=steps)
+        if log_every:
+            progress.console.print(f"{'step':>5}  {header}")
+        for step in range(1, steps + 1):
+            queries = toy_task.sample_queries(config.batch_size, prompt_generator)
+            stats = ppo_step(policy, ref_policy, optimizer, queries, reward_fn, kl_ctl, config, generator)
+            record = {"step": float(step), **stats, **rollout}
+            history.append(record)
+            progress.update(task, advance=1, description=f"score {record['ppo/mean_scores']:.3f}  KL {record['objective/kl']:.2f}")
+            if log_every and (step == 1 or step == steps or step % log_every == 0):
+                progress.console.print(f"{step:>5}  " + "  ".join(fmt.format(record[key]) for key, _, fmt in COLUMNS))
+    return history
+
+
+def summarise(history: list[dict[str, float]], config: PPOConfig) -> dict[str, Any]:
+    """Start-versus-end numbers of a run and the danger-table row it shows, if any (Book §5.9).
+
+    Start = mean of the first 5 steps (the SFT policy's own score: step 1 samples
+    before any update), end = mean of the last 10 steps.
+
+    Returns:
+        dict with ``score_start``, ``score_end``, ``gold_start``, ``gold_end``,
+        ``kl_end``, ``eos_frac_end``, ``generation_frac`` (share of the step time
+        spent generating), ``seconds`` and ``verdict`` (a sentence).
+    """
+    def mean(key: str, rows: list[dict[str, float]]) -> float:
+        return sum(r[key] for r in rows) / len(rows)
+
+    head, tail = history[:5], history[-10:]
+    out = {
+        "score_start": mean("ppo/mean_scores", head),
+        "score_end": mean("ppo/mean_scores", tail),
+        "gold_start": mean("toy/gold_score", head),
+        "gold_end": mean("toy/gold_score", tail),
+        "kl_end": mean("objective/kl", tail),
+        "eos_frac_end": mean("toy/eos_frac", tail),
+        "generation_frac": sum(r["time/ppo/generation"] for r in history) / sum(r["time/ppo/total"] for r in history),
+        "seconds": sum(r["time/ppo/total"] for r in history),
+    }
+    hacked = out["score_end"] > out["score_start"] and out["gold_end"] < out["gold_start"]
+    if out["kl_end"] > 3 * config.target_kl and hacked:
+        verdict = ("reward hacking: the reward model's score rose but the gold score fell, far from the reference "
+                   "(Book §5.9: init_kl_coef too low)")
+    elif out["kl_end"] > 3 * config.target_kl or out["eos_frac_end"] < 0.5:
+        verdict = ("the policy drifted far from the SFT reference (Book §5.9: learning_rate too high → "
+                   "catastrophic forgetting; init_kl_coef too low → reward hacking)")
+    elif out["score_end"] - out["score_start"] < 0.05:
+        verdict = "little learning: the score barely moved (Book §5.9: init_kl_coef too high → stuck at SFT; cliprange too low)"
+    else:
+        verdict = "learned: the score rose while the KL to the SFT reference stayed bounded"
+    out["verdict"] = verdict
+    return out
+
+
+def write_log(path: Path, history: list[dict[str, float]], config: PPOConfig, summary: dict[str, Any]) -> None:
+    """Write the run as JSON: ``{"config": {...}, "summary": {...}, "steps": [stats, ...]}`` (floats; NaN as null)."""
+    clean = lambda x: None if isinstance(x, float) and not math.isfinite(x) else x
+    payload = {
+        "config": config.model_dump(),
+        "summary": {k: clean(v) for k, v in summary.items()},
+        "steps": [{k: clean(v) for k, v in row.items()} for row in history],
+    }
+    path.write_text(json.dumps(payload, indent=1))
+
+
+def plot_run(path: Path, history: list[dict[str, float]], config: PPOConfig) -> None:
+    """Save a PNG: the reward model's score and the gold score (top) and the KL in nats per sequence (bottom) against step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    step = [r["step"] for r in history]
+    fig, (ax_score, ax_kl) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    ax_score.plot(step, [r["ppo/mean_scores"] for r in history], label="score (reward model)")
+    ax_score.plot(step, [r["toy/gold_score"] for r in history], label="gold score (intended)", linestyle="--")
+    ax_score.set_ylabel("mean score")
+    ax_score.legend(loc="best")
+    ax_score.set_title(f"PPO on the toy task: lr {config.learning_rate:g}, init_kl_coef {config.init_kl_coef:g}, "
+                       f"cliprange {config.cliprange:g}", fontsize=9)
+    ax_kl.plot(step, [r["objective/kl"] for r in history], color="tab:red", label="KL to reference")
+    ax_kl.axhline(config.target_kl, color="grey", linestyle=":", label=f"target_kl {config.target_kl:g}")
+    ax_kl.set_ylabel("KL (nats / sequence)")
+    ax_kl.set_xlabel("PPO step")
+    ax_kl.legend(loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def default_out_dir() -> Path:
+    """``runs/train-<YYYYmmdd-HHMMSS>`` under the current directory."""
+    return Path.cwd() / "runs" / time.strftime("train-%Y%m%d-%H%M%S")
