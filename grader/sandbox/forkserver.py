@@ -23,7 +23,7 @@ _BOOT = (
     "import sys, importlib.util\n"
     "if importlib.util.find_spec('ppo_course') is None: sys.path.append(sys.argv[3])\n"
     "from ppo_course.sandbox.forkserver import main\n"
-    "main(sys.argv[1:3])\n"
+    "main([sys.argv[1], sys.argv[2], sys.argv[4]])\n"
 )
 
 
@@ -45,6 +45,8 @@ class ForkServerClient:
 
     Args:
         start_timeout_s: how long to wait for the server's hello (its ``import torch``).
+        warm_up: run one forward/backward/Adam step of the toy model before the
+            first fork (≈2 s once, saves ≈2 s in every child that trains).
 
     Raises:
         SandboxError: if the server cannot be started.
@@ -53,7 +55,7 @@ class ForkServerClient:
     _shared: "ForkServerClient | None" = None
     _shared_lock = threading.Lock()
 
-    def __init__(self, start_timeout_s: float = 120.0) -> None:
+    def __init__(self, start_timeout_s: float = 120.0, warm_up: bool = True) -> None:
         self._lock = threading.Lock()
         self.creator_pid = os.getpid()
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -61,7 +63,7 @@ class ForkServerClient:
         root = str(Path(spec.origin).parent.parent) if spec and spec.origin else ""
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOT, str(child_sock.fileno()), str(os.getpid()), root],
+                [sys.executable, "-I", "-c", _BOOT, str(child_sock.fileno()), str(os.getpid()), root, "warm" if warm_up else "cold"],
                 pass_fds=[child_sock.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

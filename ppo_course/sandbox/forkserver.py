@@ -381,19 +381,29 @@ def _warm_up() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: ``CTL_FD PARENT_PID``."""
+    """Entry point: ``CTL_FD PARENT_PID [warm|cold]``.
+
+    The server notices the grader's death by EOF on the control socket (the
+    kernel closes a dead process's descriptors) or, at the latest a second
+    later, by its parent pid changing; it then kills every child and exits.
+    (No PR_SET_PDEATHSIG here: it fires when the *thread* that started the
+    server exits, which would kill a shared server started from a worker thread.)
+    """
     argv = sys.argv[1:] if argv is None else argv
     ctl_fd, parent_pid = int(argv[0]), int(argv[1])
+    warm = len(argv) < 3 or argv[2] != "cold"
     try:
         isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
-        isolate.prctl(isolate.PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError as exc:
-        isolate.warn(f"prctl failed ({exc}); children may outlive a crashed grader")
+        isolate.warn(f"prctl(PR_SET_CHILD_SUBREAPER) failed ({exc}); orphans of a child may escape the kill")
     if os.getppid() != parent_pid:
         sys.exit(1)
     ctl = socket.socket(fileno=ctl_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
-    _warm_up()
+    if warm:
+        _warm_up()
+    else:
+        from ppo_course.sandbox import harness, proxies, worker  # noqa: F401
     ForkServer(ctl, parent_pid).serve()
 
 

@@ -1,0 +1,101 @@
+"""Nothing outlives its grader: closed sandboxes, a killed grader, speed of spawn and calls."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import torch
+
+from sandbox_helpers import sandbox_processes
+
+GRADER_SCRIPT = textwrap.dedent('''
+    import sys, time
+    from grader.sandbox import ForkServerClient, Limits, Sandbox
+    server = ForkServerClient(warm_up=False)
+    sb = Sandbox(sys.argv[1], server=server)
+    mod = sb.load("ex1_ratio")
+    print(server.pid, mod.info["pid"], mod.info.get("uid"), mod.grandchild(), flush=True)
+    time.sleep(120)
+''')
+
+STUDENT = {
+    "ex1_ratio.py": '''
+        import os, time
+        def grandchild():
+            pid = os.fork()
+            if pid == 0:
+                os.setsid()  # tries to leave the process group
+                time.sleep(120)
+                os._exit(0)
+            return pid
+        def add(a, b):
+            return a + b
+        ''',
+}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return False
+    return data[data.rindex(b")") + 2 :].split()[0] != b"Z"
+
+
+def test_no_child_is_left_from_earlier_tests(server):
+    # Every fixture closes its sandboxes: the shared server holds no child between tests.
+    assert server.ping()["children"] == 0
+
+
+def test_closing_kills_the_child_and_what_it_started(load):
+    mod = load(STUDENT, "ex1_ratio")
+    grandchild = mod.grandchild()
+    child = mod.info["pid"]
+    assert _alive(child) and _alive(grandchild)
+    mod.close()
+    assert not _alive(child) and not _alive(grandchild)
+
+
+def test_a_killed_grader_takes_its_fork_server_and_children_with_it(submission):
+    sub = submission(STUDENT)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    grader = subprocess.Popen([sys.executable, "-c", GRADER_SCRIPT, str(sub)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = grader.stdout.readline()
+        server_pid, child_pid, uid, grandchild_pid = line.split()
+        pids = [int(server_pid), int(child_pid), int(grandchild_pid)]
+        assert all(_alive(p) for p in pids)
+        grader.send_signal(signal.SIGKILL)
+        grader.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.05)
+        assert not [p for p in pids if _alive(p)]
+        if uid != "None":
+            assert not [p for p in sandbox_processes() if p[1] == int(uid) and p[2] != "Z"]
+    finally:
+        if grader.poll() is None:
+            grader.kill()
+            grader.wait()
+
+
+def test_spawn_and_call_latency(load, capsys):
+    """A full submission is 7 children and a few hundred calls: both must stay cheap."""
+    started = time.perf_counter()
+    mods = [load(STUDENT, "ex1_ratio") for _ in range(7)]
+    spawn_s = (time.perf_counter() - started) / 7
+    x = torch.randn(16, 32)
+    started = time.perf_counter()
+    for _ in range(50):
+        mods[0].add(x, x)
+    call_s = (time.perf_counter() - started) / 50
+    with capsys.disabled():
+        print(f"\n[sandbox] spawn+import {spawn_s * 1000:.1f} ms/child, call {call_s * 1000:.2f} ms/call")
+    # Generous bounds for a loaded 2-core machine (measured: ~40 ms and ~1 ms).
+    assert spawn_s < 1.0 and call_s < 0.05
