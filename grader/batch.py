@@ -744,7 +744,8 @@ def grade_entry(
     ``zero_template()`` returns the results.json of an empty submission (for
     the max scores of a submission that could not be graded). Status:
     ``rejected`` (failed a check, or ``grade_submission`` could not read it),
-    ``empty`` (no Python file), ``timed-out``, ``crashed`` or ``graded``. The
+    ``empty`` (no Python file), ``timed-out``, ``crashed`` (the worker died, or the grader
+    reported ``grader_error`` on some test) or ``graded``. The
     staging and scratch folders are removed afterwards.
     """
     notes: list[str] = []
@@ -776,6 +777,11 @@ def grade_entry(
                 # grade_submission could not read it (GradeResult.status); its output says why.
                 status = "rejected"
                 message = str(results.get("output", "")) or "the grader could not read the submission"
+            elif n_errors := _grader_errors(results):
+                # Not the student's fault: a low score here would be silently wrong.
+                status = "crashed"
+                message = (f"the grader itself failed on {n_errors} test(s) (diagnosis grader_error); "
+                           "fix the grader, then rerun the batch")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -788,6 +794,11 @@ def grade_entry(
     return GradedEntry(
         status, full_message, results, _feedback_with_notes(entry.student_id, status, message, notes, feedback), notes, seconds
     )
+
+
+def _grader_errors(results: dict) -> int:
+    """Number of tests whose failure the grader blames on itself (tag ``diagnosis:grader_error``)."""
+    return sum("diagnosis:grader_error" in (t.get("tags") or []) for t in results.get("tests", []))
 
 
 class ZeroTemplate:

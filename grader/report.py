@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DIAGNOSIS_TAG = "diagnosis:"
-# Diagnoses that describe how the run ended rather than a mistake in the maths.
-_RUN_DIAGNOSES = frozenset({"timeout", "crash"})
+# Diagnoses that say a module was missing, unfinished or did not run, rather than a mistake in
+# the maths: reported on one line of their own, not in the re-teach table.
+_RUN_DIAGNOSES = frozenset(
+    {"timeout", "crash", "module_missing", "module_broken", "not_implemented", "missing_name", "grader_error"}
+)
 
 
 @dataclass
@@ -139,6 +142,8 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
     lines += ["## Per exercise (students with status `graded`)", ""]
     lines += ["| exercise | max | mean | median | full marks |", "| --- | ---: | ---: | ---: | ---: |"]
     for stem, mx in s.exercise_max.items():
+        if mx <= 0:
+            continue  # not graded in this batch (exercise not selected, or no test for it)
         scores = s.exercise_scores.get(stem, [])
         if scores:
             full = sum(abs(x - mx) < 1e-9 for x in scores)
@@ -165,7 +170,7 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
         lines.append("")
     run_issues = [(d, s.diagnoses[d]) for d in sorted(_RUN_DIAGNOSES) if s.diagnoses.get(d)]
     if run_issues:
-        lines += ["Runs that did not finish: " + ", ".join(f"`{d}` in {n} submission(s)" for d, n in run_issues), ""]
+        lines += ["Not attempted or did not run (students): " + ", ".join(f"`{d}` {n}" for d, n in run_issues), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -183,7 +188,7 @@ def plot_report(summary: ClassSummary, path: Path) -> Path:
     ax1.set_xlabel(f"total score (max {summary.max_total:g})")
     ax1.set_ylabel("students")
     ax1.set_title("Score histogram")
-    stems = list(summary.exercise_max)
+    stems = [s for s, mx in summary.exercise_max.items() if mx > 0]
     pct = [
         100 * statistics.fmean(summary.exercise_scores[s]) / summary.exercise_max[s]
         if summary.exercise_scores.get(s) and summary.exercise_max[s] > 0

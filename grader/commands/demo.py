@@ -77,16 +77,18 @@ def gradebook_table(out_dir: Path):
         rows = list(csv.DictReader(fh))
     columns = list(rows[0].keys()) if rows else ["student_id"]
     stems = columns[1:-4]
+    max_total = rows[0]["max_total"] if rows else "?"
     table = Table(title="Gradebook: demo cohort", show_lines=False)
-    table.add_column("student")
+    table.add_column("student", no_wrap=True)
     for stem in stems:
-        table.add_column(stem.split("_")[0], justify="right")
-    table.add_column("total", justify="right")
-    table.add_column("status")
-    table.add_column("message", overflow="fold", max_width=48)
+        table.add_column(stem.split("_")[0], justify="right", no_wrap=True)
+    table.add_column(f"total /{max_total}", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    # One line per student: the full message is in gradebook.csv and the student's feedback.md.
+    table.add_column("why", no_wrap=True, overflow="ellipsis", max_width=44)
     for r in rows:
         style = STATUS_STYLE.get(r["status"], "")
-        table.add_row(r["student_id"], *[r[s] for s in stems], f"{r['total']} / {r['max_total']}",
+        table.add_row(r["student_id"], *[r[s] for s in stems], r["total"],
                       f"[{style}]{r['status']}[/{style}]" if style else r["status"], r["message"])
     return table
 
@@ -109,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     out = args.out or Path(tempfile.mkdtemp(prefix="ppo-course-demo-"))
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)  # logs and CI: wide enough for one line per student
     console.print(f"Grading the demo cohort in {submissions} with the hidden graders ({args.profile} profile)...")
     summary = run_batch(submissions, out, jobs=args.jobs, force=args.force, profile=args.profile,
                         progress=not args.no_progress, log=lambda m: console.print(f"[dim]{m}[/dim]"))
