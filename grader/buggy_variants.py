@@ -53,10 +53,23 @@ def _plain_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return x.mean()
 
 
+def _row_sums_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """per_row_sum: (x * mask).sum(1).mean(), per-row sums averaged over rows."""
+    m = _m(mask)
+    return torch.where(m, x, torch.zeros((), dtype=x.dtype)).sum(1).mean()
+
+
+def _unmasked_sum_over_count(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """padding_in_mean: x.sum() / mask.sum(), junk in the numerator."""
+    return x.sum() / _m(mask).sum().to(x.dtype)
+
+
 _MEAN_MISTAKES: tuple[tuple[str, Callable], ...] = (
     ("per_row_mean", _row_mean_then_mean),
+    ("per_row_sum", _row_sums_mean),
     ("padding_in_mean", _times_mask_mean),
     ("padding_in_mean", _plain_mean),
+    ("padding_in_mean", _unmasked_sum_over_count),
 )
 
 
@@ -143,15 +156,13 @@ def _csl_variant(**kw):
 CSL_VARIANTS: list[tuple[str, Variant]] = [
     ("ratio_in_probability_space", _csl_variant(ratio_fn=lambda n, o: torch.exp(n) / torch.exp(o))),
     ("ratio_inverted", _csl_variant(ratio_fn=lambda n, o: torch.exp(o - n))),
+    ("ignores_hyperparameter", _csl_variant(eps=0.2)),
     ("max_instead_of_min", _csl_variant(combine=torch.max)),
     ("loss_sign_flipped", _csl_variant(sign=1.0)),
     ("clipped_advantage", _csl_variant(clip_what="product")),
     ("clipped_advantage", _csl_variant(clip_what="advantage")),
     ("surrogate_not_clipped", _csl_variant(clip_what="none")),
-    ("per_row_mean", _csl_variant(reduce=_row_mean_then_mean)),
-    ("padding_in_mean", _csl_variant(reduce=_times_mask_mean)),
-    ("padding_in_mean", _csl_variant(reduce=_plain_mean)),
-    ("wrong_clip_bounds", _csl_variant(eps=0.2)),
+    *[(d, _csl_variant(reduce=r)) for d, r in _MEAN_MISTAKES],
     ("wrong_clip_bounds", lambda n, o, a, m, clip_eps=0.2: _surrogate(
         torch.exp(n - o), a, m, clip_eps, clip_lo=-clip_eps, clip_hi=clip_eps)),
     ("wrong_clip_bounds", lambda n, o, a, m, clip_eps=0.2: _surrogate(
@@ -183,15 +194,14 @@ def _cvl_variant(**kw):
 
 
 CVL_VARIANTS: list[tuple[str, Variant]] = [
-    ("value_loss_min_instead_of_max", _cvl_variant(combine=torch.min)),
-    ("value_clip_around_returns", _cvl_variant(center="returns_old_delta")),
-    ("value_clip_around_returns", _cvl_variant(center="returns")),
-    ("value_loss_half_factor", _cvl_variant(scale=0.5)),
-    ("value_loss_unclipped", _cvl_variant(center="none")),
-    ("per_row_mean", _cvl_variant(reduce=_row_mean_then_mean)),
-    ("padding_in_mean", _cvl_variant(reduce=_times_mask_mean)),
-    ("padding_in_mean", _cvl_variant(reduce=_plain_mean)),
     ("ignores_hyperparameter", _cvl_variant(c=0.2)),
+    ("value_loss_half_factor", _cvl_variant(scale=0.5)),
+    # Clipping around the returns gives exactly the unclipped loss (|R + clip(V−R) − R| ≤ |V − R|);
+    # it is listed first, and its message names both.
+    ("value_clip_around_returns", _cvl_variant(center="returns")),
+    ("value_clip_around_returns", _cvl_variant(center="returns_old_delta")),
+    ("value_loss_min_instead_of_max", _cvl_variant(combine=torch.min)),
+    *[(d, _cvl_variant(reduce=r)) for d, r in _MEAN_MISTAKES],
 ]
 
 
@@ -208,12 +218,12 @@ ENTROPY_VARIANTS: list[tuple[str, Variant]] = [
     ("entropy_unstable", lambda logits, mask: _mm(_token_entropy_unstable(logits), mask)),
     ("entropy_sign", lambda logits, mask: -_mm(_token_entropy(logits), mask)),
     ("entropy_unmasked", lambda logits, mask: _token_entropy(logits).mean()),
-    ("per_row_mean", lambda logits, mask: _row_mean_then_mean(_token_entropy(logits), mask)),
-    ("padding_in_mean", lambda logits, mask: _times_mask_mean(_token_entropy(logits), mask)),
+    ("entropy_unmasked", lambda logits, mask: _times_mask_mean(_token_entropy(logits), mask)),
+    *[(d, (lambda r: lambda logits, mask: r(_token_entropy(logits), mask))(r)) for d, r in _MEAN_MISTAKES],
 ]
 
 
-def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_coef_fixed=None):
+def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_coef_fixed=None, swapped=False):
     def variant(logp_new, logp_old, advantages, values, old_values, returns, logits, mask,
                 clip_eps=0.2, clip_range_value=0.2, vf_coef=0.1, ent_coef=0.01):
         pg = _surrogate(torch.exp(logp_new - logp_old), advantages, mask, clip_eps)
@@ -221,6 +231,8 @@ def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_co
         ent = _mm(_token_entropy(logits), mask)
         vf = vf_coef if vf_coef_fixed is None else vf_coef_fixed
         ec = ent_coef if ent_coef_fixed is None else ent_coef_fixed
+        if swapped:
+            vf, ec = ec, vf
         return pg + vf * vf_scale * vl + ent_sign * ec * ent
     return variant
 
@@ -228,6 +240,7 @@ def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_co
 PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
     ("entropy_sign", _ppo_loss_variant(ent_sign=1.0)),
     ("value_loss_half_factor", _ppo_loss_variant(vf_scale=0.5)),
+    ("vf_coef_wrong", _ppo_loss_variant(swapped=True)),
     ("vf_coef_wrong", _ppo_loss_variant(vf_coef_fixed=1.0)),
     ("vf_coef_wrong", _ppo_loss_variant(vf_scale=-1.0)),
     ("ignores_hyperparameter", _ppo_loss_variant(vf_coef_fixed=0.1, ent_coef_fixed=0.01)),

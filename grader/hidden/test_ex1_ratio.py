@@ -6,8 +6,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.hidden.support import compare, compare_grads, expect_inputs_untouched, tol
-from ppo_course.check_support.inputs import batches, grading_settings, randn, with_junk
+from grader.hidden.support import hidden_batches, compare, compare_grads, expect_inputs_untouched, tol
+from ppo_course.check_support.inputs import grading_settings, randn, with_junk
 
 EXERCISE = "ex1_ratio"
 KIND = "hidden"
@@ -22,7 +22,7 @@ def _logits_case(batch, vocab: int, scale: float):
 
 
 @grading_settings(max_examples=30, shrink=False)
-@given(batch=batches(), vocab=st.integers(2, 11), scale=st.sampled_from([0.5, 3.0, 10.0]))
+@given(batch=hidden_batches(), vocab=st.integers(2, 11), scale=st.sampled_from([0.5, 3.0, 10.0]))
 def test_logprobs_match_reference(student, reference, batch, vocab, scale):
     """logprobs_from_logits equals log_softmax gathered at the tokens (float32/float64, many shapes)."""
     logits, tokens = _logits_case(batch, vocab, scale)
@@ -32,7 +32,7 @@ def test_logprobs_match_reference(student, reference, batch, vocab, scale):
 
 
 @grading_settings(max_examples=10, shrink=False)
-@given(batch=batches(), vocab=st.integers(2, 9))
+@given(batch=hidden_batches(), vocab=st.integers(2, 9))
 def test_logprobs_stable_for_huge_logits(student, reference, batch, vocab):
     """Logits ×1e3 still give finite, exact log-probs (no log of an underflowed softmax)."""
     logits, tokens = _logits_case(batch, vocab, 1.0)
@@ -44,7 +44,7 @@ def test_logprobs_stable_for_huge_logits(student, reference, batch, vocab):
 
 
 @grading_settings(max_examples=8, shrink=False)
-@given(batch=batches(max_B=3, max_T=5), vocab=st.integers(2, 7))
+@given(batch=hidden_batches(max_B=3, max_T=5), vocab=st.integers(2, 7))
 def test_logprobs_gradient(student, reference, batch, vocab):
     """d logprobs / d logits equals the reference's (one-hot minus softmax), for a random upstream gradient."""
     logits, tokens = _logits_case(batch, vocab, 2.0)
@@ -75,7 +75,7 @@ def test_logprobs_keep_dtype(student, reference):
 
 
 @grading_settings(max_examples=30, shrink=False)
-@given(batch=batches(), scale=st.sampled_from([0.3, 2.0]), offset=st.sampled_from([0.0, -50.0, -1000.0]))
+@given(batch=hidden_batches(), scale=st.sampled_from([0.3, 2.0]), offset=st.sampled_from([0.0, -50.0, -1000.0]))
 def test_ratio_matches_reference(student, reference, batch, scale, offset):
     """probability_ratio = exp(logp_new − logp_old), also for log-probs around −1000."""
     logp_old = batch.data(1, scale) - abs(offset) - 0.5

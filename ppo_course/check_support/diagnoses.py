@@ -60,6 +60,10 @@ DIAGNOSES: dict[str, str] = {
         "You average each row first and then average the rows; the contract's masked mean is "
         "token-level: the sum over all real tokens of the batch / the number of real tokens."
     ),
+    "per_row_sum": (
+        "You sum each row and average the sums over rows (no division by the number of real "
+        "tokens); the masked mean is the sum over all real tokens / their number."
+    ),
     "padding_in_mean": (
         "Padding positions enter your mean (a plain .mean(), or the sum divided by B*T). "
         "Average over real tokens only: sum(x*mask) / sum(mask)."
@@ -78,7 +82,8 @@ DIAGNOSES: dict[str, str] = {
         "the max (the pessimistic choice) of (V-R)^2 and (V_clipped-R)^2."
     ),
     "value_clip_around_returns": (
-        "You clip the value around the returns; clip it around the OLD values: "
+        "Your value loss is effectively unclipped: either there is no clip, or the clip is around "
+        "the returns (which changes nothing). Clip around the OLD values: "
         "V_clipped = V_old + clip(V - V_old, -c, c)."
     ),
     "value_loss_half_factor": (
@@ -101,8 +106,8 @@ DIAGNOSES: dict[str, str] = {
         "distributions): compute p from softmax and log p from log_softmax, never log(softmax)."
     ),
     "vf_coef_wrong": (
-        "The value loss enters the total with the wrong weight: loss = policy loss + "
-        "vf_coef * value loss - ent_coef * entropy (Book eq. 5.2)."
+        "The value loss or the entropy enters the total with the wrong coefficient (swapped, or "
+        "missing): loss = policy loss + vf_coef * value loss - ent_coef * entropy (Book eq. 5.2)."
     ),
     "approx_kl_wrong": (
         "stats['approx_kl'] is not TRL's definition: the masked mean of 0.5 * (logp_new - logp_old)^2."

@@ -100,11 +100,12 @@ class Batch:
 
 
 @st.composite
-def batches(draw, max_B: int = 4, max_T: int = 7, dtypes=("float32", "float64"), mask_kinds=MASK_KINDS) -> Batch:
-    """Strategy for `Batch`: 1..max_B rows of 1..max_T tokens, varied row lengths (a full row and
-    one-token rows included by the generator's reach), every mask kind and dtype."""
-    B = draw(st.integers(1, max_B))
-    T = draw(st.integers(1, max_T))
+def batches(draw, max_B: int = 4, max_T: int = 7, dtypes=("float32", "float64"), mask_kinds=MASK_KINDS,
+            min_B: int = 1, min_T: int = 1) -> Batch:
+    """Strategy for `Batch`: min_B..max_B rows of min_T..max_T tokens, varied row lengths (full rows
+    and one-token rows included), every mask kind and dtype."""
+    B = draw(st.integers(min_B, max_B))
+    T = draw(st.integers(min_T, max_T))
     lengths = tuple(draw(st.lists(st.integers(1, T), min_size=B, max_size=B)))
     mask_kind = draw(st.sampled_from(mask_kinds))
     dtype_name = draw(st.sampled_from(dtypes))

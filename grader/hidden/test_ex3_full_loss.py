@@ -1,0 +1,202 @@
+"""Hidden graders, exercise 3 (stop 3): clipped value loss, entropy, the full PPO loss (Book eq. 5.2)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.hidden.support import (hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched,
+                                   reference_call, tol)
+from ppo_course.check_support.feedback import Mismatch
+from ppo_course.check_support.inputs import Batch, grading_settings, randn, with_junk
+
+EXERCISE = "ex3_full_loss"
+KIND = "hidden"
+
+
+@pytest.fixture
+def student_kg(provider):
+    """The student's ex3 with its sibling imports (ex1, ex2) served by the reference: a mistake in
+    exercise 2 is graded there, not charged again through ppo_loss."""
+    return provider.load(EXERCISE, known_good=True)
+
+
+def _value_case(batch: Batch, c: float):
+    """(values, old_values, returns, mask) with |V − V_old| kept ≥ 1e-3 away from the clip range c."""
+    mask = batch.mask()
+    g = batch.gen(31)
+    old_values = randn((batch.B, batch.T), g, torch.float64)
+    delta = randn((batch.B, batch.T), g, torch.float64, 2 * c)
+    near = (delta.abs() - c).abs() < 1e-3
+    delta = torch.where(near, delta * 1.05, delta)  # off the kink |V − V_old| = c
+    values = old_values + delta
+    returns = randn((batch.B, batch.T), g, torch.float64)
+    cast = [with_junk(x.to(batch.dtype), mask, g) for x in (values, old_values, returns)]
+    return (*cast, mask)
+
+
+def _logits(batch: Batch, vocab: int, scale: float, salt: int = 41) -> torch.Tensor:
+    return randn((batch.B, batch.T, vocab), batch.gen(salt), batch.dtype, scale)
+
+
+def _full_case(batch: Batch, vocab: int = 5, clip_eps: float = 0.2, c: float = 0.2):
+    """All eight arguments of ppo_loss, off the kinks of both clips, junk at padding."""
+    values, old_values, returns, mask = _value_case(batch, c)
+    g = batch.gen(51)
+    logp_old = -randn((batch.B, batch.T), g, torch.float64).abs() - 0.1
+    logp_new = logp_old + randn((batch.B, batch.T), g, torch.float64, 0.3)
+    advantages = randn((batch.B, batch.T), g, torch.float64)
+    logp_new, advantages = away_from_kinks(logp_new, logp_old, advantages, clip_eps)
+    logp_new, logp_old, advantages = (with_junk(x.to(batch.dtype), mask, g) for x in (logp_new, logp_old, advantages))
+    return (logp_new, logp_old, advantages, values, old_values, returns, _logits(batch, vocab, 2.0), mask)
+
+
+@grading_settings(max_examples=30, shrink=False)
+@given(batch=hidden_batches(), c=st.sampled_from([0.1, 0.2, 0.5]))
+def test_value_loss_matches_reference(student, reference, batch, c):
+    """masked_mean(max((V−R)², (V_old + clip(V−V_old, −c, c) − R)²)), keyword clip_range_value, no ½."""
+    args = _value_case(batch, c)
+    # Squared errors of N(0, ~2) values: terms ≤ ~40, a mean of ≤ 28 of them.
+    t = tol(batch.dtype, 40.0)
+    compare(student, reference, "clipped_value_loss", args, {"clip_range_value": c}, rtol=t, atol=t)
+
+
+@grading_settings(max_examples=10, shrink=False)
+@given(batch=hidden_batches())
+def test_value_loss_positional_and_default(student, reference, batch):
+    """clip_range_value passed positionally (0.3), and left to its default (0.2)."""
+    t = tol(batch.dtype, 40.0)
+    compare(student, reference, "clipped_value_loss", (*_value_case(batch, 0.3), 0.3), rtol=t, atol=t,
+            what="clipped_value_loss(..., 0.3)")
+    compare(student, reference, "clipped_value_loss", _value_case(batch, 0.2), rtol=t, atol=t,
+            what="clipped_value_loss(...) with the default clip_range_value")
+
+
+@grading_settings(max_examples=10, shrink=False)
+@given(batch=hidden_batches(dtypes=("float64",)))
+def test_value_loss_gradient(student, reference, batch):
+    """d loss / d values equals the reference's; no gradient into old_values or returns."""
+    args = _value_case(batch, 0.2)
+    # float64 gradients 2(V−R)/N: exact to rounding.
+    grads = compare_grads(student, reference, "clipped_value_loss", args, {}, ("values",), rtol=1e-9, atol=1e-9)
+    _, const = student.call_with_grad("clipped_value_loss", args, {}, wrt=("old_values", "returns"))
+    for name in ("old_values", "returns"):
+        g = const.get(name)
+        if g is not None and bool((g != 0).any()):
+            raise Mismatch("gradient_into_constants", f"a gradient reached `{name}`", f"d value loss / d {name}")
+    assert grads is not None
+
+
+@grading_settings(max_examples=25, shrink=False)
+@given(batch=hidden_batches(), vocab=st.integers(2, 9), scale=st.sampled_from([0.5, 3.0]))
+def test_entropy_matches_reference(student, reference, batch, vocab, scale):
+    """Masked token-level mean of −Σ p log p over the vocabulary."""
+    logits = _logits(batch, vocab, scale)
+    # Entropies lie in [0, log 9] = [0, 2.2]: unit scale.
+    t = tol(batch.dtype, 2.0)
+    compare(student, reference, "entropy_from_logits", (logits, batch.mask()), rtol=t, atol=t)
+
+
+def test_entropy_near_one_hot(student, reference):
+    """Logits ×1e3 (near one-hot): the entropy is finite and ≈ 0, not NaN."""
+    for dtype in (torch.float32, torch.float64):
+        g = torch.Generator().manual_seed(17)
+        logits = (torch.randn(3, 4, 6, generator=g, dtype=torch.float64) * 1e3).to(dtype)
+        mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]])
+        # p·log p underflows to 0·(−inf); the true entropy is < 1e-300: absolute 1e-6 is generous.
+        compare(student, reference, "entropy_from_logits", (logits, mask), rtol=1e-6, atol=1e-6,
+                what=f"entropy_from_logits(near one-hot, {dtype})")
+
+
+@grading_settings(max_examples=8, shrink=False)
+@given(batch=hidden_batches(dtypes=("float64",)), vocab=st.integers(2, 7))
+def test_entropy_gradient(student, reference, batch, vocab):
+    """d entropy / d logits equals the reference's (the bonus trains the policy)."""
+    logits = _logits(batch, vocab, 2.0)
+    compare_grads(student, reference, "entropy_from_logits", (logits, batch.mask()), {}, ("logits",),
+                  rtol=1e-9, atol=1e-9)
+
+
+@grading_settings(max_examples=20, shrink=False)
+@given(batch=hidden_batches(), vocab=st.integers(2, 7))
+def test_ppo_loss_matches_reference(student_kg, reference, batch, vocab):
+    """loss = clipped surrogate + vf_coef·value loss − ent_coef·entropy with the default coefficients."""
+    args = _full_case(batch, vocab)
+    t = tol(batch.dtype, 10.0)
+    compare(student_kg, reference, "ppo_loss", args, rtol=t, atol=t, pick=_loss_part, variant_pick=_same,
+            what="ppo_loss(...)[0]")
+
+
+def _same(out):
+    return out
+
+
+def _loss_part(out):
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise Mismatch("wrong_type", f"ppo_loss must return (loss, stats), got {type(out).__name__}", "ppo_loss(...)")
+    return out[0]
+
+
+@grading_settings(max_examples=12, shrink=False)
+@given(batch=hidden_batches(), vf_coef=st.sampled_from([0.5, 1.0]), ent_coef=st.sampled_from([0.0, 0.1]))
+def test_ppo_loss_hyperparameters(student_kg, reference, batch, vf_coef, ent_coef):
+    """Non-default clip_eps, clip_range_value, vf_coef and ent_coef, by keyword and positionally."""
+    args = _full_case(batch, 4, clip_eps=0.3, c=0.4)
+    t = tol(batch.dtype, 10.0)
+    kwargs = {"clip_eps": 0.3, "clip_range_value": 0.4, "vf_coef": vf_coef, "ent_coef": ent_coef}
+    compare(student_kg, reference, "ppo_loss", args, kwargs, rtol=t, atol=t, pick=_loss_part, variant_pick=_same,
+            what="ppo_loss(..., keyword coefficients)[0]")
+    compare(student_kg, reference, "ppo_loss", (*args, 0.3, 0.4, vf_coef, ent_coef), rtol=t, atol=t,
+            pick=_loss_part, variant_pick=_same, what="ppo_loss(..., positional coefficients)[0]")
+
+
+@grading_settings(max_examples=15, shrink=False)
+@given(batch=hidden_batches(), clip_eps=st.sampled_from([0.1, 0.2]))
+def test_ppo_loss_stats(student_kg, reference, batch, clip_eps):
+    """stats holds Python floats approx_kl (½·masked mean of Δ²) and clipfrac (where the clip binds)."""
+    args = _full_case(batch, 4, clip_eps=clip_eps)
+    got = student_kg.ppo_loss(*args, clip_eps=clip_eps)
+    _loss_part(got)
+    stats = got[1]
+    if not isinstance(stats, dict):
+        raise Mismatch("wrong_type", f"stats must be a dict, got {type(stats).__name__}", "ppo_loss(...)[1]")
+    want = reference_call(reference, "ppo_loss", args, {"clip_eps": clip_eps})[1]
+    for key, diagnosis in (("approx_kl", "approx_kl_wrong"), ("clipfrac", "clipfrac_wrong")):
+        if key not in stats:
+            raise Mismatch(diagnosis, f"stats has no key {key!r}", "ppo_loss stats")
+        value = stats[key]
+        if type(value) is not float:
+            raise Mismatch("stats_not_floats", f"stats[{key!r}] is a {type(value).__name__}", "ppo_loss stats")
+        # Means of ≤ 28 terms of size ≤ ~1 (clipfrac: of 0/1 indicators): float32 rounding < 1e-5.
+        t = tol(batch.dtype)
+        if not abs(value - want[key]) <= t * (1.0 + abs(want[key])):
+            raise Mismatch(diagnosis, f"  expected {want[key]!r}, got {value!r}", f"stats[{key!r}]")
+
+
+@grading_settings(max_examples=8, shrink=False)
+@given(batch=hidden_batches(dtypes=("float64",)))
+def test_ppo_loss_gradients(student_kg, reference, batch):
+    """Gradients reach logp_new, values and logits as the reference's; none reach the constants."""
+    args = _full_case(batch, 4)
+    compare_grads(student_kg, reference, "ppo_loss", args, {}, ("logp_new", "values", "logits"),
+                  rtol=1e-9, atol=1e-9)
+    constants = ("logp_old", "advantages", "old_values", "returns")
+    _, grads = student_kg.call_with_grad("ppo_loss", args, {}, wrt=constants)
+    for name in constants:
+        g = grads.get(name)
+        if g is not None and bool((g != 0).any()):
+            raise Mismatch("gradient_into_constants", f"a gradient reached `{name}`", f"d ppo_loss / d {name}")
+
+
+def test_losses_inputs_untouched(student, error_name):
+    """clipped_value_loss, entropy_from_logits and ppo_loss modify none of their inputs in place."""
+    batch = Batch(2, 4, (4, 2), "float", "float64", 3)
+    args = _full_case(batch, 4)
+    expect_inputs_untouched(student, "clipped_value_loss", args[3:6] + (args[7],), {},
+                            ("values", "old_values", "returns"), error_name)
+    expect_inputs_untouched(student, "entropy_from_logits", (args[6], args[7]), {}, ("logits",), error_name)
+    expect_inputs_untouched(student, "ppo_loss", args, {},
+                            ("logp_new", "logp_old", "advantages", "values", "old_values", "returns", "logits"),
+                            error_name)
