@@ -112,10 +112,12 @@ def expected_answer(variant: Variant) -> Any:
     """
     q = variant.question
     if q.is_parametric:
-        try:
-            from quiz_bank import keys
-        except ImportError as exc:
-            raise KeysUnavailable(f"the answer keys are not installed ({exc})") from None
+        from quiz_bank.loader import keys_installed
+
+        if not keys_installed():
+            raise KeysUnavailable(f"{q.id}: the answer keys are not installed (student bundle: submit your responses)")
+        from quiz_bank import keys
+
         return keys.compute(q.parametric.key, variant.params)
     if q.answer is None:
         raise KeysUnavailable(f"{q.id}: this bank has no answer key (student bundle)")

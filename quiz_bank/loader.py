@@ -204,11 +204,18 @@ def _semantic_errors(bank: Bank, check_keys: bool) -> list[BankError]:
 
 
 def keys_installed() -> bool:
-    """True on an instructor's or self-learner's full install: quiz_bank.keys and ppo_reference import."""
+    """True on an instructor's or self-learner's full install.
+
+    That is: ``keys.py`` sits beside this module (the exported student package
+    has none; a ``quiz_bank.keys`` found elsewhere, e.g. through another
+    install's import hook, does not count) and ``ppo_reference`` imports.
+    """
     import importlib.util
 
+    if not (Path(__file__).resolve().parent / "keys.py").is_file():
+        return False
     try:
-        return importlib.util.find_spec("quiz_bank.keys") is not None and importlib.util.find_spec("ppo_reference") is not None
+        return importlib.util.find_spec("ppo_reference") is not None
     except (ImportError, ValueError):
         return False
 

@@ -1,0 +1,173 @@
+"""`quiz take` scripted through stdin: feedback, retries with fresh variants, resume, key-less bundle."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from quiz_bank import export_public
+from quiz_bank.engine import render
+from quiz_bank.loader import load_bank
+from quiz_bank.storage import AttemptStore
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def typed(question, student, attempt, answer, bank=None) -> str:
+    """What a student types for ``answer`` (ordering: the labels of the order shown to them)."""
+    if question.type == "multi":
+        return ",".join(answer)
+    if question.type == "true_false":
+        return "true" if answer else "false"
+    if question.type == "ordering":
+        q = bank.by_id[question.id] if bank is not None else question
+        labels = {item_id: label for label, item_id, _ in render(q, student, attempt).choices}
+        return " ".join(labels[i] for i in answer)
+    return str(answer)
+
+
+def script(bank, key, stop, student, attempt=1, skip=0, render_bank=None) -> str:
+    return "".join(
+        typed(q, student, attempt, key["answers"][q.id], render_bank) + "\n" for q in bank.questions(stop)[skip:]
+    )
+
+
+def test_take_a_stop_through_stdin_passes_and_is_stored(bank, key_of, run_cli, tmp_path):
+    store = tmp_path / "quiz.sqlite3"
+    stdin = script(bank, key_of("tina"), 1, "tina")
+    code, out, err = run_cli(["quiz", "take", "--stop", 1, "--student", "tina", "--store", store], stdin)
+    assert code == 0, err
+    assert "Stop 1 passed: 11/11" in out and "Question 1/11" in out
+    with AttemptStore(store) as s:
+        assert s.completed_stops("tina") == {1}
+        assert all(a.status == "correct" and a.attempt == 1 for a in s.attempts("tina"))
+    code, out, _ = run_cli(["quiz", "status", "--student", "tina", "--store", store])
+    assert code == 0 and "stop1" in out and "11/11" in out and "chapter complete: no (1/8" in out
+
+
+def test_wrong_answer_shows_explanation_and_retry_is_a_fresh_variant(bank, key_of, run_cli, tmp_path):
+    store = tmp_path / "quiz.sqlite3"
+    qid = "stop2.clip-objective-good"
+    question = bank.by_id[qid]
+    lines = []
+    for q in bank.questions(2):
+        answer = key_of("uma")["answers"][q.id]
+        lines.append(typed(q, "uma", 1, answer + 1.0 if q.id == qid else answer))
+    lines.append("y")  # retry the missed question now
+    lines.append(str(key_of("uma", 2)["answers"][qid]))
+    code, out, err = run_cli(["quiz", "take", "--stop", 2, "--student", "uma", "--store", store], "\n".join(lines) + "\n")
+    assert code == 0, err
+    assert "Not right." in out and question.explanation[:40] in out and "Book §5.2, p. 142" in out
+    assert "12/13 right" in out and "Stop 2 passed" in out
+    first, second = render(question, "uma", 1), render(question, "uma", 2)
+    assert first.params != second.params
+    assert f"{qid} · attempt 2" in out
+    assert f"One token with r = {second.params['r']}, Â = {second.params['adv']} and ε = {second.params['eps']}" in out
+    with AttemptStore(store) as s:
+        assert [(a.attempt, a.status) for a in s.attempts("uma", qid)] == [(1, "wrong"), (2, "correct")]
+
+
+def test_unparseable_input_is_asked_again_not_recorded(bank, key_of, run_cli, tmp_path):
+    store = tmp_path / "quiz.sqlite3"
+    stdin = "zzz\n\n" + script(bank, key_of("vic"), 1, "vic")
+    code, out, _ = run_cli(["quiz", "take", "--stop", 1, "--student", "vic", "--store", store], stdin)
+    assert code == 0 and "Could not read that: expected exactly one of a, b, c, d" in out
+    with AttemptStore(store) as s:
+        assert len(s.attempts("vic", "stop1.vanilla-pg-flaw")) == 1
+
+
+def test_end_of_input_saves_progress_and_the_next_take_resumes(bank, key_of, run_cli, tmp_path):
+    store = tmp_path / "quiz.sqlite3"
+    full = script(bank, key_of("walt"), 1, "walt").splitlines(keepends=True)
+    code, out, _ = run_cli(["quiz", "take", "--stop", 1, "--student", "walt", "--store", store], "".join(full[:3]))
+    assert code == 1 and "progress saved" in out
+    code, out, _ = run_cli(["quiz", "take", "--student", "walt", "--store", store], "".join(full[3:]))
+    assert code == 1  # stop 1 finished, then stop 2 started and input ended
+    assert "Question 1/8" in out and "Stop 1 passed: 11/11" in out  # only the 8 unanswered were asked
+    with AttemptStore(store) as s:
+        assert s.completed_stops("walt") == {1}
+
+
+def test_take_survives_being_killed_mid_quiz(bank, key_of, tmp_path):
+    """SIGKILL after two answers: both are kept, and the next take asks only the rest."""
+    store = tmp_path / "quiz.sqlite3"
+    lines = script(bank, key_of("xena"), 1, "xena").splitlines(keepends=True)
+    code = "import sys; from ppo_course.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = ["quiz", "take", "--stop", "1", "--student", "xena", "--store", str(store)]
+    proc = subprocess.Popen([sys.executable, "-c", code, *argv], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, text=True, cwd=tmp_path)
+    try:
+        proc.stdin.write("".join(lines[:2]))
+        proc.stdin.flush()  # the pipe stays open: the process waits for answer 3 when killed
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with sqlite3.connect(store) as db:
+                    if db.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 2:
+                        break
+            except sqlite3.OperationalError:
+                pass  # the child has not created the tables yet
+            time.sleep(0.1)
+        else:
+            pytest.fail("the scripted take never recorded two answers")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    from ppo_course.cli import main
+    import io
+
+    old_stdin = sys.stdin
+    sys.stdin = io.StringIO("".join(lines[2:]))
+    try:
+        assert main(argv) == 0
+    finally:
+        sys.stdin = old_stdin
+    with AttemptStore(store) as s:
+        assert s.completed_stops("xena") == {1}
+        assert sorted(a.attempt for a in s.attempts("xena")) == [1] * 11
+
+
+def test_keyless_bank_records_responses_that_the_instructor_grades(bank, key_of, run_cli, tmp_path):
+    public = tmp_path / "public" / "quiz_bank"
+    export_public(public)
+    public_bank = load_bank(public)
+    store, out_file = tmp_path / "quiz.sqlite3", tmp_path / "mine.json"
+    stdin = script(bank, key_of("yuki"), 3, "yuki", render_bank=public_bank)
+    code, out, err = run_cli(["quiz", "take", "--stop", 3, "--student", "yuki", "--store", store, "--bank", public, "--out", out_file], stdin)
+    assert code == 0, err
+    assert "No answer keys here" in out and "Not right" not in out and "Correct" not in out
+    submitted = json.loads(out_file.read_text())
+    assert submitted["student_id"] == "yuki" and submitted["attempt"] == 1 and len(submitted["answers"]) == 12
+    code, _, err = run_cli(["quiz", "grade", out_file, "--out", tmp_path / "report.json"])
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert code == 0 and report["stops"]["stop3"]["passed"] is True and report["complete"] is False
+
+
+def test_student_bundle_without_keys_module_takes_and_writes_responses(bank, key_of, tmp_path):
+    """The exported package alone (no keys.py) is importable and runs `quiz take` in record mode."""
+    root = tmp_path / "bundle"
+    export_public(root / "quiz_bank")
+    public_bank = load_bank(root / "quiz_bank")
+    stdin = script(bank, key_of("zed"), 1, "zed", render_bank=public_bank)
+    code = (
+        "import sys; import quiz_bank; assert quiz_bank.__file__.startswith(sys.argv[1]), quiz_bank.__file__;"
+        "from quiz_bank.loader import keys_installed; assert not keys_installed();"
+        "from ppo_course.cli import main; sys.exit(main(sys.argv[2:]))"
+    )
+    argv = ["quiz", "take", "--stop", "1", "--student", "zed", "--store", str(tmp_path / "s.sqlite3"), "--out", str(tmp_path / "zed.json")]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    result = subprocess.run([sys.executable, "-c", code, str(root), *argv], input=stdin, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "No answer keys here" in result.stdout
+    answers = json.loads((tmp_path / "zed.json").read_text())["answers"]
+    assert set(answers) == {q.id for q in bank.questions(1)}
