@@ -47,7 +47,7 @@ _LEN = struct.Struct("<Q")
 
 #: Largest JSON header accepted (bytes). Tensors travel as buffers, so the
 #: header only holds structure and scalars.
-MAX_JSON_BYTES = 64 * 1024 * 1024
+MAX_JSON_BYTES = 16 * 1024 * 1024
 #: Most buffers in one frame (one per tensor or generator).
 MAX_BUFFERS = 100_000
 #: Deepest nesting of lists/tuples/dicts accepted either way.

@@ -42,6 +42,7 @@ from pathlib import Path
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MS_NOSUID = 2
@@ -313,6 +314,10 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     except OSError as exc:
         iso.notes.append(f"no network namespace ({exc.strerror}): student code can reach the network")
     try:
+        unshare(CLONE_NEWIPC)  # no System V shared memory / semaphores shared with the grader
+    except OSError as exc:
+        iso.notes.append(f"no IPC namespace ({exc.strerror})")
+    try:
         unshare(CLONE_NEWNS)
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
         namespaces_ok = True
@@ -332,7 +337,16 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
             iso.mounts_private = True
             iso.workdir = "/tmp/submission"
         except OSError as exc:
-            iso.notes.append(f"private mounts failed ({exc}): using a private temp folder only")
+            # The kernel granted a mount namespace but refused a cover: fail closed
+            # rather than run student code beside half-hidden instructor files.
+            raise OSError(exc.errno, f"covering instructor paths failed: {exc}") from None
+        if uid is not None:
+            # A fresh /proc that shows the child only its own uid's processes: the
+            # grader's command line, environment and open files stay out of sight.
+            try:
+                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+            except OSError as exc:
+                iso.notes.append(f"could not remount /proc with hidepid ({exc.strerror}): other processes stay visible")
     if not iso.workdir:
         iso.workdir = os.path.join(config["workdir"], "submission")
     os.makedirs(iso.workdir, mode=0o755, exist_ok=True)

@@ -132,6 +132,15 @@ def test_other_students_folders_are_hidden(load, submission, server):
     assert str(other.parent) in instructor_paths([other.parent])
 
 
+def test_grader_processes_are_invisible(probe, server):
+    if not (server.root and probe.info["mounts_private"]):
+        pytest.skip("needs root and a mount namespace (a /proc with hidepid)")
+    pids = [p for p in probe.listing("/proc") if p.isdigit()]
+    assert str(os.getpid()) not in pids and str(server.pid) not in pids
+    assert str(probe.info["pid"]) in pids  # its own process stays visible
+    assert probe.can_read(f"/proc/{os.getpid()}/environ") in ("FileNotFoundError", "PermissionError")
+
+
 def test_no_network(probe, server):
     if not probe.info["network_isolated"]:
         pytest.skip("this machine refuses a network namespace (logged at start-up)")
