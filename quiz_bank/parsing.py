@@ -187,7 +187,7 @@ def to_sympy(tree: ast.Expression, symbols: set[str]):
 
 
 def parse_number(value: object) -> float:
-    """A numeric response as a float: 0.2, "0.2", "1/5", "2e-1", "20%", "1.5×10^-6".
+    """A numeric response as a float: 0.2, "0.2", "1/5", "2e-1", "20%", "1.5×10^-6", "65K".
 
     Arithmetic of literals (+ − * / and small powers) is evaluated exactly with
     ``fractions.Fraction`` on the whitelisted tree; no names are allowed.
@@ -207,6 +207,10 @@ def parse_number(value: object) -> float:
     percent = text.endswith("%")
     if percent:
         text = text[:-1]
+    # The chapter writes "65K transitions" and "10K steps": accept a K/M suffix on a plain number.
+    scale = 1
+    if text[-1:] in ("K", "k", "M") and text[:-1].replace(".", "", 1).isdigit():
+        scale, text = (1000 if text[-1] in "Kk" else 1_000_000), text[:-1]
     tree = parse_expression_ast(text, set())
     if any(isinstance(n, (ast.Name, ast.Call)) for n in ast.walk(tree)):
         raise Unparseable("a numeric answer may only contain numbers and + - * / ^")
@@ -243,4 +247,5 @@ def parse_number(value: object) -> float:
         raise Unparseable(f"cannot evaluate {value!r} as a number: {exc}") from None
     if not math.isfinite(number):
         raise Unparseable(f"{value!r} is not a finite number")
+    number *= scale
     return number / 100.0 if percent else number

@@ -15,12 +15,12 @@ def test_numeric_spellings_of_one_fifth(text):
     assert parse_number(text) == pytest.approx(0.2, abs=1e-15)
 
 
-@pytest.mark.parametrize("text, want", [("1.5e-6", 1.5e-6), ("1.5*10^-6", 1.5e-6), ("1.5×10^-6", 1.5e-6), ("−0.975", -0.975), ("65536", 65536.0)])
+@pytest.mark.parametrize("text, want", [("1.5e-6", 1.5e-6), ("1.5*10^-6", 1.5e-6), ("1.5×10^-6", 1.5e-6), ("−0.975", -0.975), ("65536", 65536.0), ("65K", 65000.0), ("10k", 10000.0), ("1.5M", 1.5e6)])
 def test_numeric_scientific_and_book_typography(text, want):
     assert parse_number(text) == pytest.approx(want, rel=1e-12)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "0.2.1", "1/0", "__import__('os')", "2**2**100", "9**999", "True", "[0.2]", "e", "nan"])
+@pytest.mark.parametrize("text", ["", "abc", "0.2.1", "1/0", "__import__('os')", "2**2**100", "9**999", "True", "[0.2]", "e", "nan", "K", "2KK"])
 def test_numeric_garbage_is_unparseable(text):
     with pytest.raises(Unparseable):
         parse_number(text)
