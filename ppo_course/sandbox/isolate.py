@@ -270,6 +270,29 @@ def apply_covers(covers: list[tuple[str, list[str]]]) -> None:
             os.close(fd)
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> None:
+    """Clear every capability of this process (effective, permitted, inheritable).
+
+    Needed after an unprivileged user namespace: ``unshare(CLONE_NEWUSER)``
+    grants full capabilities inside it, which would let student code unmount
+    the covers. (As root the uid drop already clears them.)
+
+    Raises:
+        OSError: if ``capset`` fails.
+    """
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
+
+
 def _write_id_maps(uid: int, gid: int) -> None:
     with open("/proc/self/setgroups", "w") as fh:
         fh.write("deny")
@@ -364,6 +387,8 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
         iso.uid = uid
     elif is_root:
         iso.notes.append("running as root without a uid to drop to")
+    else:
+        drop_capabilities()  # the user namespace's capabilities must not reach student code
     try:
         prctl(PR_SET_NO_NEW_PRIVS, 1)
     except OSError:

@@ -155,3 +155,24 @@ def test_runs_as_an_unprivileged_uid_when_root(probe, server):
         pytest.skip("privileges are dropped only when the grader runs as root")
     me = probe.whoami()
     assert me["uid"] == me["euid"] == probe.info["uid"] and 61000 <= me["uid"] < 62000
+
+
+def test_dropped_capabilities_forbid_undoing_the_mounts():
+    """After drop_capabilities (the non-root path) a process can no longer mount or unmount."""
+
+    from ppo_course.sandbox import isolate
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the forked process
+        code = 1
+        try:
+            isolate.unshare(isolate.CLONE_NEWUSER) if os.geteuid() != 0 else isolate.unshare(isolate.CLONE_NEWNS)
+            isolate.drop_capabilities()
+            try:
+                isolate.mount("tmpfs", "/mnt", "tmpfs", 0, None)
+            except OSError as exc:
+                code = 0 if exc.errno == 1 else 2  # EPERM
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
