@@ -1,0 +1,164 @@
+"""The student bundle: ``build_release(out_dir)`` (behind ``ppo-course release OUT_DIR``).
+
+What a student gets, and nothing else::
+
+    OUT_DIR/
+      pyproject.toml        distribution "ppo-course-student": packages ppo_course and quiz_bank only,
+                            console script `ppo-course` (instructor commands are absent, so hidden)
+      README.md             docs/student_guide.md (install, check, quiz, submit)
+      exercises/ex*.py      the stubs, generated now from solutions/ by tools/make_exercises.py
+      ppo_course/           the public package: the small model, the config, the toy task,
+                            `ppo-course check` and its public tests (ppo_course/public_tests/)
+      quiz_bank/            the question bank without keys (quiz_bank.export_public):
+                            no keys.py, no `answer`, no `explanation`
+      .ppo-course-release   a marker naming what wrote the folder (lets --force replace it safely)
+
+What never ships: ``ppo_reference/`` (the trusted reference), ``grader/``
+(hidden tests, points, comparison), ``solutions/``, quiz keys, caches. The
+bundle is built from the instructor's source tree (an editable install or a
+checkout): the stubs need ``solutions/`` and ``tools/make_exercises.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+MARKER = ".ppo-course-release"
+STUDENT_DISTRIBUTION = "ppo-course-student"
+# Top-level names that must never appear in a bundle (checked after writing it).
+FORBIDDEN_TOP_LEVEL = ("ppo_reference", "grader", "solutions", "tools", "tests", "benchmarks", "examples")
+# Copied verbatim from the public package; caches and compiled files are not.
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.egg-info")
+
+STUDENT_PYPROJECT = """\
+# The student bundle of ppo-course (written by `ppo-course release`).
+# Install it with:  python -m pip install .
+[build-system]
+requires = ["setuptools>=68", "wheel"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{name}"
+version = "{version}"
+description = "PPO chapter (Book ch. 5): exercise stubs, public tests, `ppo-course check` and the quiz"
+readme = "README.md"
+requires-python = ">=3.10"
+dependencies = [
+    "torch>=2.1",
+    "numpy>=1.24",
+    "pydantic>=2.5",
+    "pyyaml>=6.0",
+    "rich>=13.0",
+    "matplotlib>=3.7",
+    "sympy>=1.12",
+    "hypothesis==6.170.15",
+    "pytest>=8.0",
+]
+
+[project.scripts]
+ppo-course = "ppo_course.cli:main"
+
+[tool.setuptools.packages.find]
+# Only the public side: the instructor packages are not in this folder at all,
+# and listing them here would not add them.
+include = ["ppo_course*", "quiz_bank*"]
+
+[tool.setuptools.package-data]
+"*" = ["*.yaml", "*.md", "*.txt"]
+"""
+
+
+class ReleaseError(RuntimeError):
+    """The bundle cannot be written (missing source tree, non-empty target, a leak found)."""
+
+
+def source_root() -> Path:
+    """The instructor's source tree: the folder holding ``grader/``, ``solutions/`` and ``tools/``."""
+    return Path(__file__).resolve().parent.parent
+
+
+def _load_make_exercises(root: Path):
+    """Import ``tools/make_exercises.py`` by path (``tools`` is not an installed package)."""
+    path = root / "tools" / "make_exercises.py"
+    if not path.is_file():
+        raise ReleaseError(f"{path} is missing: the bundle is built from the source tree (a checkout), "
+                           "not from an installed wheel")
+    spec = importlib.util.spec_from_file_location("_ppo_course_make_exercises", path)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    # dataclasses look their module up in sys.modules while the module executes.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(spec.name, None)
+        raise
+    return module
+
+
+def _prepare_out_dir(out_dir: Path, force: bool) -> None:
+    """Make ``out_dir`` an empty folder; only a previous bundle (with the marker) may be replaced."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ReleaseError(f"{out_dir} exists and is not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        if not force:
+            raise ReleaseError(f"{out_dir} is not empty; choose an empty folder or pass --force "
+                               "to replace a bundle written earlier")
+        if not (out_dir / MARKER).is_file():
+            # --force never deletes a folder we did not write (a typo must not wipe a home folder).
+            raise ReleaseError(f"{out_dir} is not empty and holds no {MARKER} marker, so it was not written by "
+                               "`ppo-course release`; refusing to delete it even with --force")
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def build_release(out_dir: str | Path, *, force: bool = False) -> list[Path]:
+    """Write the student bundle into ``out_dir`` (layout in the module docstring).
+
+    Args:
+        out_dir: the target folder; created if absent; must be empty unless ``force``
+            and it holds a bundle written earlier (the marker file).
+        force: replace a bundle written earlier by this function.
+
+    Returns:
+        Every file written, sorted.
+
+    Raises:
+        ReleaseError: if the source tree (solutions/, tools/) is absent, ``out_dir`` is not
+            empty (and not a previous bundle with ``force``), or a forbidden top-level name
+            (ppo_reference, grader, solutions, ...) ended up in the bundle.
+    """
+    import ppo_course
+    from quiz_bank import export_public
+
+    root = source_root()
+    solutions = root / "solutions"
+    if not any(solutions.glob("ex*.py")):
+        raise ReleaseError(f"no solution modules in {solutions}: the stubs are generated from them")
+    make = _load_make_exercises(root)
+    out_dir = Path(out_dir).resolve()
+    if out_dir == root or root in out_dir.parents and out_dir.parent == root:
+        # Writing into the source tree would put a second ppo_course/ beside the real one.
+        raise ReleaseError(f"{out_dir} is inside the source tree's top level; write the bundle elsewhere")
+    _prepare_out_dir(out_dir, force)
+
+    make.make_exercises(solutions, out_dir / "exercises")
+    shutil.copytree(Path(ppo_course.__file__).resolve().parent, out_dir / "ppo_course", ignore=_IGNORE)
+    export_public(out_dir / "quiz_bank")
+    (out_dir / "pyproject.toml").write_text(
+        STUDENT_PYPROJECT.format(name=STUDENT_DISTRIBUTION, version=ppo_course.__version__), encoding="utf-8")
+    guide = root / "docs" / "student_guide.md"
+    readme = guide.read_text(encoding="utf-8") if guide.is_file() else (
+        "# PPO chapter: student bundle\n\nInstall with `python -m pip install .`, then run `ppo-course check`.\n")
+    (out_dir / "README.md").write_text(readme, encoding="utf-8")
+    (out_dir / MARKER).write_text(f"written by `ppo-course release` (ppo-course {ppo_course.__version__})\n",
+                                  encoding="utf-8")
+
+    leaked = [name for name in FORBIDDEN_TOP_LEVEL if (out_dir / name).exists()]
+    leaked += [str(p.relative_to(out_dir)) for p in out_dir.rglob("keys.py")]
+    if leaked:  # pragma: no cover - a guard against a future edit of this function
+        raise ReleaseError(f"instructor material ended up in the bundle: {leaked}")
+    return sorted(p for p in out_dir.rglob("*") if p.is_file())

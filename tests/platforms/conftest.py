@@ -1,0 +1,34 @@
+"""Fixtures of the platform tests: the student bundle, built once per session, and a clean environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread():
+    """One torch thread: the machine's two cores are shared by everybody."""
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def bundle(tmp_path_factory) -> Path:
+    """The student bundle written by `grader.release.build_release` into a fresh folder."""
+    from grader.release import build_release
+
+    out = tmp_path_factory.mktemp("release") / "bundle"
+    build_release(out)
+    return out
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """os.environ without anything that could put the repository on a child's sys.path."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "PYTHONSTARTUP")}
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", **extra)
+    return env
