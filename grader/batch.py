@@ -54,18 +54,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from grader.points import EXERCISES
 from grader.results import atomic_write_text  # the shared atomic writer (tmp + fsync + os.replace)
 
-# The contract's exercise modules, in the gradebook's column order.
-CONTRACT_STEMS: tuple[str, ...] = (
-    "ex1_ratio",
-    "ex2_clipped_loss",
-    "ex3_full_loss",
-    "ex4_gae",
-    "ex5_rollout_buffer",
-    "ex6_kl_reward",
-    "ex7_ppo_step",
-)
+# The contract's exercise modules, in the gradebook's column order (one list: grader/points.py).
+CONTRACT_STEMS: tuple[str, ...] = EXERCISES
 
 Status = Literal["graded", "timed-out", "crashed", "empty", "rejected"]
 STATUSES: tuple[str, ...] = ("graded", "timed-out", "crashed", "empty", "rejected")
@@ -92,7 +85,7 @@ NBGRADER_COLUMNS: tuple[str, ...] = (
     "max_score",
 )
 
-# Files that carry no student work: never staged, never hashed.
+# Files and folders that carry no student work: never staged.
 _JUNK_NAMES = frozenset({"__pycache__", "__MACOSX", ".DS_Store", ".git", ".ipynb_checkpoints"})
 
 
@@ -611,6 +604,8 @@ def run_worker(
         str(scratch),
         "--profile",
         profile,
+        "--parent-pid",
+        str(os.getpid()),
     ]
     if exercises:
         cmd += ["--exercises", ",".join(exercises)]
@@ -701,9 +696,11 @@ def worker_main(argv: list[str]) -> int:
     parser.add_argument("--profile", default="full")
     parser.add_argument("--exercises", default=None)
     parser.add_argument("--grade-fn", default=None)
+    parser.add_argument("--parent-pid", type=int, default=None)
     args = parser.parse_args(argv)
-    if os.getpgrp() == os.getpid():  # a session leader started by run_worker
-        _watch_parent(os.getppid())
+    if args.parent_pid is not None:
+        # Passed explicitly: had the batch died before this line, getppid() would already be 1.
+        _watch_parent(args.parent_pid)
     grade = _load_grade_fn(args.grade_fn)
     exercises = args.exercises.split(",") if args.exercises else None
     result = grade(args.submission, exercises=exercises, profile=args.profile)
