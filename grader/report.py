@@ -175,13 +175,13 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
 
 
 def plot_report(summary: ClassSummary, path: Path) -> Path:
-    """Draw the score histogram and per-exercise mean (as % of max) into a PNG at ``path`` (Agg backend)."""
+    """Draw the score histogram, the per-exercise mean (% of max) and the top mistakes into a PNG (Agg backend)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(15, 4), gridspec_kw={"width_ratios": [1, 1, 1.2]})
     if summary.totals:
         hi = max(summary.max_total, max(summary.totals), 1.0)
         ax1.hist(summary.totals, bins=min(20, max(5, len(summary.totals))), range=(0, hi), color="#4472c4", edgecolor="white")
@@ -200,6 +200,15 @@ def plot_report(summary: ClassSummary, path: Path) -> Path:
     ax2.set_ylim(0, 100)
     ax2.set_ylabel("mean score, % of max")
     ax2.set_title("Per exercise (graded students)")
+    mistakes = [(d, n) for d, n in summary.diagnoses.most_common() if d not in _RUN_DIAGNOSES][:8]
+    if mistakes:
+        ax3.barh(range(len(mistakes)), [n for _, n in mistakes], color="#c00000")
+        ax3.set_yticks(range(len(mistakes)), [d for d, _ in mistakes], fontsize=8)
+        ax3.invert_yaxis()  # most common on top
+    else:
+        ax3.text(0.5, 0.5, "no diagnosed mistakes", ha="center", va="center", transform=ax3.transAxes)
+    ax3.set_xlabel("students")
+    ax3.set_title("Most common diagnosed mistakes")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
