@@ -133,11 +133,13 @@ class PPOConfig(pydantic.BaseModel):
 
         The toy policy has ~0.1 M parameters and its responses are 16 tokens,
         so it needs a far larger learning rate (3e-4 against the book's
-        1.5e-6 for 70B) and a smaller batch (64, split 16 × 2) to learn in a
-        minute on a CPU; it samples at temperature 1.0 without top-p so that
-        the per-token KL estimate is that of the sampling distribution. The
-        other values are the book's. These deliberate departures from the
-        danger table do not warn; an override that leaves the band does.
+        1.5e-6 for 70B) and a smaller batch (64 against the book's 128, in
+        mini-batches of 16 × 2 accumulated) to learn in a minute on a CPU. It
+        samples at temperature 1.0 without top-p, so that the per-token KL
+        estimate is that of the sampling distribution (see the top-p caveat in
+        ``CausalLMWithValueHead.generate``). The other values are the book's.
+        These deliberate departures from the danger table do not warn; an
+        override that leaves the band does.
 
         Args:
             **overrides: any PPOConfig field, applied on top of the preset.
