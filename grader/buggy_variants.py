@@ -250,43 +250,43 @@ PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
 
 # --------------------------------------------------------------------------- ex4
 def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=True, next_value_same_t=False,
-         forward=False, gamma_delta=True, gamma_rec=True, use_lam=True, returns="a_plus_v"):
+         forward=False, gamma_delta=True, gamma_rec=True, use_lam=True, returns="a_plus_v",
+         bootstrap_last=False):
+    """GAE with one mistake switched on (all switches off: the correct recursion)."""
     B, T = rewards.shape
-    m = _m(mask).to(rewards.dtype) if use_mask else torch.ones_like(rewards)
+    dt = rewards.dtype
+    m = _m(mask).to(dt) if use_mask else torch.ones_like(rewards)
     r = rewards * m if use_mask else rewards
-    v = values
+    v = values * m if (use_mask and mask_next_value) else values
     g_d = gamma if gamma_delta else 1.0
     g_r = gamma if gamma_rec else 1.0
     lm = lam if use_lam else 1.0
-    adv = torch.zeros_like(rewards)
-    carry = torch.zeros(B, dtype=rewards.dtype)
-    steps = range(T) if forward else range(T - 1, -1, -1)
-    for t in steps:
+    zero = torch.zeros(B, dtype=dt)
+    deltas = []
+    for t in range(T):
         if next_value_same_t:
             v_next = v[:, t]
-        elif forward:
-            v_next = v[:, t - 1] if t > 0 else torch.zeros(B, dtype=rewards.dtype)
+        elif t + 1 < T:
+            v_next = v[:, t + 1]
         else:
-            v_next = v[:, t + 1] if t + 1 < T else torch.zeros(B, dtype=rewards.dtype)
-            if mask_next_value:
-                m_next = m[:, t + 1] if t + 1 < T else torch.zeros(B, dtype=rewards.dtype)
-                v_next = v_next * m_next
-        delta = r[:, t] + g_d * v_next - v[:, t]
-        carry = delta + g_r * lm * carry
-        if use_mask and not forward:
-            carry = carry * m[:, t]
+            v_next = v[:, T - 1] * m[:, T - 1] if bootstrap_last else zero
+        deltas.append(r[:, t] + g_d * v_next - v[:, t])
+    adv = torch.zeros_like(rewards)
+    carry = zero
+    for t in (range(T) if forward else range(T - 1, -1, -1)):
+        carry = (deltas[t] + g_r * lm * carry) * m[:, t]
         adv[:, t] = carry
     if returns == "a_plus_v":
-        ret = adv + values
+        ret = adv + v
     elif returns == "advantages":
         ret = adv.clone()
     elif returns == "a_minus_v":
-        ret = adv - values
-    else:  # "monte_carlo": discounted sum of rewards
+        ret = adv - v
+    else:  # "monte_carlo": discounted rewards-to-go
         ret = torch.zeros_like(rewards)
-        acc = torch.zeros(B, dtype=rewards.dtype)
+        acc = zero
         for t in range(T - 1, -1, -1):
-            acc = r[:, t] + gamma * acc
+            acc = (r[:, t] + gamma * acc) * m[:, t]
             ret[:, t] = acc
     return adv, ret
 
@@ -298,41 +298,62 @@ def _gae_variant(**kw):
 
 
 # Each variant returns (advantages, returns); the graders compare the part that failed.
+# Order matters where two mistakes coincide: with λ = 1, A + V is the Monte-Carlo return,
+# so the returns mistakes come before the missing λ.
 GAE_VARIANTS: list[tuple[str, Variant]] = [
     ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False)),
     ("gae_bootstraps_from_padding", _gae_variant(use_mask=False)),
+    ("gae_bootstraps_from_padding", _gae_variant(bootstrap_last=True)),
     ("gae_wrong_timestep", _gae_variant(next_value_same_t=True)),
     ("gae_runs_forward", _gae_variant(forward=True)),
+    ("returns_not_a_plus_v", _gae_variant(returns="monte_carlo")),
+    ("returns_not_a_plus_v", _gae_variant(returns="advantages")),
+    ("returns_not_a_plus_v", _gae_variant(returns="a_minus_v")),
     ("gae_missing_gamma", _gae_variant(gamma_delta=False, gamma_rec=False)),
     ("gae_missing_gamma", _gae_variant(gamma_rec=False)),
     ("gae_missing_gamma", _gae_variant(gamma_delta=False)),
     ("gae_missing_lambda", _gae_variant(use_lam=False)),
-    ("returns_not_a_plus_v", _gae_variant(returns="advantages")),
-    ("returns_not_a_plus_v", _gae_variant(returns="a_minus_v")),
-    ("returns_not_a_plus_v", _gae_variant(returns="monte_carlo")),
 ]
 
 
-def _whiten(x, mask, shift_mean, *, unbiased=True, use_mask=True, eps_inside=True, keep_mean=None):
+def _whiten(x, mask, shift_mean, *, unbiased=True, stats_over="real", eps_inside=True, keep_mean=None,
+            scale_only=False):
+    """Whitening with one mistake switched on (all off: the correct masked whitening)."""
     xd = x.double()
-    m = _m(mask) if use_mask else torch.ones_like(_m(mask))
-    n = m.sum()
-    mean = torch.where(m, xd, 0.0).sum() / n
-    var = torch.where(m, (xd - mean) ** 2, 0.0).sum() / (n - 1 if unbiased else n)
-    out = (xd - mean) / torch.sqrt(var + 1e-8) if eps_inside else (xd - mean) / torch.sqrt(var)
+    m = _m(mask)
+    if stats_over == "real":
+        sel, n = xd[m], m.sum()
+    elif stats_over == "all":
+        sel, n = xd.reshape(-1), torch.tensor(xd.numel())
+    else:  # "zeroed": x * mask over all positions
+        sel, n = (xd * m.double()).reshape(-1), torch.tensor(xd.numel())
+    mean = sel.sum() / n
+    var = ((sel - mean) ** 2).sum() / (n - 1 if unbiased else n)
+    std = torch.sqrt(var + 1e-8) if eps_inside else torch.sqrt(var)
+    if scale_only and not shift_mean:
+        return (xd / std).to(x.dtype)
+    out = (xd - mean) / std
     add_back = (not shift_mean) if keep_mean is None else keep_mean
     if add_back:
         out = out + mean
     return out.to(x.dtype)
 
 
+def _whiten_variant(**kw):
+    def variant(x, mask, shift_mean=True):
+        return _whiten(x, mask, shift_mean, **kw)
+    return variant
+
+
 WHITEN_VARIANTS: list[tuple[str, Variant]] = [
-    ("whiten_biased_variance", lambda x, mask, shift_mean=True: _whiten(x, mask, shift_mean, unbiased=False)),
-    ("whiten_padding_in_stats", lambda x, mask, shift_mean=True: _whiten(x, mask, shift_mean, use_mask=False)),
-    ("whiten_padding_in_stats", lambda x, mask, shift_mean=True: _whiten(
-        x, mask, shift_mean, use_mask=False, unbiased=False)),
-    ("whiten_shift_mean_ignored", lambda x, mask, shift_mean=True: _whiten(x, mask, shift_mean, keep_mean=False)),
-    ("whiten_missing_eps", lambda x, mask, shift_mean=True: _whiten(x, mask, shift_mean, eps_inside=False)),
+    ("whiten_biased_variance", _whiten_variant(unbiased=False)),
+    ("whiten_padding_in_stats", _whiten_variant(stats_over="all")),
+    ("whiten_padding_in_stats", _whiten_variant(stats_over="all", unbiased=False)),
+    ("whiten_padding_in_stats", _whiten_variant(stats_over="zeroed")),
+    ("whiten_padding_in_stats", _whiten_variant(stats_over="zeroed", unbiased=False)),
+    ("whiten_shift_mean_ignored", _whiten_variant(keep_mean=False)),
+    ("whiten_shift_mean_ignored", _whiten_variant(scale_only=True)),
+    ("whiten_missing_eps", _whiten_variant(eps_inside=False)),
 ]
 
 

@@ -92,8 +92,9 @@ class LocalModule:
         return self._function(class_name)(*_copy(args), **_copy(kwargs))
 
     def call_with_grad(self, name: str, args: tuple = (), kwargs: dict | None = None, *,
-                       wrt: tuple[str, ...] = (), grad_output: torch.Tensor | None = None):
-        """(output, {param: grad or None}) for the output (its first element if a tuple).
+                       wrt: tuple[str, ...] = (), grad_output: torch.Tensor | None = None,
+                       output_index: int | None = None):
+        """(output, {param: grad or None}) for the output (element `output_index`, default 0, of a tuple).
 
         The named parameters get fresh leaf copies with requires_grad=True; a
         parameter whose gradient is None (no graph reached it) maps to None.
@@ -106,7 +107,7 @@ class LocalModule:
             bound.arguments[param] = leaf
             leaves[param] = leaf
         out = fn(*bound.args, **bound.kwargs)
-        head = out[0] if isinstance(out, (tuple, list)) else out
+        head = out[output_index or 0] if isinstance(out, (tuple, list)) else out
         grads: dict[str, torch.Tensor | None] = {p: None for p in wrt}
         if isinstance(head, torch.Tensor) and head.requires_grad and leaves:
             if grad_output is None and head.numel() != 1:

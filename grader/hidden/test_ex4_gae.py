@@ -1,0 +1,125 @@
+"""Hidden graders, exercise 4 (stop 5): GAE and whitening (Book §5.5; GAE, Schulman et al. 2016)."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader.hidden.support import (compare, expect_inputs_untouched, hidden_batches, part,
+                                   tol)
+from ppo_course.check_support.feedback import Mismatch, expect_raises
+from ppo_course.check_support.inputs import Batch, grading_settings, prefix_mask
+
+EXERCISE = "ex4_gae"
+KIND = "hidden"
+
+
+def _gae_case(batch: Batch):
+    """(rewards, values, mask): N(0,1) rewards and values with junk (|x| ≤ 20) at padding."""
+    return batch.data(1), batch.data(2), batch.mask()
+
+
+def _compare_gae(student, reference, args, kwargs, dtype, what):
+    """Compare advantages, then returns (each named separately in the feedback)."""
+    mask = args[2]
+    # Advantages are sums of ≤ 7 TD errors of size ≤ ~4: scale 20.
+    t = tol(dtype, 20.0)
+    got = compare(student, reference, "compute_gae", args, kwargs, rtol=t, atol=t, mask=mask,
+                  pick=part(0, what), what=f"{what}: advantages")
+    compare(student, reference, "compute_gae", args, kwargs, rtol=t, atol=t, mask=mask, got=got,
+            pick=part(1, what), what=f"{what}: returns")
+
+
+@grading_settings(max_examples=30, shrink=False)
+@given(batch=hidden_batches(), gamma=st.sampled_from([1.0, 0.9]), lam=st.sampled_from([0.95, 0.5]))
+def test_gae_matches_reference(student, reference, batch, gamma, lam):
+    """Advantages and returns (= A + V) on real tokens, keyword gamma and lam, junk in padding."""
+    _compare_gae(student, reference, _gae_case(batch), {"gamma": gamma, "lam": lam}, batch.dtype,
+                 f"compute_gae(gamma={gamma}, lam={lam})")
+
+
+@grading_settings(max_examples=10, shrink=False)
+@given(batch=hidden_batches())
+def test_gae_defaults_and_positional(student, reference, batch):
+    """Defaults (γ = 1, λ = 0.95) and positional (γ = 0.8, λ = 0.7)."""
+    args = _gae_case(batch)
+    _compare_gae(student, reference, args, {}, batch.dtype, "compute_gae(defaults)")
+    _compare_gae(student, reference, (*args, 0.8, 0.7), {}, batch.dtype, "compute_gae(..., 0.8, 0.7)")
+
+
+def test_gae_no_bootstrap_past_last_token(student, reference):
+    """A full (truncated) row, one-token rows and large junk: V and A past the end are 0."""
+    for dtype in (torch.float32, torch.float64):
+        mask = prefix_mask([5, 1, 3, 1], 5, "int")
+        g = torch.Generator().manual_seed(23)
+        rewards = torch.randn(4, 5, generator=g, dtype=torch.float64).to(dtype)
+        values = torch.randn(4, 5, generator=g, dtype=torch.float64).to(dtype)
+        junk = torch.tensor(19.5, dtype=dtype)
+        rewards = torch.where(mask.bool(), rewards, junk)
+        values = torch.where(mask.bool(), values, -junk)
+        _compare_gae(student, reference, (rewards, values, mask), {"gamma": 0.95, "lam": 0.9}, dtype,
+                     f"compute_gae(truncated and one-token rows, {dtype})")
+
+
+def test_gae_carries_no_gradient(student):
+    """No gradient flows into advantages or returns (they are constants for the losses)."""
+    g = torch.Generator().manual_seed(29)
+    rewards = torch.randn(2, 4, generator=g, dtype=torch.float64)
+    values = torch.randn(2, 4, generator=g, dtype=torch.float64)
+    mask = prefix_mask([4, 2], 4)
+    for index in (0, 1):
+        _, grads = student.call_with_grad("compute_gae", (rewards, values, mask), {}, wrt=("rewards", "values"),
+                                          grad_output=torch.ones(2, 4, dtype=torch.float64), output_index=index)
+        for name, grad in grads.items():
+            if grad is not None and bool((grad != 0).any()):
+                raise Mismatch("gae_not_detached", f"a gradient reached `{name}`",
+                               f"compute_gae(...)[{index}]")
+
+
+@grading_settings(max_examples=30, shrink=False)
+@given(batch=hidden_batches(), shift_mean=st.booleans(), scale=st.sampled_from([1.0, 5.0]))
+def test_whiten_matches_reference(student, reference, batch, shift_mean, scale):
+    """(x − masked mean)/sqrt(unbiased masked var + 1e-8), keyword shift_mean; junk in padding."""
+    if sum(batch.lengths) < 2:
+        return  # whiten needs 2 real tokens (hidden_batches always has ≥ 2 rows)
+    x = batch.data(3, scale) + 2.0
+    mask = batch.mask()
+    # Whitened values are ≤ ~3 (+ mean ≤ ~7 when kept); statistics in float32 add ~1e-6 relative.
+    t = tol(batch.dtype, 10.0)
+    compare(student, reference, "whiten", (x, mask), {"shift_mean": shift_mean}, rtol=t, atol=t, mask=mask)
+
+
+def test_whiten_default_and_positional(student, reference):
+    """shift_mean defaults to True; shift_mean=False positionally keeps the mean."""
+    g = torch.Generator().manual_seed(31)
+    x = torch.randn(3, 4, generator=g, dtype=torch.float64) * 2 + 1
+    mask = prefix_mask([4, 3, 1], 4, "float")
+    compare(student, reference, "whiten", (x, mask), rtol=1e-9, atol=1e-9, mask=mask, what="whiten(x, mask)")
+    compare(student, reference, "whiten", (x, mask, False), rtol=1e-9, atol=1e-9, mask=mask,
+            what="whiten(x, mask, False)")
+
+
+def test_whiten_raises_for_one_element(student, error_name):
+    """A mask selecting fewer than 2 elements raises ValueError (the unbiased variance is undefined)."""
+    x = torch.tensor([[3.0, 7.0, -2.0]])
+    mask = torch.tensor([[True, False, False]])
+    expect_raises(lambda: student.whiten(x, mask), ("ValueError",), "whiten_no_error_for_one_element",
+                  what="whiten(x, mask selecting 1 element)", is_error=error_name)
+
+
+def test_whiten_constant_input(student, reference):
+    """Equal real values: the variance is 0, the 1e-8 inside the root keeps the output finite (0)."""
+    x = torch.tensor([[2.5, 2.5, 2.5, -9.0], [2.5, 2.5, 13.0, 4.0]], dtype=torch.float64)
+    mask = prefix_mask([3, 2], 4)
+    # (x − μ) = 0 exactly on real tokens, so any finite stabilised result is exactly 0.
+    compare(student, reference, "whiten", (x, mask), rtol=0, atol=1e-9, mask=mask,
+            what="whiten(constant real values)")
+
+
+def test_gae_whiten_inputs_untouched(student, error_name):
+    """compute_gae and whiten modify none of their inputs in place."""
+    batch = Batch(2, 5, (5, 3), "float", "float64", 6)
+    rewards, values, mask = _gae_case(batch)
+    expect_inputs_untouched(student, "compute_gae", (rewards, values, mask), {}, ("rewards", "values"), error_name)
+    expect_inputs_untouched(student, "whiten", (rewards, mask), {}, ("x",), error_name)
