@@ -96,7 +96,7 @@ def gradebook_table(out_dir: Path):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Grade the cohort, print the table and the paths; exit 0 (1 when the cohort is missing)."""
+    """Grade the cohort, print the table and the paths; exit 0 (1 when the cohort is missing, 2 on a usage error)."""
     import csv
     import sys
     import tempfile
@@ -104,7 +104,16 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from grader.batch import run_batch
+    from grader.points import EXERCISES
 
+    exercises = [s.strip() for s in args.exercises.split(",") if s.strip()] if args.exercises else None
+    unknown = sorted(set(exercises or ()) - set(EXERCISES))
+    if unknown:
+        print(f"error: unknown exercise(s) {unknown}; known: {', '.join(EXERCISES)}", file=sys.stderr)
+        return 2
+    if args.jobs is not None and args.jobs < 1:
+        print(f"error: --jobs must be at least 1 (got {args.jobs})", file=sys.stderr)
+        return 2
     cohort = cohort_dir()
     submissions = cohort / "submissions"
     if not submissions.is_dir():
@@ -116,7 +125,6 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(width=120)  # logs and CI: wide enough for one line per student
     console.print(f"Grading the demo cohort in {submissions} with the hidden graders ({args.profile} profile)...")
-    exercises = [s.strip() for s in args.exercises.split(",") if s.strip()] if args.exercises else None
     summary = run_batch(submissions, out, jobs=args.jobs, force=args.force, profile=args.profile,
                         exercises=exercises, progress=not args.no_progress,
                         log=lambda m: console.print(f"[dim]{m}[/dim]"))

@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from grader.batch import BatchLimits, run_batch
+    from grader.points import EXERCISES
 
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)
@@ -49,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     limits = BatchLimits(timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
     exercises = [s.strip() for s in args.exercises.split(",") if s.strip()] if args.exercises else None
+    unknown = sorted(set(exercises or ()) - set(EXERCISES))
+    if unknown:
+        print(f"error: unknown exercise(s) {unknown}; known: {', '.join(EXERCISES)}", file=sys.stderr)
+        return 2
     summary = run_batch(
         args.submissions,
         args.out,
