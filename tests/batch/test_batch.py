@@ -233,3 +233,16 @@ def test_grade_batch_command_line_rejects_a_missing_folder(tmp_path, capsys):
     assert main(["grade-batch", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
     assert "is not a folder of submissions" in capsys.readouterr().err
     assert main(["grade-batch", str(tmp_path), "--out", str(tmp_path / "out"), "--jobs", "0"]) == 2
+
+
+def test_parse_expected_reads_the_total_of_the_profile(tmp_path):
+    from grader.commands.demo import parse_expected
+
+    md = tmp_path / "EXPECTED.md"
+    md.write_text("Intro.\n\n| student_id | what | total_full | total_fast | status |\n| --- | --- | ---: | ---: | --- |\n"
+                  "| `ada` | perfect | 100 | 90 | graded |\n| lea | empty | 0 | 0 | empty |\n")
+    assert parse_expected(md, "full") == {"ada": ("100", "graded"), "lea": ("0", "empty")}
+    assert parse_expected(md, "fast")["ada"] == ("90", "graded")
+    md.write_text("| student_id | total | status |\n| --- | --- | --- |\n")
+    with pytest.raises(ValueError, match="total_full"):
+        parse_expected(md, "full")
