@@ -426,7 +426,10 @@ def _stage_dir(source: Path, dest: Path, limits: BatchLimits, staged: StagedSubm
     for rel, src in plan:
         out = dest / rel
         out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, out)
+        try:
+            shutil.copyfile(src, out)
+        except OSError as exc:
+            raise Rejected(f"the file {rel!r} cannot be read ({exc.strerror or exc}); fix its permissions")
 
 
 def _zip_entry_name(info: zipfile.ZipInfo) -> str | None:
@@ -1150,17 +1153,23 @@ def run_batch(
             os.unlink(student_dir / RECORD)
         except FileNotFoundError:
             pass
-        graded = grade_entry(
-            entry,
-            state / "staging" / sid,
-            state / "work" / sid,
-            limits=limits,
-            profile=profile,
-            exercises=exercises,
-            grade_fn=grade_fn,
-            workers=workers,
-            zero_template=zero_template,
-        )
+        try:
+            graded = grade_entry(
+                entry,
+                state / "staging" / sid,
+                state / "work" / sid,
+                limits=limits,
+                profile=profile,
+                exercises=exercises,
+                grade_fn=grade_fn,
+                workers=workers,
+                zero_template=zero_template,
+            )
+        except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
+            message = f"the batch could not grade this submission ({type(exc).__name__}: {exc})"
+            results = _zero_results(zero_template(), message)
+            results["output"] = f"Status: crashed. {message}"
+            graded = GradedEntry("crashed", message, results, f"**Status: crashed.** {message}\n", [], 0.0)
         if workers.stopping:
             raise KeyboardInterrupt
         atomic_write_text(student_dir / "feedback.md", graded.feedback)

@@ -246,3 +246,33 @@ def test_parse_expected_reads_the_total_of_the_profile(tmp_path):
     md.write_text("| student_id | total | status |\n| --- | --- | --- |\n")
     with pytest.raises(ValueError, match="total_full"):
         parse_expected(md, "full")
+
+
+def test_unreadable_file_rejects_only_that_student(cohort, tmp_path, monkeypatch):
+    # chmod 000 does not stop root (these tests may run as root): fail the read itself instead.
+    real_copy = batch.shutil.copyfile
+
+    def copyfile(src, dst, *a, **k):
+        if str(src).endswith(os.path.join("bob", "ex2_clipped_loss.py")):
+            raise PermissionError(13, "Permission denied", str(src))
+        return real_copy(src, dst, *a, **k)
+
+    monkeypatch.setattr(batch.shutil, "copyfile", copyfile)
+    book = rows(grade(cohort, tmp_path / "out").out_dir)
+    assert book["bob"]["status"] == "rejected" and "cannot be read (Permission denied)" in book["bob"]["message"]
+    assert book["alice"]["status"] == "graded"
+
+
+def test_a_fault_of_the_batch_layer_is_recorded_as_crashed(cohort, tmp_path, monkeypatch):
+    real = batch.stage_submission
+
+    def flaky(entry, dest, limits):
+        if entry.student_id == "bob":
+            raise OSError(28, "No space left on device")
+        return real(entry, dest, limits)
+
+    monkeypatch.setattr(batch, "stage_submission", flaky)
+    book = rows(grade(cohort, tmp_path / "out").out_dir)
+    assert book["bob"]["status"] == "crashed" and "No space left on device" in book["bob"]["message"]
+    assert book["bob"]["max_total"] == "14"
+    assert (book["alice"]["status"], book["carol"]["status"]) == ("graded", "empty")
