@@ -398,6 +398,9 @@ def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, 
         out[rows, last] = out[rows, last] + s
     elif score_at == "end":
         out[:, T - 1] = out[:, T - 1] + s
+    elif score_at == "first_pad":  # one past the last real token (clamped on full rows)
+        end = torch.clamp(last + 1, max=T - 1)
+        out[rows, end] = out[rows, end] + s
     elif score_at == "first":
         out[:, 0] = out[:, 0] + s
     else:  # "every"
@@ -414,9 +417,11 @@ def _shaped_variant(placement_override=None, **kw):
 
 SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     ("score_on_padding", _shaped_variant(score_at="end")),
+    ("score_on_padding", _shaped_variant(score_at="first_pad")),
     ("score_on_every_token", _shaped_variant(score_at="every")),
     ("score_on_first_token", _shaped_variant(score_at="first")),
-    ("kl_wrong_direction", _shaped_variant(direction=-1.0)),
+    # Adding the penalty equals subtracting a reversed KL; per_token_kl's own test tells them
+    # apart, so here the sign of the penalty is named.
     ("kl_penalty_sign", _shaped_variant(penalty_sign=1.0)),
     ("rewards_not_zero_on_padding", _shaped_variant(masked_kl=False)),
     ("last_token_sum_instead_of_mean", _shaped_variant(last_reduce="sum")),
@@ -433,7 +438,7 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
     """The controller's `value` after each (current_kl, n_steps) update, for one update rule.
 
     rule "trl" (correct with clip=True): e = clip(kl/target − 1, ±0.2); value *= 1 + e·n/horizon.
-    Buggy rules: "no_n_over_h" (value *= 1 + e), "additive" (value += e·n/h),
+    Buggy rules: "no_n_over_h" (value *= 1 + e), "no_n" (value *= 1 + e/h), "additive" (value += e·n/h),
     "inverted" (e from target/kl), "sign" (value *= 1 − e·n/h).
     """
     value = float(init_kl_coef)
@@ -444,6 +449,8 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
             err = min(max(err, -0.2), 0.2)
         if rule == "no_n_over_h":
             value = value * (1.0 + err)
+        elif rule == "no_n":
+            value = value * (1.0 + err / horizon)
         elif rule == "additive":
             value = value + err * n_steps / horizon
         elif rule == "sign":
@@ -457,6 +464,7 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
 ADAPTIVE_KL_VARIANTS: list[tuple[str, dict]] = [
     ("adaptive_kl_no_clip", {"clip": False, "rule": "trl"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "no_n_over_h"}),
+    ("adaptive_kl_wrong_update", {"clip": True, "rule": "no_n"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "additive"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "inverted"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "sign"}),

@@ -219,7 +219,8 @@ DIAGNOSES: dict[str, str] = {
         "(R = r_RM - 0.05 x mean_KL, Book §5.6), not the sum."
     ),
     "kl_penalty_sign": (
-        "The KL penalty has the wrong sign: rewards get -kl_coef * KL (the penalty is subtracted)."
+        "The KL penalty has the wrong sign (added, or computed from ref_logp - logp): rewards get "
+        "-kl_coef * (logp - ref_logp); the penalty is subtracted."
     ),
     "adaptive_kl_no_clip": (
         "The adaptive controller must clip the proportional error: e = clip(kl/target - 1, -0.2, 0.2)."

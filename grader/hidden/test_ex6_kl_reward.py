@@ -1,0 +1,126 @@
+"""Hidden graders, exercise 6 (stop 5): per-token KL, KL-shaped rewards, the adaptive KL controller (Book §5.5-5.8)."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from grader import buggy_variants
+from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
+from ppo_course.check_support.feedback import Mismatch, expect_close
+from ppo_course.check_support.inputs import Batch, grading_settings, randn
+
+EXERCISE = "ex6_kl_reward"
+KIND = "hidden"
+
+
+def _kl_case(batch: Batch):
+    """(logp, ref_logp, mask): negative log-probs a few tenths apart, junk at padding."""
+    logp = batch.data(1, 0.5) - 1.5
+    ref_logp = batch.data(2, 0.5) - 1.5
+    return logp, ref_logp, batch.mask()
+
+
+def _scores(batch: Batch) -> torch.Tensor:
+    return randn((batch.B,), batch.gen(3), batch.dtype, 3.0)
+
+
+@grading_settings(max_examples=25, shrink=False)
+@given(batch=hidden_batches())
+def test_per_token_kl_matches_reference(student, reference, batch):
+    """logp − ref_logp on real tokens and exactly 0 on padding (all positions compared)."""
+    t = tol(batch.dtype, 20.0)
+    compare(student, reference, "per_token_kl", _kl_case(batch), rtol=t, atol=t)
+
+
+@grading_settings(max_examples=25, shrink=False)
+@given(batch=hidden_batches(), kl_coef=st.sampled_from([0.02, 0.1, 0.5]))
+def test_shaped_rewards_per_token(student, reference, batch, kl_coef):
+    """placement="per_token": −kl_coef·kl on real tokens, the score added on the last real one, 0 on padding."""
+    logp, ref_logp, mask = _kl_case(batch)
+    t = tol(batch.dtype, 10.0)
+    compare(student, reference, "kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask),
+            {"kl_coef": kl_coef, "placement": "per_token"}, rtol=t, atol=t)
+
+
+@grading_settings(max_examples=25, shrink=False)
+@given(batch=hidden_batches(), kl_coef=st.sampled_from([0.05, 0.3]))
+def test_shaped_rewards_last_token(student, reference, batch, kl_coef):
+    """placement="last_token": score − kl_coef·(the row's mean KL) on the last real token, 0 elsewhere."""
+    logp, ref_logp, mask = _kl_case(batch)
+    t = tol(batch.dtype, 10.0)
+    compare(student, reference, "kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask),
+            {"kl_coef": kl_coef, "placement": "last_token"}, rtol=t, atol=t)
+
+
+def test_shaped_rewards_defaults_and_positional(student, reference):
+    """Defaults (kl_coef 0.05, per_token) and positional (0.2, "last_token"); full and one-token rows."""
+    batch = Batch(4, 5, (5, 1, 3, 2), "int", "float64", 12)
+    logp, ref_logp, mask = _kl_case(batch)
+    scores = _scores(batch)
+    compare(student, reference, "kl_shaped_rewards", (scores, logp, ref_logp, mask), rtol=1e-9, atol=1e-9,
+            what="kl_shaped_rewards(...) with defaults")
+    compare(student, reference, "kl_shaped_rewards", (scores, logp, ref_logp, mask, 0.2, "last_token"),
+            rtol=1e-9, atol=1e-9, what="kl_shaped_rewards(..., 0.2, 'last_token')")
+
+
+def test_kl_outputs_carry_no_gradient(student):
+    """per_token_kl and kl_shaped_rewards return no graph into logp (they are rewards, not losses)."""
+    batch = Batch(2, 4, (4, 2), "float", "float64", 13)
+    logp, ref_logp, mask = _kl_case(batch)
+    ones = torch.ones(2, 4, dtype=torch.float64)
+    for name, args in (("per_token_kl", (logp, ref_logp, mask)),
+                       ("kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask))):
+        _, grads = student.call_with_grad(name, args, {}, wrt=("logp", "ref_logp"), grad_output=ones)
+        for param, g in grads.items():
+            if g is not None and bool((g != 0).any()):
+                raise Mismatch("gradient_into_constants", f"a gradient reached `{param}`", f"{name}(...)")
+
+
+# (current_kl, n_steps) sequences: far above target (clip +0.2), below (clip −0.2), inside (no clip).
+UPDATES = [(30.0, 64), (0.5, 128), (7.2, 256), (6.0, 32), (2.0, 512)]
+
+
+def _controller_values(student, init, target, horizon, updates, positional: bool):
+    ctl = student.new("AdaptiveKLController", init, target, horizon) if positional else \
+        student.new("AdaptiveKLController", init_kl_coef=init, target=target, horizon=horizon)
+    values = []
+    for kl, n in updates:
+        ctl.update(kl, n)
+        value = ctl.value
+        values.append(float(value) if isinstance(value, (int, float, torch.Tensor)) else float("nan"))
+    return values
+
+
+def test_adaptive_kl_controller(student):
+    """value ← value·(1 + clip(kl/target − 1, ±0.2)·n_steps/horizon) over five updates (TRL)."""
+    for positional, (init, target, horizon) in ((False, (0.1, 4.0, 1000)), (True, (0.05, 6.0, 500))):
+        got = torch.tensor(_controller_values(student, init, target, horizon, UPDATES, positional), dtype=torch.float64)
+        want = torch.tensor(buggy_variants.adaptive_kl_values(init, target, horizon, UPDATES), dtype=torch.float64)
+        candidates = [(d, torch.tensor(buggy_variants.adaptive_kl_values(init, target, horizon, UPDATES, **kw),
+                                       dtype=torch.float64)) for d, kw in buggy_variants.ADAPTIVE_KL_VARIANTS]
+        # Five products of factors near 1 in float64: 1e-12 relative is far above rounding.
+        expect_close(got, want, rtol=1e-9, atol=1e-12, what="AdaptiveKLController.value after each update",
+                     candidates=candidates)
+
+
+def test_adaptive_kl_defaults(student, reference):
+    """AdaptiveKLController() starts at 0.05 with target 6.0 and horizon 10000."""
+    ctl = student.new("AdaptiveKLController")
+    start = ctl.value
+    ctl.update(12.0, 100)  # e = clip(12/6 − 1) = 0.2 -> value·(1 + 0.2·100/10000)
+    got = torch.tensor([float(start), float(ctl.value)], dtype=torch.float64)
+    ref = reference.AdaptiveKLController()
+    want = torch.tensor([ref.value, ref.update(12.0, 100)], dtype=torch.float64)
+    expect_close(got, want, rtol=1e-12, atol=1e-15, what="AdaptiveKLController() defaults",
+                 candidates=[("adaptive_kl_wrong_update", torch.tensor([0.05, 0.05 * 1.2], dtype=torch.float64))])
+
+
+def test_kl_inputs_untouched(student, error_name):
+    """per_token_kl and kl_shaped_rewards modify none of their inputs in place."""
+    batch = Batch(2, 5, (5, 2), "float", "float64", 14)
+    logp, ref_logp, mask = _kl_case(batch)
+    expect_inputs_untouched(student, "per_token_kl", (logp, ref_logp, mask), {}, ("logp", "ref_logp"), error_name)
+    expect_inputs_untouched(student, "kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask),
+                            {"placement": "last_token"}, ("scores", "logp", "ref_logp"), error_name)
