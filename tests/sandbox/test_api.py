@@ -48,6 +48,24 @@ STUDENT = {
         def bump(counter, k):
             return counter.add(k)
 
+        class Liar(torch.Tensor):
+            def __eq__(self, other):
+                return torch.ones_like(self, dtype=torch.bool)
+            __hash__ = torch.Tensor.__hash__
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                if func in (torch.equal, torch.allclose):
+                    return True
+                return super().__torch_function__(func, types, args, kwargs or {})
+
+        def lying_result():
+            return torch.zeros(3).as_subclass(Liar)
+
+        def warns():
+            import warnings
+            warnings.warn("careful, student warning")
+            return 1
+
         def make_numpy():
             import numpy
             return numpy.zeros(3)
@@ -177,3 +195,14 @@ def test_isolation_report(gae, server):
         assert info["mounts_private"] and info["workdir"] == "/tmp/submission"
     if server.probe.get("network_namespace"):
         assert info["network_isolated"]
+
+
+def test_lying_tensor_subclass_from_the_child_is_a_plain_tensor(gae):
+    got = gae.lying_result()
+    assert type(got) is torch.Tensor
+    assert not torch.equal(got, torch.ones(3)) and torch.equal(got, torch.zeros(3))
+
+
+def test_warnings_are_captured(gae):
+    assert gae.warns() == 1
+    assert "careful, student warning" in gae.captured_output("stderr")

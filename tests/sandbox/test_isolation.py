@@ -176,3 +176,26 @@ def test_dropped_capabilities_forbid_undoing_the_mounts():
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_symlinks_in_a_submission_are_not_followed(submission, server):
+    """A link to the reference must not be copied by the (root) child set-up."""
+    from grader.sandbox import Sandbox, StudentImportError
+
+    sub = submission({"helper.py": "X = 1\n"})
+    (sub / "ex4_gae.py").symlink_to(REPO / "ppo_reference" / "gae.py")
+    (sub / "linked_dir").symlink_to(REPO / "solutions", target_is_directory=True)
+    with Sandbox(sub, server=server) as sb:
+        with pytest.raises(StudentImportError) as err:
+            sb.load("ex4_gae")
+        assert err.value.cause == "missing"
+        assert sb.load("helper").names() == {"X": "value"}
+
+
+def test_oversized_submission_is_refused_as_the_students_error(submission, server):
+    from grader.sandbox import Limits, Sandbox, StudentImportError
+
+    sub = submission({"ex1_ratio.py": "X = 1\n", "blob.txt": "x" * 5000})
+    with Sandbox(sub, limits=Limits(max_submission_bytes=4096), server=server) as sb:
+        with pytest.raises(StudentImportError, match="exceeds"):
+            sb.load("ex1_ratio")
