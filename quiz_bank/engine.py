@@ -69,8 +69,8 @@ class Variant:
     """What one student sees for one question at one attempt.
 
     ``choices`` are (label, id, text) triples: the option list of single/multi
-    questions, or the items of an ordering question in a shuffled order that
-    depends on the variant seed (never the answer order).
+    questions, or the items of an ordering question shuffled with the variant's
+    seed (so a retry also reshuffles them).
     """
 
     question: Any
@@ -93,11 +93,10 @@ def render(question, student_id: str, attempt: int) -> Variant:
     if question.type in ("single", "multi"):
         choices = tuple((o.id, o.id, o.text) for o in question.options)
     elif question.type == "ordering":
+        # Shuffled per variant, and independent of the key, so that the public
+        # (key-less) bank shows exactly what the instructor's bank would.
         items = list(question.items)
-        rng = variants.variant_rng(student_id, question.id, attempt)
-        rng.shuffle(items)
-        if question.answer is not None and [o.id for o in items] == list(question.answer):
-            items = items[1:] + items[:1]  # never show the answer order as the starting order
+        variants.variant_rng(student_id, question.id, attempt).shuffle(items)
         labels = "abcdefghijklmnopqrstuvwxyz"
         choices = tuple((labels[i], o.id, o.text) for i, o in enumerate(items))
     return Variant(question, student_id, attempt, params, prompt, choices)
@@ -247,7 +246,7 @@ def check(variant: Variant, response: Any, checker=None) -> Outcome:
     key = expected_answer(variant)
     if q.type == "numeric":
         tol = max(q.tolerance.abs, q.tolerance.rel * abs(float(key)))
-        ok = math.isclose(given, float(key), rel_tol=0.0, abs_tol=tol) or abs(given - float(key)) <= tol
+        ok = abs(given - float(key)) <= tol
     elif q.type == "multi":
         ok = sorted(given) == sorted(key)
     elif q.type == "symbolic":

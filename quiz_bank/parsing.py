@@ -59,6 +59,8 @@ def _parse_tree(text: str) -> ast.Expression:
     except SyntaxError as exc:
         hint = " (write products with *, e.g. 2*a)" if "invalid syntax" in str(exc) else ""
         raise Unparseable(f"not an expression: {exc.msg}{hint}") from None
+    except (RecursionError, MemoryError, ValueError) as exc:  # deep nesting, NUL bytes
+        raise Unparseable(f"not an expression: {type(exc).__name__}") from None
     n_nodes = sum(1 for _ in ast.walk(tree))
     if n_nodes > MAX_NODES:
         raise Unparseable(f"expression too large ({n_nodes} nodes > {MAX_NODES})")

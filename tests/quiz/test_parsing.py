@@ -75,6 +75,8 @@ def test_gradient_case_answers(checker):
         "exp(a, b)",
         "a b",
         "unknown_name + a",
+        "(" * 150 + "a" + ")" * 150,
+        "a\x00",
     ],
 )
 def test_hostile_or_malformed_input_is_unparseable_without_evaluation(hostile, tmp_path, monkeypatch):

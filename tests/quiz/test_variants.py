@@ -77,13 +77,14 @@ def test_a_retry_is_a_fresh_variant(bank):
         assert len(distinct) >= 2, q.id
 
 
-def test_ordering_items_are_shuffled_and_never_shown_in_answer_order(bank):
+def test_ordering_items_are_shuffled_per_variant(bank):
     for q in bank.questions():
         if q.type != "ordering":
             continue
-        shown = {tuple(item_id for _, item_id, _ in render(q, f"s{i}", 1).choices) for i in range(30)}
-        assert tuple(q.answer) not in shown, q.id
-        assert len(shown) >= 2, q.id
+        shown = [tuple(item_id for _, item_id, _ in render(q, f"s{i}", 1).choices) for i in range(30)]
+        assert all(sorted(order) == sorted(q.answer) for order in shown), q.id
+        # Mostly not the answer order, and many different orders (3 items: 6 possible).
+        assert sum(order == tuple(q.answer) for order in shown) <= 12 and len(set(shown)) >= 3, q.id
 
 
 def test_draws_do_not_depend_on_global_random_state(bank):
