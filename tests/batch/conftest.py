@@ -11,11 +11,16 @@ HERE = Path(__file__).parent
 STAND_IN = "stand_in_grader:grade_submission"
 
 
-@pytest.fixture(autouse=True)
-def _stand_in_on_path(monkeypatch):
-    """Workers are fresh processes: put this folder on their PYTHONPATH so they can import the stand-in."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH", "")])))
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+@pytest.fixture(autouse=True, scope="session")
+def _stand_in_on_path():
+    """Workers are fresh processes: put this folder on their PYTHONPATH so they can import the stand-in.
+
+    Session-scoped, so that module-scoped fixtures that grade see it too.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH", "")])))
+        mp.setenv("OMP_NUM_THREADS", "1")
+        yield
 
 
 def write_student(root: Path, student_id: str, modules: dict[str, str | bytes]) -> Path:

@@ -1,4 +1,4 @@
-"""A batch killed with kill -9 at any moment, then rerun, ends with the gradebook of an uninterrupted run."""
+"""A batch killed (kill -9 or Ctrl-C) at any moment, then rerun, ends with the gradebook of an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ run_batch(sys.argv[1], sys.argv[2], jobs=2, grade_fn=sys.argv[3], progress=False
 """
 
 
-@pytest.fixture
-def slow_cohort(tmp_path) -> Path:
-    """Eight students whose stand-in grading takes ~0.4 s each, with assorted scores and one empty."""
-    subs = tmp_path / "subs"
+@pytest.fixture(scope="module")
+def slow_cohort(tmp_path_factory) -> Path:
+    """Eight students whose stand-in grading takes ~0.4 s each, with assorted scores and one empty (read-only)."""
+    subs = tmp_path_factory.mktemp("cohort") / "subs"
     for i in range(7):
         modules = {"ex1_ratio.py": "STANDIN_SLOW", "ex2_clipped_loss.py": "BUG_VALUE" * (i % 2)}
         if i % 3 == 0:
@@ -40,6 +40,16 @@ def slow_cohort(tmp_path) -> Path:
     return subs
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(slow_cohort, tmp_path_factory) -> str:
+    """The gradebook of an uninterrupted run (fingerprint pinned, as in the killed runs)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batch, "grader_fingerprint", lambda: "pinned")
+        out = tmp_path_factory.mktemp("uninterrupted")
+        run_batch(slow_cohort, out, jobs=2, grade_fn=STAND_IN, progress=False, log=lambda m: None)
+    return (out / "gradebook.csv").read_text()
+
+
 def _wait_gone(text: str, seconds: float = 5.0) -> list[int]:
     deadline = time.monotonic() + seconds
     while (left := _processes_mentioning(text)) and time.monotonic() < deadline:
@@ -47,12 +57,12 @@ def _wait_gone(text: str, seconds: float = 5.0) -> list[int]:
     return left
 
 
-@pytest.mark.parametrize("kill_after_rows", [0, 3])
-def test_kill_9_then_rerun_gives_the_uninterrupted_gradebook(slow_cohort, tmp_path, kill_after_rows, monkeypatch):
+@pytest.mark.parametrize(("sig", "kill_after_rows"), [(signal.SIGKILL, 0), (signal.SIGKILL, 3), (signal.SIGINT, 2)],
+                         ids=["kill-9-at-start", "kill-9-after-3", "ctrl-c-after-2"])
+def test_killed_then_rerun_gives_the_uninterrupted_gradebook(slow_cohort, uninterrupted, tmp_path, sig,
+                                                             kill_after_rows, monkeypatch):
     monkeypatch.setattr(batch, "grader_fingerprint", lambda: "pinned")
-    reference = tmp_path / "uninterrupted"
-    run_batch(slow_cohort, reference, jobs=2, grade_fn=STAND_IN, progress=False, log=lambda m: None)
-    want = (reference / "gradebook.csv").read_text()
+    want = uninterrupted
     assert want.count("\n") == 9  # header + 8 students
 
     out = tmp_path / "killed"
@@ -67,8 +77,8 @@ def test_kill_9_then_rerun_gives_the_uninterrupted_gradebook(slow_cohort, tmp_pa
             break
         time.sleep(0.02)
     assert proc.poll() is None, "the batch finished before it could be killed: make the cohort slower"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    os.kill(proc.pid, sig)
+    assert proc.wait(timeout=30) != 0
     # The workers notice their parent is gone and take their process groups with them.
     assert _wait_gone(str(out)) == []
     partial = (out / "gradebook.csv").read_text() if (out / "gradebook.csv").exists() else ""

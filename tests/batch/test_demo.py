@@ -1,0 +1,98 @@
+"""`ppo-course demo` end to end with the real hidden graders on the demo cohort.
+
+Two expectations, independent of each other:
+- by hand, from the edits of examples/make_cohort.py: which exercises each
+  student must get full marks on, which must lose points, which must score 0;
+- the measured totals written in examples/cohort/EXPECTED.md (a regression
+  baseline: a grader change that moves a score must update it knowingly).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import pytest
+
+from grader.commands.demo import cohort_dir, parse_expected
+
+E1, E2, E3, E4, E5, E6, E7 = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae",
+                              "ex5_rollout_buffer", "ex6_kl_reward", "ex7_ppo_step")
+ALL = {E1, E2, E3, E4, E5, E6, E7}
+
+# student -> (status, exercises below full marks but above 0, exercises at 0); all others at full marks.
+BY_HAND: dict[str, tuple[str, set[str], set[str]]] = {
+    "ada": ("graded", set(), set()),
+    "ben": ("graded", set(), {E5, E6, E7}),  # E5 is the untouched stub, E6/E7 missing
+    "chen": ("graded", {E2, E3}, set()),  # max instead of min (ppo_loss only in E3)
+    "dana": ("graded", {E2, E3}, set()),  # per-row means
+    "eli": ("graded", {E4}, set()),  # compute_gae reads padding; whiten is right
+    "fay": ("graded", {E1}, set()),  # probability_ratio only
+    "gus": ("graded", {E3}, set()),  # value loss only
+    "hana": ("graded", {E6}, set()),  # per_token_kl unmasked
+    "ivan": ("graded", set(), {E4}),  # syntax error
+    "jin": ("graded", {E4}, set()),  # compute_gae never ends; whiten is right
+    "kai": ("graded", {E1}, set()),  # logprobs_from_logits asks for 4 GiB; the ratio is right
+    "lea": ("empty", set(), ALL),
+    "max": ("graded", set(), {E7}),  # zip, ex7 missing
+    "noor": ("graded", {E4}, set()),  # whiten biased
+    "ola": ("graded", {E7}, set()),  # no advantage whitening
+    "pia": ("graded", set(), {E2}),  # UTF-16: NUL bytes
+}
+
+PROFILE = os.environ.get("PPO_COURSE_DEMO_PROFILE", "fast")
+
+
+@pytest.fixture(scope="module")
+def demo_gradebook(tmp_path_factory):
+    from ppo_course.cli import main
+
+    out = tmp_path_factory.mktemp("demo")
+    assert main(["demo", "--out", str(out), "--jobs", "2", "--no-progress", "--profile", PROFILE]) == 0
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as fh:
+        return out, {r["student_id"]: r for r in csv.DictReader(fh)}
+
+
+@pytest.mark.slow
+def test_demo_scores_follow_the_mistakes_made_by_hand(demo_gradebook):
+    _, book = demo_gradebook
+    assert set(book) == set(BY_HAND)
+    full_total = float(book["ada"]["max_total"])
+    for sid, (status, partial, zero) in BY_HAND.items():
+        row = book[sid]
+        assert row["status"] == status, (sid, row)
+        for stem in ALL:
+            score = float(row[stem])
+            if stem in zero:
+                assert score == 0, (sid, stem, row)
+            elif stem in partial:
+                assert 0 < score < _max(demo_gradebook, sid, stem), (sid, stem, row)
+            else:
+                assert score == _max(demo_gradebook, sid, stem), (sid, stem, row)
+    assert float(book["ada"]["total"]) == full_total
+    assert "NUL byte" in book["pia"]["message"]
+
+
+def _max(demo_gradebook, sid: str, stem: str) -> float:
+    import json
+
+    out, _ = demo_gradebook
+    results = json.loads((out / sid / "results.json").read_text(encoding="utf-8"))
+    return float(results["extra_data"]["exercises"][stem]["max_score"])
+
+
+@pytest.mark.slow
+def test_demo_totals_match_expected_md(demo_gradebook):
+    _, book = demo_gradebook
+    expected = parse_expected(cohort_dir() / "EXPECTED.md", profile=PROFILE)
+    got = {sid: (row["total"], row["status"]) for sid, row in book.items()}
+    assert got == expected
+
+
+@pytest.mark.slow
+def test_demo_class_report_names_the_common_mistakes(demo_gradebook):
+    out, _ = demo_gradebook
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "16 students" in report
+    # chen's mistake, diagnosed in ex2 (the grader's diagnosis id for it).
+    assert "`max_instead_of_min`" in report
