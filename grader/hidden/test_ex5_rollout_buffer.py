@@ -1,0 +1,141 @@
+"""Hidden graders, exercise 5 (stop 4): the rollout buffer's collect → train → purge clockwork (Book eq. 5.13, §5.5).
+
+The API is ARCHITECTURE.md's (identical for the reference): `phase`, `add(**fields)`,
+`len()`, `start_training()`, `minibatches(mini_batch_size, generator=None)`, `purge()`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ppo_course.check_support.feedback import Mismatch, expect_raises
+
+EXERCISE = "ex5_rollout_buffer"
+KIND = "hidden"
+
+
+def drain(iterator) -> list:
+    """All items of an iterator: one round trip for a sandbox handle, `list()` for a local one."""
+    return iterator.list() if hasattr(type(iterator), "list") else list(iterator)
+
+
+def _rollout(B: int, T: int = 4, seed: int = 0, start: int = 0) -> dict[str, torch.Tensor]:
+    """Per-sequence fields of eq. 5.13; `ids` numbers the sequences so that order can be checked."""
+    g = torch.Generator().manual_seed(seed)
+    return {
+        "ids": torch.arange(start, start + B),                                  # (B,) long
+        "responses": torch.randint(0, 50, (B, T), generator=g),                # (B, T) long
+        "logp_old": -torch.rand(B, T, generator=g, dtype=torch.float64) * 3,   # (B, T)
+        "values": torch.randn(B, T, generator=g, dtype=torch.float64),         # (B, T)
+        "mask": torch.arange(T)[None, :] < torch.randint(1, T + 1, (B, 1), generator=g),  # (B, T) bool
+    }
+
+
+def _phase(buf) -> str:
+    phase = buf.phase
+    return phase if isinstance(phase, str) else repr(phase)
+
+
+def _expect(cond: bool, diagnosis: str, detail: str, what: str) -> None:
+    if not cond:
+        raise Mismatch(diagnosis, detail, what)
+
+
+def test_buffer_lifecycle(student):
+    """collect (add twice, len counts sequences) → start_training → train → purge → empty collect phase."""
+    buf = student.new("RolloutBuffer")
+    _expect(_phase(buf) == "collect", "wrong_value", f"phase {_phase(buf)!r}", "a new buffer's phase")
+    _expect(len(buf) == 0, "buffer_wrong_length", f"len {len(buf)}", "len(new buffer)")
+    buf.add(**_rollout(3, seed=1))
+    buf.add(**_rollout(2, seed=2, start=3))
+    _expect(len(buf) == 5, "buffer_wrong_length", f"len {len(buf)} after adding 3 + 2 sequences", "len(buffer)")
+    buf.start_training()
+    _expect(_phase(buf) == "train", "wrong_value", f"phase {_phase(buf)!r}", "phase after start_training()")
+    buf.purge()
+    _expect(_phase(buf) == "collect", "buffer_use_after_purge", f"phase {_phase(buf)!r}", "phase after purge()")
+    _expect(len(buf) == 0, "buffer_use_after_purge", f"len {len(buf)}", "len(buffer) after purge()")
+
+
+def test_add_during_train_raises(student, error_name):
+    """add() in the train phase raises RuntimeError (the cycle's data is frozen while training on it)."""
+    buf = student.new("RolloutBuffer")
+    buf.add(**_rollout(3, seed=3))
+    buf.start_training()
+    expect_raises(lambda: buf.add(**_rollout(2, seed=4)), ("RuntimeError",), "buffer_add_during_train",
+                  what="add() in the train phase", is_error=error_name)
+
+
+def test_minibatches_during_collect_raise(student, error_name):
+    """Iterating mini-batches in the collect phase raises RuntimeError (at the call or the first step)."""
+    buf = student.new("RolloutBuffer")
+    buf.add(**_rollout(4, seed=5))
+    expect_raises(lambda: drain(buf.minibatches(2, generator=torch.Generator().manual_seed(0))), ("RuntimeError",),
+                  "buffer_minibatches_during_collect", what="minibatches() in the collect phase", is_error=error_name)
+
+
+def test_use_after_purge_raises(student, error_name):
+    """After purge(): an iterator made before it raises RuntimeError when advanced; new mini-batches too."""
+    buf = student.new("RolloutBuffer")
+    buf.add(**_rollout(6, seed=6))
+    buf.start_training()
+    stale = buf.minibatches(2, generator=torch.Generator().manual_seed(1))
+    next(stale)  # one mini-batch while the data is live
+    buf.purge()
+    expect_raises(lambda: next(stale), ("RuntimeError",), "buffer_use_after_purge",
+                  what="advancing a mini-batch iterator made before purge()", is_error=error_name)
+    expect_raises(lambda: drain(buf.minibatches(2)), ("RuntimeError",), "buffer_use_after_purge",
+                  what="minibatches() after purge()", is_error=error_name)
+
+
+def _minibatches_of(buffer_factory, fields_list, mbs, seed):
+    buf = buffer_factory()
+    for fields in fields_list:
+        buf.add(**fields)
+    buf.start_training()
+    return drain(buf.minibatches(mbs, generator=torch.Generator().manual_seed(seed)))
+
+
+def test_minibatch_order_matches_reference(student, reference):
+    """perm = randperm(len, generator); mini-batch i = rows perm[i·mbs:(i+1)·mbs] of every field."""
+    rollouts = [_rollout(4, seed=7), _rollout(3, seed=8, start=4)]
+    for mbs, seed in ((2, 11), (3, 12), (7, 13), (1, 14)):
+        got = _minibatches_of(lambda: student.new("RolloutBuffer"), rollouts, mbs, seed)
+        want = _minibatches_of(reference.RolloutBuffer, rollouts, mbs, seed)
+        what = f"minibatches({mbs}) over 7 sequences"
+        if not isinstance(got, list) or not all(isinstance(mb, dict) for mb in got):
+            raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", what)
+        got_ids = [mb.get("ids").tolist() if isinstance(mb.get("ids"), torch.Tensor) else None for mb in got]
+        want_ids = [mb["ids"].tolist() for mb in want]
+        _expect(got_ids == want_ids, "buffer_wrong_minibatch_order", f"ids {got_ids} vs {want_ids}", what)
+        for mb_got, mb_want in zip(got, want):
+            for name, tensor in mb_want.items():
+                other = mb_got.get(name)
+                ok = isinstance(other, torch.Tensor) and other.shape == tensor.shape and other.dtype == tensor.dtype \
+                    and bool(torch.equal(other, tensor))
+                # A field shuffled on its own keeps the ids in order but breaks the rows' pairing.
+                _expect(ok, "buffer_wrong_minibatch_order", f"field {name!r} differs", what)
+
+
+def test_minibatches_cover_rollout_once(student):
+    """One epoch yields every sequence exactly once; the last mini-batch may be smaller."""
+    buf = student.new("RolloutBuffer")
+    buf.add(**_rollout(5, seed=9))
+    buf.start_training()
+    batches = drain(buf.minibatches(2, generator=torch.Generator().manual_seed(2)))
+    ids = sorted(i for mb in batches for i in mb["ids"].tolist())
+    sizes = [len(mb["ids"]) for mb in batches]
+    _expect(ids == [0, 1, 2, 3, 4] and sizes == [2, 2, 1], "buffer_wrong_minibatch_order",
+            f"ids {ids}, sizes {sizes}", "minibatches(2) over 5 sequences")
+
+
+def test_invalid_use_raises(student, error_name):
+    """start_training() on an empty buffer: RuntimeError; add() with mismatched batch sizes or no fields: ValueError."""
+    buf = student.new("RolloutBuffer")
+    expect_raises(lambda: buf.start_training(), ("RuntimeError",), "buffer_start_training_empty",
+                  what="start_training() on an empty buffer", is_error=error_name)
+    fields = _rollout(3, seed=10)
+    fields["values"] = fields["values"][:2]  # batch of 2 beside batches of 3
+    expect_raises(lambda: buf.add(**fields), ("ValueError",), "buffer_no_validation",
+                  what="add() with different batch sizes", is_error=error_name)
+    expect_raises(lambda: buf.add(), ("ValueError",), "buffer_no_validation", what="add() with no fields",
+                  is_error=error_name)
