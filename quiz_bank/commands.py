@@ -81,7 +81,11 @@ def _console():
 
 
 def _write_json(path: Path, data) -> None:
-    """Write atomically (temp file + rename) so a crash never leaves half a file."""
+    """Write atomically (temp file + fsync + rename) so a crash never leaves half a file.
+
+    (grader.results.atomic_write_text does the same, but the student bundle,
+    which runs ``quiz take``, has no ``grader`` package.)
+    """
     import json
     import os
     import tempfile
@@ -91,6 +95,8 @@ def _write_json(path: Path, data) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, ensure_ascii=False)
         fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
