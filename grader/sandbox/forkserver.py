@@ -52,6 +52,9 @@ class ForkServerClient:
         SandboxError: if the server cannot be started.
     """
 
+    #: Longest wait for the answer to one control command, in seconds.
+    COMMAND_TIMEOUT_S = 60.0
+
     _shared: "ForkServerClient | None" = None
     _shared_lock = threading.Lock()
 
@@ -80,7 +83,8 @@ class ForkServerClient:
         except (OSError, SandboxError) as exc:
             self.proc.kill()
             raise SandboxError(f"the sandbox fork server did not start: {exc}") from None
-        self.sock.settimeout(None)
+        # Every command is answered at once or after a kill; a silent server is broken.
+        self.sock.settimeout(self.COMMAND_TIMEOUT_S)
         self.pid = int(hello["pid"])
         self.root = bool(hello["root"])
         self.probe = dict(hello.get("probe", {}))
@@ -113,8 +117,11 @@ class ForkServerClient:
                 else:
                     self.sock.send(payload)
                 reply = self._recv()
-            except OSError as exc:
-                raise SandboxError(f"the sandbox fork server is gone: {exc}") from None
+            except (OSError, SandboxError, ValueError) as exc:
+                # A late reply would be read as the answer to the next command:
+                # this server is unusable from now on (shared() starts a new one).
+                self.proc.kill()
+                raise SandboxError(f"the sandbox fork server is gone or stuck: {exc}") from None
         if "error" in reply:
             raise SandboxError(f"the sandbox fork server refused {request.get('cmd')}: {reply['error']}")
         return reply

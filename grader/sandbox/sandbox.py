@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+from grader.sandbox.errors import SandboxError
 from grader.sandbox.forkserver import ForkServerClient
 from grader.sandbox.known_good import KnownGood
 from grader.sandbox.limits import Limits
@@ -163,7 +164,14 @@ class Sandbox:
             return RemoteObject(module, hid, type_name, module._generation)
 
         session = known_good.session() if known_good else None
-        return ChildProcess(self.server, config, self.limits, resolve, session)
+        try:
+            return ChildProcess(self.server, config, self.limits, resolve, session)
+        except SandboxError:
+            if self.server.alive():
+                raise
+            # The shared fork server died (killed from outside, machine pressure): one fresh start.
+            self._server = None
+            return ChildProcess(self.server, config, self.limits, resolve, session)
 
     def close(self) -> None:
         """Stop every child of this sandbox (the fork server stays up for the next one)."""

@@ -99,3 +99,14 @@ def test_spawn_and_call_latency(load, capsys):
         print(f"\n[sandbox] spawn+import {spawn_s * 1000:.1f} ms/child, call {call_s * 1000:.2f} ms/call")
     # Generous bounds for a loaded 2-core machine (measured: ~40 ms and ~1 ms).
     assert spawn_s < 1.0 and call_s < 0.05
+
+
+def test_a_dead_fork_server_is_replaced(submission, server):
+    from grader.sandbox import ForkServerClient, Sandbox
+
+    private = ForkServerClient(warm_up=False)
+    private.proc.kill()
+    private.proc.wait()
+    with Sandbox(submission(STUDENT), server=private) as sb:
+        assert torch.equal(sb.load("ex1_ratio").add(torch.ones(1), torch.ones(1)), torch.full((1,), 2.0))
+        assert sb.server is server and server.alive()  # the shared one took over
