@@ -247,6 +247,25 @@ DIAGNOSES: dict[str, str] = {
     "ppo_step_no_purge": (
         "Your PPO step does not purge the buffer at the end (collect -> train -> purge, Book §5.5)."
     ),
+    "ppo_step_accumulation_broken": (
+        "Your PPO step zeroes the gradients inside an accumulation group (only the last mini-batch "
+        "counts): call optimizer.zero_grad() only after each optimizer.step()."
+    ),
+    "ppo_step_logp_old_recomputed": (
+        "Your PPO step recomputes logp_old from the live policy during training, which resets the "
+        "ratio to 1 and disables the clip; logp_old is stored once at rollout time (Book §5.7)."
+    ),
+    "ppo_step_wrong_epochs": (
+        "Your PPO step runs a different number of epochs over the rollout than config.ppo_epochs."
+    ),
+    "ppo_step_kl_units": (
+        "Your PPO step feeds the KL controller the wrong units: current_kl is the batch mean of each "
+        "sequence's SUMMED per-token KL (nats per sequence), n_steps the number of sequences."
+    ),
+    "ppo_step_whiten_rewards_shifted": (
+        "With whiten_rewards your PPO step shifts the rewards' mean; whiten them with "
+        "shift_mean=False (only the scale changes, as TRL does)."
+    ),
     "ppo_step_wrong_order": (
         "Your PPO step does its steps in a different order (or draws a different number of random "
         "numbers) than the stub fixes, so it cannot match the reference: follow the stub's order."
