@@ -1,0 +1,45 @@
+"""Fixtures of the hostile-submissions suite: the shared fork server, graded twins, guards.
+
+The attack modules in ``attacks/`` and the twins in ``twins/`` are data for
+the sandbox, never imported here (``collect_ignore``).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from grader.sandbox import ForkServerClient, Limits
+
+collect_ignore = ["attacks", "twins", "canary"]
+
+torch.set_num_threads(1)
+
+#: The suite's limits: the defaults, with a 3 s call time-out so that the time-out paths
+#: (loops, hogs) cost seconds, not minutes; what is tested is the path, not its length.
+SUITE_LIMITS = Limits(call_timeout_s=3.0)
+
+
+@pytest.fixture(scope="session")
+def fork_server() -> ForkServerClient:
+    """The process-wide fork server that grade_submission uses in this process."""
+    return ForkServerClient.shared()
+
+
+@pytest.fixture(scope="session")
+def twin_results(tmp_path_factory, fork_server):
+    """``grade(attack)`` → the GradeResult of the attack's honest twin (graded once per twin)."""
+    from grader.grade import grade_submission
+    from hostile_helpers import write_twin_submission
+
+    cache: dict = {}
+
+    def grade(attack):
+        key = (attack.twin.name, attack.target)
+        if key not in cache:
+            folder = write_twin_submission(tmp_path_factory.mktemp("twin") / "twin", attack)
+            cache[key] = grade_submission(folder, exercises=[attack.target, attack.other], profile="fast",
+                                          limits=SUITE_LIMITS)
+        return cache[key]
+
+    return grade

@@ -1,0 +1,102 @@
+"""Hostile submissions gain nothing (issue 7 part 3).
+
+Each attack in ``attacks/`` is graded next to its honest twin (the same
+wrong code without the attack, ``twins/``); both submissions also hold the
+correct module of another exercise. For every attack:
+
+* on every test of the attacked exercise, the hostile score is at most the
+  twin's;
+* the other exercise scores exactly the same (full marks) in both;
+* nothing changed outside the sandbox: the canary folders (an instructor-side
+  folder in the repository, an "other student" beside the submission, a
+  grader output folder) are byte-identical, no file in the instructor folders
+  or the site-packages carries the attack's marker or sentinel time, nothing
+  new appeared in the world-writable folders, and nothing reached a listener
+  on 127.0.0.1;
+* no process is left: none under our fork server, none with the attack's
+  marker in its command line, none of a sandbox uid outside a fork server.
+
+An attack that succeeds is a sandbox bug: fix the sandbox, never this test.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import SUITE_LIMITS
+from hostile_helpers import (ATTACKS, CANARY, Guards, all_attacks, read_attack, scores_by_test, write_hostile_submission,
+                             write_other_student)
+
+ATTACK_LIST = all_attacks()
+
+#: What the issue asks the suite to cover, and the attacks that do.
+REQUIRED = {
+    "patching torch.allclose": "a01", "patching torch.testing": "a02", "patching numpy": "a03",
+    "patching math.isclose / pytest.approx": "a04", "patching builtins": "a05",
+    "importing ppo_reference / grader / solutions": "a06", "searching the disk for solutions": "a07",
+    "a lying tensor subclass": "a08", "sys.exit(0) at import": "a09", "os._exit(0) at import": "a10",
+    "exit at call": "a11", "a fake results file": "a12", "an infinite loop ignoring SIGTERM": "a13",
+    "a memory hog": "a14", "a bounded fork swarm": "a15", "floods of output": "a16",
+    "threads running after return": "a17", "a returned object whose unpickling runs code": "a18",
+    "writing to the project's files": "a19", "writing to other students' files": "a20",
+    "reading environment variables to detect grading": "a22", "recursion bombs": "a23",
+    "network attempts (127.0.0.1 only)": "a24",
+}
+
+
+def test_the_suite_covers_the_issue():
+    """At least 20 attacks, each documented (what it tries, that it must achieve nothing), covering the list."""
+    assert len(ATTACK_LIST) >= 20
+    names = {a.name[:3] for a in ATTACK_LIST}
+    missing = [what for what, prefix in REQUIRED.items() if prefix not in names]
+    assert not missing, f"no attack covers: {missing}"
+    for attack in ATTACK_LIST:
+        assert "Tries:" in attack.doc and "Must achieve: nothing" in attack.doc, attack.name
+        assert attack.twin.is_file(), f"{attack.name}: twin {attack.twin.name} is missing"
+
+
+def test_read_attack_refuses_an_undocumented_file(tmp_path):
+    """The suite's own parser: an attack without TARGET/TWIN/docstring is an error, not a silent skip."""
+    bad = tmp_path / "a99_bad.py"
+    bad.write_text("TARGET = 'ex1_ratio'\n")
+    with pytest.raises(ValueError, match="docstring, TARGET and TWIN"):
+        read_attack(bad)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", ATTACK_LIST, ids=[a.name for a in ATTACK_LIST])
+def test_attack_gains_nothing(attack, tmp_path, twin_results, fork_server):
+    from grader.grade import grade_submission
+
+    twin = twin_results(attack)
+    cohort = tmp_path / "cohort"
+    other_student = write_other_student(cohort / "other_student")
+    results_dir = tmp_path / "grader_out"
+    results_dir.mkdir()
+    guards = Guards([CANARY, other_student, results_dir], fork_server.pid)
+    try:
+        hints = guards.hints(other_student=other_student, results_dir=results_dir)
+        folder = write_hostile_submission(cohort / "hostile", attack, hints)
+        hostile = grade_submission(folder, exercises=[attack.target, attack.other], profile="fast",
+                                   limits=SUITE_LIMITS)
+        violations = guards.violations()
+        leftovers = guards.leftovers()
+    finally:
+        guards.restore()
+        guards.close()
+
+    assert not violations, f"{attack.name} changed things outside its sandbox:\n" + "\n".join(violations)
+    assert not leftovers, f"{attack.name} left processes behind:\n" + "\n".join(leftovers)
+    assert fork_server.alive(), f"{attack.name} killed the fork server"
+    assert hostile.status == "graded", hostile.message
+
+    got, want = scores_by_test(hostile), scores_by_test(twin)
+    assert set(got) == set(want), "the hostile and honest gradings ran different tests"
+    gained = {k: (got[k][0], want[k][0]) for k in want if k[0] == attack.target and got[k][0] > want[k][0]}
+    assert not gained, f"{attack.name} scored above its honest twin on (test: hostile, twin): {gained}"
+    other = {k: (got[k][0], want[k][0], want[k][1]) for k in want if k[0] == attack.other
+             and not got[k][0] == want[k][0] == want[k][1]}
+    assert not other, f"{attack.name} changed the other exercise's scores (test: hostile, twin, max): {other}"
+    assert hostile.exercises[attack.other].score == twin.exercises[attack.other].score
