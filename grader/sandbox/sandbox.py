@@ -48,7 +48,7 @@ def find_module_root(submission_dir: Path) -> Path:
 
 def instructor_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
     """Paths a child must not read: the repository (except what the interpreter needs), the
-    instructor packages wherever they are installed, the grader's home, and ``extra``."""
+    instructor packages wherever they are installed, the grader's home and working folder, and ``extra``."""
     paths: list[str] = []
     spec = importlib.util.find_spec("ppo_course")
     if spec is not None and spec.origin:
@@ -63,8 +63,10 @@ def instructor_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
         if s is not None and s.submodule_search_locations:
             paths.extend(str(Path(p).resolve()) for p in s.submodule_search_locations)
     home = os.path.expanduser("~")
-    if home not in ("/", ""):
-        paths.append(home)
+    cwd = os.getcwd()
+    for path in (home, cwd):  # the grader's home and working folder (results are often written there)
+        if path not in ("/", ""):
+            paths.append(str(Path(path).resolve()))
     paths.extend(str(Path(p).resolve()) for p in extra)
     return sorted(set(paths))
 
