@@ -46,17 +46,23 @@ class SandboxProvider:
             self._ex7_sandbox = Sandbox(self._sandbox.submission_dir, limits=limits)
         return self._ex7_sandbox
 
-    def load(self, stem: str, known_good: bool = False):
-        """The student's module `stem` (a `RemoteModule`); with `known_good`, its imports of
-        ex1-ex6 are served by the trusted reference (exercise 7's main points).
+    def load(self, stem: str, known_good=False):
+        """The student's module `stem` (a `RemoteModule`).
+
+        Args:
+            stem: the module stem, e.g. "ex4_gae".
+            known_good: False (the student's own sibling modules), True (ex1-ex6 served by the
+                trusted reference: exercise 7's main points, so that an earlier mistake is not
+                charged twice), or a `grader.sandbox.KnownGood` table.
 
         Raises:
             ModuleUnavailable: "module_missing" or "module_broken" (cached: one import per module).
         """
-        key = (stem, bool(known_good))
+        key = (stem, known_good if isinstance(known_good, bool) else id(known_good))
         if key not in self._modules:
+            kg = (True if known_good else None) if isinstance(known_good, bool) else known_good
             try:
-                self._modules[key] = self._sandbox_for(stem).load(stem, known_good=True if known_good else None)
+                self._modules[key] = self._sandbox_for(stem).load(stem, known_good=kg)
             except StudentImportError as exc:
                 diagnosis = "module_missing" if exc.cause == "missing" else "module_broken"
                 self.import_errors.setdefault(stem, str(exc))

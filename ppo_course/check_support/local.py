@@ -118,6 +118,16 @@ class LocalModule:
             grads = {p: (g.detach() if g is not None else None) for p, g in zip(leaves, got)}
         return _detach(out), grads
 
+    def ppo_step_harness(self, model_config: dict, state_dict: dict, queries: torch.Tensor, ppo_config: dict,
+                         seed: int, timeout: float | None = None) -> dict:
+        """Run the module's `ppo_step` once in the exercise-7 harness (`ppo_course.sandbox.harness`),
+        as the graders' sandbox does: {"state_dict", "stats", "kl_coef"}."""
+        from ppo_course.sandbox.harness import run_ppo_step
+
+        payload = {"model_config": model_config, "state_dict": _copy(dict(state_dict)), "queries": _copy(queries),
+                   "ppo_config": ppo_config, "seed": int(seed)}
+        return run_ppo_step(self._module, payload)
+
     def modified_inputs(self, name: str, args: tuple = (), kwargs: dict | None = None) -> list[str]:
         """Names of the tensor arguments that the call `name(*args, **kwargs)` changed in place."""
         fn = self._function(name)

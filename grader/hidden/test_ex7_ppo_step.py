@@ -1,0 +1,259 @@
+"""Hidden graders, exercise 7 (stops 5-7): one full PPO step on the toy task (Book fig. 5.1, §5.5-§5.8).
+
+The student's `ppo_step` runs in the sandbox's exercise-7 harness (the package's
+model, Adam, the seeded generator, the toy reward model); the same step runs
+here with `ppo_reference`. The main points use known-good mode: the student's
+`import ex1_ratio` ... `import ex6_kl_reward` are served by the reference, so
+a mistake in an earlier exercise is graded there and not charged again. A
+separate 0-point test reports whether the loop also works with the student's
+own pieces.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from grader import buggy_ppo_step
+from ppo_course.check_support.feedback import Mismatch
+
+EXERCISE = "ex7_ppo_step"
+KIND = "hidden"
+
+# Stats of ARCHITECTURE.md's ppo_step (time/* are checked for presence and type only).
+STAT_KEYS = ("ppo/mean_scores", "objective/kl", "objective/kl_coef", "ppo/policy/approx_kl", "ppo/policy/clipfrac",
+             "ppo/loss/total", "ppo/loss/value", "ppo/policy/entropy")
+TIME_KEYS = ("time/ppo/generation", "time/ppo/training")
+
+# Parameter parity. Known-good pieces make the student's step the reference's up to the
+# order of float32 additions in their own loop code: measured max |Δθ| ≤ 1e-6 for a correct
+# loop after 4 Adam steps of lr 3e-4 (Adam normalises, so a rounding-level gradient difference
+# moves a weight by at most ~lr·1e-2). Every known mistake moves weights by ≥ 1e-4 (~lr).
+PARAM_ATOL = 2e-5
+STAT_RTOL = 1e-4
+# A short training run must raise the mean toy score by this much (the reference: ~+0.5 in 5 steps).
+MIN_SCORE_GAIN = 0.15
+
+
+def _ppo_config(**overrides) -> dict:
+    from ppo_course.config import PPOConfig
+
+    base = dict(batch_size=16, mini_batch_size=4, gradient_accumulation_steps=2, ppo_epochs=2)
+    with warnings.catch_warnings():  # the small test batch is outside the book's band on purpose
+        warnings.simplefilter("ignore")
+        return PPOConfig.toy(**{**base, **overrides}).model_dump()
+
+
+def _initial_state(seed: int) -> dict[str, torch.Tensor]:
+    """A freshly initialised toy policy (seeded; no SFT needed to compare one step)."""
+    from ppo_course import toy_task
+    from ppo_course.model import CausalLMWithValueHead
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return {k: v.clone() for k, v in CausalLMWithValueHead(toy_task.policy_config()).state_dict().items()}
+
+
+def make_payload(seed: int = 0, batch: int = 16, state: dict | None = None, **config) -> dict:
+    """The harness payload: model config, initial weights, prompts, PPOConfig dict and the generator seed."""
+    from ppo_course import toy_task
+
+    return {"model_config": toy_task.policy_config().model_dump(),
+            "state_dict": state if state is not None else _initial_state(seed),
+            "queries": toy_task.sample_queries(batch, torch.Generator().manual_seed(1000 + seed)),
+            "ppo_config": _ppo_config(batch_size=batch, **config), "seed": seed}
+
+
+def run_student(module, payload: dict) -> dict:
+    """The student's step through the harness (RemoteModule in grading, LocalModule in `check`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = module.ppo_step_harness(payload["model_config"], payload["state_dict"], payload["queries"],
+                                      payload["ppo_config"], payload["seed"])
+    if not isinstance(out, dict) or not isinstance(out.get("state_dict"), dict):
+        raise Mismatch("wrong_type", "the harness got no parameters back", "ppo_step(...)")
+    return out
+
+
+def run_reference(payload: dict) -> dict:
+    """ppo_reference.ppo_step on the same setting as the harness."""
+    import ppo_reference
+
+    policy, ref_policy, optimizer, generator, config, queries = buggy_ppo_step.build_setting(payload)
+    from ppo_course.toy_task import score
+
+    kl_ctl = ppo_reference.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+    stats = ppo_reference.ppo_step(policy, ref_policy, optimizer, queries, score, kl_ctl, config, generator)
+    return {"state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()}, "stats": stats,
+            "kl_coef": kl_ctl.value}
+
+
+def max_param_diff(a: dict, b: dict) -> float:
+    """max |a − b| over all parameters (inf when the names or shapes differ)."""
+    if set(a) != set(b):
+        return float("inf")
+    worst = 0.0
+    for k in a:
+        if not isinstance(a[k], torch.Tensor) or a[k].shape != b[k].shape:
+            return float("inf")
+        worst = max(worst, float((a[k].double() - b[k].double()).abs().max()) if a[k].numel() else 0.0)
+    return worst
+
+
+def diagnose_params(student_state: dict, payload: dict) -> str:
+    """The known mistake whose parameters match the student's, else "wrong_value"."""
+    for diagnosis, switches in buggy_ppo_step.PPO_STEP_VARIANTS:
+        variant = buggy_ppo_step.run_reference_step(payload, **switches)
+        if max_param_diff(student_state, variant["state_dict"]) <= PARAM_ATOL:
+            return diagnosis
+    return "wrong_value"
+
+
+class _Run:
+    """One harness run per grading session, shared by the parity tests (cached outcome)."""
+
+    def __init__(self):
+        self.cache: dict = {}
+
+    def get(self, key, thunk):
+        if key not in self.cache:
+            try:
+                self.cache[key] = ("ok", thunk())
+            except Exception as exc:  # re-raised in every test that needs it (each is charged once)
+                self.cache[key] = ("err", exc)
+        kind, value = self.cache[key]
+        if kind == "err":
+            raise value
+        return value
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return _Run()
+
+
+def _parity(provider, runs, key="default", **config):
+    payload = make_payload(seed=3, **config)
+    student = runs.get(("student", key), lambda: run_student(provider.load(EXERCISE, known_good=True), payload))
+    want = runs.get(("reference", key), lambda: run_reference(payload))
+    return payload, student, want
+
+
+def test_ppo_step_parameters_match_reference(provider, runs):
+    """After one step (known-good pieces), every parameter equals the reference's within 2e-5."""
+    payload, got, want = _parity(provider, runs)
+    if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
+        raise Mismatch(diagnose_params(got["state_dict"], payload), "", "parameters after one ppo_step")
+
+
+def test_ppo_step_stats_match_reference(provider, runs):
+    """The returned stats hold the TRL-named floats of the stub, equal to the reference's."""
+    _, got, want = _parity(provider, runs)
+    stats = got.get("stats")
+    if not isinstance(stats, dict):
+        raise Mismatch("ppo_step_stats_missing", f"ppo_step returned {type(stats).__name__}", "ppo_step stats")
+    for key in STAT_KEYS + TIME_KEYS:
+        if type(stats.get(key)) is not float:
+            raise Mismatch("ppo_step_stats_missing", f"stats[{key!r}] is {stats.get(key)!r}", "ppo_step stats")
+    for key in STAT_KEYS:
+        g, w = stats[key], float(want["stats"][key])
+        if abs(g - w) > STAT_RTOL * (1.0 + abs(w)):
+            raise Mismatch("wrong_value", "", f"stats[{key!r}]")
+
+
+def test_ppo_step_updates_kl_controller(provider, runs):
+    """kl_ctl.update(mean summed KL per sequence, B) runs once, after the updates (TRL's units)."""
+    payload, got, want = _parity(provider, runs, key="kl", init_kl_coef=0.1)
+    value = got.get("kl_coef")
+    if not isinstance(value, (float, int)) or abs(float(value) - want["kl_coef"]) > 1e-9 * (1 + abs(want["kl_coef"])):
+        diagnosis = "wrong_value"
+        for d, switches in buggy_ppo_step.KL_COEF_VARIANTS + buggy_ppo_step.PPO_STEP_VARIANTS:
+            variant = buggy_ppo_step.run_reference_step(payload, **switches)
+            if isinstance(value, (float, int)) and abs(float(value) - variant["kl_coef"]) <= 1e-9 * (1 + abs(variant["kl_coef"])):
+                diagnosis = d
+                break
+        raise Mismatch(diagnosis, "", "kl_ctl.value after one ppo_step")
+
+
+def test_ppo_step_other_config(provider, runs):
+    """Parity with last-token KL placement, no reward whitening, γ = 0.9, 3 epochs, 4 accumulation steps."""
+    payload, got, want = _parity(provider, runs, key="other", kl_placement="last_token", whiten_rewards=False,
+                                 gamma=0.9, ppo_epochs=3, mini_batch_size=2, gradient_accumulation_steps=4,
+                                 cliprange=0.1, vf_coef=0.5)
+    if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
+        raise Mismatch(diagnose_params(got["state_dict"], payload), "", "parameters after one ppo_step (other config)")
+
+
+def test_ppo_step_purges_buffer(provider):
+    """Every rollout buffer the step creates is purged at the end (collect → train → purge)."""
+    from grader.sandbox import KnownGood
+
+    import ppo_reference
+
+    created: list = []
+
+    class TrackingBuffer(ppo_reference.RolloutBuffer):
+        """The reference buffer, remembering its instances (it lives in this process)."""
+
+        def __init__(self):
+            super().__init__()
+            self.trained = False
+            created.append(self)
+
+        def start_training(self):
+            super().start_training()
+            self.trained = True
+
+    kg = KnownGood.reference()
+    kg.table["ex5_rollout_buffer"]["RolloutBuffer"] = TrackingBuffer
+    run_student(provider.load(EXERCISE, known_good=kg), make_payload(seed=5))
+    trained = [b for b in created if b.trained]
+    if not trained:
+        raise Mismatch("wrong_value", "no rollout buffer was trained on", "ppo_step's rollout buffer")
+    if any(b.phase != "collect" or len(b) != 0 for b in trained):
+        raise Mismatch("ppo_step_no_purge", "", "ppo_step's rollout buffer after the step")
+
+
+def test_ppo_step_with_own_pieces(provider, runs):
+    """(0 points, reported) The step with YOUR ex1-ex6 also matches the reference.
+
+    A failure here with the known-good tests passing means an earlier exercise
+    differs; its own tests say how. It costs nothing here.
+    """
+    payload, _, want = _parity(provider, runs)
+    got = run_student(provider.load(EXERCISE, known_good=False), payload)
+    if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
+        raise Mismatch("ppo_step_own_pieces_differ", "", "parameters with your own ex1-ex6")
+
+
+def evaluate_mean_score(state: dict, n: int = 64, seed: int = 999) -> float:
+    """Mean toy score of n sampled responses (temperature 1) from a policy with these weights."""
+    from ppo_course import toy_task
+    from ppo_course.model import CausalLMWithValueHead
+
+    model = CausalLMWithValueHead(toy_task.policy_config())
+    model.load_state_dict(state)
+    model.eval()
+    queries = toy_task.sample_queries(n, torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        gen = model.generate(queries, toy_task.MAX_NEW_TOKENS, 1.0, 1.0, torch.Generator().manual_seed(seed + 1))
+    return float(toy_task.score(gen.responses, gen.mask).float().mean())
+
+
+TRAIN_STEPS = 5
+
+
+def test_training_run_raises_mean_score(provider):
+    """Five seeded PPO steps (lr 3e-3, β 0.01) raise the toy task's mean score by ≥ 0.15 (the reference: ~+0.5)."""
+    module = provider.load(EXERCISE, known_good=True)
+    state = _initial_state(0)
+    before = evaluate_mean_score(state)
+    for k in range(TRAIN_STEPS):
+        payload = make_payload(seed=k, batch=32, state=state, learning_rate=3e-3, init_kl_coef=0.01,
+                               mini_batch_size=8, gradient_accumulation_steps=2, ppo_epochs=2)
+        state = run_student(module, payload)["state_dict"]
+    after = evaluate_mean_score(state)
+    if not after - before >= MIN_SCORE_GAIN:
+        raise Mismatch("ppo_step_no_learning", f"mean score {before:.3f} -> {after:.3f}", "a 5-step training run")
