@@ -178,10 +178,11 @@ class FrameReader:
             raise ProtocolError(f"message header is not valid JSON: {exc}") from None
         if not isinstance(header, dict):
             raise ProtocolError("message header is not a JSON object")
-        buffers = []
+        buffers: list[bytes] = []
         pos = start + json_len
         for length in lengths:
-            buffers.append(bytes(mv[pos : pos + length]))
+            # bytearray: writable, so the decoder can wrap it in a tensor without another copy.
+            buffers.append(bytearray(mv[pos : pos + length]))  # type: ignore[arg-type]
             pos += length
         mv.release()
         del self._buf[:total]
@@ -318,12 +319,19 @@ class Decoder:
         self.buffers = buffers
         self.resolve_handle = resolve_handle
         self.make_generator = make_generator
+        self._used: set[int] = set()
 
-    def _buffer(self, node: dict) -> bytes:
+    def _buffer(self, node: dict) -> bytearray:
+        """The node's buffer as a bytearray this decoder alone owns (copied if used before),
+        so that no two decoded tensors can share memory."""
         idx = node.get("b")
         if type(idx) is not int or not 0 <= idx < len(self.buffers):
             raise ProtocolError(f"buffer index {idx!r} out of range")
-        return self.buffers[idx]
+        raw = self.buffers[idx]
+        if idx in self._used or not isinstance(raw, bytearray):
+            return bytearray(raw)
+        self._used.add(idx)
+        return raw
 
     def decode(self, node: Any, depth: int = 0) -> Any:
         """Decode one node (see the table in the module docstring).
@@ -354,7 +362,7 @@ class Decoder:
             return self._tensor(node)
         if tag == "generator":
             raw = self._buffer(node)
-            state = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+            state = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
             gid = node.get("id", -1)
             if type(gid) is not int:
                 raise ProtocolError("generator id is not an int")
@@ -391,8 +399,8 @@ class Decoder:
             return torch.empty(shape, dtype=dtype)
         if dtype == torch.bool:
             # Only 0/1 bytes make a valid bool tensor; normalise any other byte.
-            return torch.frombuffer(bytearray(raw), dtype=torch.uint8).ne(0).reshape(shape)
-        return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape)
+            return torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(shape)
+        return torch.frombuffer(raw, dtype=dtype).reshape(shape)
 
 
 def decode_value(node: Any, buffers: list[bytes], **kwargs: Any) -> Any:
