@@ -178,13 +178,22 @@ def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def _outermost(paths: list[str]) -> list[str]:
+    """The paths not inside another path of the list (sorted)."""
+    out: list[str] = []
+    for p in sorted(set(paths)):
+        if not any(_is_within(p, q) for q in out):
+            out.append(p)
+    return out
+
+
 def plan_covers(needed: list[str], hide: list[str], unprivileged: bool) -> tuple[list[tuple[str, list[str]]], list[str]]:
-    """Which folders to cover with an empty tmpfs, and what to bind back into each.
+    """Which paths to cover (tmpfs for a folder, /dev/null for a file), and what to bind back into each.
 
     Args:
-        needed: real paths the child must still read (interpreter, stdlib,
+        needed: paths the child must still read (interpreter, stdlib,
             site-packages, the public package).
-        hide: real paths the child must not read (instructor folders, the
+        hide: paths the child must not read (instructor folders, the
             repository root, other submissions, results).
         unprivileged: True when the child will run as a uid that only has
             "other" permissions; then the first ancestor of a needed path
@@ -192,31 +201,23 @@ def plan_covers(needed: list[str], hide: list[str], unprivileged: bool) -> tuple
             too and the needed path bound back, so that it stays readable.
 
     Returns:
-        (covers, notes): covers as ``[(path, [needed paths inside it]), ...]``,
-        shallowest first; notes list paths that could not be hidden because
-        the interpreter needs them.
+        (covers, notes): covers as ``[(path, [needed paths to bind back inside it]), ...]``,
+        shallowest first; notes name hide paths left visible because the
+        interpreter needs exactly them (or they are ``/``).
     """
     needed = sorted({os.path.realpath(p) for p in needed if os.path.exists(p)})
-    # Keep only the outermost needed paths.
-    minimal: list[str] = []
-    for p in needed:
-        if not any(_is_within(p, q) for q in minimal):
-            minimal.append(p)
     targets: set[str] = set()
     notes: list[str] = []
     for h in hide:
-        if not os.path.exists(h):
+        if not os.path.lexists(h):
             continue
         h = os.path.realpath(h)
-        if h == "/" or any(_is_within(n, h) and n == h for n in minimal):
+        if h == "/" or h in needed:
             notes.append(f"cannot hide {h}: the interpreter needs it")
-            continue
-        if any(_is_within(h, n) and h != n for n in minimal) and not os.path.isdir(h):
-            notes.append(f"cannot hide the file {h}")
             continue
         targets.add(h)
     if unprivileged:
-        for n in minimal:
+        for n in needed:
             parts = Path(n).parts
             for i in range(2, len(parts) + 1):
                 anc = str(Path(*parts[:i]))
@@ -224,18 +225,47 @@ def plan_covers(needed: list[str], hide: list[str], unprivileged: bool) -> tuple
                     if anc != n:
                         targets.add(anc)
                     break
-    # Drop targets already inside another target and not inside a re-exposed path.
     covers: list[tuple[str, list[str]]] = []
     for t in sorted(targets, key=lambda p: (p.count("/"), p)):
-        hidden_already = any(_is_within(t, c) and not any(_is_within(t, r) for r in rex) for c, rex in covers)
-        if hidden_already:
+        # Already out of sight: inside an earlier cover and not inside what it binds back.
+        if any(_is_within(t, c) and not any(_is_within(t, r) for r in rex) for c, rex in covers):
             continue
-        if not os.path.isdir(t):
-            covers.append((t, []))
-            continue
-        rexpose = [n for n in minimal if _is_within(n, t) and n != t]
+        rexpose = _outermost([n for n in needed if _is_within(n, t) and n != t]) if os.path.isdir(t) else []
         covers.append((t, rexpose))
     return covers, notes
+
+
+#: World-writable folders found on common machines; each gets a private tmpfs in the child.
+SHARED_WRITABLE = ("/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue", "/var/crash")
+#: Folders whose direct sub-folders are checked for world-writable ones (cheap: a few listdirs).
+_WRITABLE_SCAN_ROOTS = ("/", "/var", "/run", "/dev", "/var/lib", "/var/spool", "/var/cache")
+
+
+def shared_writable_dirs() -> list[str]:
+    """Folders besides /tmp where any uid may create files (real paths, each once).
+
+    A file the child leaves there would outlive it, visible to later children
+    and other students (a covert channel, or a change outside the sandbox):
+    ``confine`` covers each with a private tmpfs. Found by ``SHARED_WRITABLE``
+    plus one level under ``_WRITABLE_SCAN_ROOTS`` (e.g. /run/lock, which the
+    hostile suite found open on Debian); deeper ones are not searched.
+    """
+    found: list[str] = []
+    candidates = list(SHARED_WRITABLE)
+    for root in _WRITABLE_SCAN_ROOTS:
+        try:
+            candidates += [os.path.join(root, n) for n in sorted(os.listdir(root))]
+        except OSError:
+            continue
+    for path in candidates:
+        real = os.path.realpath(path)
+        try:
+            st = os.stat(real)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH and real != "/tmp" and real not in found:
+            found.append(real)
+    return found
 
 
 @dataclass
@@ -354,9 +384,8 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
             tmp_size = int(limits["tmp_size_mb"])
             opts = f"size={tmp_size}m,mode=1777"
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
-            for extra in ("/var/tmp", "/dev/shm"):
-                if os.path.isdir(extra):
-                    mount("tmpfs", extra, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")
+            for extra in shared_writable_dirs():
+                mount("tmpfs", extra, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")
             iso.mounts_private = True
             iso.workdir = "/tmp/submission"
         except OSError as exc:
