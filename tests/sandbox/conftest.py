@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -42,5 +44,20 @@ def load(submission, server):
     yield make
     for sb in boxes:
         sb.close()
+
+
+@pytest.fixture
+def folder_outside_tmp():
+    """A scratch folder outside /tmp and the home folder (both are hidden for other reasons)."""
+    import shutil
+
+    for base in ("/srv", "/mnt", "/opt"):
+        if os.path.isdir(base) and os.access(base, os.W_OK):
+            path = Path(tempfile.mkdtemp(prefix="ppo-sandbox-test-", dir=base))
+            os.chmod(path, 0o755)  # mkdtemp makes it 0700; "other" must be able to look in
+            yield path
+            shutil.rmtree(path, ignore_errors=True)
+            return
+    pytest.skip("no writable folder outside /tmp")
 
 
