@@ -39,7 +39,8 @@ def build_setting(payload: dict):
 
 def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_grad: bool = True,
                        scale_loss: bool = True, zero_grad_every_minibatch: bool = False,
-                       logp_old_recomputed: bool = False, epochs_delta: int = 0, kl_per_token_units: bool = False,
+                       logp_old_recomputed: bool = False, logp_old_refreshed_each_epoch: bool = False,
+                       epochs_delta: int = 0, kl_per_token_units: bool = False,
                        kl_update_first: bool = False, whiten_rewards_shift: bool = False) -> dict[str, Any]:
     """One PPO step (all switches off: the reference algorithm) → {"state_dict", "stats", "kl_coef"}.
 
@@ -83,7 +84,16 @@ def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_gr
     optimizer.zero_grad()
     totals: dict[str, float] = {"loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0, "clipfrac": 0.0}
     n = 0
-    for _epoch in range(config.ppo_epochs + epochs_delta):
+    for epoch in range(config.ppo_epochs + epochs_delta):
+        if logp_old_refreshed_each_epoch and epoch > 0:
+            # The mistake: θ_old becomes the current θ at every epoch (the ratio restarts at 1).
+            with torch.no_grad():
+                fresh_logits, _ = policy.forward_response(queries, responses, config.temperature)
+                logp_old = ref.logprobs_from_logits(fresh_logits, responses)
+            buf.purge()
+            buf.add(queries=queries, responses=responses, mask=mask, logp_old=logp_old, values=values,
+                    advantages=advantages, returns=returns)
+            buf.start_training()
         for i, mb in enumerate(buf.minibatches(config.mini_batch_size, generator)):
             if zero_grad_every_minibatch:
                 optimizer.zero_grad()
@@ -126,6 +136,7 @@ PPO_STEP_VARIANTS: list[tuple[str, dict]] = [
     ("ppo_step_no_grad_clip", {"clip_grad": False}),
     ("ppo_step_no_accumulation_scaling", {"scale_loss": False}),
     ("ppo_step_accumulation_broken", {"zero_grad_every_minibatch": True}),
+    ("ppo_step_logp_old_recomputed", {"logp_old_refreshed_each_epoch": True}),
     ("ppo_step_logp_old_recomputed", {"logp_old_recomputed": True}),
     ("ppo_step_wrong_epochs", {"epochs_delta": -1}),
     ("ppo_step_wrong_epochs", {"epochs_delta": 1}),

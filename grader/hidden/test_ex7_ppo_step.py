@@ -145,12 +145,13 @@ def test_ppo_step_parameters_match_reference(provider, runs):
     """After one step (known-good pieces), every parameter equals the reference's within 2e-5."""
     payload, got, want = _parity(provider, runs)
     if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
-        raise Mismatch(diagnose_params(got["state_dict"], payload), "", "parameters after one ppo_step")
+        raise Mismatch(runs.get(("diagnosis", "default"), lambda: diagnose_params(got["state_dict"], payload)),
+                       "", "parameters after one ppo_step")
 
 
 def test_ppo_step_stats_match_reference(provider, runs):
     """The returned stats hold the TRL-named floats of the stub, equal to the reference's."""
-    _, got, want = _parity(provider, runs)
+    payload, got, want = _parity(provider, runs)
     stats = got.get("stats")
     if not isinstance(stats, dict):
         raise Mismatch("ppo_step_stats_missing", f"ppo_step returned {type(stats).__name__}", "ppo_step stats")
@@ -159,7 +160,15 @@ def test_ppo_step_stats_match_reference(provider, runs):
             raise Mismatch("ppo_step_stats_missing", f"stats[{key!r}] is {stats.get(key)!r}", "ppo_step stats")
     for key in STAT_KEYS:
         g, w = stats[key], float(want["stats"][key])
-        if abs(g - w) > STAT_RTOL * (1.0 + abs(w)):
+        # objective/kl_coef is the coefficient used for this step's rewards: no arithmetic, so exact.
+        rtol = 1e-9 if key == "objective/kl_coef" else STAT_RTOL
+        if abs(g - w) > rtol * (1.0 + abs(w)):
+            if key == "objective/kl_coef":
+                raise Mismatch("ppo_step_wrong_order", "", f"stats[{key!r}]")
+            if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
+                # The parameters differ too: the same mistake explains both (diagnosed once, cached).
+                raise Mismatch(runs.get(("diagnosis", "default"), lambda: diagnose_params(got["state_dict"], payload)),
+                               "", f"stats[{key!r}]")
             raise Mismatch("wrong_value", "", f"stats[{key!r}]")
 
 
