@@ -1,0 +1,39 @@
+"""``ppo-course nbgrader COURSE_DIR``: write a ready nbgrader course (see ``grader.nbgrader_course``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "write an nbgrader course: nbgrader_config.py and source/ppo_ch5/ (one notebook per exercise, the quiz)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``nbgrader``."""
+    parser.add_argument("course_dir", type=Path, metavar="COURSE_DIR", help="the nbgrader course root (created if absent)")
+    parser.add_argument("--profile", choices=["full", "fast"], default="full",
+                        help="grading profile of the autograde step and of the points (default: full)")
+    parser.add_argument("--execute", action="store_true",
+                        help="keep nbgrader's Execute step (outputs in the feedback; runs student code unsandboxed)")
+    parser.add_argument("--execute-timeout", type=int, default=120, metavar="SECONDS",
+                        help="nbgrader's per-cell kernel timeout (default: 120)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the course; exit 0, or 2 when the source tree or the quiz keys are missing."""
+    from grader.nbgrader_course import ASSIGNMENT, build_course
+    from quiz_bank.engine import KeysUnavailable
+
+    try:
+        files = build_course(args.course_dir, profile=args.profile, execute=args.execute, execute_timeout=args.execute_timeout)
+    except (FileNotFoundError, KeysUnavailable) as exc:
+        print(f"ppo-course nbgrader: {exc}", file=sys.stderr)
+        return 2
+    notebooks = [f.name for f in files if f.suffix == ".ipynb"]
+    print(f"wrote the nbgrader course in {args.course_dir}: {len(notebooks)} notebooks in source/{ASSIGNMENT}/ "
+          f"({', '.join(notebooks)}) and nbgrader_config.py (profile {args.profile}).\n"
+          f"Next, in {args.course_dir}: nbgrader generate_assignment {ASSIGNMENT}; collect submissions into "
+          f"submitted/<student>/{ASSIGNMENT}/; nbgrader autograde {ASSIGNMENT}; nbgrader generate_feedback "
+          f"{ASSIGNMENT}; nbgrader export.")
+    return 0
