@@ -94,6 +94,11 @@ class RemoteObject:
             raise TypeError(f"len() of the student's {self.type_name} returned a {type(n).__name__}")
         return n
 
+    def __bool__(self) -> bool:
+        # Without this, truth testing would fall back to a remote __len__ (and raise
+        # for objects without one): a handle is always true, like a plain object.
+        return True
+
     def release(self) -> None:
         """Let the child forget this object."""
         if self._generation == self._module._generation and self._module._child is not None and self._module._child.alive:

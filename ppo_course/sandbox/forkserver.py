@@ -25,7 +25,6 @@ descendants and are found and killed.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os

@@ -35,7 +35,6 @@ import os
 import resource
 import signal
 import stat
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +54,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 
-#: Environment the child runs with (everything else is dropped).
+
 def scrubbed_env(home: str) -> dict[str, str]:
     """The complete environment of a child: no token, no path to instructor files.
 
@@ -141,12 +140,10 @@ def read_submission(root: str, max_bytes: int, max_files: int = 500) -> list[Sub
             total += st.st_size
             if total > max_bytes or len(files) >= max_files:
                 raise ValueError(f"submission exceeds {max_bytes} bytes or {max_files} files")
+            # O_NOFOLLOW: a file swapped for a symlink after the lstat is refused, not followed.
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            try:
-                with os.fdopen(fd, "rb", closefd=True) as fh:
-                    data = fh.read(max_bytes + 1)
-            except Exception:
-                raise
+            with os.fdopen(fd, "rb", closefd=True) as fh:
+                data = fh.read(max_bytes + 1)
             files.append(SubmissionFile(os.path.relpath(path, root), data, 0o644))
     return files
 

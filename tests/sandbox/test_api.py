@@ -106,6 +106,7 @@ def test_objects_are_handles_with_methods_attributes_len(gae):
     assert counter.call("add") == 6
     assert counter.count == 6
     assert len(counter) == 6
+    assert counter and gae.Counter(0)  # truth testing never goes remote (len 0 or not)
     # Calling the class by name is the same as new().
     assert gae.Counter(1).count == 1
 
