@@ -28,7 +28,7 @@ _OVERRIDES = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``train``: run length, seed, output folder and any PPOConfig override."""
-    parser.add_argument("--steps", type=int, default=100, metavar="N", help="PPO steps (default: 100, about a minute on 2 CPU cores)")
+    parser.add_argument("--steps", type=int, default=60, metavar="N", help="PPO steps (default: 60; ~20 s on an idle core, ~1 min on a busy 2-core machine)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the SFT policy, sampling and mini-batch order (default: 0)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR", help="where train_log.json and train.png go (default: runs/train-<timestamp>)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
