@@ -178,5 +178,7 @@ def expect_raises(call: Callable[[], Any], error_names: Sequence[str], diagnosis
             raise
         if name in error_names:
             return
+        if name == "NotImplementedError":
+            raise Mismatch("not_implemented", f"{name}: {exc}", what) from None
         raise Mismatch(diagnosis, f"expected {' or '.join(error_names)}, got {name}: {exc}", what) from None
     raise Mismatch(diagnosis, f"expected {' or '.join(error_names)}, but nothing was raised", what)

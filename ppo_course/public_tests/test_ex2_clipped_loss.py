@@ -71,10 +71,12 @@ def test_surrogate_hand_case(student):
 def test_surrogate_uses_clip_eps(student):
     """clip_eps=0.3 (keyword) changes the clip: -5.3/6 on the hand case."""
     # ε = 0.3: row 0 -> min(1.5, 1.3) = 1.3 | min(-0.5, -0.7) = -0.7 | 0.5 | 2.2; row 1 -> 3 | -1.0
-    # (1.3 - 0.7 + 0.5 + 2.2 + 3 - 1) / 6 = 5.3 / 6.  Ignoring clip_eps gives the ε = 0.2 answer, -0.85.
+    # (1.3 - 0.7 + 0.5 + 2.2 + 3 - 1) / 6 = 5.3 / 6.  Ignoring clip_eps gives the ε = 0.2 answer, -0.85;
+    # the max instead of the min gives (1.5 - 0.5 + 0.7 + 2.2 + 3 - 0.65) / 6 = 6.25 / 6.
     got = student.clipped_surrogate_loss(*_hand_inputs(), clip_eps=0.3)
     expect_close(got, _scalar(-5.3 / 6), rtol=1e-10, atol=1e-10, what="clipped_surrogate_loss(..., clip_eps=0.3)",
-                 candidates=[("wrong_clip_bounds", _scalar(-0.85))], inputs="the hand case with clip_eps=0.3")
+                 candidates=[("ignores_hyperparameter", _scalar(-0.85)), ("max_instead_of_min", _scalar(-6.25 / 6))],
+                 inputs="the hand case with clip_eps=0.3")
 
 
 def test_surrogate_gradient_cases(student):

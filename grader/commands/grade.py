@@ -1,0 +1,68 @@
+"""``ppo-course grade SUBMISSION --out results.json [--feedback feedback.md]``: grade one submission.
+
+Exit status (contract): 0 whenever the submission was graded, whatever its
+score (an empty or unreadable submission is graded 0 with a message in
+results.json); 2 on a usage error (bad option, unknown exercise, an output
+path that cannot be written).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "grade one submission (folder or .zip) with the hidden graders into results.json (Gradescope schema)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``grade``."""
+    parser.add_argument("submission", type=Path, metavar="SUBMISSION",
+                        help="a folder or .zip holding ex1_ratio.py ... ex7_ppo_step.py (at its root or under one folder)")
+    parser.add_argument("--out", type=Path, required=True, metavar="RESULTS_JSON",
+                        help="where to write results.json (Gradescope's autograder schema)")
+    parser.add_argument("--feedback", type=Path, default=None, metavar="FEEDBACK_MD",
+                        help="also write the student's feedback as Markdown")
+    parser.add_argument("--exercises", default=None, metavar="STEMS",
+                        help="comma-separated module stems to grade (default: all seven)")
+    parser.add_argument("--profile", choices=["full", "fast"], default="full",
+                        help="'fast' skips the slow exercise-7 training run (load tests; default: full)")
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Grade, write the files atomically, print a one-line summary; 0 when graded, 2 on a usage error."""
+    import sys
+
+    from grader.points import EXERCISES
+
+    exercises = None
+    if args.exercises:
+        exercises = [s.strip() for s in args.exercises.split(",") if s.strip()]
+        unknown = sorted(set(exercises) - set(EXERCISES))
+        if unknown or not exercises:
+            print(f"error: unknown exercise(s) {unknown or args.exercises!r}; known: {', '.join(EXERCISES)}",
+                  file=sys.stderr)
+            return 2
+    for target in filter(None, (args.out, args.feedback)):
+        if target.exists() and target.is_dir():
+            print(f"error: {target} is a folder; give a file path", file=sys.stderr)
+            return 2
+        parent = target.resolve().parent
+        if parent.exists() and not parent.is_dir():
+            print(f"error: cannot write {target}: {parent} is not a folder", file=sys.stderr)
+            return 2
+
+    from grader.grade import grade_submission
+
+    result = grade_submission(args.submission, exercises=exercises, profile=args.profile)
+    try:
+        result.write_results_json(args.out)
+        if args.feedback is not None:
+            result.write_feedback(args.feedback)
+    except OSError as exc:
+        print(f"error: cannot write the results: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        status = "" if result.status == "graded" else f" ({result.status}: {result.message})"
+        print(f"{args.submission}: {result.score:g} / {result.max_score:g} points{status} -> {args.out}")
+    return 0
