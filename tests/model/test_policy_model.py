@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import EOS, PAD, fixed_distribution_model
+from model_support import EOS, PAD, fixed_distribution_model
 
 from ppo_course.model import CausalLMWithValueHead, Generation, PolicyConfig
 

@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from conftest import fresh_setup, small_config
+from ppo_step_support import fresh_setup, small_config
 
 from ppo_course import toy_task
 from ppo_reference.ppo_step import ppo_step
