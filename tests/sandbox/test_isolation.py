@@ -49,6 +49,14 @@ PROBE = {
             s.connect((host, port))
             return "connected"
 
+        def write_and_list(folder, name):
+            try:
+                with open(os.path.join(folder, name), "w") as fh:
+                    fh.write("left for the next student")
+            except OSError as exc:
+                return type(exc).__name__
+            return sorted(os.listdir(folder))
+
         def whoami():
             return {"uid": os.getuid(), "euid": os.geteuid(), "cwd": os.getcwd(), "files": sorted(os.listdir("."))}
         ''',
@@ -209,3 +217,17 @@ def test_graders_working_folder_is_hidden(load, folder_outside_tmp, monkeypatch)
         pytest.skip("no private mount namespace on this machine")
     assert child.can_read(str(folder_outside_tmp / "results.json")) == "FileNotFoundError"
     assert child.listing(str(folder_outside_tmp)) == []
+
+
+@pytest.mark.parametrize("folder", ["/tmp", "/var/tmp", "/dev/shm", "/run/lock"])
+def test_world_writable_folders_are_private_per_child(load, folder):
+    if not os.path.isdir(folder):
+        pytest.skip(f"{folder} does not exist here")
+    first = load(PROBE, "ex6_kl_reward")
+    if not first.info["mounts_private"]:
+        pytest.skip("no private mount namespace on this machine")
+    written = first.write_and_list(folder, "drop.txt")
+    assert isinstance(written, list) and "drop.txt" in written
+    second = load(PROBE, "ex6_kl_reward")
+    assert "drop.txt" not in second.listing(folder)
+    assert not os.path.exists(os.path.join(folder, "drop.txt"))  # nor in the grader's view
