@@ -53,14 +53,8 @@ PUBLIC_NAMES = {
 }
 # Diagnosis ids this catalogue expects but grader/diagnose.py does not have (yet): proposed
 # to the lead in the report. Every other expected id must be a key of DIAGNOSES.
-PROPOSED_DIAGNOSES = {
-    "per_row_sum": "(x*mask).sum(1).mean(): per-row sums averaged over rows (no division by token count)",
-    "ppo_step_accumulation_broken": "zero_grad inside the accumulation group (only the last mini-batch counts)",
-    "ppo_step_logp_old_recomputed": "logp_old refreshed from the live policy each epoch (ratio reset to 1)",
-    "ppo_step_wrong_epochs": "a number of epochs other than config.ppo_epochs",
-    "ppo_step_kl_units": "the KL controller fed nats per token instead of nats per sequence",
-    "ppo_step_whiten_rewards_shifted": "whiten_rewards applied with shift_mean=True (reward mean removed)",
-}
+# (The six ids proposed so far, per_row_sum and five ppo_step_* ids, were adopted in 355ab5f/4d29517.)
+PROPOSED_DIAGNOSES: dict[str, str] = {}
 ENTRY_SEPARATOR = "\n\n# ---- mistake-catalogue entry: {name} (overrides the definitions above) ----\n"
 
 
@@ -228,73 +222,112 @@ def _grade_function():
     return grade_submission
 
 
-def _mentions(test, diagnosis_id: str) -> bool:
-    """Whether a failed test names `diagnosis_id` (its diagnosis field or its feedback text)."""
-    return test.diagnosis == diagnosis_id or f"[{diagnosis_id}]" in (test.output or "")
-
-
 def grading_groups(entries: list[Entry]) -> list[tuple[list[Entry], list[str]]]:
     """Submissions to grade: (entries, exercises to grade), each exercise at most once per submission.
 
-    Exercise 7 imports exercises 1-6 as siblings, so its entries go in
-    submissions of their own, next to the solution's ex1-ex6, and only ex7 is
-    graded there; that keeps a buggy ex1-ex6 entry from failing an ex7 entry.
+    Entries of ex1-ex6 are packed together, one per exercise per submission
+    (each exercise is graded on its own module only). An ex7 entry gets a
+    submission of its own beside the solution's ex1-ex6 (filled in by
+    `grade_entries`), and only ex7 is graded there: ppo_step imports its
+    siblings, and a buggy sibling would make an ex7 entry lose points for a
+    mistake that is not its own (seen: a test raising inside a buggy ex6).
     """
     ex7 = [e for e in entries if e.exercise == "ex7_ppo_step"]
     rest = [e for e in entries if e.exercise != "ex7_ppo_step"]
-    groups = [(g, sorted({e.exercise for e in g})) for g in group_entries(rest)]
-    groups += [([e], ["ex7_ppo_step"]) for e in ex7]
-    return groups
+    groups = [(g, sorted({e.exercise for e in g}, key=EXERCISES.index)) for g in group_entries(rest)]
+    return groups + [([e], ["ex7_ppo_step"]) for e in ex7]
 
 
-def grade_entries(entries: list[Entry], workdir: Path, profile: str = "fast",
+def _grade_folder(folder: str, exercises: list[str], profile: str) -> dict:
+    """Grade one submission folder; the GradeResult as a dict (picklable, for worker processes)."""
+    import inspect
+
+    grade_submission = _grade_function()
+    kwargs = {"profile": profile}
+    if "exercises" in inspect.signature(grade_submission).parameters:
+        kwargs["exercises"] = exercises
+    return grade_submission(folder, **kwargs).model_dump(mode="json")
+
+
+def _outcomes_for(group: list[Entry], result: Optional[dict], error: Optional[str],
+                  seconds: float) -> list[Outcome]:
+    """One Outcome per entry of a graded submission (result is a GradeResult dict)."""
+    outs = []
+    for e in group:
+        out = Outcome(entry=e.name, kind=e.kind, exercise=e.exercise, expected_diagnosis=e.diagnosis,
+                      error=error, seconds=seconds)
+        if result is not None:
+            ex = result["exercises"].get(e.exercise)
+            if ex is None:
+                out.error = f"{e.exercise} missing from the GradeResult"
+            else:
+                out.score, out.max_score, out.exercise_status = ex["score"], ex["max_score"], ex["status"]
+                out.lost_points = ex["max_score"] <= 0 or ex["score"] < ex["max_score"] - 1e-9
+            failed = [t for t in result["tests"] if t["exercise"] == e.exercise and t["status"] == "failed"]
+            out.failed_tests = [t["test"] for t in failed]
+            out.diagnoses_seen = sorted({t["diagnosis"] for t in failed if t.get("diagnosis")})
+            out.diagnosed = bool(e.diagnosis) and any(
+                t.get("diagnosis") == e.diagnosis or f"[{e.diagnosis}]" in (t.get("output") or "") for t in failed)
+        outs.append(out)
+    return outs
+
+
+def grade_entries(entries: list[Entry], workdir: Path, profile: str = "fast", jobs: int = 1,
                   solutions_dir: Path = SOLUTIONS, progress=None) -> list[Outcome]:
     """Grade every entry with the hidden graders; one Outcome per entry, in input order.
 
     Args:
         entries: catalogue entries (buggy and/or correct).
-        workdir: scratch folder for the submissions (created; one sub-folder per submission).
+        workdir: scratch folder for the submissions (one sub-folder per submission).
         profile: grader profile ("fast" keeps the catalogue run short).
+        jobs: submissions graded at once (worker processes when > 1; each grading
+            already forks its own sandboxed children, so 1 is right on a busy machine).
         progress: optional callable(done, total, label) for a progress display.
-    """
-    import inspect
 
-    grade_submission = _grade_function()
-    accepts_exercises = "exercises" in inspect.signature(grade_submission).parameters
-    outcomes: dict[str, Outcome] = {}
+    A grader crash on one submission is recorded as the `error` of its entries
+    instead of stopping the run.
+    """
     groups = grading_groups(entries)
+    folders = []
     for number, (group, exercises) in enumerate(groups):
         folder = build_submission(group, workdir / f"submission_{number:02d}", solutions_dir)
-        if exercises == ["ex7_ppo_step"]:
+        if "ex7_ppo_step" in exercises:  # ppo_step imports ex1-ex6 as siblings
             for sibling in EXERCISES[:-1]:
-                shutil.copy(solutions_dir / f"{sibling}.py", folder / f"{sibling}.py")
-        started = time.perf_counter()
-        try:
-            kwargs = {"profile": profile}
-            if accepts_exercises:
-                kwargs["exercises"] = exercises
-            result = grade_submission(folder, **kwargs)
-            error = None
-        except Exception as exc:  # noqa: BLE001 - a grader crash is reported per entry, not fatal
-            result, error = None, f"grade_submission raised {type(exc).__name__}: {exc}"
-        seconds = (time.perf_counter() - started) / max(1, len(group))
-        for e in group:
-            out = Outcome(entry=e.name, kind=e.kind, exercise=e.exercise,
-                          expected_diagnosis=e.diagnosis, error=error, seconds=seconds)
-            if result is not None:
-                ex = result.exercises.get(e.exercise)
-                if ex is None:
-                    out.error = f"{e.exercise} missing from the GradeResult"
-                else:
-                    out.score, out.max_score, out.exercise_status = ex.score, ex.max_score, ex.status
-                    out.lost_points = ex.max_score <= 0 or ex.score < ex.max_score - 1e-9
-                failed = [t for t in result.tests if t.exercise == e.exercise and t.status == "failed"]
-                out.failed_tests = [t.test for t in failed]
-                out.diagnoses_seen = sorted({t.diagnosis for t in failed if t.diagnosis})
-                out.diagnosed = bool(e.diagnosis) and any(_mentions(t, e.diagnosis) for t in failed)
-            outcomes[e.name] = out
+                if not (folder / f"{sibling}.py").exists():
+                    shutil.copy(solutions_dir / f"{sibling}.py", folder / f"{sibling}.py")
+        folders.append(str(folder))
+
+    outcomes: dict[str, Outcome] = {}
+
+    def record(number: int, result: Optional[dict], error: Optional[str], seconds: float) -> None:
+        group = groups[number][0]
+        for out in _outcomes_for(group, result, error, seconds / max(1, len(group))):
+            outcomes[out.entry] = out
         if progress:
-            progress(number + 1, len(groups), ", ".join(e.name for e in group))
+            progress(len({o.entry for o in outcomes.values()}), len(entries), ", ".join(e.name for e in group))
+
+    if jobs <= 1:
+        for number, (folder, (_, exercises)) in enumerate(zip(folders, groups)):
+            started = time.perf_counter()
+            try:
+                result, error = _grade_folder(folder, exercises, profile), None
+            except Exception as exc:  # noqa: BLE001 - reported per entry
+                result, error = None, f"grade_submission raised {type(exc).__name__}: {exc}"
+            record(number, result, error, time.perf_counter() - started)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        started = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_grade_folder, folder, exercises, profile): number
+                       for number, (folder, (_, exercises)) in enumerate(zip(folders, groups))}
+            for future in as_completed(futures):
+                try:
+                    result, error = future.result(), None
+                except Exception as exc:  # noqa: BLE001
+                    result, error = None, f"grade_submission raised {type(exc).__name__}: {exc}"
+                record(futures[future], result, error, time.perf_counter() - started)
     return [outcomes[e.name] for e in entries]
 
 
@@ -384,6 +417,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     g.add_argument("--profile", default="fast", choices=["fast", "full"])
     g.add_argument("--out", type=Path, default=HERE / "KILL_RATE.md")
     g.add_argument("--only", default="", help="grade only entries whose name contains this text")
+    g.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
     args = parser.parse_args(argv)
     entries = [e for e in load_entries() if getattr(args, "only", "") in e.name]
     if args.command == "list":
@@ -397,7 +431,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="catalogue_") as tmp, Progress(transient=True) as bar:
         task = bar.add_task("grading the catalogue", total=None)
-        outcomes = grade_entries(entries, Path(tmp), profile=args.profile,
+        outcomes = grade_entries(entries, Path(tmp), profile=args.profile, jobs=args.jobs,
                                  progress=lambda done, total, label: bar.update(task, completed=done, total=total))
     seconds = time.perf_counter() - started
     path = write_kill_rate(outcomes, entries, args.out, args.profile, seconds)

@@ -7,7 +7,7 @@ contract asks for a log-softmax that is stable for logits of any size.
 EXERCISE = "ex1_ratio"
 DIAGNOSIS = "log_of_softmax"
 DESCRIPTION = "logprobs_from_logits takes torch.log(torch.softmax(logits)): -inf/nan for large logits"
-SEEN_IN = "pytorch/pytorch#795 (log of softmax vs log_softmax nan reports); tracel-ai/burn#315"
+SEEN_IN = "zackchase/mxnet-the-straight-dope#3 (NaN fixed by switching to log_softmax); tracel-ai/burn#315"
 
 import torch
 

@@ -6,7 +6,7 @@ this one survives a forward-only check: only a gradient test catches it.
 EXERCISE = "ex1_ratio"
 DIAGNOSIS = "ratio_detached"
 DESCRIPTION = "probability_ratio returns a detached tensor: no gradient reaches logp_new"
-SEEN_IN = "inclusionAI/AReno#68 (ratio built from detached log-probs makes the clip inert)"
+SEEN_IN = "classroom mistake (ratio built under torch.no_grad); cf. inclusionAI/AReno#68 on ratios whose gradient path is cut"
 
 import torch
 

@@ -2,7 +2,7 @@
 EXERCISE = "ex2_clipped_loss"
 DIAGNOSIS = "ignores_hyperparameter"
 DESCRIPTION = "clipped_surrogate_loss hard-codes 0.2 instead of using clip_eps"
-SEEN_IN = "verl-project/verl#791 (clip_ratio settings that silently have no effect)"
+SEEN_IN = "classroom mistake (the book's value hard-coded)"
 
 import torch
 

@@ -7,7 +7,7 @@ mask raises IndexError. The contract accepts bool, int and float masks.
 EXERCISE = "ex2_clipped_loss"
 DIAGNOSIS = "mask_dtype_unsupported"
 DESCRIPTION = "clipped_surrogate_loss uses obj[mask].mean(): right for bool masks, silently wrong for int, raises for float"
-SEEN_IN = "MarcoMeter/recurrent-ppo-truncated-bptt#10 (masked_select proposed for masked normalisation); classroom mistake"
+SEEN_IN = "classroom mistake (x[mask] assumes a bool mask); cf. MarcoMeter/recurrent-ppo-truncated-bptt#10 on masked_select"
 
 import torch
 

@@ -6,7 +6,7 @@ removes the incentive to move (eq. 5.9's zero-gradient cases flow instead).
 EXERCISE = "ex2_clipped_loss"
 DIAGNOSIS = "max_instead_of_min"
 DESCRIPTION = "clipped_surrogate_loss uses max(r*A, clip(r)*A) instead of min"
-SEEN_IN = "openai/baselines#652 discussion (max of the negated terms confused with max of the terms)"
+SEEN_IN = "TRL 0.11 PPOTrainer.loss takes torch.max of the NEGATED terms; copying the max onto the positive terms flips the bound (classroom mistake)"
 
 import torch
 

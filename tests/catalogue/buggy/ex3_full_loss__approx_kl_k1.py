@@ -6,7 +6,7 @@ which the contract names. k1 can be negative and averages to ~0 early on.
 EXERCISE = "ex3_full_loss"
 DIAGNOSIS = "approx_kl_wrong"
 DESCRIPTION = "ppo_loss stats['approx_kl'] is masked_mean(logp_old - logp_new) (k1), not 1/2 (logp_new - logp_old)^2"
-SEEN_IN = "huggingface/trl#463 (negative KL estimates); verl-project/verl#211"
+SEEN_IN = "huggingface/trl#463 (k1 KL estimates going negative)"
 
 import torch
 

@@ -7,7 +7,7 @@ bind), yet |r − 1| > ε counts it. The contract's clipfrac is TRL's
 EXERCISE = "ex3_full_loss"
 DIAGNOSIS = "clipfrac_wrong"
 DESCRIPTION = "ppo_loss stats['clipfrac'] = fraction with |r - 1| > eps instead of where the clip binds"
-SEEN_IN = "natolambert/rlhf-book#290 (clip fraction described as ratios outside the interval, then corrected)"
+SEEN_IN = "natolambert/rlhf-book#290 (clip fraction described as the ratios outside the interval)"
 
 import torch
 

@@ -6,7 +6,7 @@ values are Python floats.
 EXERCISE = "ex3_full_loss"
 DIAGNOSIS = "stats_not_floats"
 DESCRIPTION = "ppo_loss returns stats as tensors (approx_kl with grad) instead of Python floats"
-SEEN_IN = "huggingface/trl#546 review (stats computed outside no_grad); classroom mistake"
+SEEN_IN = "classroom mistake (logging tensors that still hold the graph)"
 
 import torch
 

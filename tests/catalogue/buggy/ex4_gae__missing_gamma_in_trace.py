@@ -5,7 +5,7 @@ Invisible with the book's γ = 1.0, which is why it survives the book's config.
 EXERCISE = "ex4_gae"
 DIAGNOSIS = "gae_missing_gamma"
 DESCRIPTION = "compute_gae decays the trace by lam instead of gamma*lam (identical when gamma = 1)"
-SEEN_IN = "google-research/batch-ppo#32 (lambda_advantage discounting bugs); classroom mistake"
+SEEN_IN = "google-research/batch-ppo#32 (discounting bugs in an untested lambda_advantage); classroom mistake"
 
 import torch
 

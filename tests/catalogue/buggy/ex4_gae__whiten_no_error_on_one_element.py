@@ -6,7 +6,7 @@ the clear error the contract asks for.
 EXERCISE = "ex4_gae"
 DIAGNOSIS = "whiten_no_error_for_one_element"
 DESCRIPTION = "whiten does not raise ValueError when the mask selects fewer than 2 elements (returns nan)"
-SEEN_IN = "alibaba/ROLL#475 (advantage whitening fails with a single valid token)"
+SEEN_IN = "alibaba/ROLL#475 (one valid token: the unbiased variance divides by zero)"
 
 import torch
 

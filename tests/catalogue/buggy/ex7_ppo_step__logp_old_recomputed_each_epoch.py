@@ -6,7 +6,7 @@ drift within one epoch, not from the policy that collected the data.
 EXERCISE = "ex7_ppo_step"
 DIAGNOSIS = "ppo_step_logp_old_recomputed"
 DESCRIPTION = "ppo_step recomputes logp_old with the current policy at the start of every epoch (ratio reset to 1)"
-SEEN_IN = "michaelnny/deep_rl_zoo#5 (rollout quantities must stay fixed across epochs); tensorforce/tensorforce#312"
+SEEN_IN = "tensorforce/tensorforce#312 (prob_ratio always 1); michaelnny/deep_rl_zoo#5 (rollout quantities recomputed during the epochs)"
 
 import time
 

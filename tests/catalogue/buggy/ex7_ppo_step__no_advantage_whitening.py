@@ -3,7 +3,7 @@
 EXERCISE = "ex7_ppo_step"
 DIAGNOSIS = "ppo_step_no_advantage_whitening"
 DESCRIPTION = "ppo_step feeds raw GAE advantages to the loss (no whitening)"
-SEEN_IN = "vwxyzjn/summarize_from_feedback_details#17 (whitening switches); MarcoMeter/recurrent-ppo-truncated-bptt#10"
+SEEN_IN = "Book §5.5 (GAE advantages whitened to zero mean, unit variance); classroom mistake"
 
 import time
 

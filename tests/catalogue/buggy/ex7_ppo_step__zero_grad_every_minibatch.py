@@ -6,7 +6,7 @@ by gas: accumulation is silently broken.
 EXERCISE = "ex7_ppo_step"
 DIAGNOSIS = "ppo_step_accumulation_broken"
 DESCRIPTION = "ppo_step zeroes the gradients after every mini-batch, so only the last of each accumulation group counts"
-SEEN_IN = "huggingface/trl#583 (zero_grad called every step breaks gradient accumulation; fixed in trl#584)"
+SEEN_IN = "huggingface/trl#583 (gradient accumulation silently broken by where zero_grad is called; fixed in trl#584)"
 
 import time
 
