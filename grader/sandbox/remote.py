@@ -39,8 +39,11 @@ class RemoteObject:
         self._hid = hid
         self.type_name = type_name
         self._generation = generation
+        self._released = False
 
     def _sandbox_handle_node(self) -> dict:
+        if self._released:
+            raise ValueError(f"{self!r} was released; it can no longer be used")
         self._module._check_generation(self._generation, self.type_name)
         return {"t": "handle", "owner": "child", "id": self._hid, "type": self.type_name}
 
@@ -101,8 +104,11 @@ class RemoteObject:
 
     def release(self) -> None:
         """Let the child forget this object."""
+        if self._released:
+            return
         if self._generation == self._module._generation and self._module._child is not None and self._module._child.alive:
             self._module._request("release", {"ids": [self._hid]}, None)
+        self._released = True
 
     def __repr__(self) -> str:
         return f"<RemoteObject {self.type_name} #{self._hid} in the sandbox>"

@@ -95,6 +95,7 @@ class Channel:
         self.sock = sock
         self.reader = codec.FrameReader(max_message_bytes)
         self.objects: dict[int, Any] = {}
+        self._handle_of: dict[int, int] = {}  # id(obj) -> handle, for objects in the table
         self._next_handle = 1
         self._gen_ids: "weakref.WeakKeyDictionary[torch.Generator, int]" = weakref.WeakKeyDictionary()
         self._gens: dict[int, "weakref.ref[torch.Generator]"] = {}
@@ -107,13 +108,12 @@ class Channel:
 
         if isinstance(obj, ParentObject):  # an object of the parent's goes back as itself
             return obj._handle_node()
-        for hid, existing in self.objects.items():
-            if existing is obj:
-                break
-        else:
+        hid = self._handle_of.get(id(obj))
+        if hid is None or self.objects.get(hid) is not obj:
             hid = self._next_handle
             self._next_handle += 1
-            self.objects[hid] = obj
+            self.objects[hid] = obj  # the table keeps obj alive, so id(obj) stays unique
+            self._handle_of[id(obj)] = hid
         cls = type(obj)
         return {"t": "handle", "owner": "child", "id": hid, "type": f"{cls.__module__}.{cls.__qualname__}"}
 
@@ -262,7 +262,9 @@ class Worker:
             return "ok", list(itertools.islice(self._target(req, buffers), limit))
         if op == "release":
             for hid in req.get("ids", []):
-                ch.objects.pop(int(hid), None)
+                obj = ch.objects.pop(int(hid), None)
+                if obj is not None:
+                    ch._handle_of.pop(id(obj), None)
             return "ok", None
         if op == "signature":
             return "ok", str(inspect.signature(getattr(self.module, str(req["name"]))))
@@ -379,8 +381,10 @@ def run_child(sock_fd: int, config: dict) -> None:
         rid = req.get("id")
         try:
             kind, value = worker.handle(req, buffers)
-        except codec.ProtocolError:
-            raise
+        except codec.ProtocolError as exc:
+            # A request the grader got wrong (e.g. a released handle): say so, keep serving.
+            channel.send({"m": "err", "id": rid, "type": "SandboxProtocolError", "message": str(exc), "traceback": ""}, [])
+            continue
         except BaseException as exc:  # noqa: BLE001 - the student's error, reported as data
             _flush_std()
             channel.send({"m": "err", "id": rid, **describe_exception(exc)}, [])

@@ -207,3 +207,11 @@ def test_lying_tensor_subclass_from_the_child_is_a_plain_tensor(gae):
 def test_warnings_are_captured(gae):
     assert gae.warns() == 1
     assert "careful, student warning" in gae.captured_output("stderr")
+
+
+def test_released_handle_is_refused_in_the_parent(gae):
+    counter = gae.new("Counter", 1)
+    counter.release()
+    with pytest.raises(ValueError, match="released"):
+        counter.add(1)
+    assert gae.new("Counter", 2).count == 2  # the child is unaffected
