@@ -243,8 +243,8 @@ class ForkServer:
         workdir = tempfile.mkdtemp(prefix="ppo-sandbox-")
         if uid is not None:
             os.chown(workdir, uid, uid)
-        config = dict(config, uid=uid, workdir=workdir)
         server_pid = os.getpid()
+        config = dict(config, uid=uid, workdir=workdir, server_pid=server_pid)
         pid = os.fork()
         if pid == 0:  # the child: never returns into the server loop
             code = 70

@@ -415,6 +415,11 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
         iso.notes.append("running as root without a uid to drop to")
     else:
         drop_capabilities()  # the user namespace's capabilities must not reach student code
+    # The kernel clears the parent-death signal when the credentials change: set it
+    # again, and leave if the fork server died meanwhile.
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != config.get("server_pid", os.getppid()):
+        os._exit(1)
     try:
         prctl(PR_SET_NO_NEW_PRIVS, 1)
     except OSError:

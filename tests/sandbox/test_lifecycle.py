@@ -112,3 +112,20 @@ def test_a_dead_fork_server_is_replaced(submission, server):
     with Sandbox(submission(STUDENT), server=private) as sb:
         assert torch.equal(sb.load("ex1_ratio").add(torch.ones(1), torch.ones(1)), torch.full((1,), 2.0))
         assert sb.server is server and server.alive()  # the shared one took over
+
+
+def test_children_die_with_a_killed_fork_server(submission):
+    """PR_SET_PDEATHSIG survives the uid drop (the kernel clears it on a credential change)."""
+    from grader.sandbox import ForkServerClient, Sandbox
+
+    private = ForkServerClient(warm_up=False)
+    with Sandbox(submission(STUDENT), server=private) as sb:
+        mod = sb.load("ex1_ratio")
+        child = mod.info["pid"]
+        assert _alive(child)
+        os.kill(private.pid, signal.SIGKILL)
+        private.proc.wait()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _alive(child):
+            time.sleep(0.02)
+        assert not _alive(child)
