@@ -84,8 +84,37 @@ class ForkServer:
         self.is_root = os.geteuid() == 0
         if self.is_root:
             os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
+            self.kill_abandoned()
 
     # -- uids -------------------------------------------------------------
+    def kill_abandoned(self) -> list[int]:
+        """Kill the processes of sandbox uids that no live fork server holds; returns those uids.
+
+        A fork server killed outright takes its children along (PDEATHSIG) but
+        not what they started; those keep their sandbox uid and are found here
+        at the next start (and again whenever the uid is allocated).
+        """
+        uids = sorted({uid for _, uid, state in self._process_table().values()
+                       if UID_BASE <= uid < UID_BASE + UID_COUNT and state != "Z"})
+        abandoned = []
+        for uid in uids:
+            fd = os.open(os.path.join(LOCK_DIR, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)  # a live server holds it: not ours to touch
+                continue
+            try:
+                leftovers = _Child(-1, uid, None, "")
+                leftovers.status = 0
+                self._kill_tree(leftovers)
+                abandoned.append(uid)
+            finally:
+                os.close(fd)
+        if abandoned:
+            isolate.warn(f"killed processes left by a crashed grader under sandbox uids {abandoned}")
+        return abandoned
+
     def _allocate_uid(self) -> tuple[int | None, int | None]:
         """A uid no other live child on this machine holds (flock on a per-uid file)."""
         if not self.is_root:

@@ -121,11 +121,27 @@ def test_children_die_with_a_killed_fork_server(submission):
     private = ForkServerClient(warm_up=False)
     with Sandbox(submission(STUDENT), server=private) as sb:
         mod = sb.load("ex1_ratio")
-        child = mod.info["pid"]
-        assert _alive(child)
+        child, uid = mod.info["pid"], mod.info["uid"]
+        grandchild = mod.grandchild()
+        assert _alive(child) and _alive(grandchild)
         os.kill(private.pid, signal.SIGKILL)
         private.proc.wait()
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and _alive(child):
             time.sleep(0.02)
         assert not _alive(child)
+    # What the child started (a setsid'd sleeper, without a parent-death signal) outlives a
+    # SIGKILLed server under the child's uid; the next fork server to start kills it.
+    if uid is not None:
+        assert _alive(grandchild)
+        import socket
+
+        from ppo_course.sandbox.forkserver import ForkServer
+
+        a, b = socket.socketpair()
+        try:
+            ForkServer(a, os.getppid())  # its start-up sweep (cheap: no new process is started)
+        finally:
+            a.close()
+            b.close()
+        assert not _alive(grandchild)
