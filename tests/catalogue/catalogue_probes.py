@@ -102,7 +102,7 @@ def probe_ex1(mod) -> Record:
         lp_new = _randn(4, T, seed=3, dtype=dtype, scale=0.3) - 2.0
         lp_old = _randn(4, T, seed=4, dtype=dtype, scale=0.3) - 2.0
         for tag, a, b in (("normal", lp_new, lp_old), ("tiny", lp_new * 0 - 1000.0, lp_old * 0 - 1000.0),
-                          ("far", lp_new - 200.0, lp_old)):
+                          ("far", lp_new - 200.0, lp_old), ("far_up", lp_old + 25.0, lp_old)):
             a = a.clone().requires_grad_(True)
             b = b.clone().requires_grad_(True)
             name = f"ratio[{dtype}][{tag}]"
@@ -215,6 +215,15 @@ def probe_ex4(mod) -> Record:
             for shift in (True, False):
                 name = f"whiten[{dtype}][{kind}][{shift}]"
                 out = _call(rec, name, lambda: mod.whiten(x, mask, shift_mean=shift))
+                if out is not None:
+                    _put(rec, name, out, mask)
+            # near-constant data (σ² ≈ 1e-8): where sqrt(var + 1e-8) and std + 1e-8 part ways.
+            # float64 only: in float32 the cancellation around 3.0 costs ~0.4 % and an
+            # implementation that computes in float64 inside is more accurate, not wrong.
+            if dtype == torch.float64:
+                flat = with_junk(3.0 + 1e-4 * _randn(4, T, seed=46, dtype=dtype), mask, 47)
+                name = f"whiten_near_constant[{kind}]"
+                out = _call(rec, name, lambda: mod.whiten(flat, mask))
                 if out is not None:
                     _put(rec, name, out, mask)
             one = make_mask(kind, lengths=(1, 0, 0, 0))
