@@ -48,10 +48,10 @@ class Unreadable(Exception):
 
 
 def public_tests_dir() -> Path:
-    """Where the public tests live (shipped inside `ppo_course`)."""
-    import ppo_course
+    """Where the public tests live (shipped inside `ppo_course`; see grader/public/README.md)."""
+    from grader.public import public_tests_dir as where
 
-    return Path(ppo_course.__file__).resolve().parent / "public_tests"
+    return where()
 
 
 def _extract_zip(path: Path, dest: Path) -> None:

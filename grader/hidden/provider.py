@@ -15,8 +15,13 @@ from grader.sandbox import (Limits, Sandbox, SandboxError, StudentCrash, Student
                             StudentTimeout)
 from ppo_course.check_support.local import ModuleUnavailable, is_inplace_error
 
-# Exercise 7 runs a whole PPO step (and a short training run): longer calls, more CPU.
-EX7_LIMITS = {"call_timeout_s": 120.0, "cpu_time_s": 600}
+# Time-outs are judged by CPU time (RLIMIT_CPU over a child's life: a correct module of exercises
+# 1-6 uses < 2 CPU s for all its tests) with a generous wall-clock backstop per call, so that a
+# loaded machine never fails a correct submission. A hung module costs at most
+# (1 + max_respawns) × cpu_time_s before its remaining tests fail at once.
+EX1_6_LIMITS = {"call_timeout_s": 60.0, "import_timeout_s": 60.0, "cpu_time_s": 20, "max_respawns": 2}
+# Exercise 7 runs whole PPO steps (and a 5-step training run, ~3 CPU s): more CPU, longer calls.
+EX7_LIMITS = {"call_timeout_s": 300.0, "import_timeout_s": 60.0, "cpu_time_s": 120, "max_respawns": 2}
 
 
 class SandboxProvider:
@@ -24,7 +29,8 @@ class SandboxProvider:
 
     Args:
         submission_dir: the submission folder (module files at its root or under one top folder).
-        limits: per-child limits for exercises 1-6 (exercise 7 gets longer time-outs).
+        limits: per-child limits for exercises 1-6 (default `EX1_6_LIMITS`; exercise 7 gets `EX7_LIMITS`
+            on top of them).
         profile: "full" or "fast" (tests read it to skip the slow training run).
     """
 
@@ -32,7 +38,7 @@ class SandboxProvider:
 
     def __init__(self, submission_dir: str | Path, limits: Limits | None = None, profile: str = "full"):
         self.profile = profile
-        self.limits = limits or Limits()
+        self.limits = limits or Limits(**EX1_6_LIMITS)
         self._sandbox = Sandbox(submission_dir, limits=self.limits)
         self._ex7_sandbox: Sandbox | None = None
         self._modules: dict[tuple[str, bool], object] = {}
