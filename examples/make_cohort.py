@@ -40,8 +40,9 @@ STUDENTS: dict[str, dict] = {
     "ben": {"modules": ALL[:4] + ["ex5_rollout_buffer"], "stubs": ["ex5_rollout_buffer"],
             "note": "partial: ex1-ex4 solved, ex5 handed in as the untouched stub, ex6-ex7 missing"},
     "chen": {"edits": {
-        "ex2_clipped_loss": [("torch.minimum(unclipped, clipped)", "torch.maximum(unclipped, clipped)")],
-        "ex3_full_loss": [("-masked_mean(torch.minimum(unclipped, clipped), mask)",
+        "ex2_clipped_loss": [("objective = torch.where(binds, clipped.detach(), unclipped)",
+                              "objective = torch.maximum(unclipped, clipped)")],
+        "ex3_full_loss": [("-masked_mean(torch.where(binds, clipped.detach(), unclipped), mask)",
                            "-masked_mean(torch.maximum(unclipped, clipped), mask)")]},
         "note": "max instead of min in the clipped surrogate (ex2, copied into ex3)"},
     "dana": {"edits": {"ex2_clipped_loss": [(MASKED_MEAN, ROW_MEANS)], "ex3_full_loss": [(MASKED_MEAN, ROW_MEANS)]},
@@ -62,9 +63,11 @@ STUDENTS: dict[str, dict] = {
         "def whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) -> torch.Tensor:",
         "def whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) -> torch.Tensor")]},
         "note": "syntax error in ex4 (a missing colon): ex4 scores 0, nothing else is affected"},
-    "jin": {"edits": {"ex4_gae": [("for t in reversed(range(resp_len)):",
-                                   "t = resp_len - 1\n        while t >= 0:  # forgot t -= 1")]},
-            "note": "infinite loop in compute_gae (ex4): the sandbox's time-out stops it"},
+    "jin": {"edits": {"ex6_kl_reward": [(
+        "self.value = self.value * (1.0 + proportional_error * n_steps / self.horizon)",
+        "step = 0\n        while step < n_steps:  # one small update per sequence (forgot step += 1)\n"
+        "            self.value = self.value * (1.0 + proportional_error / self.horizon)")]},
+        "note": "infinite loop in AdaptiveKLController.update (ex6): the sandbox's time-out stops it"},
     "kai": {"edits": {"ex1_ratio": [(
         "logp_all = torch.log_softmax(logits, dim=-1)  # (B, T, V)",
         "lookup = torch.ones(64, 1024, 1024, 16, dtype=logits.dtype)  # 'precomputed table': 4 GiB\n"
@@ -160,11 +163,13 @@ def main() -> int:
     if sys.argv[1:2] == ["--expected"]:
         print(write_expected(Path(sys.argv[2]), Path(sys.argv[3])))
         return 0
+    # Every edit is checked before the committed cohort is touched.
+    built = {sid: build_student(sid, spec) for sid, spec in STUDENTS.items()}
     if OUT.exists():
         shutil.rmtree(OUT)
     OUT.mkdir(parents=True)
     for sid, spec in STUDENTS.items():
-        files = build_student(sid, spec)
+        files = built[sid]
         if spec.get("zip"):
             buf = io.BytesIO()
             with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:

@@ -130,7 +130,7 @@ def ppo_loss(
     """The full PPO loss of Book eq. 5.2, to minimise: −L^CLIP + vf_coef·L^VF − ent_coef·H.
 
     The policy term is exactly exercise 2's ``clipped_surrogate_loss``
-    (−masked_mean(min(r·Â, clip(r, 1−ε, 1+ε)·Â))); the value term is
+    (−masked_mean(min(r·Â, clip(r, 1−ε, 1+ε)·Â)), gradients as eq. 5.9); the value term is
     ``clipped_value_loss``; the entropy is ``entropy_from_logits``.
 
     Args:
@@ -174,7 +174,9 @@ def ppo_loss(
     ratio = torch.exp(logp_new - logp_old)  # (B, T), Book eq. 5.20
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv
-    policy_loss = -masked_mean(torch.minimum(unclipped, clipped), mask)  # −L^CLIP, eq. 5.1
+    # Eq. 5.9's cases, boundaries included: where the clip binds the clipped term is a constant.
+    binds = ((adv > 0) & (ratio >= 1.0 + clip_eps)) | ((adv < 0) & (ratio <= 1.0 - clip_eps))
+    policy_loss = -masked_mean(torch.where(binds, clipped.detach(), unclipped), mask)  # −L^CLIP, eq. 5.1
     value_loss = clipped_value_loss(values, old_values, returns, mask, clip_range_value)
     entropy = entropy_from_logits(logits, mask)
     loss = policy_loss + vf_coef * value_loss - ent_coef * entropy  # minimising it maximises eq. 5.2

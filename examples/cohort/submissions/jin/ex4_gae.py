@@ -70,8 +70,7 @@ def compute_gae(
         next_value = torch.zeros_like(r[:, 0])  # (B,)
         next_adv = torch.zeros_like(r[:, 0])  # (B,)
         advantages_reversed = []
-        t = resp_len - 1
-        while t >= 0:  # forgot t -= 1
+        for t in reversed(range(resp_len)):
             delta = r[:, t] + gamma * next_value - v[:, t]  # (B,)
             next_adv = delta + gamma * lam * next_adv
             next_value = v[:, t]

@@ -53,7 +53,7 @@ def clipped_surrogate_loss(
     loss = −masked_mean( min( r·Â, clip(r, 1−ε, 1+ε)·Â ) ),  r = exp(logp_new − logp_old).
     Gradients obey the four cases of Book eq. 5.9: with Â > 0 it flows while
     r < 1+ε and is 0 once r ≥ 1+ε; with Â < 0 it flows while r > 1−ε and is 0
-    once r ≤ 1−ε.
+    once r ≤ 1−ε (boundaries included: at r = 1+ε exactly the gradient is 0).
 
     Args:
         logp_new: Float[batch, resp_len], log π_θ of the taken tokens (gradient flows).
@@ -90,5 +90,9 @@ def clipped_surrogate_loss(
     adv = advantages.detach()
     unclipped = ratio * adv  # (B, T)
     clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv  # (B, T)
-    # The pessimistic min: where the clipped term is smaller, its gradient (0 outside the band) wins.
-    return -masked_mean(torch.minimum(unclipped, clipped), mask)
+    # Book eq. 5.9: the clip binds when Â > 0 and r ≥ 1+ε, or Â < 0 and r ≤ 1−ε; there
+    # min(r·Â, clip(r)·Â) is the clipped term, a constant. Choosing the term explicitly
+    # (not torch.minimum) also gives gradient 0 *at* r = 1±ε, where minimum would split a tie.
+    binds = ((adv > 0) & (ratio >= 1.0 + clip_eps)) | ((adv < 0) & (ratio <= 1.0 - clip_eps))
+    objective = torch.where(binds, clipped.detach(), unclipped)  # (B, T) = min(r·Â, clip(r)·Â)
+    return -masked_mean(objective, mask)
