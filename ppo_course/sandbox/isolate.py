@@ -51,6 +51,7 @@ MS_REC = 16384
 MS_BIND = 4096
 MS_PRIVATE = 1 << 18
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -349,15 +350,25 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     uid = config.get("uid") if is_root else None
     gid = uid
     namespaces_ok = False
+    in_user_namespace = False
+    # Counted before any user namespace: inside one, every unmapped uid shows as "nobody".
+    tasks_before = 0 if is_root else _count_user_tasks(os.getuid())
     if not is_root:
         # An unprivileged user namespace gives this process the rights to make
         # its own mount and network namespaces (where the kernel allows it).
         my_uid, my_gid = os.getuid(), os.getgid()
         try:
+            # A process that changed credentials is not dumpable, and then cannot
+            # write its own uid_map: make it dumpable again first.
+            prctl(PR_SET_DUMPABLE, 1)
             unshare(CLONE_NEWUSER)
-            _write_id_maps(my_uid, my_gid)
         except OSError as exc:
             iso.notes.append(f"no user namespace ({exc.strerror}): no private mounts, network stays reachable")
+        else:
+            # Inside the namespace now: without id maps every file would look foreign
+            # and nothing could be created; fail closed rather than run half set up.
+            _write_id_maps(my_uid, my_gid)
+            in_user_namespace = True
     try:
         unshare(CLONE_NEWNET)
         iso.network_isolated = True
@@ -403,7 +414,11 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     home = os.path.dirname(iso.workdir)
     if uid is not None:
         os.chown(home, uid, gid)  # type: ignore[arg-type]
-    set_limits(limits)
+    # RLIMIT_NPROC counts the tasks of the real uid: a private uid starts from 0, and
+    # so does a user namespace on Linux >= 5.14 (per-namespace counts); otherwise the
+    # grader's own tasks count too and the budget comes on top of them.
+    private_count = uid is not None or (in_user_namespace and kernel_at_least(5, 14))
+    set_limits(limits, nproc_base=0 if private_count else tasks_before)
     if uid is not None:
         os.setgroups([])
         os.setresgid(gid, gid, gid)  # type: ignore[arg-type]
@@ -439,11 +454,22 @@ def vm_size_bytes() -> int:
     return 0
 
 
-def set_limits(limits: dict) -> None:
+def kernel_at_least(major: int, minor: int) -> bool:
+    """Whether the running Linux kernel is at least ``major.minor``."""
+    try:
+        got = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
+    except ValueError:
+        return False
+    return got >= (major, minor)
+
+
+def set_limits(limits: dict, nproc_base: int = 0) -> None:
     """Apply the rlimits of ``grader.sandbox.Limits`` (a dict) to this process.
 
     RLIMIT_AS is the current virtual size (torch already mapped) plus
-    ``memory_mb``, so that the budget is what student code may add.
+    ``memory_mb``, so that the budget is what student code may add;
+    RLIMIT_NPROC is ``nproc_base + max_processes`` (``nproc_base``: tasks of
+    this uid that the kernel counts but that are not the child's).
     """
     def lim(res: int, soft: int, hard: int | None = None) -> None:
         hard = soft if hard is None else hard
@@ -456,12 +482,7 @@ def set_limits(limits: dict) -> None:
     lim(resource.RLIMIT_CPU, int(limits["cpu_time_s"]), int(limits["cpu_time_s"]) + 1)
     lim(resource.RLIMIT_FSIZE, int(limits["max_file_bytes"]))
     lim(resource.RLIMIT_NOFILE, int(limits["max_open_files"]))
-    if os.geteuid() == 0 or limits.get("nproc_shared_user", False):
-        lim(resource.RLIMIT_NPROC, int(limits["max_processes"]))
-    else:
-        # Without a private uid RLIMIT_NPROC counts every process of this user
-        # (the grader's too): allow what exists now plus the budget.
-        lim(resource.RLIMIT_NPROC, _count_user_tasks(os.getuid()) + int(limits["max_processes"]))
+    lim(resource.RLIMIT_NPROC, nproc_base + int(limits["max_processes"]))
     lim(resource.RLIMIT_AS, vm_size_bytes() + int(limits["memory_mb"]) * 1024 * 1024)
     # A write past RLIMIT_FSIZE then fails with EFBIG (an exception for the
     # student) instead of killing the process with SIGXFSZ.

@@ -231,3 +231,58 @@ def test_world_writable_folders_are_private_per_child(load, folder):
     second = load(PROBE, "ex6_kl_reward")
     assert "drop.txt" not in second.listing(folder)
     assert not os.path.exists(os.path.join(folder, "drop.txt"))  # nor in the grader's view
+
+
+def test_unprivileged_confinement_uses_a_user_namespace(server, tmp_path):
+    """The non-root path of isolate.confine, run in a forked copy of this process turned into "nobody"."""
+    import json
+    import resource
+    import socket
+
+    from ppo_course.sandbox import isolate
+    from grader.sandbox import Limits
+    from grader.sandbox.sandbox import instructor_paths, needed_paths
+
+    if not server.root:
+        pytest.skip("needs root to become another user for the test")
+    config = {"limits": Limits().child_dict(), "uid": None, "workdir": str(tmp_path),
+              "hide_paths": instructor_paths(), "needed_paths": needed_paths()}
+    os.chmod(tmp_path, 0o777)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the forked process
+        report = {}
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            iso = isolate.confine(config, [isolate.SubmissionFile("m.py", b"X = 1\n", 0o644)])
+            report["iso"] = {"net": iso.network_isolated, "mounts": iso.mounts_private, "notes": iso.notes}
+            try:
+                open(str(REPO / "ppo_reference" / "__init__.py")).close()
+                report["reference"] = "readable"
+            except OSError as exc:
+                report["reference"] = type(exc).__name__
+            report["nproc"] = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+            report["ifaces"] = sorted(n for _, n in socket.if_nameindex())
+            report["caps"] = [line.split()[1] for line in open("/proc/self/status") if line.startswith("CapEff")]
+            report["submission"] = open(os.path.join(iso.workdir, "m.py")).read()
+        except BaseException as exc:  # noqa: BLE001
+            report["error"] = repr(exc)
+        finally:
+            os.write(write_end, json.dumps(report).encode())
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as fh:
+        report = json.loads(fh.read())
+    os.waitpid(pid, 0)
+    assert "error" not in report, report
+    if not report["iso"]["mounts"]:
+        pytest.skip(f"this kernel refuses unprivileged user namespaces: {report['iso']['notes']}")
+    assert report["reference"] == "FileNotFoundError"
+    assert report["ifaces"] == ["lo"] and report["iso"]["net"]
+    assert report["caps"] == ["0000000000000000"]
+    assert report["submission"] == "X = 1\n"
+    if isolate.kernel_at_least(5, 14):
+        assert report["nproc"] == Limits().max_processes  # per-namespace counting: no grader tasks on top
