@@ -1,0 +1,24 @@
+"""Correct variant: entropy from torch.distributions.Categorical, value loss with torch.maximum."""
+EXERCISE = "ex3_full_loss"
+DESCRIPTION = "entropy_from_logits via torch.distributions.Categorical(logits=...).entropy(); value loss via torch.maximum"
+
+import torch
+import torch.nn.functional as F
+from torch.distributions import Categorical
+
+
+def _token_mean(x, mask):
+    m = mask.to(x.dtype)
+    return torch.where(mask.bool(), x, torch.zeros_like(x)).sum() / m.sum()
+
+
+def clipped_value_loss(values, old_values, returns, mask, clip_range_value=0.2):
+    old, ret = old_values.detach(), returns.detach()
+    v_clipped = old + (values - old).clamp(-clip_range_value, clip_range_value)
+    unclipped = F.mse_loss(values, ret, reduction="none")
+    clipped = F.mse_loss(v_clipped, ret, reduction="none")
+    return _token_mean(torch.maximum(unclipped, clipped), mask)
+
+
+def entropy_from_logits(logits, mask):
+    return _token_mean(Categorical(logits=logits).entropy(), mask)
