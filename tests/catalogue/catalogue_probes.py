@@ -267,6 +267,7 @@ def probe_ex5(mod) -> Record:
         "minibatches.collect", "ok")
     _call(rec, "start_training", lambda: buf.start_training()) or rec.setdefault("start_training", "ok")
     rec["phase.train"] = _call(rec, "phase.train", lambda: str(buf.phase))
+    _call(rec, "start_training.again", lambda: buf.start_training()) or rec.setdefault("start_training.again", "ok")
     _call(rec, "add.train", lambda: buf.add(**fields(7, 1, 52))) or rec.setdefault("add.train", "ok")
     _call(rec, "minibatches.zero", lambda: next(iter(buf.minibatches(0)))) or rec.setdefault(
         "minibatches.zero", "ok")
