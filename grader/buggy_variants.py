@@ -129,8 +129,16 @@ def ratio_inverted(logp_new, logp_old):
 
 
 # --------------------------------------------------------------------------- ex2
+def _renormalised(advantages, mask):
+    """SB3's normalize_advantage: (A − mean)/(std + 1e-8) over the real tokens of the mini-batch."""
+    real = advantages[_m(mask)]
+    return (advantages - real.mean()) / (real.std() + 1e-8)
+
+
 def _surrogate(ratio, advantages, mask, clip_eps, *, reduce=_mm, combine=torch.min, sign=-1.0,
-               clip_lo=None, clip_hi=None, clip_what="ratio"):
+               clip_lo=None, clip_hi=None, clip_what="ratio", renormalise=False):
+    if renormalise:
+        advantages = _renormalised(advantages, mask)
     lo = 1.0 - clip_eps if clip_lo is None else clip_lo
     hi = 1.0 + clip_eps if clip_hi is None else clip_hi
     if clip_what == "ratio":
@@ -162,6 +170,7 @@ CSL_VARIANTS: list[tuple[str, Variant]] = [
     ("clipped_advantage", _csl_variant(clip_what="product")),
     ("clipped_advantage", _csl_variant(clip_what="advantage")),
     ("surrogate_not_clipped", _csl_variant(clip_what="none")),
+    ("advantages_renormalised", _csl_variant(renormalise=True)),
     *[(d, _csl_variant(reduce=r)) for d, r in _MEAN_MISTAKES],
     ("wrong_clip_bounds", lambda n, o, a, m, clip_eps=0.2: _surrogate(
         torch.exp(n - o), a, m, clip_eps, clip_lo=-clip_eps, clip_hi=clip_eps)),
@@ -223,12 +232,13 @@ ENTROPY_VARIANTS: list[tuple[str, Variant]] = [
 ]
 
 
-def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_coef_fixed=None, swapped=False):
+def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_coef_fixed=None, swapped=False,
+                      sampled_entropy=False):
     def variant(logp_new, logp_old, advantages, values, old_values, returns, logits, mask,
                 clip_eps=0.2, clip_range_value=0.2, vf_coef=0.1, ent_coef=0.01):
         pg = _surrogate(torch.exp(logp_new - logp_old), advantages, mask, clip_eps)
         vl = _value_loss(values, old_values, returns, mask, clip_range_value)
-        ent = _mm(_token_entropy(logits), mask)
+        ent = _mm(-logp_new, mask) if sampled_entropy else _mm(_token_entropy(logits), mask)
         vf = vf_coef if vf_coef_fixed is None else vf_coef_fixed
         ec = ent_coef if ent_coef_fixed is None else ent_coef_fixed
         if swapped:
@@ -239,6 +249,7 @@ def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_co
 
 PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
     ("entropy_sign", _ppo_loss_variant(ent_sign=1.0)),
+    ("entropy_from_sampled_token", _ppo_loss_variant(sampled_entropy=True)),
     ("value_loss_half_factor", _ppo_loss_variant(vf_scale=0.5)),
     ("vf_coef_wrong", _ppo_loss_variant(swapped=True)),
     ("vf_coef_wrong", _ppo_loss_variant(vf_coef_fixed=1.0)),
@@ -363,7 +374,14 @@ def _kl(logp, ref_logp, mask, *, direction=1.0, masked=True):
     return torch.where(_m(mask), kl, torch.zeros((), dtype=kl.dtype)) if masked else kl
 
 
+def _k3(logp, ref_logp, mask):
+    log_ratio = ref_logp - logp
+    k3 = torch.exp(log_ratio) - log_ratio - 1.0
+    return torch.where(_m(mask), k3, torch.zeros((), dtype=k3.dtype))
+
+
 KL_VARIANTS: list[tuple[str, Variant]] = [
+    ("kl_wrong_estimator", _k3),
     ("kl_wrong_direction", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, direction=-1.0)),
     ("kl_unmasked", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, masked=False)),
     ("kl_unmasked", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, direction=-1.0, masked=False)),
@@ -487,6 +505,7 @@ VARIANTS: dict[str, list[tuple[str, Variant]]] = {
     "probability_ratio": [
         ("ratio_in_probability_space", ratio_probability_space),
         ("ratio_inverted", ratio_inverted),
+        ("ratio_clamped", lambda logp_new, logp_old: torch.exp(torch.clamp(logp_new - logp_old, -20.0, 20.0))),
     ],
     "clipped_surrogate_loss": CSL_VARIANTS,
     "clipped_value_loss": CVL_VARIANTS,

@@ -262,7 +262,9 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
                     status="passed" if passed else "failed",
                     output=_test_output(kind, doc, passed, None if passed else diagnosis, detail),
                     visibility=ex_points.visibility(kind, name), diagnosis=None if passed else diagnosis,
-                    tags=list(entry.tags)))
+                    tags=list(entry.tags), doc=doc,
+                    # Hidden tests never show inputs or expected values, not even in the model.
+                    detail=detail if (kind == "public" and not passed) else ""))
         broken = provider is not None and stem in provider.import_errors
         status = "broken" if broken else "graded"
         ex_message = ""

@@ -41,6 +41,8 @@ class TestResult(BaseModel):
     visibility: Visibility
     diagnosis: str | None = None  # a DIAGNOSES id when failed
     tags: list[str] = Field(default_factory=list)
+    doc: str = ""  # what the test checks (its docstring's first line)
+    detail: str = ""  # expected vs got and the failing input: public tests only, empty for hidden ones
 
     @property
     def name(self) -> str:
@@ -128,20 +130,35 @@ class GradeResult(BaseModel):
         for stem, e in self.exercises.items():
             lines.append(f"| `{stem}` | {e.score:g} / {e.max_score:g} | {e.status} |")
         lines.append("")
+        from ppo_course.check_support.diagnoses import DIAGNOSES
+
         for stem in [s for s in EXERCISES if s in self.exercises]:
             e = self.exercises[stem]
             lines += [f"## `{stem}` — {e.score:g} / {e.max_score:g}", ""]
             if e.message:
                 lines += [e.message, ""]
             tests = [t for t in self.tests if t.exercise == stem]
-            failed = [t for t in tests if t.status == "failed"]
+            failed = [t for t in tests if t.status == "failed" and t.max_score > 0]
+            reported = [t for t in tests if t.status == "failed" and t.max_score == 0]
             if tests and not failed:
-                lines += ["All tests passed.", ""]
-            for t in failed:
-                lines.append(f"- **{t.kind} `{t.test}`** ({t.score:g} / {t.max_score:g})")
-                lines += [f"  {line}" if line else "" for line in t.output.splitlines()]
-            if failed:
+                lines += ["All graded tests passed.", ""]
+            if failed and e.status == "graded":
+                counts: dict[str, int] = {}
+                for t in failed:
+                    counts[t.diagnosis or "wrong_value"] = counts.get(t.diagnosis or "wrong_value", 0) + 1
+                lines.append("What went wrong (most frequent first):")
+                for diagnosis, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+                    lines.append(f"- **{diagnosis}** ({n} test{'s' if n > 1 else ''}): {DIAGNOSES.get(diagnosis, '')}")
+                lines += ["", "Failed tests:"]
+                for t in failed:
+                    lines.append(f"- {t.kind} `{t.test}` ({t.score:g} / {t.max_score:g}): {t.doc} "
+                                 f"[{t.diagnosis or 'wrong_value'}]")
+                    if t.kind == "public" and t.detail:
+                        lines += ["", "  ```", *[f"  {line}" for line in t.detail.strip().splitlines()], "  ```"]
                 lines.append("")
+            for t in reported:
+                lines += [f"Reported (0 points): `{t.test}` did not pass: {t.doc} [{t.diagnosis}] "
+                          f"{DIAGNOSES.get(t.diagnosis or '', '')}", ""]
             passed = [t for t in tests if t.status == "passed"]
             if passed and failed:
                 lines += ["Passed: " + ", ".join(f"`{t.test}`" for t in passed), ""]

@@ -88,12 +88,14 @@ def test_ratio_matches_reference(student, reference, batch, scale, offset):
 
 
 def test_ratio_finite_at_minus_1000(student, reference):
-    """Both log-probs −1000 (and −1000 vs −999): the ratio is 1 (and e), never NaN (Book eq. 5.20)."""
+    """Both log-probs −1000 (and −1000 vs −999): the ratio is 1 (and e), never NaN (Book eq. 5.20);
+    log-ratios of ±29 give e^±29 exactly (nothing clamped)."""
     for dtype in (torch.float32, torch.float64):
-        logp_new = torch.tensor([[-1000.0, -999.0, -1000.0]], dtype=dtype)
-        logp_old = torch.tensor([[-1000.0, -1000.0, -999.0]], dtype=dtype)
-        compare(student, reference, "probability_ratio", (logp_new, logp_old), rtol=1e-6, atol=1e-6,
-                what=f"probability_ratio at −1000 ({dtype})")
+        logp_new = torch.tensor([[-1000.0, -999.0, -1000.0, -1.0, -30.0]], dtype=dtype)
+        logp_old = torch.tensor([[-1000.0, -1000.0, -999.0, -30.0, -1.0]], dtype=dtype)
+        # Relative 1e-5: float32's exp of an exactly representable argument is within 1 ulp.
+        compare(student, reference, "probability_ratio", (logp_new, logp_old), rtol=1e-5, atol=1e-12,
+                what=f"probability_ratio at −1000 and at |log r| = 29 ({dtype})")
 
 
 def test_ratio_gradient_flows(student, reference):

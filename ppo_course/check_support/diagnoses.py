@@ -43,6 +43,10 @@ DIAGNOSES: dict[str, str] = {
         "Your log-softmax normalises over the wrong dimension: normalise over the vocabulary "
         "(the last dimension, V) and gather the token's entry."
     ),
+    "ratio_clamped": (
+        "Your ratio clamps the log-ratio (e.g. to [-20, 20]) before exp; r = exp(logp_new - logp_old) "
+        "exactly: the PPO clip acts on r itself (Book eq. 5.1), and log space already avoids overflow."
+    ),
     # --- exercise 2: the clipped surrogate (Book eq. 5.1, 5.9) ---
     "max_instead_of_min": (
         "You take the max of the clipped and unclipped terms; PPO's bound is pessimistic: "
@@ -108,6 +112,10 @@ DIAGNOSES: dict[str, str] = {
     "vf_coef_wrong": (
         "The value loss or the entropy enters the total with the wrong coefficient (swapped, or "
         "missing): loss = policy loss + vf_coef * value loss - ent_coef * entropy (Book eq. 5.2)."
+    ),
+    "entropy_from_sampled_token": (
+        "Your entropy bonus uses -logp of the sampled tokens; the bonus is the entropy of the whole "
+        "distribution, -sum_v p_v log p_v, from the logits (entropy_from_logits)."
     ),
     "approx_kl_wrong": (
         "stats['approx_kl'] is not TRL's definition: the masked mean of 0.5 * (logp_new - logp_old)^2."
@@ -201,6 +209,10 @@ DIAGNOSES: dict[str, str] = {
     "kl_wrong_direction": (
         "Your KL is reversed: the per-token estimate is logp - ref_logp (policy minus reference)."
     ),
+    "kl_wrong_estimator": (
+        "Your per-token KL uses another estimator (e.g. GRPO's k3 = exp(r) - r - 1); the contract's is "
+        "k1 = logp - ref_logp (TRL's default kl_penalty='kl')."
+    ),
     "kl_unmasked": (
         "Your per-token KL is not 0 on padding; multiply by the mask."
     ),
@@ -282,6 +294,10 @@ DIAGNOSES: dict[str, str] = {
         "earlier exercises; the difference comes from those modules (see their feedback)."
     ),
     # --- any exercise ---
+    "advantages_renormalised": (
+        "Your loss standardises the advantages again over its mini-batch (SB3's normalize_advantage); "
+        "use them as given: the PPO step whitens them once over the whole rollout."
+    ),
     "surrogate_not_clipped": (
         "Your surrogate does not clip the ratio at all (a plain -mean(r*A)); eq. 5.1 takes "
         "min(r*A, clip(r, 1-eps, 1+eps)*A)."

@@ -105,6 +105,20 @@ def diagnose(got: Any, want: torch.Tensor, candidates: Iterable[Candidate], mask
     return None
 
 
+def matching(got: Any, want: torch.Tensor, candidates: Iterable[Candidate], mask: torch.Tensor | None,
+             rtol: float, atol: float) -> list[str]:
+    """Every distinct candidate id whose output matches `got` but not `want`, in candidate order."""
+    found: list[str] = []
+    for diagnosis_id, candidate in candidates:
+        if diagnosis_id in found:
+            continue
+        variant = _evaluate(candidate)
+        if isinstance(variant, torch.Tensor) and not close(variant, want, mask, rtol, atol) \
+                and close(got, variant, mask, rtol, atol):
+            found.append(diagnosis_id)
+    return found
+
+
 def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask: torch.Tensor | None = None,
                  what: str = "output", candidates: Sequence[Candidate] = (), inputs: str = "",
                  check_dtype: bool = True) -> None:

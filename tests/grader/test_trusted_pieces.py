@@ -49,7 +49,7 @@ def _inputs():
 # special inputs instead: log-probs of −1000, logits ×1e3, float32 inputs, constant values, other
 # arguments or padding positions (compared only where the contract says "0 on padding").
 NEEDS_SPECIAL_INPUT = {
-    "ratio_in_probability_space", "log_of_softmax", "entropy_unstable", "wrong_dtype", "whiten_missing_eps",
+    "ratio_in_probability_space", "ratio_clamped", "log_of_softmax", "entropy_unstable", "wrong_dtype", "whiten_missing_eps",
     "kl_unmasked", "rewards_not_zero_on_padding", ("kl_shaped_rewards", "score_on_every_token"),
     ("kl_shaped_rewards", "ignores_hyperparameter"), ("kl_shaped_rewards", "placement_ignored"),
     ("kl_shaped_rewards", "score_on_padding"), ("kl_shaped_rewards", "score_on_first_token"),
