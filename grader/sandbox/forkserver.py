@@ -4,6 +4,16 @@ One fork server per grader process is started lazily (``ForkServerClient.shared(
 and reused by every ``Sandbox``: it is exec'd fresh (``python -I``), with a
 scrubbed environment, so it holds nothing of the grader's memory (no reference,
 no hidden input), and pays ``import torch`` once.
+
+Batch grading runs one worker process per student; they can share one fork
+server (and its ``import torch``) instead of starting one each::
+
+    server = ForkServerClient(share=True)          # in the batch parent
+    env = {**os.environ, **server.share_env()}     # for every worker it starts
+
+A worker's ``ForkServerClient.shared()`` then connects to ``$PPO_COURSE_FORKSERVER``
+(falling back to a server of its own if that fails). Each connection owns
+the children it spawns; a worker that dies or is killed takes them along.
 """
 
 from __future__ import annotations
@@ -12,8 +22,10 @@ import importlib.util
 import json
 import os
 import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -23,7 +35,7 @@ _BOOT = (
     "import sys, importlib.util\n"
     "if importlib.util.find_spec('ppo_course') is None: sys.path.append(sys.argv[3])\n"
     "from ppo_course.sandbox.forkserver import main\n"
-    "main([sys.argv[1], sys.argv[2], sys.argv[4]])\n"
+    "main([sys.argv[1], sys.argv[2], sys.argv[4], sys.argv[5]])\n"
 )
 
 
@@ -40,13 +52,19 @@ def _server_env() -> dict[str, str]:
     }
 
 
+#: Environment variable naming a shared fork server's socket (set by ``share_env``).
+SHARE_ENV = "PPO_COURSE_FORKSERVER"
+
+
 class ForkServerClient:
-    """Starts and talks to one fork-server process (thread-safe).
+    """Starts (or connects to) one fork-server process and talks to it (thread-safe).
 
     Args:
         start_timeout_s: how long to wait for the server's hello (its ``import torch``).
         warm_up: run one forward/backward/Adam step of the toy model before the
             first fork (≈2 s once, saves ≈2 s in every child that trains).
+        share: also listen on a Unix socket (mode 0600, in a fresh 0700 folder)
+            so that other grader processes can ``connect`` (see ``share_env``).
 
     Raises:
         SandboxError: if the server cannot be started.
@@ -58,15 +76,22 @@ class ForkServerClient:
     _shared: "ForkServerClient | None" = None
     _shared_lock = threading.Lock()
 
-    def __init__(self, start_timeout_s: float = 120.0, warm_up: bool = True) -> None:
+    def __init__(self, start_timeout_s: float = 120.0, warm_up: bool = True, share: bool = False) -> None:
         self._lock = threading.Lock()
+        self._broken = False
         self.creator_pid = os.getpid()
+        self.listen_path: str | None = None
+        self._listen_dir: str | None = None
+        if share:
+            self._listen_dir = tempfile.mkdtemp(prefix="ppo-course-forkserver-")  # 0700
+            self.listen_path = os.path.join(self._listen_dir, "control.sock")
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         spec = importlib.util.find_spec("ppo_course")
         root = str(Path(spec.origin).parent.parent) if spec and spec.origin else ""
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOT, str(child_sock.fileno()), str(os.getpid()), root, "warm" if warm_up else "cold"],
+            self.proc: subprocess.Popen | None = subprocess.Popen(
+                [sys.executable, "-I", "-c", _BOOT, str(child_sock.fileno()), str(os.getpid()), root,
+                 "warm" if warm_up else "cold", self.listen_path or ""],
                 pass_fds=[child_sock.fileno()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -77,29 +102,89 @@ class ForkServerClient:
         finally:
             child_sock.close()
         self.sock = parent_sock
-        self.sock.settimeout(start_timeout_s)
+        self._handshake(start_timeout_s)
+
+    @classmethod
+    def connect(cls, path: str, timeout_s: float = 10.0) -> "ForkServerClient":
+        """A client of the shared fork server listening at ``path`` (started by another process).
+
+        Raises:
+            SandboxError: if nothing answers there.
+        """
+        self = object.__new__(cls)
+        self._lock = threading.Lock()
+        self._broken = False
+        self.creator_pid = os.getpid()
+        self.listen_path = None
+        self._listen_dir = None
+        self.proc = None
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.sock.settimeout(timeout_s)
+            self.sock.connect(path)
+        except OSError as exc:
+            self.sock.close()
+            raise SandboxError(f"no shared sandbox fork server at {path}: {exc}") from None
+        self._handshake(timeout_s)
+        return self
+
+    def _handshake(self, timeout_s: float) -> None:
+        self.sock.settimeout(timeout_s)
         try:
             hello = self._recv()
-        except (OSError, SandboxError) as exc:
-            self.proc.kill()
+        except (OSError, SandboxError, ValueError) as exc:
+            self._mark_broken()
             raise SandboxError(f"the sandbox fork server did not start: {exc}") from None
         # Every command is answered at once or after a kill; a silent server is broken.
         self.sock.settimeout(self.COMMAND_TIMEOUT_S)
         self.pid = int(hello["pid"])
         self.root = bool(hello["root"])
         self.probe = dict(hello.get("probe", {}))
-        for feature, ok in self.probe.items():
-            if not ok:
-                print(f"ppo-course sandbox: this machine refuses a {feature.replace('_', ' ')}; "
-                      f"see docs/threat_model.md for what that leaves undefended", file=sys.stderr)
+        if self.proc is not None:
+            for feature, ok in self.probe.items():
+                if not ok:
+                    print(f"ppo-course sandbox: this machine refuses a {feature.replace('_', ' ')}; "
+                          f"see docs/threat_model.md for what that leaves undefended", file=sys.stderr)
+
+    def share_env(self) -> dict[str, str]:
+        """Environment entries that make worker processes connect to this server.
+
+        Raises:
+            ValueError: if this server was not started with ``share=True``.
+        """
+        if not self.listen_path:
+            raise ValueError("this fork server does not listen for other processes (start it with share=True)")
+        return {SHARE_ENV: self.listen_path}
+
+    def _mark_broken(self) -> None:
+        self._broken = True
+        if self.proc is not None:
+            self.proc.kill()
+        else:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
 
     @classmethod
-    def shared(cls) -> "ForkServerClient":
-        """The process-wide fork server, (re)started when missing, dead, or inherited across a fork."""
+    def shared(cls, share: bool = False) -> "ForkServerClient":
+        """The process-wide fork server, (re)made when missing, dead, or inherited across a fork.
+
+        Connects to ``$PPO_COURSE_FORKSERVER`` when set (a batch parent's shared
+        server), else starts one of this process's own (listening for other
+        processes when ``share``; an existing server is returned as it is).
+        """
         with cls._shared_lock:
             srv = cls._shared
-            if srv is None or srv.creator_pid != os.getpid() or srv.proc.poll() is not None:
-                cls._shared = srv = cls()
+            if srv is None or srv.creator_pid != os.getpid() or not srv.alive():
+                srv = None
+                path = os.environ.get(SHARE_ENV)
+                if path:
+                    try:
+                        srv = cls.connect(path)
+                    except SandboxError as exc:
+                        print(f"ppo-course sandbox: {exc}; starting a fork server of this process's own", file=sys.stderr)
+                cls._shared = srv = srv or cls(share=share)
             return srv
 
     def _recv(self) -> dict:
@@ -119,16 +204,18 @@ class ForkServerClient:
                 reply = self._recv()
             except (OSError, SandboxError, ValueError) as exc:
                 # A late reply would be read as the answer to the next command:
-                # this server is unusable from now on (shared() starts a new one).
-                self.proc.kill()
+                # this server is unusable from now on (shared() makes a new one).
+                self._mark_broken()
                 raise SandboxError(f"the sandbox fork server is gone or stuck: {exc}") from None
         if "error" in reply:
             raise SandboxError(f"the sandbox fork server refused {request.get('cmd')}: {reply['error']}")
         return reply
 
     def alive(self) -> bool:
-        """True while the server process runs."""
-        return self.proc.poll() is None
+        """True while the server runs (and, for a connection, until a command failed)."""
+        if self._broken:
+            return False
+        return self.proc.poll() is None if self.proc is not None else True
 
     def spawn(self, config: dict, fds: list[int]) -> int:
         """Fork a child with ``config``; ``fds`` = [protocol socket, stdout w, stderr w]. Returns its pid."""
@@ -143,12 +230,16 @@ class ForkServerClient:
         return self._ask({"cmd": "ping"})
 
     def close(self) -> None:
-        """Stop the server (it kills any child it still has)."""
+        """Stop the server (it kills any child it still has); for a connection, hang up
+        (the server kills this connection's children)."""
         try:
             self.sock.close()
         finally:
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            if self.proc is not None:
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            if self._listen_dir is not None:
+                shutil.rmtree(self._listen_dir, ignore_errors=True)

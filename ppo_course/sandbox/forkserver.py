@@ -19,6 +19,11 @@ socket, replies likewise.
   removes its temp folder → ``{"status": "exited with code 3"}``.
 * EOF (the grader died or closed it) → every child is killed, the server exits.
 
+With a listening path (``ForkServerClient(share=True)``), other grader
+processes of the same user (batch workers) connect there and speak the same
+protocol; each connection may only finish its own children, and its EOF
+kills them. Only the owner's EOF stops the server.
+
 It is a child subreaper, so processes orphaned by a student's fork stay its
 descendants and are found and killed.
 """
@@ -66,7 +71,8 @@ def describe_status(status: int | None) -> str:
 
 
 class _Child:
-    def __init__(self, pid: int, uid: int | None, lock_fd: int | None, workdir: str) -> None:
+    def __init__(self, pid: int, uid: int | None, lock_fd: int | None, workdir: str, client: int = -1) -> None:
+        self.client = client  # descriptor of the control connection that spawned it
         self.pid = pid
         self.uid = uid
         self.lock_fd = lock_fd
@@ -77,10 +83,22 @@ class _Child:
 class ForkServer:
     """State of the fork-server process (see the module docstring)."""
 
-    def __init__(self, ctl: socket.socket, parent_pid: int) -> None:
+    def __init__(self, ctl: socket.socket, parent_pid: int, listen_path: str | None = None) -> None:
         self.ctl = ctl
         self.parent_pid = parent_pid
         self.children: dict[int, _Child] = {}
+        # Further graders of the same machine (batch workers) may connect here;
+        # each connection owns the children it spawns, and its EOF kills them.
+        self.clients: dict[int, socket.socket] = {ctl.fileno(): ctl}
+        self.listener: socket.socket | None = None
+        if listen_path:
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            old_umask = os.umask(0o177)
+            try:
+                self.listener.bind(listen_path)  # created 0600: only the grader's user may connect
+            finally:
+                os.umask(old_umask)
+            self.listener.listen(64)
         self.is_root = os.geteuid() == 0
         if self.is_root:
             os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
@@ -263,11 +281,9 @@ class ForkServer:
         del self.children[pid]
         return words
 
-    def spawn(self, config: dict, fds: list[int]) -> int:
+    def spawn(self, config: dict, fds: list[int], client: int = -1) -> int:
         if len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            raise ValueError("spawn needs exactly three descriptors")
+            raise ValueError("spawn needs exactly three descriptors")  # the caller closes them
         uid, lock_fd = self._allocate_uid()
         workdir = tempfile.mkdtemp(prefix="ppo-sandbox-")
         if uid is not None:
@@ -289,7 +305,7 @@ class ForkServer:
                 os._exit(code)
         for fd in fds:
             os.close(fd)
-        self.children[pid] = _Child(pid, uid, lock_fd, workdir)
+        self.children[pid] = _Child(pid, uid, lock_fd, workdir, client)
         return pid
 
     def kill_all(self) -> None:
@@ -300,41 +316,97 @@ class ForkServer:
                 pass
 
     # -- loop -------------------------------------------------------------
-    def reply(self, obj: dict) -> None:
-        self.ctl.send(json.dumps(obj).encode())
+    def reply(self, obj: dict, conn: socket.socket | None = None) -> None:
+        try:
+            (conn or self.ctl).send(json.dumps(obj).encode())
+        except OSError:
+            pass  # the client is gone; its EOF is handled by the loop
+
+    def _drop_client(self, conn: socket.socket) -> None:
+        fd = conn.fileno()
+        for pid in [p for p, c in self.children.items() if c.client == fd]:
+            try:
+                self.finish(pid, 0.0)
+            except Exception:  # noqa: BLE001
+                pass
+        self.clients.pop(fd, None)
+        conn.close()
+
+    def _handle(self, conn: socket.socket, msg: bytes, fds: list[int]) -> bool:
+        """One command from ``conn``; returns False when the server must stop."""
+        try:
+            req = json.loads(msg)
+            cmd = req.get("cmd")
+            if cmd == "spawn":
+                self.reply({"pid": self.spawn(req["config"], fds, conn.fileno())}, conn)
+                fds = []
+            elif cmd == "finish":
+                pid = int(req["pid"])
+                child = self.children.get(pid)
+                if child is not None and child.client != conn.fileno():
+                    raise PermissionError(f"process {pid} belongs to another grader")
+                self.reply({"status": self.finish(pid, float(req.get("grace_s", 0.0)))}, conn)
+            elif cmd == "ping":
+                mine = sum(1 for c in self.children.values() if c.client == conn.fileno())
+                self.reply({"pong": True, "children": mine, "clients": len(self.clients)}, conn)
+            elif cmd == "exit" and conn is self.ctl:
+                self.reply({"bye": True}, conn)
+                return False
+            else:
+                self.reply({"error": f"unknown command {cmd!r}"}, conn)
+        except Exception as exc:  # noqa: BLE001 - keep serving; tell the client
+            self.reply({"error": f"{type(exc).__name__}: {exc}"}, conn)
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        return True
 
     def serve(self) -> None:
-        self.reply({"hello": True, "pid": os.getpid(), "root": self.is_root, "probe": probe()})
-        while True:
-            ready, _, _ = select.select([self.ctl], [], [], 1.0)
+        hello = {"hello": True, "pid": os.getpid(), "root": self.is_root, "probe": probe()}
+        self.reply(hello)
+        running = True
+        while running:
+            waiting = list(self.clients.values()) + ([self.listener] if self.listener else [])
+            ready, _, _ = select.select(waiting, [], [], 1.0)
             self._reap()
             if os.getppid() != self.parent_pid:
                 break
-            if not ready:
-                continue
-            try:
-                msg, fds, _, _ = socket.recv_fds(self.ctl, 1 << 20, 8)
-            except OSError:
-                break
-            if not msg:
-                break
-            try:
-                req = json.loads(msg)
-                cmd = req.get("cmd")
-                if cmd == "spawn":
-                    self.reply({"pid": self.spawn(req["config"], fds)})
-                elif cmd == "finish":
-                    self.reply({"status": self.finish(int(req["pid"]), float(req.get("grace_s", 0.0)))})
-                elif cmd == "ping":
-                    self.reply({"pong": True, "children": len(self.children)})
-                elif cmd == "exit":
-                    self.reply({"bye": True})
+            for conn in ready:
+                if conn is self.listener:
+                    try:
+                        new, _ = self.listener.accept()
+                    except OSError:
+                        continue
+                    new.setblocking(True)
+                    self.clients[new.fileno()] = new
+                    self.reply(hello, new)
+                    continue
+                if conn.fileno() not in self.clients:
+                    continue  # dropped earlier in this round
+                try:
+                    msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 8)
+                except OSError:
+                    msg, fds = b"", []
+                if not msg:
+                    if conn is self.ctl:
+                        running = False  # the owner is gone: everything goes
+                        break
+                    self._drop_client(conn)
+                    continue
+                if not self._handle(conn, msg, fds):
+                    running = False
                     break
-                else:
-                    self.reply({"error": f"unknown command {cmd!r}"})
-            except Exception as exc:  # noqa: BLE001 - keep serving; tell the parent
-                self.reply({"error": f"{type(exc).__name__}: {exc}"})
         self.kill_all()
+        if self.listener is not None:
+            path = self.listener.getsockname()
+            self.listener.close()
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def probe() -> dict:
@@ -409,7 +481,7 @@ def _warm_up() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: ``CTL_FD PARENT_PID [warm|cold]``.
+    """Entry point: ``CTL_FD PARENT_PID [warm|cold] [LISTEN_PATH]``.
 
     The server notices the grader's death by EOF on the control socket (the
     kernel closes a dead process's descriptors) or, at the latest a second
@@ -420,6 +492,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     ctl_fd, parent_pid = int(argv[0]), int(argv[1])
     warm = len(argv) < 3 or argv[2] != "cold"
+    listen_path = argv[3] if len(argv) > 3 and argv[3] else None
     try:
         isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
     except OSError as exc:
@@ -432,7 +505,7 @@ def main(argv: list[str] | None = None) -> None:
         _warm_up()
     else:
         from ppo_course.sandbox import harness, proxies, worker  # noqa: F401
-    ForkServer(ctl, parent_pid).serve()
+    ForkServer(ctl, parent_pid, listen_path).serve()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,8 +18,8 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="session")
 def server() -> ForkServerClient:
-    """The process-wide fork server (started once per test session)."""
-    return ForkServerClient.shared()
+    """The process-wide fork server (started once per test session; other processes may connect)."""
+    return ForkServerClient.shared(share=True)
 
 
 @pytest.fixture

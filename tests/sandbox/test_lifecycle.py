@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 
+import pytest
 import torch
 
 from sandbox_helpers import sandbox_processes
@@ -106,6 +107,7 @@ def test_a_dead_fork_server_is_replaced(submission, server):
 
     # A client whose server process has exited (a real start costs seconds; only `proc` matters here).
     private = object.__new__(ForkServerClient)
+    private._broken = False
     private.proc = subprocess.Popen(["true"])
     private.proc.wait()
     assert not private.alive()
@@ -145,3 +147,37 @@ def test_children_die_with_a_killed_fork_server(submission):
             a.close()
             b.close()
         assert not _alive(grandchild)
+
+
+def test_other_processes_share_the_fork_server_and_own_their_children(server, submission, monkeypatch):
+    from grader.sandbox import ForkServerClient, Sandbox, SandboxError
+    from grader.sandbox.forkserver import SHARE_ENV
+
+    env = server.share_env()
+    owner_box = Sandbox(submission(STUDENT, name="owner"), server=server)
+    owner_child = owner_box.load("ex1_ratio").info["pid"]
+    # What a batch worker does: shared() with the parent's variable connects instead of starting.
+    monkeypatch.setenv(SHARE_ENV, env[SHARE_ENV])
+    monkeypatch.setattr(ForkServerClient, "_shared", None)
+    worker = ForkServerClient.shared()
+    try:
+        assert worker.proc is None and worker.pid == server.pid
+        with Sandbox(submission(STUDENT, name="worker"), server=worker) as sb:
+            mod = sb.load("ex1_ratio")
+            assert torch.equal(mod.add(torch.ones(2), torch.ones(2)), torch.full((2,), 2.0))
+            worker_child = mod.info["pid"]
+            assert worker.ping()["children"] == 1
+            with pytest.raises(SandboxError, match="another grader"):
+                worker.finish(owner_child)  # a connection may only stop its own children
+        worker = ForkServerClient.connect(env[SHARE_ENV])
+        with Sandbox(submission(STUDENT, name="worker2"), server=worker) as sb:
+            worker_child = sb.load("ex1_ratio").info["pid"]
+            worker.close()  # the worker dies: its children go, the owner's stay
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and _alive(worker_child):
+                time.sleep(0.02)
+            assert not _alive(worker_child)
+        assert _alive(owner_child) and server.alive()
+    finally:
+        owner_box.close()
+        monkeypatch.setattr(ForkServerClient, "_shared", server)
