@@ -123,3 +123,23 @@ def test_unknown_exercise_or_profile_is_a_usage_error(tmp_path):
         grade_submission(tmp_path, exercises=["ex9_nope"])
     with pytest.raises(ValueError, match="profile"):
         grade_submission(tmp_path, profile="slow")
+
+
+def test_a_hanging_module_costs_only_its_exercise(submission_copy):
+    """An endless loop in ex1 is stopped by the CPU-time limit: ex1 fails (timeout/crash), ex6 is untouched."""
+    import time
+
+    from grader.sandbox import Limits
+
+    path = submission_copy / "ex1_ratio.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n\ndef logprobs_from_logits(logits, tokens):\n"
+                    "    while True:\n        pass\n", encoding="utf-8")
+    started = time.perf_counter()
+    # Small limits keep this test short; the defaults are generous (grader/hidden/provider.py).
+    limits = Limits(cpu_time_s=2, call_timeout_s=30, import_timeout_s=30, max_respawns=1)
+    result = grade_submission(submission_copy, exercises=["ex1_ratio", "ex6_kl_reward"], profile="fast",
+                              limits=limits)
+    assert time.perf_counter() - started < 240
+    ex1 = [t for t in result.tests if t.exercise == "ex1_ratio" and t.test.startswith("test_logprobs")]
+    assert ex1 and {t.diagnosis for t in ex1} <= {"timeout", "crash"}
+    assert result.exercises["ex6_kl_reward"].score == result.exercises["ex6_kl_reward"].max_score
