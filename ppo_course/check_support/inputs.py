@@ -111,3 +111,20 @@ def batches(draw, max_B: int = 4, max_T: int = 7, dtypes=("float32", "float64"),
     dtype_name = draw(st.sampled_from(dtypes))
     seed = draw(st.integers(0, 2**16))
     return Batch(B, T, lengths, mask_kind, dtype_name, seed)
+
+
+def show(**tensors) -> str:
+    """The input values for public feedback: `name=[[...]]` per tensor (4 significant digits), so that a
+    student can replay the smallest failing example by hand."""
+    parts = []
+    for name, t in tensors.items():
+        if isinstance(t, torch.Tensor):
+            values = t.tolist()
+            if t.is_floating_point():
+                def fmt(v):
+                    return [fmt(x) for x in v] if isinstance(v, list) else float(f"{v:.4g}")
+                values = fmt(values)
+            parts.append(f"{name}={values} ({t.dtype})")
+        else:
+            parts.append(f"{name}={t!r}")
+    return ", ".join(parts)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ppo_course.check_support.feedback import Mismatch, expect_close
-from ppo_course.check_support.inputs import batches, grading_settings
+from ppo_course.check_support.inputs import batches, grading_settings, show
 
 EXERCISE = "ex1_ratio"
 KIND = "public"
@@ -95,9 +95,9 @@ def test_ratio_properties(student, batch, scale):
     ones = torch.ones_like(a)
     # exp(0) is exactly 1 in any dtype.
     expect_close(student.probability_ratio(a, a), ones, rtol=0, atol=1e-6, what="probability_ratio(a, a)",
-                 inputs=repr(batch))
+                 inputs=show(a=a))
     prod = student.probability_ratio(a, b) * student.probability_ratio(b, a)
     # exp(d) * exp(-d) = 1 up to a few roundings: ~1e-7 relative in float32 for |d| < 88
     # (scale 10 keeps |d| far from float32's exp overflow at 88).
     expect_close(prod, ones, rtol=0, atol=1e-5,
-                 what="probability_ratio(a, b) * probability_ratio(b, a)", inputs=repr(batch))
+                 what="probability_ratio(a, b) * probability_ratio(b, a)", inputs=show(a=a, b=b))

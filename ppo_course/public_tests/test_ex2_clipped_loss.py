@@ -6,7 +6,7 @@ import torch
 from hypothesis import given
 
 from ppo_course.check_support.feedback import Mismatch, expect_close
-from ppo_course.check_support.inputs import batches, grading_settings
+from ppo_course.check_support.inputs import batches, grading_settings, show
 
 EXERCISE = "ex2_clipped_loss"
 KIND = "public"
@@ -115,11 +115,11 @@ def test_surrogate_properties(student, batch):
     tol = 1e-5 if batch.dtype == torch.float32 else 1e-10
     got = student.clipped_surrogate_loss(logp, logp, advantages, mask)
     expect_close(got, want, rtol=tol, atol=tol, what="clipped_surrogate_loss(logp, logp, A, mask)",
-                 inputs=repr(batch))
+                 inputs=show(logp=logp, advantages=advantages, mask=mask))
     # Changing only the padding must not change the loss (the student's own two answers agree).
     shifted = torch.where(m, advantages, advantages + 13.0)
     logp_other = torch.where(m, logp, logp - 3.0)
     got2 = student.clipped_surrogate_loss(logp_other, logp, shifted, mask)
     if isinstance(got2, torch.Tensor) and isinstance(got, torch.Tensor) and not torch.allclose(got2, got, rtol=tol, atol=tol):
         raise Mismatch("padding_in_mean", f"  loss {got.item():.6g} became {got2.item():.6g} when only padding changed\n"
-                       f"  input: {batch!r}", "clipped_surrogate_loss with other junk at padding")
+                       f"  input: {show(advantages=advantages, mask=mask)}", "clipped_surrogate_loss with other junk at padding")
