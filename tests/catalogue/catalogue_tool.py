@@ -53,13 +53,9 @@ PUBLIC_NAMES = {
 }
 # Diagnosis ids this catalogue expects but grader/diagnose.py does not have (yet): proposed
 # to the lead in the report. Every other expected id must be a key of DIAGNOSES.
-# (The six ids proposed so far, per_row_sum and five ppo_step_* ids, were adopted in 355ab5f/4d29517.)
-PROPOSED_DIAGNOSES: dict[str, str] = {
-    "advantages_renormalised": "the loss standardises the advantages again over its mini-batch (SB3's normalize_advantage)",
-    "entropy_from_sampled_token": "entropy bonus estimated by -logp of the sampled tokens instead of H[pi(.|s)]",
-    "kl_wrong_estimator": "per-token KL with GRPO's k3 estimator exp(r) - r - 1 instead of logp - ref_logp",
-    "ratio_clamped": "the log-ratio clamped (e.g. to [-20, 20]) before exp",
-}
+# (All ten ids proposed so far were adopted by the graders: per_row_sum, five ppo_step_* ids,
+# advantages_renormalised, entropy_from_sampled_token, kl_wrong_estimator, ratio_clamped.)
+PROPOSED_DIAGNOSES: dict[str, str] = {}
 ENTRY_SEPARATOR = "\n\n# ---- mistake-catalogue entry: {name} (overrides the definitions above) ----\n"
 
 
