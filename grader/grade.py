@@ -18,7 +18,9 @@ readable .zip is "rejected" (score 0, the reason in `message`).
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import io
 import os
 import shutil
@@ -134,6 +136,21 @@ def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detai
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=None)
+def test_docs(stem: str, kind: str) -> dict[str, str]:
+    """{test name: first docstring line} of one grader module, read with `ast` (nothing is imported)."""
+    folder = public_tests_dir() if kind == "public" else HIDDEN_DIR
+    path = folder / f"test_{stem}.py"
+    if not path.is_file():
+        return {}
+    docs = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            doc = (ast.get_docstring(node) or "").strip().splitlines()
+            docs[node.name] = doc[0] if doc else ""
+    return docs
+
+
 def _zero_exercise(stem: str, points: PointsConfig, status: str, message: str, diagnosis: str,
                    profile: str) -> tuple[ExerciseResult, list[TestResult]]:
     """Every test of `stem` failed for one reason (missing or broken module)."""
@@ -145,9 +162,11 @@ def _zero_exercise(stem: str, points: PointsConfig, status: str, message: str, d
             if profile == "fast" and (stem, kind, name) in SLOW_TESTS:
                 continue
             max_score += entry.points
+            doc = test_docs(stem, kind).get(name, "")
             tests.append(TestResult(exercise=stem, kind=kind, test=name, score=0.0, max_score=entry.points,
-                                    status="failed", output=_test_output(kind, "", False, diagnosis, ""),
-                                    visibility=ex.visibility(kind, name), diagnosis=diagnosis, tags=list(entry.tags)))
+                                    status="failed", output=_test_output(kind, doc, False, diagnosis, ""),
+                                    visibility=ex.visibility(kind, name), diagnosis=diagnosis, tags=list(entry.tags),
+                                    doc=doc))
     return ExerciseResult(score=0.0, max_score=max_score, status=status, message=message), tests
 
 
