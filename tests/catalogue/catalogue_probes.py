@@ -360,7 +360,7 @@ def differences(a: Record, b: Record) -> list[str]:
 
 # ---------------------------------------------------------------- ex7
 def probe_ex7(mod, steps: int = 2) -> Record:
-    """Two PPO steps on the toy task with a small batch; records parameters, stats, β and purges.
+    """Two PPO steps on the toy task (batch 16, temperature 0.7); records parameters, stats, β and purges.
 
     The module's `ex5_rollout_buffer` is swapped for a recording subclass, so
     that a step that never purges its buffer shows up even though its numbers
@@ -390,7 +390,9 @@ def probe_ex7(mod, steps: int = 2) -> Record:
         policy, ref = toy_task.sft_policy(seed=0), toy_task.sft_policy(seed=0)
         with warnings.catch_warnings():  # a deliberately small batch (fast probe), outside the book's band
             warnings.simplefilter("ignore")
-            cfg = PPOConfig.toy(batch_size=16, mini_batch_size=4, gradient_accumulation_steps=2)
+            # temperature 0.7 (the book's), not the toy's 1.0: a step that forgets to pass the
+            # temperature to forward_response is invisible at 1.0
+            cfg = PPOConfig.toy(batch_size=16, mini_batch_size=4, gradient_accumulation_steps=2, temperature=0.7)
         opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
         gen = _gen(0)
         queries = toy_task.sample_queries(cfg.batch_size, gen)
