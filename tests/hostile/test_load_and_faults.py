@@ -86,8 +86,40 @@ def _rows(gradebook: Path) -> int:
         return 0
 
 
-def _forkservers() -> set[int]:
-    return {pid for pid, (_, _, state, cmd) in _proc_table().items() if FORKSERVER_MARK in cmd and state != "Z"}
+def _start_time(pid: int) -> int | None:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+        return int(data[data.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _descendants(root: int) -> set[tuple[int, int]]:
+    """(pid, start time) of every live descendant of ``root`` (the start time guards against pid reuse)."""
+    table = _proc_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, state, _) in table.items():
+        if state != "Z":
+            children.setdefault(ppid, []).append(pid)
+    found, frontier = set(), [root]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            start = _start_time(child)
+            if start is not None and (child, start) not in found:
+                found.add((child, start))
+                frontier.append(child)
+    return found
+
+
+def _still_alive(procs: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    return {(pid, start) for pid, start in procs if _start_time(pid) == start
+            and _proc_table().get(pid, (0, 0, "Z", b""))[2] != "Z"}
+
+
+def _orphan_forkservers() -> set[int]:
+    """Fork servers (and their children) whose parent is init: what a killed worker would leave."""
+    return {pid for pid, (ppid, _, state, cmd) in _proc_table().items()
+            if FORKSERVER_MARK in cmd and ppid == 1 and state != "Z"}
 
 
 def _mentioning(text: str) -> list[int]:
@@ -130,7 +162,7 @@ def test_kill_9_at_a_random_moment_then_resume_matches_an_uninterrupted_run(tmp_
     assert all(len(v) == 1 for v in by_variant.values()), {k: v for k, v in by_variant.items() if len(v) > 1}
 
     out = tmp_path / "killed"
-    servers_before = _forkservers()
+    orphans_before = _orphan_forkservers()
     kill_after = rng.randint(5, N_STUDENTS - 10)
     extra_delay = rng.uniform(0.0, 0.5)
     proc = _start_cli(subs, out)
@@ -139,16 +171,18 @@ def test_kill_9_at_a_random_moment_then_resume_matches_an_uninterrupted_run(tmp_
         time.sleep(0.02)
     time.sleep(extra_delay)
     assert proc.poll() is None, f"the batch ended before the kill after {kill_after} rows: {proc.stderr.read()}"
+    started = _descendants(proc.pid)  # workers, their fork servers, sandbox children
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     done_at_kill = _rows(out / "gradebook.csv")
 
     # Nothing left running: workers (they watch their parent), their fork servers, sandbox children.
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_mentioning(str(out)) or _forkservers() - servers_before):
+    while time.monotonic() < deadline and (_still_alive(started) or _orphan_forkservers() - orphans_before):
         time.sleep(0.2)
+    assert _still_alive(started) == set(), f"processes of the killed batch outlived it: {_still_alive(started)}"
+    assert _orphan_forkservers() - orphans_before == set(), "a killed worker's fork server outlived it"
     assert _mentioning(str(out)) == []
-    assert _forkservers() - servers_before == set(), "a killed worker's fork server outlived it"
     assert leftover_processes(None) == []
     # No partial file: everything written so far is whole.
     assert not list(out.rglob("*.tmp")), "a temporary file of the atomic writer was left"
