@@ -116,8 +116,12 @@ def _module_root(folder: Path) -> Path:
 
 def _pytest_args(files: list[Path], deselect: list[str]) -> list[str]:
     root = str(Path(__file__).resolve().parent.parent)
+    # The collector records outcomes and diagnoses itself: pytest's own reporting (tracebacks, log capture,
+    # gc passes for unraisable exceptions) would only cost time (--tb=no alone saves ~4 CPU s on a stub).
     args = [*map(str, files), "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist",
-            "--capture=sys", "--assert=plain", "--rootdir", root, "-o", "addopts=", "-W", "ignore::DeprecationWarning"]
+            "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
+            "--capture=sys", "--assert=plain", "--tb=no", "--rootdir", root, "-o", "addopts=",
+            "-W", "ignore::DeprecationWarning"]
     for d in deselect:
         args += ["--deselect", d]
     return args

@@ -134,24 +134,60 @@ def runs():
     return _Run()
 
 
-def _parity(provider, runs, key="default", **config):
-    payload = make_payload(seed=3, **config)
-    student = runs.get(("student", key), lambda: run_student(provider.load(EXERCISE, known_good=True), payload))
+class Tracking:
+    """A known-good table whose RolloutBuffer (the reference's, living in this process) remembers its
+    instances, so that the default parity run also shows whether the step purged its buffer."""
+
+    def __init__(self):
+        import ppo_reference
+        from grader.sandbox import KnownGood
+
+        created: list = []
+        self.created = created
+
+        class TrackingBuffer(ppo_reference.RolloutBuffer):
+            def __init__(self):
+                super().__init__()
+                self.trained = False
+                created.append(self)
+
+            def start_training(self):
+                super().start_training()
+                self.trained = True
+
+        self.known_good = KnownGood.reference()
+        self.known_good.table["ex5_rollout_buffer"]["RolloutBuffer"] = TrackingBuffer
+
+
+@pytest.fixture(scope="module")
+def tracking():
+    return Tracking()
+
+
+# The default setting: β = 0.1 so that the controller's update is visible in its value.
+DEFAULT_CONFIG = {"init_kl_coef": 0.1}
+
+
+def _parity(provider, runs, tracking=None, key="default", **config):
+    """(payload, student's result, reference's result) for one setting; each runs once per session."""
+    payload = make_payload(seed=3, **(config or DEFAULT_CONFIG))
+    known_good = tracking.known_good if tracking is not None else True
+    student = runs.get(("student", key), lambda: run_student(provider.load(EXERCISE, known_good=known_good), payload))
     want = runs.get(("reference", key), lambda: run_reference(payload))
     return payload, student, want
 
 
-def test_ppo_step_parameters_match_reference(provider, runs):
+def test_ppo_step_parameters_match_reference(provider, runs, tracking):
     """After one step (known-good pieces), every parameter equals the reference's within 2e-5."""
-    payload, got, want = _parity(provider, runs)
+    payload, got, want = _parity(provider, runs, tracking)
     if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
         raise Mismatch(runs.get(("diagnosis", "default"), lambda: diagnose_params(got["state_dict"], payload)),
                        "", "parameters after one ppo_step")
 
 
-def test_ppo_step_stats_match_reference(provider, runs):
+def test_ppo_step_stats_match_reference(provider, runs, tracking):
     """The returned stats hold the TRL-named floats of the stub, equal to the reference's."""
-    payload, got, want = _parity(provider, runs)
+    payload, got, want = _parity(provider, runs, tracking)
     stats = got.get("stats")
     if not isinstance(stats, dict):
         raise Mismatch("ppo_step_stats_missing", f"ppo_step returned {type(stats).__name__}", "ppo_step stats")
@@ -172,9 +208,9 @@ def test_ppo_step_stats_match_reference(provider, runs):
             raise Mismatch("wrong_value", "", f"stats[{key!r}]")
 
 
-def test_ppo_step_updates_kl_controller(provider, runs):
+def test_ppo_step_updates_kl_controller(provider, runs, tracking):
     """kl_ctl.update(mean summed KL per sequence, B) runs once, after the updates (TRL's units)."""
-    payload, got, want = _parity(provider, runs, key="kl", init_kl_coef=0.1)
+    payload, got, want = _parity(provider, runs, tracking)
     value = got.get("kl_coef")
     if not isinstance(value, (float, int)) or abs(float(value) - want["kl_coef"]) > 1e-9 * (1 + abs(want["kl_coef"])):
         diagnosis = "wrong_value"
@@ -188,50 +224,30 @@ def test_ppo_step_updates_kl_controller(provider, runs):
 
 def test_ppo_step_other_config(provider, runs):
     """Parity with last-token KL placement, no reward whitening, γ = 0.9, 3 epochs, 4 accumulation steps."""
-    payload, got, want = _parity(provider, runs, key="other", kl_placement="last_token", whiten_rewards=False,
+    payload, got, want = _parity(provider, runs, None, key="other", kl_placement="last_token", whiten_rewards=False,
                                  gamma=0.9, ppo_epochs=3, mini_batch_size=2, gradient_accumulation_steps=4,
                                  cliprange=0.1, vf_coef=0.5)
     if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
         raise Mismatch(diagnose_params(got["state_dict"], payload), "", "parameters after one ppo_step (other config)")
 
 
-def test_ppo_step_purges_buffer(provider):
+def test_ppo_step_purges_buffer(provider, runs, tracking):
     """Every rollout buffer the step creates is purged at the end (collect → train → purge)."""
-    from grader.sandbox import KnownGood
-
-    import ppo_reference
-
-    created: list = []
-
-    class TrackingBuffer(ppo_reference.RolloutBuffer):
-        """The reference buffer, remembering its instances (it lives in this process)."""
-
-        def __init__(self):
-            super().__init__()
-            self.trained = False
-            created.append(self)
-
-        def start_training(self):
-            super().start_training()
-            self.trained = True
-
-    kg = KnownGood.reference()
-    kg.table["ex5_rollout_buffer"]["RolloutBuffer"] = TrackingBuffer
-    run_student(provider.load(EXERCISE, known_good=kg), make_payload(seed=5))
-    trained = [b for b in created if b.trained]
+    _parity(provider, runs, tracking)
+    trained = [b for b in tracking.created if b.trained]
     if not trained:
         raise Mismatch("wrong_value", "no rollout buffer was trained on", "ppo_step's rollout buffer")
     if any(b.phase != "collect" or len(b) != 0 for b in trained):
         raise Mismatch("ppo_step_no_purge", "", "ppo_step's rollout buffer after the step")
 
 
-def test_ppo_step_with_own_pieces(provider, runs):
+def test_ppo_step_with_own_pieces(provider, runs, tracking):
     """(0 points, reported) The step with YOUR ex1-ex6 also matches the reference.
 
     A failure here with the known-good tests passing means an earlier exercise
     differs; its own tests say how. It costs nothing here.
     """
-    payload, _, want = _parity(provider, runs)
+    payload, _, want = _parity(provider, runs, tracking)
     got = run_student(provider.load(EXERCISE, known_good=False), payload)
     if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
         raise Mismatch("ppo_step_own_pieces_differ", "", "parameters with your own ex1-ex6")

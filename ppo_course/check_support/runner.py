@@ -31,7 +31,7 @@ def pytest_args(files: list[Path]) -> list[str]:
     """pytest arguments that make a run independent of the caller's folder and config files."""
     root = str(PUBLIC_TESTS)
     return [*map(str, files), "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", root,
-            "--confcutdir", root, "--assert=plain", "-o", "addopts=", "--no-header", "-W", "ignore::DeprecationWarning"]
+            "--confcutdir", root, "--assert=plain", "--tb=no", "-o", "addopts=", "--no-header", "-W", "ignore::DeprecationWarning"]
 
 
 def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
