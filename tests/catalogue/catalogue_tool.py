@@ -56,7 +56,6 @@ PUBLIC_NAMES = {
 # (All ten ids proposed so far were adopted by the graders: per_row_sum, five ppo_step_* ids,
 # advantages_renormalised, entropy_from_sampled_token, kl_wrong_estimator, ratio_clamped.)
 PROPOSED_DIAGNOSES: dict[str, str] = {
-    "ppo_step_stats_wrong": "a stat holds the wrong quantity (e.g. objective/kl_coef read after the controller's update)",
     "ppo_step_temperature_ignored": "log-probs recomputed without the sampling temperature (forward_response at T = 1)",
 }
 ENTRY_SEPARATOR = "\n\n# ---- mistake-catalogue entry: {name} (overrides the definitions above) ----\n"

@@ -43,6 +43,13 @@ KNOWN_GAPS: dict[str, str] = {
     "ex7_ppo_step__kl_controller_per_token_units": (
         "not caught: the graded step starts with policy == ref_policy, so KL = 0 in both units; "
         "check kl_ctl.update on a second step or a perturbed policy"),
+    "ex6_kl_reward__adaptive_integer_division": (
+        "caught as wrong_value: adaptive_kl_wrong_update has no variant for a controller that never moves "
+        "(n_steps // horizon == 0)"),
+    "ex7_ppo_step__forward_without_temperature": (
+        "not caught: every graded configuration samples at temperature 1.0, where forgetting to pass the "
+        "temperature to forward_response changes nothing; grade one step at 0.7 "
+        "(proposed id ppo_step_temperature_ignored)"),
     "ex7_ppo_step__own_generator_for_minibatches": (
         "caught as wrong_value / ppo_step_own_pieces_differ: no check that the mini-batch order comes from "
         "the given generator (ppo_step_wrong_order)"),
