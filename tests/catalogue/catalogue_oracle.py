@@ -16,7 +16,6 @@ from __future__ import annotations
 import types
 
 import torch
-import torch.nn.functional as F
 from trl.core import entropy_from_logits as _trl_entropy
 from trl.core import logprobs_from_logits as _trl_logprobs
 from trl.core import masked_mean as _trl_masked_mean

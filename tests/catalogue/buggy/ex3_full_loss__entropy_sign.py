@@ -9,7 +9,6 @@ DESCRIPTION = "ppo_loss adds ent_coef * entropy (a penalty) instead of subtracti
 SEEN_IN = "qiancheng0/ToolRL#52 (sign error on a regulariser in the loss collapses training)"
 
 import torch
-import torch.nn.functional as F
 
 
 def ppo_loss(logp_new, logp_old, advantages, values, old_values, returns, logits, mask,
