@@ -137,6 +137,11 @@ def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detai
         lines.append(f"Diagnosis [{diagnosis}]: {DIAGNOSES.get(diagnosis, DIAGNOSES['wrong_value'])}")
     if kind == "public" and detail:
         lines.append(detail.strip())
+    elif diagnosis in ("raises_error", "missing_name") and detail:
+        # The exception's type is safe to show; its message could echo a hidden input, so it is not.
+        type_name = detail.split(":", 1)[0].strip()
+        if type_name.isidentifier():
+            lines.append(f"(your code raised {type_name})")
     return "\n".join(lines)
 
 

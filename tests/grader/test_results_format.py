@@ -110,3 +110,17 @@ def test_atomic_write_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
     monkeypatch.undo()
     _tiny_result().write_results_json(target)
     assert json.loads(target.read_text(encoding="utf-8"))["score"] == 1.0
+
+
+def test_test_output_hides_hidden_details():
+    """A hidden test's output names the mistake (and an exception's type) but never values or messages."""
+    from grader.grade import _test_output
+
+    secret = "TypeError: cannot add tensor([0.1234, 5.678])"
+    hidden = _test_output("hidden", "what it checks", False, "raises_error", secret)
+    assert "TypeError" in hidden and "0.1234" not in hidden and "cannot add" not in hidden
+    hidden = _test_output("hidden", "what it checks", False, "max_instead_of_min", "  expected: tensor(1.5)")
+    assert "max_instead_of_min" in hidden and "expected" not in hidden
+    public = _test_output("public", "what it checks", False, "max_instead_of_min", "  expected: tensor(1.5)")
+    assert "expected: tensor(1.5)" in public
+    assert _test_output("hidden", "what it checks", True, None, "") == "Passed: what it checks"
