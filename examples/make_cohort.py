@@ -63,11 +63,14 @@ STUDENTS: dict[str, dict] = {
         "def whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) -> torch.Tensor:",
         "def whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) -> torch.Tensor")]},
         "note": "syntax error in ex4 (a missing colon): ex4 scores 0, nothing else is affected"},
-    "jin": {"edits": {"ex6_kl_reward": [(
-        "self.value = self.value * (1.0 + proportional_error * n_steps / self.horizon)",
-        "step = 0\n        while step < n_steps:  # one small update per sequence (forgot step += 1)\n"
-        "            self.value = self.value * (1.0 + proportional_error / self.horizon)")]},
-        "note": "infinite loop in AdaptiveKLController.update (ex6): the sandbox's time-out stops it"},
+    "jin": {"edits": {"ex1_ratio": [(
+        "return torch.exp(logp_new - logp_old)  # (B, T)",
+        "ratio = torch.exp(logp_new - logp_old)  # (B, T)\n"
+        "    i = 0\n"
+        "    while i < ratio.numel():  # check every entry is finite (forgot i += 1)\n"
+        "        assert torch.isfinite(ratio.flatten()[i])\n"
+        "    return ratio")]},
+        "note": "infinite loop in probability_ratio (ex1): the sandbox's limits stop it"},
     "kai": {"edits": {"ex1_ratio": [(
         "logp_all = torch.log_softmax(logits, dim=-1)  # (B, T, V)",
         "lookup = torch.ones(64, 1024, 1024, 16, dtype=logits.dtype)  # 'precomputed table': 4 GiB\n"

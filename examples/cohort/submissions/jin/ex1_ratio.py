@@ -87,4 +87,8 @@ def probability_ratio(logp_new: torch.Tensor, logp_old: torch.Tensor) -> torch.T
         raise ValueError(
             f"logp_new shape {tuple(logp_new.shape)} != logp_old shape {tuple(logp_old.shape)}"
         )
-    return torch.exp(logp_new - logp_old)  # (B, T)
+    ratio = torch.exp(logp_new - logp_old)  # (B, T)
+    i = 0
+    while i < ratio.numel():  # check every entry is finite (forgot i += 1)
+        assert torch.isfinite(ratio.flatten()[i])
+    return ratio

@@ -153,6 +153,4 @@ class AdaptiveKLController:
             n_steps: number of sequences in the batch.
         """
         proportional_error = min(max(float(current_kl) / self.target - 1.0, -0.2), 0.2)
-        step = 0
-        while step < n_steps:  # one small update per sequence (forgot step += 1)
-            self.value = self.value * (1.0 + proportional_error / self.horizon)
+        self.value = self.value * (1.0 + proportional_error * n_steps / self.horizon)
