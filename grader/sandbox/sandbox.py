@@ -48,7 +48,8 @@ def find_module_root(submission_dir: Path) -> Path:
 
 def instructor_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
     """Paths a child must not read: the repository (except what the interpreter needs), the
-    instructor packages wherever they are installed, the grader's home and working folder, and ``extra``."""
+    instructor packages wherever they are installed, the grader's home and working folder, ``extra``,
+    and every non-system top-level folder (``data_folders``)."""
     paths: list[str] = []
     spec = importlib.util.find_spec("ppo_course")
     if spec is not None and spec.origin:
@@ -68,7 +69,33 @@ def instructor_paths(extra: Iterable[str | os.PathLike] = ()) -> list[str]:
         if path not in ("/", ""):
             paths.append(str(Path(path).resolve()))
     paths.extend(str(Path(p).resolve()) for p in extra)
+    paths.extend(data_folders())
     return sorted(set(paths))
+
+
+#: Top-level folders of the system itself; every other top-level folder is hidden from children.
+_SYSTEM_TOP_LEVEL = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys", "tmp", "run"}
+
+
+def data_folders() -> list[str]:
+    """Every top-level folder that is not the system's own (/srv, /opt, /home, /var, /work, /mnt, ...).
+
+    Submissions, batch output and course material live there, wherever a TA
+    put them (the hostile suite's a30 stole a classmate's module from a batch
+    cohort under /srv): a child sees none of it, except what the interpreter
+    needs, which ``plan_covers`` binds back (e.g. a virtualenv under /work).
+    """
+    found = set()
+    try:
+        names = os.listdir("/")
+    except OSError:
+        return []
+    for name in names:
+        real = os.path.realpath(os.path.join("/", name))
+        top = Path(real).parts[1] if len(Path(real).parts) > 1 else ""
+        if top and top not in _SYSTEM_TOP_LEVEL and os.path.isdir(real):
+            found.add(real)
+    return sorted(found)
 
 
 def needed_paths() -> list[str]:

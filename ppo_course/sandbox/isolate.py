@@ -388,11 +388,13 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
         try:
             covers, notes = plan_covers(config.get("needed_paths", []), config.get("hide_paths", []), unprivileged=uid is not None)
             iso.notes.extend(notes)
+            shared = shared_writable_dirs()  # before the covers: /var/tmp must exist even when /var is covered
             apply_covers(covers)
             tmp_size = int(limits["tmp_size_mb"])
             opts = f"size={tmp_size}m,mode=1777"
             mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
-            for extra in shared_writable_dirs():
+            for extra in shared:
+                os.makedirs(extra, mode=0o755, exist_ok=True)  # inside a cover's empty tmpfs
                 mount("tmpfs", extra, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")
             iso.mounts_private = True
             iso.workdir = "/tmp/submission"

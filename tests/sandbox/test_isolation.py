@@ -216,7 +216,8 @@ def test_graders_working_folder_is_hidden(load, folder_outside_tmp, monkeypatch)
     if not child.info["mounts_private"]:
         pytest.skip("no private mount namespace on this machine")
     assert child.can_read(str(folder_outside_tmp / "results.json")) == "FileNotFoundError"
-    assert child.listing(str(folder_outside_tmp)) == []
+    # Covered by its own tmpfs (empty) or inside a covered data folder such as /srv (absent): hidden either way.
+    assert child.listing(str(folder_outside_tmp)) in ([], "FileNotFoundError")
 
 
 @pytest.mark.parametrize("folder", ["/tmp", "/var/tmp", "/dev/shm", "/run/lock"])
