@@ -41,7 +41,9 @@ def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_gr
                        scale_loss: bool = True, zero_grad_every_minibatch: bool = False,
                        logp_old_recomputed: bool = False, logp_old_refreshed_each_epoch: bool = False,
                        epochs_delta: int = 0, kl_per_token_units: bool = False,
-                       kl_update_first: bool = False, whiten_rewards_shift: bool = False) -> dict[str, Any]:
+                       kl_update_first: bool = False, whiten_rewards_shift: bool = False,
+                       ignore_temperature: bool = False, own_minibatch_generator: bool = False,
+                       whiten_per_minibatch: bool = False) -> dict[str, Any]:
     """One PPO step (all switches off: the reference algorithm) → {"state_dict", "stats", "kl_coef"}.
 
     Raises:
@@ -54,10 +56,11 @@ def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_gr
     rollout = policy.generate(queries, config.max_new_tokens, config.temperature, config.top_p, generator)
     responses, mask = rollout.responses, rollout.mask
     scores = score(responses, mask)
+    temperature = 1.0 if ignore_temperature else config.temperature
     with torch.no_grad():
-        logits, values = policy.forward_response(queries, responses, config.temperature)
+        logits, values = policy.forward_response(queries, responses, temperature)
         logp_old = ref.logprobs_from_logits(logits, responses)
-        ref_logits, _ = ref_policy.forward_response(queries, responses, config.temperature)
+        ref_logits, _ = ref_policy.forward_response(queries, responses, temperature)
         ref_logp = ref.logprobs_from_logits(ref_logits, responses)
 
     def update_kl() -> None:
@@ -74,7 +77,7 @@ def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_gr
     if config.whiten_rewards:
         rewards = ref.whiten(rewards, mask, shift_mean=whiten_rewards_shift)
     advantages, returns = ref.compute_gae(rewards, values, mask, config.gamma, config.lam)
-    if whiten_advantages:
+    if whiten_advantages and not whiten_per_minibatch:
         advantages = ref.whiten(advantages, mask)
     buf = ref.RolloutBuffer()
     buf.add(queries=queries, responses=responses, mask=mask, logp_old=logp_old, values=values,
@@ -84,23 +87,25 @@ def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_gr
     optimizer.zero_grad()
     totals: dict[str, float] = {"loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0, "clipfrac": 0.0}
     n = 0
+    shuffle = torch.Generator().manual_seed(config.seed) if own_minibatch_generator else generator
     for epoch in range(config.ppo_epochs + epochs_delta):
         if logp_old_refreshed_each_epoch and epoch > 0:
             # The mistake: θ_old becomes the current θ at every epoch (the ratio restarts at 1).
             with torch.no_grad():
-                fresh_logits, _ = policy.forward_response(queries, responses, config.temperature)
+                fresh_logits, _ = policy.forward_response(queries, responses, temperature)
                 logp_old = ref.logprobs_from_logits(fresh_logits, responses)
             buf.purge()
             buf.add(queries=queries, responses=responses, mask=mask, logp_old=logp_old, values=values,
                     advantages=advantages, returns=returns)
             buf.start_training()
-        for i, mb in enumerate(buf.minibatches(config.mini_batch_size, generator)):
+        for i, mb in enumerate(buf.minibatches(config.mini_batch_size, shuffle)):
             if zero_grad_every_minibatch:
                 optimizer.zero_grad()
-            logits_mb, vpred = policy.forward_response(mb["queries"], mb["responses"], config.temperature)
+            logits_mb, vpred = policy.forward_response(mb["queries"], mb["responses"], temperature)
             logp = ref.logprobs_from_logits(logits_mb, mb["responses"])
             old = logp.detach() if logp_old_recomputed else mb["logp_old"]
-            loss, stats = ref.ppo_loss(logp, old, mb["advantages"], vpred, mb["values"], mb["returns"], logits_mb,
+            mb_adv = ref.whiten(mb["advantages"], mb["mask"]) if whiten_per_minibatch else mb["advantages"]
+            loss, stats = ref.ppo_loss(logp, old, mb_adv, vpred, mb["values"], mb["returns"], logits_mb,
                                        mb["mask"], clip_eps=config.cliprange, clip_range_value=config.cliprange_value,
                                        vf_coef=config.vf_coef, ent_coef=config.ent_coef)
             (loss / accumulate if scale_loss else loss).backward()
@@ -133,6 +138,9 @@ def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_gr
 # (diagnosis id, switches) in the order tried; the first whose parameters match the student's wins.
 PPO_STEP_VARIANTS: list[tuple[str, dict]] = [
     ("ppo_step_no_advantage_whitening", {"whiten_advantages": False}),
+    ("ppo_step_no_advantage_whitening", {"whiten_per_minibatch": True}),
+    ("ppo_step_temperature_ignored", {"ignore_temperature": True}),
+    ("ppo_step_wrong_order", {"own_minibatch_generator": True}),
     ("ppo_step_no_grad_clip", {"clip_grad": False}),
     ("ppo_step_no_accumulation_scaling", {"scale_loss": False}),
     ("ppo_step_accumulation_broken", {"zero_grad_every_minibatch": True}),

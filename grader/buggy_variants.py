@@ -328,7 +328,7 @@ GAE_VARIANTS: list[tuple[str, Variant]] = [
 
 
 def _whiten(x, mask, shift_mean, *, unbiased=True, stats_over="real", eps_inside=True, keep_mean=None,
-            scale_only=False):
+            scale_only=False, eps_outside=False):
     """Whitening with one mistake switched on (all off: the correct masked whitening)."""
     xd = x.double()
     m = _m(mask)
@@ -341,6 +341,8 @@ def _whiten(x, mask, shift_mean, *, unbiased=True, stats_over="real", eps_inside
     mean = sel.sum() / n
     var = ((sel - mean) ** 2).sum() / (n - 1 if unbiased else n)
     std = torch.sqrt(var + 1e-8) if eps_inside else torch.sqrt(var)
+    if eps_outside:
+        std = torch.sqrt(var) + 1e-8
     if scale_only and not shift_mean:
         return (xd / std).to(x.dtype)
     out = (xd - mean) / std
@@ -365,6 +367,7 @@ WHITEN_VARIANTS: list[tuple[str, Variant]] = [
     ("whiten_shift_mean_ignored", _whiten_variant(keep_mean=False)),
     ("whiten_shift_mean_ignored", _whiten_variant(scale_only=True)),
     ("whiten_missing_eps", _whiten_variant(eps_inside=False)),
+    ("whiten_missing_eps", _whiten_variant(eps_outside=True)),
 ]
 
 
@@ -456,7 +459,7 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
     """The controller's `value` after each (current_kl, n_steps) update, for one update rule.
 
     rule "trl" (correct with clip=True): e = clip(kl/target − 1, ±0.2); value *= 1 + e·n/horizon.
-    Buggy rules: "no_n_over_h" (value *= 1 + e), "no_n" (value *= 1 + e/h), "additive" (value += e·n/h),
+    Buggy rules: "no_n_over_h" (value *= 1 + e), "no_n" (value *= 1 + e/h), "int_div" (n // h), "additive" (value += e·n/h),
     "inverted" (e from target/kl), "sign" (value *= 1 − e·n/h).
     """
     value = float(init_kl_coef)
@@ -469,6 +472,8 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
             value = value * (1.0 + err)
         elif rule == "no_n":
             value = value * (1.0 + err / horizon)
+        elif rule == "int_div":
+            value = value * (1.0 + err * (n_steps // horizon))
         elif rule == "additive":
             value = value + err * n_steps / horizon
         elif rule == "sign":
@@ -483,6 +488,7 @@ ADAPTIVE_KL_VARIANTS: list[tuple[str, dict]] = [
     ("adaptive_kl_no_clip", {"clip": False, "rule": "trl"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "no_n_over_h"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "no_n"}),
+    ("adaptive_kl_wrong_update", {"clip": True, "rule": "int_div"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "additive"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "inverted"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "sign"}),

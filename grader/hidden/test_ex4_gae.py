@@ -109,12 +109,17 @@ def test_whiten_raises_for_one_element(student, error_name):
 
 
 def test_whiten_constant_input(student, reference):
-    """Equal real values: the variance is 0, the 1e-8 inside the root keeps the output finite (0)."""
+    """Equal (and nearly equal) real values: the 1e-8 inside the square root keeps the output finite and small."""
     x = torch.tensor([[2.5, 2.5, 2.5, -9.0], [2.5, 2.5, 13.0, 4.0]], dtype=torch.float64)
     mask = prefix_mask([3, 2], 4)
     # (x − μ) = 0 exactly on real tokens, so any finite stabilised result is exactly 0.
     compare(student, reference, "whiten", (x, mask), rtol=0, atol=1e-9, mask=mask,
             what="whiten(constant real values)")
+    # Nearly constant (variance 1e-10, far below the 1e-8 inside the root): (x − μ)/sqrt(σ² + 1e-8)
+    # ≈ (x − μ)·1e4, not (x − μ)/(σ + 1e-8) ≈ ±1. float64 keeps 1e-9 relative here.
+    near = x + torch.tensor([[1e-5, -1e-5, 0.0, 3.0], [2e-5, -2e-5, 1.0, 0.0]], dtype=torch.float64)
+    compare(student, reference, "whiten", (near, mask), rtol=1e-6, atol=1e-9, mask=mask,
+            what="whiten(nearly constant real values)")
 
 
 def test_gae_whiten_inputs_untouched(student, error_name):

@@ -87,20 +87,23 @@ def test_use_after_purge_raises(student, error_name):
                   what="minibatches() after purge()", is_error=error_name)
 
 
-def _minibatches_of(buffer_factory, fields_list, mbs, seed):
+def _epochs_of(buffer_factory, fields_list, plan):
+    """Several epochs over ONE buffer: plan = [(mini_batch_size, generator seed), ...]."""
     buf = buffer_factory()
     for fields in fields_list:
         buf.add(**fields)
     buf.start_training()
-    return drain(buf.minibatches(mbs, generator=torch.Generator().manual_seed(seed)))
+    return [drain(buf.minibatches(mbs, generator=torch.Generator().manual_seed(seed))) for mbs, seed in plan]
 
 
 def test_minibatch_order_matches_reference(student, reference):
-    """perm = randperm(len, generator); mini-batch i = rows perm[i·mbs:(i+1)·mbs] of every field."""
+    """Every minibatches() call draws perm = randperm(len, generator); mini-batch i = rows
+    perm[i·mbs:(i+1)·mbs] of every field. Four epochs over one buffer, each with its own generator."""
     rollouts = [_rollout(4, seed=7), _rollout(3, seed=8, start=4)]
-    for mbs, seed in ((2, 11), (3, 12), (7, 13), (1, 14)):
-        got = _minibatches_of(lambda: student.new("RolloutBuffer"), rollouts, mbs, seed)
-        want = _minibatches_of(reference.RolloutBuffer, rollouts, mbs, seed)
+    plan = ((2, 11), (3, 12), (7, 13), (1, 14))
+    got_epochs = _epochs_of(lambda: student.new("RolloutBuffer"), rollouts, plan)
+    want_epochs = _epochs_of(reference.RolloutBuffer, rollouts, plan)
+    for (mbs, seed), got, want in zip(plan, got_epochs, want_epochs):
         what = f"minibatches({mbs}) over 7 sequences"
         if not isinstance(got, list) or not all(isinstance(mb, dict) for mb in got):
             raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", what)
@@ -129,10 +132,16 @@ def test_minibatches_cover_rollout_once(student):
 
 
 def test_invalid_use_raises(student, error_name):
-    """start_training() on an empty buffer: RuntimeError; add() with mismatched batch sizes or no fields: ValueError."""
+    """start_training() on an empty buffer or twice: RuntimeError; add() with mismatched batch sizes or no fields:
+    ValueError."""
     buf = student.new("RolloutBuffer")
     expect_raises(lambda: buf.start_training(), ("RuntimeError",), "buffer_start_training_empty",
                   what="start_training() on an empty buffer", is_error=error_name)
+    buf.add(**_rollout(2, seed=11))
+    buf.start_training()
+    expect_raises(lambda: buf.start_training(), ("RuntimeError",), "buffer_start_training_empty",
+                  what="start_training() twice (already in the train phase)", is_error=error_name)
+    buf = student.new("RolloutBuffer")
     fields = _rollout(3, seed=10)
     fields["values"] = fields["values"][:2]  # batch of 2 beside batches of 3
     expect_raises(lambda: buf.add(**fields), ("ValueError",), "buffer_no_validation",

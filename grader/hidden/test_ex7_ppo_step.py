@@ -56,8 +56,12 @@ def _initial_state(seed: int) -> dict[str, torch.Tensor]:
         return {k: v.clone() for k, v in CausalLMWithValueHead(toy_task.policy_config()).state_dict().items()}
 
 
-def make_payload(seed: int = 0, batch: int = 16, state: dict | None = None, **config) -> dict:
-    """The harness payload: model config, initial weights, prompts, PPOConfig dict and the generator seed."""
+def make_payload(seed: int = 0, batch: int = 16, state: dict | None = None, config_seed: int | None = None,
+                 **config) -> dict:
+    """The harness payload: model config, initial weights, prompts, PPOConfig dict and the generator seed
+    (`seed`; `config_seed` sets PPOConfig.seed, which a correct step never uses for sampling or shuffling)."""
+    if config_seed is not None:
+        config["seed"] = config_seed
     from ppo_course import toy_task
 
     return {"model_config": toy_task.policy_config().model_dump(),
@@ -223,10 +227,11 @@ def test_ppo_step_updates_kl_controller(provider, runs, tracking):
 
 
 def test_ppo_step_other_config(provider, runs):
-    """Parity with last-token KL placement, no reward whitening, γ = 0.9, 3 epochs, 4 accumulation steps."""
+    """Parity with last-token KL placement, no reward whitening, γ = 0.9, 3 epochs, 4 accumulation steps,
+    sampling temperature 0.7 and config.seed 7 (the mini-batch order must come from the given generator)."""
     payload, got, want = _parity(provider, runs, None, key="other", kl_placement="last_token", whiten_rewards=False,
                                  gamma=0.9, ppo_epochs=3, mini_batch_size=2, gradient_accumulation_steps=4,
-                                 cliprange=0.1, vf_coef=0.5)
+                                 cliprange=0.1, vf_coef=0.5, temperature=0.7, config_seed=7)
     if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
         raise Mismatch(diagnose_params(got["state_dict"], payload), "", "parameters after one ppo_step (other config)")
 

@@ -278,6 +278,11 @@ DIAGNOSES: dict[str, str] = {
         "With whiten_rewards your PPO step shifts the rewards' mean; whiten them with "
         "shift_mean=False (only the scale changes, as TRL does)."
     ),
+    "ppo_step_temperature_ignored": (
+        "Your PPO step recomputes log-probs without the sampling temperature: pass config.temperature to "
+        "forward_response (rollout log-probs, reference log-probs and training), so that r = 1 before "
+        "the first update."
+    ),
     "ppo_step_wrong_order": (
         "Your PPO step does its steps in a different order (or draws a different number of random "
         "numbers) than the stub fixes, so it cannot match the reference: follow the stub's order."
