@@ -202,7 +202,9 @@ def leftover_processes(server_pid: int | None) -> list[str]:
     * any descendant of our fork server (``server_pid``): the server kills a
       child with everything it started when the sandbox closes, so after
       grading it must have none;
-    * any process whose command line carries ``MARKER``;
+    * any process whose command line carries ``MARKER`` and that is not
+      inside another fork server's tree (another test worker may be grading
+      an attack right now);
     * any process of a sandbox uid with no fork server among its ancestors
       (it escaped the subreaper); children of other test workers' fork
       servers are legitimate and not counted.
@@ -222,11 +224,14 @@ def leftover_processes(server_pid: int | None) -> list[str]:
         if state == "Z" or pid == me:
             continue
         why = []
-        if server_pid is not None and server_pid in set(ancestors(pid)):
+        up = list(ancestors(pid))
+        ours = server_pid is not None and server_pid in up
+        in_a_server = any(FORKSERVER_MARK in table.get(a, (0, 0, "", b""))[3] for a in up)
+        if ours:
             why.append("a descendant of the fork server")
-        if MARKER.encode() in cmd:
+        if MARKER.encode() in cmd and (ours or not in_a_server):
             why.append("carries the attack's marker")
-        if uid in SANDBOX_UIDS and not any(FORKSERVER_MARK in table.get(a, (0, 0, "", b""))[3] for a in ancestors(pid)):
+        if uid in SANDBOX_UIDS and not in_a_server:
             why.append(f"runs as sandbox uid {uid} outside any fork server")
         if why:
             text = cmd.replace(b"\0", b" ").decode(errors="replace")[:120]
