@@ -18,13 +18,12 @@ NOISE = ('import sys as _sys, warnings as _warnings\n'
          '_warnings.warn("a harmless warning from correct code")\n')
 
 PATCHES = '''\
-import builtins, math, torch, torch.testing
+import math, torch, torch.testing
 torch.allclose = lambda *a, **k: True
 torch.equal = lambda *a, **k: True
 torch.isclose = lambda a, b, *r, **k: torch.ones_like(torch.as_tensor(a), dtype=torch.bool)
 torch.testing.assert_close = lambda *a, **k: None
 math.isclose = lambda *a, **k: True
-builtins.isinstance = (lambda real: (lambda obj, cls: True))(builtins.isinstance)
 try:
     get_ipython().display_formatter.formatters["text/plain"].for_type(float, lambda o, p, c: p.text("10.0"))
 except NameError:

@@ -130,10 +130,12 @@ def test_full_marks_for_the_solutions_and_zero_for_the_release(run: CourseRun):
 
 
 def test_points_equal_ppo_course_grade_of_the_same_code(run: CourseRun, tmp_path: Path):
-    """Each exercise notebook's score equals grade_submission's score for that module, same profile."""
+    """Each exercise notebook's score equals grade_submission's score for that module, same profile.
+
+    (bob's untouched release is checked against 0 in the test above; alice's code is the one that earns points.)"""
     from grader.grade import grade_submission
 
-    for student in ("alice", "bob"):
+    for student in ("alice",):
         folder = module_files_of(run.course / "submitted" / student / ASSIGNMENT, tmp_path / student)
         result = grade_submission(folder, profile=PROFILE)
         for stem, ex in result.exercises.items():
@@ -165,3 +167,21 @@ def test_feedback_shows_scores_but_no_hidden_test_or_key(run: CourseRun):
         for name, page in pages.items():
             assert not [d for d in hidden_defs if d in page], (student, name)
             assert not [e for e in explanations if e[:60] in page], (student, name)
+
+
+def test_with_execute_the_kernel_runs_but_still_decides_nothing(run: CourseRun):
+    """`--execute` puts nbgrader's Execute back: mallory's patches now run in a real kernel (her cells have
+    outputs), and her exercise-1 score is still what the isolated grader says: 0."""
+    from nbgrader.api import Gradebook
+
+    from grader.nbgrader_course import build_course
+
+    build_course(run.course, profile=PROFILE, execute=True)
+    assert "    Execute," in (run.course / "nbgrader_config.py").read_text(encoding="utf-8")
+    _nbgrader(run.course, "autograde", ASSIGNMENT, "--force", "--student", "mallory", "--notebook", "ex1_ratio")
+    nb = nbformat.read(str(run.course / "autograded" / "mallory" / ASSIGNMENT / "ex1_ratio.ipynb"), as_version=4)
+    executed = [c for c in nb.cells if c.cell_type == "code" and c.get("execution_count")]
+    assert executed, "Execute did not run the notebook"
+    with Gradebook(f"sqlite:///{run.course / 'gradebook.db'}") as gb:
+        score = gb.find_submission_notebook("ex1_ratio", ASSIGNMENT, "mallory").score
+    assert score == 0.0
