@@ -140,9 +140,13 @@ def build_release(out_dir: str | Path, *, force: bool = False) -> list[Path]:
         raise ReleaseError(f"no solution modules in {solutions}: the stubs are generated from them")
     make = _load_make_exercises(root)
     out_dir = Path(out_dir).resolve()
-    if out_dir == root or root in out_dir.parents and out_dir.parent == root:
-        # Writing into the source tree would put a second ppo_course/ beside the real one.
-        raise ReleaseError(f"{out_dir} is inside the source tree's top level; write the bundle elsewhere")
+    source_folders = [root] + [root / name for name in ("ppo_course", "ppo_reference", "grader", "quiz_bank",
+                                                       "solutions", "exercises", "tools", "tests")]
+    if any(out_dir == folder or (folder != root and folder in out_dir.parents) for folder in source_folders):
+        # The repository root or one of its packages: --force could wipe source files, and a bundle
+        # inside a package would be picked up by the instructor's own install.
+        raise ReleaseError(f"{out_dir} is the source tree or one of its packages; write the bundle elsewhere "
+                           "(e.g. dist/ppo-ch5-student)")
     _prepare_out_dir(out_dir, force)
 
     make.make_exercises(solutions, out_dir / "exercises")

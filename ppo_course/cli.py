@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         module = _load(module_name)
         if module is None:
             continue
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        # argparse %-formats help strings (not descriptions): a literal "100%" must reach it as "100%%".
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser

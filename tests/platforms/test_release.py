@@ -72,6 +72,15 @@ def test_release_refuses_a_folder_it_did_not_write(tmp_path: Path):
     assert (target / "thesis.tex").read_text(encoding="utf-8") == "precious"
 
 
+@pytest.mark.parametrize("inside", [".", "ppo_course", "grader/hidden"])
+def test_release_refuses_the_source_tree(inside: str):
+    """The repository root or a folder of one of its packages is never a target (exit 2 through ReleaseError)."""
+    from grader.release import ReleaseError, build_release
+
+    with pytest.raises(ReleaseError, match="source tree"):
+        build_release(REPO / inside / "bundle" if inside != "." else REPO, force=True)
+
+
 def test_release_force_replaces_its_own_bundle(tmp_path: Path):
     """--force replaces a bundle written earlier (the marker is there), dropping stale files."""
     from grader.release import build_release
@@ -119,6 +128,13 @@ def test_bundle_installs_and_runs_for_a_student(bundle: Path, tmp_path: Path):
                                       cwd=work, env=env).stdout)
     assert found == {"ppo_reference": False, "grader": False, "solutions": False, "quiz_bank.keys": False,
                      "ppo_course": True, "quiz_bank": True, "torch": True}
+
+    helped = subprocess.run([str(cli), "--help"], capture_output=True, text=True, cwd=work, env=env, timeout=120)
+    assert helped.returncode == 0, helped.stderr[-2000:]
+    for command in ("check", "quiz", "plot"):
+        assert command in helped.stdout
+    for command in ("grade", "grade-batch", "demo", "release", "nbgrader", "gradescope-bundle", "train"):
+        assert f" {command} " not in helped.stdout and f"{{{command}" not in helped.stdout, command
 
     check = subprocess.run([str(cli), "check", "exercises"], capture_output=True, text=True, cwd=work, env=env,
                            timeout=600)
