@@ -1,0 +1,100 @@
+"""Fast checks of the nbgrader course's pieces (no nbgrader run): notebooks from solutions/, answers from cell text."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import nbformat
+import pytest
+
+from conftest import REPO
+from grader.nbgrader_course.notebooks import exercise_notebook, module_source, split_module, todo_above_markers
+from grader.nbgrader_course.quiz import NoAnswer, read_answer
+
+SOLUTIONS = sorted((REPO / "solutions").glob("ex*.py"))
+
+
+def _code_dump(source: str) -> str:
+    """The module's AST without docstring-free formatting differences (comments and blank lines are not in it)."""
+    return ast.dump(ast.parse(source))
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_notebook_module_is_the_solution_module(path):
+    """Joining the notebook's module cells gives back the solution module, statement for statement."""
+    nb = exercise_notebook(path, "title", points=10.0)
+    nbformat.validate(nb)
+    assert _code_dump(module_source(nb, path.stem)) == _code_dump(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_answer_cells_are_exactly_the_chunks_with_a_solution(path):
+    """A cell is an answer cell iff it holds a solution region; every other module cell is locked."""
+    nb = exercise_notebook(path, "title", points=10.0)
+    for cell in nb.cells:
+        meta = cell.metadata["nbgrader"]
+        if cell.metadata.get("ppo_course", {}).get("module"):
+            assert meta["solution"] == ("### BEGIN SOLUTION" in cell.source)
+            assert meta["locked"] == (not meta["solution"])
+    graded = [c for c in nb.cells if c.metadata["nbgrader"]["grade"]]
+    assert len(graded) == 1 and graded[0].metadata["nbgrader"]["points"] == 10.0
+    assert graded[0].source.rstrip().endswith("0.0")  # scores 0 if the isolated step were ever missing
+
+
+def test_zero_points_leave_the_test_cell_out():
+    nb = exercise_notebook(SOLUTIONS[0], "title", points=0.0)
+    assert not [c for c in nb.cells if c.metadata["nbgrader"]["grade"]]
+
+
+def test_split_module_keeps_comments_and_decorators_with_their_definition():
+    src = '"""doc"""\nimport os\n\n# about f\n@staticmethod\ndef f():\n    return 1\n\nX = 2\n\nclass C:\n    pass\n'
+    chunks = split_module(src)
+    assert [c.name for c in chunks] == ["prelude", "f", "C"]
+    assert chunks[1].source.startswith("# about f\n@staticmethod")
+    assert "X = 2" in chunks[1].source  # a statement between two definitions stays with the one above
+
+
+def test_todo_moves_above_the_begin_marker():
+    src = ("def f():\n    ### BEGIN SOLUTION\n    # TODO: do it\n    # (more)\n    return 1\n    ### END SOLUTION\n")
+    assert todo_above_markers(src) == ("def f():\n    # TODO: do it\n    # (more)\n    ### BEGIN SOLUTION\n"
+                                       "    return 1\n    ### END SOLUTION")
+
+
+@pytest.mark.parametrize("source, want", [
+    ('answer = "b"', "b"),
+    ('answer = ["a", "c"]', ["a", "c"]),
+    ("answer = 0.2", 0.2),
+    ("answer = True", True),
+    ('answer = "a"\nanswer = "d"  # changed my mind', "d"),  # the last one counts
+])
+def test_read_answer_reads_literals(source, want):
+    assert read_answer(source) == want
+
+
+@pytest.mark.parametrize("source, why", [
+    ("# YOUR CODE HERE\nraise NotImplementedError()", "no `answer"),
+    ("answer = (", "not valid Python"),
+    ("answer = __import__('os').system('touch /tmp/pwned') or 'a'", "plain literal"),
+    ("answer = float('0.2')", "plain literal"),
+])
+def test_read_answer_never_executes_code(source, why, tmp_path):
+    with pytest.raises(NoAnswer, match=why):
+        read_answer(source)
+
+
+def test_build_course_writes_config_and_notebooks(tmp_path):
+    """The course: nbgrader_config.py (IsolatedGrade before SaveAutoGrades, no Execute by default) and 8 notebooks."""
+    from grader.nbgrader_course import build_course
+
+    build_course(tmp_path, profile="fast")
+    config = (tmp_path / "nbgrader_config.py").read_text(encoding="utf-8")
+    compile(config, "nbgrader_config.py", "exec")
+    pipeline = config.split("autograde_preprocessors = [")[1].split("]")[0]
+    names = re.findall(r"^\s*(\w+),", pipeline, flags=re.MULTILINE)
+    assert len(names) >= 7, pipeline
+    assert "Execute" not in names
+    assert names.index("IsolatedGrade") < names.index("SaveAutoGrades")
+    assert "c.IsolatedGrade.profile = 'fast'" in config
+    notebooks = sorted(p.name for p in (tmp_path / "source" / "ppo_ch5").glob("*.ipynb"))
+    assert notebooks == sorted([f"{p.stem}.ipynb" for p in SOLUTIONS] + ["quiz.ipynb"])
