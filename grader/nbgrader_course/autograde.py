@@ -195,7 +195,12 @@ class IsolatedGrade(NbGraderPreprocessor):
                 stem = target["graded"]
                 ex = result.exercises.get(stem)
                 points = ex.score if ex is not None else 0.0
-                _set_score(cell, min(points, float(cell.metadata["nbgrader"]["points"])), exercise_feedback(result, stem))
+                cell_points = float(cell.metadata["nbgrader"]["points"])
+                if ex is not None and abs(ex.max_score - cell_points) > 1e-9:
+                    # points.yaml changed after the course was generated: regenerate it (`ppo-course nbgrader`).
+                    self.log.warning("IsolatedGrade: %s is worth %g in the grader but %g in the notebook; "
+                                     "the score is capped at the notebook's points", stem, ex.max_score, cell_points)
+                _set_score(cell, min(points, cell_points), exercise_feedback(result, stem))
             elif "quiz" in target:
                 points, line = quiz.get(target["quiz"], (0.0, "not graded"))
                 _set_score(cell, points, line + "\n")
