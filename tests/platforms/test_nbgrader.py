@@ -23,7 +23,8 @@ from conftest import REPO, clean_env
 from leak_scan import solution_line_pairs
 from nb_students import module_files_of, write_students
 
-pytestmark = pytest.mark.slow
+# One course run shared by every test here: keep them on one xdist worker (`make test` uses --dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("nbgrader_course")]
 ASSIGNMENT = "ppo_ch5"
 PROFILE = "fast"
 STUDENTS = ("alice", "bob", "mallory")
