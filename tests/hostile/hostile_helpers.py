@@ -178,7 +178,7 @@ def _shared_markers() -> set[str]:
 
 
 def _proc_table() -> dict[int, tuple[int, int, str, bytes]]:
-    """``{pid: (ppid, uid, state, cmdline)}`` of every process."""
+    """``{pid: (ppid, uid, state, cmdline + NUL + environment)}`` of every process."""
     table = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -192,6 +192,11 @@ def _proc_table() -> dict[int, tuple[int, int, str, bytes]]:
                 cmd = fh.read()
         except (OSError, ValueError):
             continue
+        try:  # the environment too (readable as root): attacks mark theirs
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                cmd += b"\0" + fh.read()
+        except OSError:
+            pass
         table[int(entry)] = (int(rest[1]), uid, rest[0].decode(), cmd)
     return table
 
@@ -202,7 +207,7 @@ def leftover_processes(server_pid: int | None) -> list[str]:
     * any descendant of our fork server (``server_pid``): the server kills a
       child with everything it started when the sandbox closes, so after
       grading it must have none;
-    * any process whose command line carries ``MARKER`` and that is not
+    * any process whose command line or environment carries ``MARKER`` and that is not
       inside another fork server's tree (another test worker may be grading
       an attack right now);
     * any process of a sandbox uid with no fork server among its ancestors

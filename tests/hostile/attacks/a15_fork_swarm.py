@@ -2,7 +2,7 @@
 
 Tries: 40 processes, each double-forked into a new session (orphaned, so not
 the child's descendants) and exec'ing a shell that traps SIGTERM/SIGINT/SIGHUP
-and sleeps 300 s (its command line carries the marker "ppohostile"), started
+and sleeps 300 s (its command line and environment carry the marker "ppohostile"), started
 at import and again on the hard inputs; hoping they outlive the grading.
 Must achieve: nothing. RLIMIT_NPROC bounds the swarm, and the fork server
 (a child subreaper) kills every process of the child's private uid when the
@@ -29,7 +29,8 @@ def _swarm(n=40):
             try:
                 os.setsid()
                 if os.fork() == 0:
-                    os.execv("/bin/sh", ["sh", "-c", f"trap '' TERM INT HUP; sleep 300; : {MARKER}"])
+                    os.execve("/bin/sh", ["sh", "-c", f"trap '' TERM INT HUP; sleep 300; : {MARKER}"],
+                              {"PATH": "/usr/bin:/bin", "PPO_GRADING_CHILD": MARKER})
             finally:
                 os._exit(0)
         try:
