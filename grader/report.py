@@ -115,6 +115,17 @@ def summarise(out_dir: Path, records: Iterable) -> ClassSummary:
     )
 
 
+# Diagnoses that only echo a mistake reported elsewhere (ex7 run on the student's own ex1-ex6):
+# left out of the re-teach table so that the root causes rank first.
+_ECHO_DIAGNOSES = frozenset({"ppo_step_own_pieces_differ"})
+
+
+def _ranked(diagnoses: Counter) -> list[tuple[str, int]]:
+    """The mistakes to re-teach, most students first, ties by id (a stable order across runs)."""
+    return sorted(((d, n) for d, n in diagnoses.items() if d not in _RUN_DIAGNOSES | _ECHO_DIAGNOSES),
+                  key=lambda dn: (-dn[1], dn[0]))
+
+
 def _diagnosis_message(did: str) -> str:
     try:
         from grader.diagnose import message
@@ -153,7 +164,7 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
         else:
             lines.append(f"| `{stem}` | {mx:g} | – | – | 0/0 |")
     lines += ["", "## Most common diagnosed mistakes", ""]
-    mistakes = [(d, n) for d, n in s.diagnoses.most_common() if d not in _RUN_DIAGNOSES]
+    mistakes = _ranked(s.diagnoses)
     if not mistakes:
         lines += ["No diagnosed mistakes.", ""]
     else:
@@ -168,6 +179,10 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
             msg = _diagnosis_message(did).replace("|", "\\|").replace("\n", " ")
             lines.append(f"| {i} | `{did}` | {stems} | {n} | {msg} |")
         lines.append("")
+    echoes = [(d, s.diagnoses[d]) for d in sorted(_ECHO_DIAGNOSES) if s.diagnoses.get(d)]
+    if echoes:
+        lines += ["Echoes of the mistakes above in later exercises (students): "
+                  + ", ".join(f"`{d}` {n}" for d, n in echoes), ""]
     run_issues = [(d, s.diagnoses[d]) for d in sorted(_RUN_DIAGNOSES) if s.diagnoses.get(d)]
     if run_issues:
         lines += ["Not attempted or did not run (students): " + ", ".join(f"`{d}` {n}" for d, n in run_issues), ""]
@@ -200,7 +215,7 @@ def plot_report(summary: ClassSummary, path: Path) -> Path:
     ax2.set_ylim(0, 100)
     ax2.set_ylabel("mean score, % of max")
     ax2.set_title("Per exercise (graded students)")
-    mistakes = [(d, n) for d, n in summary.diagnoses.most_common() if d not in _RUN_DIAGNOSES][:8]
+    mistakes = _ranked(summary.diagnoses)[:8]
     if mistakes:
         ax3.barh(range(len(mistakes)), [n for _, n in mistakes], color="#c00000")
         ax3.set_yticks(range(len(mistakes)), [d for d, _ in mistakes], fontsize=8)
