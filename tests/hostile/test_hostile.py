@@ -22,6 +22,7 @@ An attack that succeeds is a sandbox bug: fix the sandbox, never this test.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,40 @@ def test_attack_gains_nothing(attack, tmp_path, twin_results, fork_server):
              and not got[k][0] == want[k][0] == want[k][1]}
     assert not other, f"{attack.name} changed the other exercise's scores (test: hostile, twin, max): {other}"
     assert hostile.exercises[attack.other].score == twin.exercises[attack.other].score
+
+
+def test_the_guards_see_what_an_attack_would_leave(tmp_path):
+    """The checks can fail: a changed canary, a marker file in /run/lock, a sentinel mtime, a connection
+    to the listener and a marked process are each reported (done here by the test itself, then undone)."""
+    import socket
+    import subprocess
+    import time
+
+    from hostile_helpers import MARKER, SENTINEL_MTIME, leftover_processes
+
+    other = write_other_student(tmp_path / "cohort" / "other_student")
+    guards = Guards([CANARY, other], server_pid=None)
+    target = CANARY / "instructor_canary.txt"  # in the scanned folders, and ours to touch
+    before = os.stat(target)
+    sleeper = subprocess.Popen(["sleep", "30"], env={"PATH": "/usr/bin:/bin", "MARK": MARKER})
+    try:
+        (other / "ex1_ratio.py").write_text("# changed\n")
+        shared = "/run/lock" if os.access("/run/lock", os.W_OK) else "/tmp"
+        Path(shared, f"{MARKER}-guard-self-test").write_text("x")
+        os.utime(target, (SENTINEL_MTIME, SENTINEL_MTIME))
+        socket.create_connection(("127.0.0.1", guards.tcp.getsockname()[1]), timeout=2).close()
+        time.sleep(0.1)
+        found = "\n".join(guards.violations())
+        left = "\n".join(leftover_processes(None))
+    finally:
+        guards.restore()
+        guards.close()
+        sleeper.kill()
+        sleeper.wait()
+        os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert "other_student/ex1_ratio.py changed" in found
+    assert "instructor_canary.txt: modification time set to the attack's sentinel" in found
+    assert f"{MARKER}-guard-self-test: left in a world-writable folder" in found
+    assert "sentinel" in found and "accepted a connection" in found
+    assert f"pid {sleeper.pid} " in left
+    assert not Path(shared, f"{MARKER}-guard-self-test").exists()  # restore() cleaned up
