@@ -36,6 +36,13 @@ DANGER_VALUES: dict[str, tuple[float, float, float]] = {
 }
 
 
+# Steps per run that show the failure on the toy task (seed 0): reward hacking under a tiny KL coefficient
+# only sets in after ~45 steps (score at its ceiling, gold score and EOS share collapse); forgetting under
+# a huge learning rate shows from the first step.
+DANGER_STEPS: dict[str, int] = {"init_kl_coef": 80, "learning_rate": 30}
+DEFAULT_STEPS = 40
+
+
 @contextlib.contextmanager
 def _recording_ratio(records: list[dict[str, float]]):
     """Wrap the reference ppo_step's ``ppo_loss`` so that every mini-batch's ratio statistics are recorded.
@@ -96,14 +103,14 @@ def lifecycle_data(cycles: int = 3, *, seed: int = 0, **overrides) -> dict:
                       f"mini-batch {config.mini_batch_size}, lr {config.learning_rate:g}"}
 
 
-def danger_data(parameter: str, values: tuple[float, float, float] | None = None, *, steps: int = 40,
+def danger_data(parameter: str, values: tuple[float, float, float] | None = None, *, steps: int | None = None,
                 seed: int = 0) -> dict:
     """Three toy runs with ``parameter`` too low / typical / too high (Book §5.9's danger table).
 
     Args:
         parameter: a PPOConfig field of the stop-8 table (see ``DANGER_VALUES``).
         values: (too low, typical, too high); default ``DANGER_VALUES[parameter]``.
-        steps: PPO steps per run.
+        steps: PPO steps per run (default: ``DANGER_STEPS`` for the parameter, else 40).
         seed: the runs' seed.
 
     Returns:
@@ -117,6 +124,7 @@ def danger_data(parameter: str, values: tuple[float, float, float] | None = None
 
     if parameter not in DANGER_VALUES and values is None:
         raise ValueError(f"danger_data: no default values for {parameter!r}; known: {sorted(DANGER_VALUES)}")
+    steps = steps if steps is not None else DANGER_STEPS.get(parameter, DEFAULT_STEPS)
     if steps < 1:
         raise ValueError(f"danger_data: steps must be ≥ 1, got {steps}")
     values = values or DANGER_VALUES[parameter]
@@ -135,7 +143,8 @@ def danger_data(parameter: str, values: tuple[float, float, float] | None = None
         runs.append({"label": label, "value": float(value),
                      "steps": [{k: clean(float(row[k])) for k in keep if k in row} for row in history]})
     return {"parameter": parameter, "runs": runs,
-            "source": f"reference PPO on the toy task, PPOConfig.toy(seed={seed}), {steps} steps per run"}
+            "source": f"reference PPO on the toy task, {steps} steps per run; 'typical' is PPOConfig.toy(seed={seed})'s "
+                      "value (a 0.1M-parameter toy needs other values than the book's 70B model)"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     life.add_argument("--cycles", type=int, default=3)
     danger = sub.add_parser("danger")
     danger.add_argument("--parameter", default="init_kl_coef", choices=sorted(DANGER_VALUES))
-    danger.add_argument("--steps", type=int, default=40)
+    danger.add_argument("--steps", type=int, default=None, help="default: DANGER_STEPS, else 40")
     for p in (life, danger):
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--out", type=Path, required=True)

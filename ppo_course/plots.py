@@ -384,7 +384,7 @@ def danger_board(data: DangerData | dict) -> Figure:
     for ax in axes[2:]:
         ax.set_xlabel("PPO step")
     axes[0].legend(fontsize=9, loc="best", framealpha=0.95)
-    fig.suptitle(f"Danger board · {data.parameter} (typical {typical}): “{effect}”  (Book §5.9)", fontsize=12.5)
+    fig.suptitle(f"Danger board · {data.parameter} (book's typical {typical}): “{effect}”  (Book §5.9)", fontsize=12.5)
     if data.source:
         fig.supxlabel(data.source, fontsize=8, color=GREY)
     return fig

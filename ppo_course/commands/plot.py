@@ -5,7 +5,7 @@ runs on the toy task, so they take the run data as JSON (``--data``, the format
 of ``ppo_course.plots.LifecycleData`` / ``DangerData``). Without ``--data``, on an
 instructor's install (where the reference PPO is present), the data come from
 ``grader.figure_runs``: a few reference steps on the toy task (about half a
-minute for ``lifecycle``, a minute or two for ``danger``); ``--save-data`` keeps
+minute for ``lifecycle``, a few minutes for ``danger``); ``--save-data`` keeps
 them for the next time. The student bundle has no PPO of its own to run, so
 there ``--data`` is needed.
 """
@@ -33,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="lifecycle/danger: also write the computed run data here")
     parser.add_argument("--parameter", default="init_kl_coef",
                         help="danger: the stop-8 parameter to vary when computing data (default: init_kl_coef)")
-    parser.add_argument("--steps", type=int, default=40, help="danger: PPO steps per run when computing (default: 40)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="danger: PPO steps per run when computing (default: 80 for init_kl_coef, 30 for "
+                             "learning_rate, else 40)")
     parser.add_argument("--cycles", type=int, default=3, help="lifecycle: PPO steps (cycles) when computing (default: 3)")
 
 
