@@ -21,6 +21,14 @@ from ppo_course.check_support.feedback import Mismatch
 
 Classifier = Callable[[BaseException], "tuple[str, str] | None"]
 
+try:  # Python ≥ 3.11
+    _GROUP: type | tuple = BaseExceptionGroup  # noqa: F821
+except NameError:  # Python 3.10: hypothesis depends on the backport
+    try:
+        from exceptiongroup import BaseExceptionGroup as _GROUP
+    except ImportError:
+        _GROUP = ()
+
 
 @dataclass
 class Outcome:
@@ -44,6 +52,16 @@ class Outcome:
 def _notes(exc: BaseException) -> str:
     """Hypothesis' notes ('Falsifying example: ...') attached to the exception, if any."""
     return "\n".join(str(n) for n in getattr(exc, "__notes__", []) or [])
+
+
+def _leaves(group: BaseException) -> list[BaseException]:
+    """The non-group exceptions inside a (nested) exception group, in order."""
+    if not isinstance(group, _GROUP):
+        return [group]
+    out: list[BaseException] = []
+    for member in group.exceptions:
+        out += _leaves(member)
+    return out
 
 
 class OutcomeCollector:
@@ -71,7 +89,17 @@ class OutcomeCollector:
         return self.outcomes[key]
 
     def diagnose_exception(self, exc: BaseException) -> tuple[str, str]:
-        """(diagnosis, detail) for an exception that failed a test."""
+        """(diagnosis, detail) for an exception that failed a test.
+
+        An exception group (hypothesis reports a flaky or multiple failure that way, e.g. a
+        crash on the first run and a "no further calls" on the replay) is diagnosed by its
+        first member that names a mistake.
+        """
+        if isinstance(exc, _GROUP):
+            for member in _leaves(exc):
+                diagnosis, detail = self.diagnose_exception(member)
+                if diagnosis != "grader_error":
+                    return diagnosis, detail
         if isinstance(exc, Mismatch):
             diagnosis, detail = exc.diagnosis, f"{exc.what}:\n{exc.detail}" if exc.detail else exc.what
         else:

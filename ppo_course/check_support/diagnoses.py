@@ -366,7 +366,9 @@ DIAGNOSES: dict[str, str] = {
         "Your code ran past the time limit (an infinite loop, or a very slow implementation)."
     ),
     "crash": (
-        "The process running your code died (out of memory, or a hard crash)."
+        "The process running your code was stopped: it crashed, ran out of memory or hit the CPU-time "
+        "limit (an endless loop?); after repeated failures the remaining calls of this exercise are "
+        "not run."
     ),
     "wrong_value": (
         "Wrong value, and it matches none of the known mistakes: compare your code with the "
