@@ -124,3 +124,15 @@ def test_test_output_hides_hidden_details():
     public = _test_output("public", "what it checks", False, "max_instead_of_min", "  expected: tensor(1.5)")
     assert "expected: tensor(1.5)" in public
     assert _test_output("hidden", "what it checks", True, None, "") == "Passed: what it checks"
+
+
+def test_collector_diagnoses_exception_groups():
+    """Hypothesis reports a crash-then-replay failure as an exception group: its first known member names it."""
+    from ppo_course.check_support.collect import OutcomeCollector
+    from ppo_course.check_support.feedback import Mismatch
+
+    collector = OutcomeCollector(lambda exc: ("timeout", str(exc)) if isinstance(exc, TimeoutError) else None)
+    group = ExceptionGroup("flaky", [RuntimeError("machinery"), ExceptionGroup("inner", [TimeoutError("slow")])])
+    assert collector.diagnose_exception(group)[0] == "timeout"
+    assert collector.diagnose_exception(ExceptionGroup("g", [Mismatch("max_instead_of_min")]))[0] == "max_instead_of_min"
+    assert collector.diagnose_exception(RuntimeError("a grader bug"))[0] == "grader_error"
