@@ -247,6 +247,19 @@ def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_co
     return variant
 
 
+def _ppo_loss_from(pg_variant=None, vl_variant=None, ent_variant=None):
+    """ppo_loss built from one mistaken piece (policy loss, value loss or entropy) and correct others."""
+    def variant(logp_new, logp_old, advantages, values, old_values, returns, logits, mask,
+                clip_eps=0.2, clip_range_value=0.2, vf_coef=0.1, ent_coef=0.01):
+        pg = (pg_variant(logp_new, logp_old, advantages, mask, clip_eps) if pg_variant else
+              _surrogate(torch.exp(logp_new - logp_old), advantages, mask, clip_eps))
+        vl = (vl_variant(values, old_values, returns, mask, clip_range_value) if vl_variant else
+              _value_loss(values, old_values, returns, mask, clip_range_value))
+        ent = ent_variant(logits, mask) if ent_variant else _mm(_token_entropy(logits), mask)
+        return pg + vf_coef * vl - ent_coef * ent
+    return variant
+
+
 PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
     ("entropy_sign", _ppo_loss_variant(ent_sign=1.0)),
     ("entropy_from_sampled_token", _ppo_loss_variant(sampled_entropy=True)),
@@ -256,13 +269,17 @@ PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
     ("vf_coef_wrong", _ppo_loss_variant(vf_scale=-1.0)),
     ("ignores_hyperparameter", _ppo_loss_variant(vf_coef_fixed=0.1, ent_coef_fixed=0.01)),
     ("entropy_sign", _ppo_loss_variant(ent_sign=0.0)),
+    # The mistakes of the pieces (ex2's surrogate, ex3's value loss and entropy) inside ppo_loss.
+    *[(d, _ppo_loss_from(pg_variant=v)) for d, v in CSL_VARIANTS],
+    *[(d, _ppo_loss_from(vl_variant=v)) for d, v in CVL_VARIANTS if d != "value_loss_half_factor"],
+    *[(d, _ppo_loss_from(ent_variant=v)) for d, v in ENTROPY_VARIANTS if d != "entropy_sign"],
 ]
 
 
 # --------------------------------------------------------------------------- ex4
 def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=True, next_value_same_t=False,
          forward=False, gamma_delta=True, gamma_rec=True, use_lam=True, returns="a_plus_v",
-         bootstrap_last=False):
+         bootstrap_last=False, mask_carry=True):
     """GAE with one mistake switched on (all switches off: the correct recursion)."""
     B, T = rewards.shape
     dt = rewards.dtype
@@ -285,7 +302,9 @@ def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=Tr
     adv = torch.zeros_like(rewards)
     carry = zero
     for t in (range(T) if forward else range(T - 1, -1, -1)):
-        carry = (deltas[t] + g_r * lm * carry) * m[:, t]
+        carry = deltas[t] + g_r * lm * carry
+        if mask_carry:
+            carry = carry * m[:, t]
         adv[:, t] = carry
     if returns == "a_plus_v":
         ret = adv + v
@@ -315,6 +334,7 @@ GAE_VARIANTS: list[tuple[str, Variant]] = [
     ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False)),
     ("gae_bootstraps_from_padding", _gae_variant(use_mask=False)),
     ("gae_bootstraps_from_padding", _gae_variant(bootstrap_last=True)),
+    ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False, mask_carry=False)),
     ("gae_wrong_timestep", _gae_variant(next_value_same_t=True)),
     ("gae_runs_forward", _gae_variant(forward=True)),
     ("returns_not_a_plus_v", _gae_variant(returns="monte_carlo")),
@@ -398,12 +418,12 @@ def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, 
     dt = logp.dtype
     kc = kl_coef if coef_fixed is None else coef_fixed
     kl = direction * (logp - ref_logp)
-    kl_m = torch.where(m, kl, torch.zeros((), dtype=dt))
+    kl_m = torch.where(m, kl, torch.zeros((), dtype=dt)) if masked_kl else kl
     last = _last_index(mask)
     rows = torch.arange(B)
     s = scores.to(dt)
     if placement == "per_token":
-        out = penalty_sign * kc * (kl_m if masked_kl else kl)
+        out = penalty_sign * kc * kl_m
     else:
         if last_reduce == "mean":
             row_kl = kl_m.sum(1) / m.sum(1).to(dt)
@@ -444,7 +464,8 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     # Adding the penalty equals subtracting a reversed KL; per_token_kl's own test tells them
     # apart, so here the sign of the penalty is named.
     ("kl_penalty_sign", _shaped_variant(penalty_sign=1.0)),
-    ("rewards_not_zero_on_padding", _shaped_variant(masked_kl=False)),
+    # An unmasked per-token KL leaks junk into padding (per_token) and into the row mean (last_token).
+    ("kl_unmasked", _shaped_variant(masked_kl=False)),
     ("last_token_sum_instead_of_mean", _shaped_variant(last_reduce="sum")),
     ("padding_in_mean", _shaped_variant(last_reduce="mean_over_T")),
     ("per_row_mean", _shaped_variant(last_reduce="batch_mean")),

@@ -293,12 +293,12 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
                     tags=list(entry.tags), doc=doc,
                     # Hidden tests never show inputs or expected values, not even in the model.
                     detail=detail if (kind == "public" and not passed) else ""))
-        broken = provider is not None and stem in provider.import_errors
-        status = "broken" if broken else "graded"
+        import_error = provider.primary_import_error(stem) if provider is not None else None
+        status = "broken" if import_error else "graded"
         ex_message = ""
-        if broken:
+        if import_error:
             ex_message = f"{stem}.py could not be imported, so every test of this exercise scores 0:\n\n    " + \
-                provider.import_errors[stem].strip().replace("\n", "\n    ")
+                import_error.strip().replace("\n", "\n    ")
         elif profile == "fast" and any(s == stem for s, _, _ in SLOW_TESTS):
             ex_message = "Fast profile: the short training run was not graded (left out of the max score)."
         score = round(sum(t.score for t in ex_tests), 6)

@@ -42,7 +42,8 @@ class SandboxProvider:
         self._sandbox = Sandbox(submission_dir, limits=self.limits)
         self._ex7_sandbox: Sandbox | None = None
         self._modules: dict[tuple[str, bool], object] = {}
-        self.import_errors: dict[str, str] = {}  # stem -> what the import said (shown per exercise)
+        # (stem, known_good) -> what the import said; the primary load's failure makes the exercise "broken".
+        self.import_errors: dict[tuple[str, bool], str] = {}
 
     def _sandbox_for(self, stem: str) -> Sandbox:
         if stem != "ex7_ppo_step":
@@ -71,12 +72,17 @@ class SandboxProvider:
                 self._modules[key] = self._sandbox_for(stem).load(stem, known_good=kg)
             except StudentImportError as exc:
                 diagnosis = "module_missing" if exc.cause == "missing" else "module_broken"
-                self.import_errors.setdefault(stem, str(exc))
+                self.import_errors.setdefault((stem, known_good is not False), str(exc))
                 self._modules[key] = ModuleUnavailable(diagnosis, str(exc))
         got = self._modules[key]
         if isinstance(got, ModuleUnavailable):
             raise got
         return got
+
+    def primary_import_error(self, stem: str) -> str | None:
+        """Why the module's graded load failed, or None. Exercise 7 is graded in known-good mode, so its
+        own-pieces import (the 0-point report) does not make it broken."""
+        return self.import_errors.get((stem, stem == "ex7_ppo_step"))
 
     def close(self) -> None:
         """Stop every child (idempotent)."""
@@ -104,6 +110,9 @@ class SandboxProvider:
                 return "missing_name", text
             if is_inplace_error(exc.type_name, exc.message):
                 return "modifies_input", text
+            if exc.type_name == "MemoryError" or "can't allocate memory" in exc.message \
+                    or "Cannot allocate memory" in exc.message:
+                return "out_of_memory", text
             return "raises_error", text
         if isinstance(exc, StudentTimeout):
             return "timeout", str(exc)

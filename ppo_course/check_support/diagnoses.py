@@ -362,6 +362,10 @@ DIAGNOSES: dict[str, str] = {
     "raises_error": (
         "Your code raised an exception on a valid input."
     ),
+    "out_of_memory": (
+        "Your code tried to allocate more memory than the grader allows (e.g. a [B, T, V, V] tensor or a "
+        "dense one-hot in float64); work with [B, T, V] at most and gather instead of building one-hots."
+    ),
     "timeout": (
         "Your code ran past the time limit (an infinite loop, or a very slow implementation)."
     ),

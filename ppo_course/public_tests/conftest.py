@@ -28,8 +28,14 @@ def _one_thread():
 
 @pytest.fixture(scope="module")
 def student(request: pytest.FixtureRequest):
-    """The student's module for this test module's EXERCISE (a module-like proxy)."""
-    return _provider(request.config).load(request.module.EXERCISE)
+    """The student's module for this test module's EXERCISE (a module-like proxy).
+
+    A module may set KNOWN_GOOD = True (exercise 7): when graded, its sibling imports are then
+    served by trusted pieces so that an earlier exercise's mistake is not charged again; on your
+    machine (`ppo-course check`) your own modules are always used.
+    """
+    return _provider(request.config).load(request.module.EXERCISE,
+                                           known_good=getattr(request.module, "KNOWN_GOOD", False))
 
 
 @pytest.fixture

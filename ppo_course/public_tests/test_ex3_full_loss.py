@@ -67,7 +67,9 @@ def test_ppo_loss_hand_case(student):
     loss, stats = out
     want = -0.85 - 0.01 * LN(2.0)
     expect_close(loss, _scalar(want), rtol=1e-10, atol=1e-10, what="ppo_loss(hand case)[0]",
-                 candidates=[("entropy_sign", _scalar(-0.85 + 0.01 * LN(2.0)))],
+                 # max instead of min: max(1.5, 1.2) = 1.5 and max(0.5, 0.8) = 0.8 -> surrogate loss −1.15.
+                 candidates=[("entropy_sign", _scalar(-0.85 + 0.01 * LN(2.0))),
+                             ("max_instead_of_min", _scalar(-1.15 - 0.01 * LN(2.0)))],
                  inputs="r=(1.5, 0.5), A=(1, 1), V=V_old=R=0, logits 0")
     if not isinstance(stats, dict):
         raise Mismatch("wrong_type", f"stats must be a dict, got {type(stats).__name__}", "ppo_loss(...)[1]")

@@ -41,12 +41,15 @@ def test_gae_stops_at_last_real_token(student):
     """Nothing is bootstrapped from padding: V and A past the last real token are 0."""
     # Real tokens 0, 1 (γ = 1, λ = 0.95); padding holds junk (rewards 3, 4; values 5, −7).
     # δ_1 = 1 + 0 − 0.6 = 0.4 = A_1;  δ_0 = 0 + 0.6 − 0.5 = 0.1;  A_0 = 0.1 + 0.95·0.4 = 0.48.
-    # Reading V_2 = 5 gives δ_1 = 5.4 and A_0 = 0.1 + 0.95·5.4 = 5.23.
+    # Reading V_2 = 5 gives δ_1 = 5.4 and A_0 = 0.1 + 0.95·5.4 = 5.23. Running the recursion through
+    # the padding as well (values unmasked, A not reset): A_3 = 0 + 0 − (−7) = 7; A_2 = −7 − 5 + 0.95·7
+    # = −5.35; A_1 = 5.4 + 0.95·(−5.35) = 0.3175; A_0 = 0.1 + 0.95·0.3175 = 0.401625.
     rewards, values = _t([[0.0, 1.0, 3.0, 4.0]]), _t([[0.5, 0.6, 5.0, -7.0]])
     mask = torch.tensor([[1.0, 1.0, 0.0, 0.0]])
     adv, ret = _pair(student.compute_gae(rewards, values, mask), "compute_gae")
     expect_close(adv, _t([[0.48, 0.4, 0.0, 0.0]]), mask=mask, rtol=1e-10, atol=1e-10, what="advantages with padding",
-                 candidates=[("gae_bootstraps_from_padding", _t([[5.23, 5.4, 0.0, 0.0]]))],
+                 candidates=[("gae_bootstraps_from_padding", _t([[5.23, 5.4, 0.0, 0.0]])),
+                             ("gae_bootstraps_from_padding", _t([[0.401625, 0.3175, 0.0, 0.0]]))],
                  inputs="rewards=[0, 1 | 3, 4], values=[0.5, 0.6 | 5, -7], 2 real tokens")
     expect_close(ret, _t([[0.98, 1.0, 0.0, 0.0]]), mask=mask, rtol=1e-10, atol=1e-10, what="returns with padding")
 
