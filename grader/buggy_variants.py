@@ -464,8 +464,9 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     # Adding the penalty equals subtracting a reversed KL; per_token_kl's own test tells them
     # apart, so here the sign of the penalty is named.
     ("kl_penalty_sign", _shaped_variant(penalty_sign=1.0)),
-    # An unmasked per-token KL leaks junk into padding (per_token) and into the row mean (last_token).
-    ("kl_unmasked", _shaped_variant(masked_kl=False)),
+    # An unmasked per-token KL leaks junk into padding (per_token) and into the row mean (last_token);
+    # per_token_kl's own test names kl_unmasked when that function is the cause.
+    ("rewards_not_zero_on_padding", _shaped_variant(masked_kl=False)),
     ("last_token_sum_instead_of_mean", _shaped_variant(last_reduce="sum")),
     ("padding_in_mean", _shaped_variant(last_reduce="mean_over_T")),
     ("per_row_mean", _shaped_variant(last_reduce="batch_mean")),

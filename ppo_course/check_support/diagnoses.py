@@ -242,7 +242,9 @@ DIAGNOSES: dict[str, str] = {
         "with e = clip(current_kl / target - 1, -0.2, 0.2) (TRL's AdaptiveKLController)."
     ),
     "rewards_not_zero_on_padding": (
-        "kl_shaped_rewards must be exactly 0 on padding positions."
+        "kl_shaped_rewards must be exactly 0 on padding positions: mask the per-token KL before using "
+        "it (an unmasked KL leaks the padding's junk into the rewards, and into the row mean for "
+        "placement='last_token')."
     ),
     # --- exercise 7: the PPO step (Book fig. 5.1, §5.8) ---
     "ppo_step_no_advantage_whitening": (

@@ -34,7 +34,7 @@ def test_shaped_rewards_hand_case(student):
     expect_close(got, _t([[-0.05, 2.1, 0.0]]), rtol=1e-12, atol=1e-12, what="kl_shaped_rewards(per_token)",
                  # An unmasked KL leaves −0.1·(4 − (−9)) = −1.3 on the padding position.
                  candidates=[("score_on_padding", _t([[-0.05, 0.1, 2.0]])), ("kl_penalty_sign", _t([[0.05, 1.9, 0.0]])),
-                             ("kl_unmasked", _t([[-0.05, 2.1, -1.3]]))],
+                             ("rewards_not_zero_on_padding", _t([[-0.05, 2.1, -1.3]]))],
                  inputs="scores=[2], kl=(0.5, -1 | pad), kl_coef=0.1")
     got = student.kl_shaped_rewards(SCORES, LOGP, REF_LOGP, MASK, kl_coef=0.1, placement="last_token")
     # The sum instead of the mean gives 2 − 0.1·(−0.5) = 2.05.
