@@ -20,7 +20,8 @@ E1, E2, E3, E4, E5, E6, E7 = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", 
                               "ex5_rollout_buffer", "ex6_kl_reward", "ex7_ppo_step")
 ALL = {E1, E2, E3, E4, E5, E6, E7}
 
-# student -> (status, exercises below full marks but above 0, exercises at 0); all others at full marks.
+# student -> (status, exercises below full marks but above 0, exercises at 0); all others at full marks
+# (the contract: a missing or broken module scores 0 for that exercise and nothing else).
 BY_HAND: dict[str, tuple[str, set[str], set[str]]] = {
     "ada": ("graded", set(), set()),
     "ben": ("graded", set(), {E5, E6, E7}),  # E5 is the untouched stub, E6/E7 missing
@@ -30,8 +31,8 @@ BY_HAND: dict[str, tuple[str, set[str], set[str]]] = {
     "fay": ("graded", {E1}, set()),  # probability_ratio only
     "gus": ("graded", {E3}, set()),  # value loss only
     "hana": ("graded", {E6}, set()),  # per_token_kl unmasked
-    "ivan": ("graded", set(), {E4}),  # syntax error
-    "jin": ("graded", {E4}, set()),  # compute_gae never ends; whiten is right
+    "ivan": ("graded", set(), {E4}),  # syntax error in E4
+    "jin": ("graded", {E1}, set()),  # probability_ratio never returns; the sandbox stops it
     "kai": ("graded", {E1}, set()),  # logprobs_from_logits asks for 4 GiB; the ratio is right
     "lea": ("empty", set(), ALL),
     "max": ("graded", set(), {E7}),  # zip, ex7 missing
@@ -81,12 +82,30 @@ def _max(demo_gradebook, sid: str, stem: str) -> float:
     return float(results["extra_data"]["exercises"][stem]["max_score"])
 
 
+def _expected_table() -> dict[str, dict[str, str]]:
+    """Rows of the table in EXPECTED.md, by student id (cells stripped)."""
+    header, rows = None, {}
+    for line in (cohort_dir() / "EXPECTED.md").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif not set(cells[0]) <= set("-: "):
+            rows[cells[0]] = dict(zip(header, cells))
+    return rows
+
+
 @pytest.mark.slow
-def test_demo_totals_match_expected_md(demo_gradebook):
+def test_demo_matches_expected_md(demo_gradebook):
     _, book = demo_gradebook
     expected = parse_expected(cohort_dir() / "EXPECTED.md", profile=PROFILE)
-    got = {sid: (row["total"], row["status"]) for sid, row in book.items()}
-    assert got == expected
+    assert {sid: (row["total"], row["status"]) for sid, row in book.items()} == expected
+    # Per exercise too; the fast profile leaves out exercise 7's training run, so its ex7 differs.
+    stems = sorted(ALL - ({E7} if PROFILE == "fast" else set()))
+    table = _expected_table()
+    for sid, row in book.items():
+        assert {s: row[s] for s in stems} == {s: table[sid][s] for s in stems}, sid
 
 
 @pytest.mark.slow
