@@ -166,18 +166,22 @@ def expect_inputs_untouched(student, name: str, args: tuple, kwargs: dict | None
                             error_name: Callable[[BaseException], str | None]) -> None:
     """Mismatch('modifies_input') when the student's `name` modifies an input tensor in place.
 
-    The sandbox sends copies, so the caller's tensors can never change; what is
-    checked is the student's function itself. The float inputs are passed as
-    leaves that require grad, where autograd refuses (and reports) any in-place
-    change; when the provider can compare inputs before/after a call directly
-    (`modified_inputs`, the local provider of `ppo-course check`), that is used too.
+    The check that counts is made by the provider outside the student's reach
+    (`modified_inputs`): the sandbox passes the arguments in shared memory and the
+    grading process compares their bytes after an ordinary call (plain inputs, no
+    `requires_grad`, nothing to tell it from any other call; `grader.sandbox.shared_args`);
+    the local provider of `ppo-course check` compares clones. A provider without
+    `modified_inputs` falls back to passing the float inputs as leaves that require
+    grad, where autograd refuses (and reports) an in-place change made with grad enabled.
     """
     kwargs = kwargs or {}
-    # Only a local provider's module has it (a sandbox module would forward the name to the child).
+    # The sandbox's RemoteModule and the local provider's module have it (a class attribute, so that
+    # a module proxy never forwards the name to the student's code).
     if callable(getattr(type(student), "modified_inputs", None)):
         changed = student.modified_inputs(name, args, kwargs)
         if changed:
             raise Mismatch("modifies_input", f"changed in place: {', '.join(changed)}", f"{name}(...)")
+        return
     out = getattr(student, name)(*args, **kwargs)
     head = out[0] if isinstance(out, (tuple, list)) and out else out
     grad_output = None

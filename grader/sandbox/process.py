@@ -20,6 +20,7 @@ from typing import Any, Callable
 from grader.sandbox.errors import SandboxError, StudentCrash, StudentError, StudentImportError, StudentTimeout
 from grader.sandbox.forkserver import ForkServerClient
 from grader.sandbox.limits import Limits
+from grader.sandbox.shared_args import SharedArgs
 from ppo_course.sandbox import codec
 
 
@@ -90,6 +91,11 @@ class ChildProcess:
         self.end_status = ""
         self.info: dict = {}
         self._next_id = 1
+        self._send_fds: list[int] = []  # descriptors to attach to the next bytes sent
+        #: The last request's arguments in shared memory (None when it had no tensors).
+        self.last_shared: SharedArgs | None = None
+        #: Paths of the last request's tensor arguments that the child changed in place.
+        self.last_modified: list[str] = []
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         for sock in (parent_sock, child_sock):
             # Larger socket buffers: a [B, T, V] tensor crosses in a few system calls.
@@ -187,7 +193,11 @@ class ChildProcess:
                     continue
                 if events & selectors.EVENT_WRITE and out:
                     try:
-                        sent = self.sock.send(out[: 4 << 20])
+                        if self._send_fds:  # the request's shared memory travels with its first bytes
+                            sent = socket.send_fds(self.sock, [out[: 4 << 20]], self._send_fds)
+                            self._send_fds = []
+                        else:
+                            sent = self.sock.send(out[: 4 << 20])
                     except BlockingIOError:
                         sent = 0
                     except OSError:
@@ -266,9 +276,34 @@ class ChildProcess:
         header = {"m": "req", "id": rid, "op": op}
         for key, value in fields.items():
             header[key] = enc.encode(value)
-        out = bytearray(b"".join(codec.pack_frame(header, enc.buffers)))
+        if self.last_shared is not None:
+            self.last_shared.close()
+            self.last_shared = None
+        self.last_modified = []
+        buffers_out = enc.buffers
+        if buffers_out and sum(len(b) for b in buffers_out) > 0:
+            # Arguments in shared memory: the parent checks them after the call (shared_args).
+            try:
+                shared = SharedArgs(header, buffers_out)
+            except OSError:
+                shared = None  # no memfd here: the arguments travel in the frame (copies, unchecked)
+            if shared is not None:
+                self.last_shared = shared
+                header["shm"] = shared.spec
+                buffers_out = []
+                self._send_fds = [shared.fd]
+        out = bytearray(b"".join(codec.pack_frame(header, buffers_out)))
         timeout = self.limits.call_timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout
+        try:
+            return self._exchange(rid, out, deadline, timeout)
+        finally:
+            self._send_fds = []
+            if self.last_shared is not None:
+                self.last_modified = self.last_shared.modified()
+
+    def _exchange(self, rid: int, out: bytearray, deadline: float, timeout: float) -> Any:
+        """Send the request ``out`` and serve the child until its reply (see ``request``)."""
         try:
             while True:
                 reply, buffers = self._pump(out, deadline)

@@ -235,6 +235,32 @@ class RemoteModule:
                                                "output_index": output_index}, timeout)
         return got["output"], dict(got["grads"])
 
+    def modified_inputs(self, name: str, args: Sequence[Any] = (), kwargs: dict | None = None) -> list[str]:
+        """Call ``name`` like ``call`` and return the tensor arguments it changed in place.
+
+        The parent compares the shared-memory arguments with what it sent
+        (``grader.sandbox.shared_args``), so nothing the student's code does in its
+        process can hide a change. Paths are ``args[i]`` / ``kwargs['name']``.
+        The same verdict exists for every call (``last_modified``).
+
+        Raises:
+            StudentError, StudentTimeout, StudentCrash, StudentImportError (as ``call``).
+        """
+        self.call(name, args, kwargs)
+        return self.last_modified()
+
+    def last_modified(self) -> list[str]:
+        """Paths of the tensor arguments that the last request (of this module or its objects) changed in place."""
+        return list(self._child.last_modified) if self._child is not None else []
+
+    def last_shared_arguments(self) -> Any:
+        """The last request's arguments in shared memory (a ``SharedArgs``), or None.
+
+        A grader may ``overwrite`` them after the call to see whether the student's
+        object kept references to them instead of copies.
+        """
+        return self._child.last_shared if self._child is not None else None
+
     def signature(self, name: str) -> str | None:
         """``str(inspect.signature(module.name))`` in the child, or None if there is none."""
         try:

@@ -88,6 +88,23 @@ class Unencodable(Exception):
 # ---------------------------------------------------------------------------
 
 
+#: Alignment (bytes) of each buffer in a shared-memory request (see ``shared_layout``).
+SHM_ALIGN = 64
+
+
+def shared_layout(lengths: list[int]) -> tuple[list[tuple[int, int]], int]:
+    """Where each buffer of a shared-memory request lies: ``([(offset, length), ...], total_size)``.
+
+    Offsets are multiples of ``SHM_ALIGN``, so that every tensor built on the
+    mapping is aligned for its dtype.
+    """
+    layout, pos = [], 0
+    for n in lengths:
+        layout.append((pos, int(n)))
+        pos += -(-int(n) // SHM_ALIGN) * SHM_ALIGN
+    return layout, pos
+
+
 def pack_frame(header: dict, buffers: list[bytes]) -> list[bytes]:
     """Serialise one message into a list of byte chunks (send them in order).
 
@@ -308,6 +325,10 @@ class Decoder:
             None makes a handle a ``ProtocolError``.
         make_generator: ``(state_tensor, gen_id) -> torch.Generator``; the
             default builds a fresh CPU generator with that state.
+        shared: the buffers are writable memoryviews of the parent's shared memory
+            (a request's arguments, see ``grader.sandbox.shared_args``): tensors,
+            bool ones included, are built on them without a copy, so that the
+            parent sees any in-place change. Only the child decodes so.
     """
 
     def __init__(
@@ -315,8 +336,10 @@ class Decoder:
         buffers: list[bytes],
         resolve_handle: Callable[[str, int, str], Any] | None = None,
         make_generator: Callable[[torch.Tensor, int], torch.Generator] | None = None,
+        shared: bool = False,
     ) -> None:
         self.buffers = buffers
+        self.shared = shared
         self.resolve_handle = resolve_handle
         self.make_generator = make_generator
         self._used: set[int] = set()
@@ -328,6 +351,8 @@ class Decoder:
         if type(idx) is not int or not 0 <= idx < len(self.buffers):
             raise ProtocolError(f"buffer index {idx!r} out of range")
         raw = self.buffers[idx]
+        if self.shared and isinstance(raw, memoryview) and not raw.readonly:
+            return raw  # shared on purpose (see the ``shared`` argument)
         if idx in self._used or not isinstance(raw, bytearray):
             return bytearray(raw)
         self._used.add(idx)
@@ -397,7 +422,7 @@ class Decoder:
             raise ProtocolError(f"tensor buffer holds {len(raw)} bytes, but {shape} x {dtype} needs {numel * itemsize}")
         if numel == 0:
             return torch.empty(shape, dtype=dtype)
-        if dtype == torch.bool:
+        if dtype == torch.bool and not (self.shared and isinstance(raw, memoryview)):
             # Only 0/1 bytes make a valid bool tensor; normalise any other byte.
             return torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(shape)
         return torch.frombuffer(raw, dtype=dtype).reshape(shape)
