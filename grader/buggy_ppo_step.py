@@ -30,7 +30,12 @@ def build_setting(payload: dict):
     policy = CausalLMWithValueHead(PolicyConfig.model_validate(payload["model_config"]))
     policy.load_state_dict(payload["state_dict"])
     policy.train()
-    ref_policy = copy.deepcopy(policy).eval()
+    if payload.get("ref_state_dict") is not None:
+        ref_policy = CausalLMWithValueHead(PolicyConfig.model_validate(payload["model_config"]))
+        ref_policy.load_state_dict(payload["ref_state_dict"])
+        ref_policy.eval()
+    else:
+        ref_policy = copy.deepcopy(policy).eval()
     ref_policy.requires_grad_(False)
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
     generator = torch.Generator().manual_seed(int(payload["seed"]))

@@ -56,26 +56,39 @@ def _initial_state(seed: int) -> dict[str, torch.Tensor]:
         return {k: v.clone() for k, v in CausalLMWithValueHead(toy_task.policy_config()).state_dict().items()}
 
 
+def perturbed(state: dict[str, torch.Tensor], scale: float, seed: int) -> dict[str, torch.Tensor]:
+    """`state` plus seeded N(0, scale²) noise on every float tensor (deterministic: its own generator)."""
+    g = torch.Generator().manual_seed(seed)
+    return {k: v + scale * torch.randn(v.shape, generator=g, dtype=v.dtype) if v.is_floating_point() else v.clone()
+            for k, v in state.items()}
+
+
 def make_payload(seed: int = 0, batch: int = 16, state: dict | None = None, config_seed: int | None = None,
-                 **config) -> dict:
+                 ref_noise: float = 0.0, **config) -> dict:
     """The harness payload: model config, initial weights, prompts, PPOConfig dict and the generator seed
-    (`seed`; `config_seed` sets PPOConfig.seed, which a correct step never uses for sampling or shuffling)."""
+    (`seed`; `config_seed` sets PPOConfig.seed, which a correct step never uses for sampling or shuffling).
+    `ref_noise` > 0 adds `ref_state_dict`: the reference policy is the initial weights plus seeded noise of
+    that scale, so that the KL to it is not 0 on the graded step (without it, ref_policy = policy)."""
     if config_seed is not None:
         config["seed"] = config_seed
     from ppo_course import toy_task
 
-    return {"model_config": toy_task.policy_config().model_dump(),
-            "state_dict": state if state is not None else _initial_state(seed),
-            "queries": toy_task.sample_queries(batch, torch.Generator().manual_seed(1000 + seed)),
-            "ppo_config": _ppo_config(batch_size=batch, **config), "seed": seed}
+    payload = {"model_config": toy_task.policy_config().model_dump(),
+               "state_dict": state if state is not None else _initial_state(seed),
+               "queries": toy_task.sample_queries(batch, torch.Generator().manual_seed(1000 + seed)),
+               "ppo_config": _ppo_config(batch_size=batch, **config), "seed": seed}
+    if ref_noise > 0:
+        payload["ref_state_dict"] = perturbed(payload["state_dict"], ref_noise, 7000 + seed)
+    return payload
 
 
 def run_student(module, payload: dict) -> dict:
     """The student's step through the harness (RemoteModule in grading, LocalModule in `check`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        extra = {"ref_state_dict": payload["ref_state_dict"]} if "ref_state_dict" in payload else {}
         out = module.ppo_step_harness(payload["model_config"], payload["state_dict"], payload["queries"],
-                                      payload["ppo_config"], payload["seed"])
+                                      payload["ppo_config"], payload["seed"], **extra)
     if not isinstance(out, dict) or not isinstance(out.get("state_dict"), dict):
         raise Mismatch("wrong_type", "the harness got no parameters back", "ppo_step(...)")
     return out
@@ -168,13 +181,18 @@ def tracking():
     return Tracking()
 
 
-# The default setting: β = 0.1 so that the controller's update is visible in its value.
-DEFAULT_CONFIG = {"init_kl_coef": 0.1}
+# The default setting: β = 0.1 so that the controller's update is visible in its value. The
+# reference policy differs from the policy (weights + N(0, 0.05²), REF_NOISE), so the KL is not 0:
+# measured 1.59 nats per sequence (0.10 per token, 16 tokens) with the reference step. target_kl = 1.5
+# keeps the controller's error KL/target − 1 = +0.06 inside its ±0.2 clip in per-sequence units, while
+# per-token units give −0.93 → −0.2: kl_coef 0.1000098 vs 0.0999680 (ppo_step_kl_units is visible).
+DEFAULT_CONFIG = {"init_kl_coef": 0.1, "target_kl": 1.5}
+REF_NOISE = 0.05
 
 
 def _parity(provider, runs, tracking=None, key="default", **config):
     """(payload, student's result, reference's result) for one setting; each runs once per session."""
-    payload = make_payload(seed=3, **(config or DEFAULT_CONFIG))
+    payload = make_payload(seed=3, ref_noise=REF_NOISE, **(config or DEFAULT_CONFIG))
     known_good = tracking.known_good if tracking is not None else True
     student = runs.get(("student", key), lambda: run_student(provider.load(EXERCISE, known_good=known_good), payload))
     want = runs.get(("reference", key), lambda: run_reference(payload))
@@ -228,7 +246,8 @@ def test_ppo_step_updates_kl_controller(provider, runs, tracking):
 
 def test_ppo_step_other_config(provider, runs):
     """Parity with last-token KL placement, no reward whitening, γ = 0.9, 3 epochs, 4 accumulation steps,
-    sampling temperature 0.7 and config.seed 7 (the mini-batch order must come from the given generator)."""
+    sampling temperature 0.7 (also in every forward pass: ppo_step_temperature_ignored), a reference policy
+    that differs from the policy, and config.seed 7 (the mini-batch order must come from the given generator)."""
     payload, got, want = _parity(provider, runs, None, key="other", kl_placement="last_token", whiten_rewards=False,
                                  gamma=0.9, ppo_epochs=3, mini_batch_size=2, gradient_accumulation_steps=4,
                                  cliprange=0.1, vf_coef=0.5, temperature=0.7, config_seed=7)

@@ -284,14 +284,19 @@ class RemoteModule:
         ppo_config: dict,
         seed: int,
         timeout: float | None = None,
+        ref_state_dict: dict[str, torch.Tensor] | None = None,
     ) -> dict:
         """Run the student's ``ppo_step`` once on the package's model (``ppo_course.sandbox.harness``).
+
+        ``ref_state_dict``: the reference policy's weights (default: a copy of the policy).
 
         Returns:
             ``{"state_dict": {name: Tensor}, "stats": ..., "kl_coef": ...}`` as decoded data.
         """
         payload = {"model_config": model_config, "state_dict": dict(state_dict), "queries": queries,
                    "ppo_config": ppo_config, "seed": int(seed)}
+        if ref_state_dict is not None:
+            payload["ref_state_dict"] = dict(ref_state_dict)
         return self._request("harness_ex7", {"payload": payload}, timeout)
 
     def captured_output(self, stream: str | None = None) -> str:

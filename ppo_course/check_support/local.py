@@ -119,13 +119,16 @@ class LocalModule:
         return _detach(out), grads
 
     def ppo_step_harness(self, model_config: dict, state_dict: dict, queries: torch.Tensor, ppo_config: dict,
-                         seed: int, timeout: float | None = None) -> dict:
+                         seed: int, timeout: float | None = None, ref_state_dict: dict | None = None) -> dict:
         """Run the module's `ppo_step` once in the exercise-7 harness (`ppo_course.sandbox.harness`),
-        as the graders' sandbox does: {"state_dict", "stats", "kl_coef"}."""
+        as the graders' sandbox does: {"state_dict", "stats", "kl_coef"}. `ref_state_dict`: the
+        reference policy's weights (default: a copy of the policy)."""
         from ppo_course.sandbox.harness import run_ppo_step
 
         payload = {"model_config": model_config, "state_dict": _copy(dict(state_dict)), "queries": _copy(queries),
                    "ppo_config": ppo_config, "seed": int(seed)}
+        if ref_state_dict is not None:
+            payload["ref_state_dict"] = _copy(dict(ref_state_dict))
         return run_ppo_step(self._module, payload)
 
     def modified_inputs(self, name: str, args: tuple = (), kwargs: dict | None = None) -> list[str]:

@@ -7,7 +7,8 @@ that the grader can run ``ppo_reference.ppo_step`` on the same inputs in the
 parent and compare parameters after one step:
 
 * ``policy = CausalLMWithValueHead(PolicyConfig(**model_config))`` loaded with the state dict;
-* ``ref_policy``: a frozen deep copy (``eval()``, ``requires_grad_(False)``);
+* ``ref_policy``: a frozen deep copy (``eval()``, ``requires_grad_(False)``), or, when the payload
+  has ``ref_state_dict``, a frozen model loaded with those weights (so that the KL is not 0);
 * ``optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)``;
 * ``generator = torch.Generator().manual_seed(seed)``;
 * ``reward_fn = ppo_course.toy_task.score`` (the toy reward model);
@@ -31,7 +32,8 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
     Args:
         module: the student's imported ``ex7_ppo_step``.
         payload: ``{"model_config": dict, "state_dict": {name: Tensor},
-            "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``.
+            "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``, and optionally
+            ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's).
 
     Returns:
         ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
@@ -52,7 +54,13 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
     policy = CausalLMWithValueHead(PolicyConfig.model_validate(payload["model_config"]))
     policy.load_state_dict(payload["state_dict"])
     policy.train()
-    ref_policy = copy.deepcopy(policy).eval()
+    if payload.get("ref_state_dict") is not None:
+        # A reference that differs from the policy (KL ≠ 0 on this step), e.g. the SFT weights.
+        ref_policy = CausalLMWithValueHead(PolicyConfig.model_validate(payload["model_config"]))
+        ref_policy.load_state_dict(payload["ref_state_dict"])
+        ref_policy.eval()
+    else:
+        ref_policy = copy.deepcopy(policy).eval()
     ref_policy.requires_grad_(False)
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
     generator = torch.Generator().manual_seed(int(payload["seed"]))
