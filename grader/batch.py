@@ -1042,6 +1042,27 @@ def _progress(enabled: bool):
     )
 
 
+class BatchBusy(RuntimeError):
+    """Another batch is writing to the same OUT_DIR right now."""
+
+
+def _lock_out_dir(state: Path):
+    """An exclusive ``flock`` on ``state/lock`` (released by the kernel even after kill -9).
+
+    Raises:
+        BatchBusy: if another process holds it.
+    """
+    import fcntl
+
+    fh = open(state / "lock", "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise BatchBusy(f"another grade-batch is writing to {state.parent}; wait for it or use another --out")
+    return fh
+
+
 def run_batch(
     submissions_dir: Path,
     out_dir: Path,
@@ -1082,6 +1103,7 @@ def run_batch(
 
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
+        BatchBusy: if another batch is writing to ``out_dir``.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
     """
     t_start = time.monotonic()
@@ -1097,6 +1119,8 @@ def run_batch(
         say(f"warning: {w}")
     out_dir.mkdir(parents=True, exist_ok=True)
     state = out_dir / STATE_DIR
+    state.mkdir(exist_ok=True)
+    lock = _lock_out_dir(state)  # held until this function returns (or the process dies)
     # Staging and scratch of a killed run are stale: start clean.
     shutil.rmtree(state / "staging", ignore_errors=True)
     shutil.rmtree(state / "work", ignore_errors=True)
@@ -1220,6 +1244,7 @@ def run_batch(
             raise
         pool.shutdown(wait=True)
     records = rebuild_gradebook()
+    lock.close()
     shutil.rmtree(state / "staging", ignore_errors=True)
     shutil.rmtree(state / "work", ignore_errors=True)
     if report:

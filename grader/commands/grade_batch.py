@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     """Grade the batch, print where the files are; exit 0 when the batch ran, 2 on a usage error."""
     import sys
 
-    from grader.batch import BatchLimits, run_batch
+    from grader.batch import BatchBusy, BatchLimits
     from grader.points import EXERCISES
 
     if not args.submissions.is_dir():
@@ -54,7 +54,24 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"error: unknown exercise(s) {unknown}; known: {', '.join(EXERCISES)}", file=sys.stderr)
         return 2
-    summary = run_batch(
+    try:
+        summary = _run(args, limits, exercises)
+    except BatchBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    counts = ", ".join(f"{summary.count(s)} {s}" for s in ("graded", "empty", "rejected", "timed-out", "crashed")
+                       if summary.count(s))
+    print(f"{len(summary.records)} students ({counts}); graded now {len(summary.graded_now)}, "
+          f"up to date {len(summary.skipped)}; {summary.seconds:.1f} s")
+    print(f"gradebook: {summary.out_dir / 'gradebook.csv'}")
+    print(f"class report: {summary.out_dir / 'report.md'}")
+    return 0
+
+
+def _run(args, limits, exercises):
+    from grader.batch import run_batch
+
+    return run_batch(
         args.submissions,
         args.out,
         jobs=args.jobs,
@@ -66,10 +83,3 @@ def run(args: argparse.Namespace) -> int:
         assignment=args.assignment,
         progress=not args.no_progress,
     )
-    counts = ", ".join(f"{summary.count(s)} {s}" for s in ("graded", "empty", "rejected", "timed-out", "crashed")
-                       if summary.count(s))
-    print(f"{len(summary.records)} students ({counts}); graded now {len(summary.graded_now)}, "
-          f"up to date {len(summary.skipped)}; {summary.seconds:.1f} s")
-    print(f"gradebook: {summary.out_dir / 'gradebook.csv'}")
-    print(f"class report: {summary.out_dir / 'report.md'}")
-    return 0

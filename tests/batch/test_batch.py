@@ -276,3 +276,15 @@ def test_a_fault_of_the_batch_layer_is_recorded_as_crashed(cohort, tmp_path, mon
     assert book["bob"]["status"] == "crashed" and "No space left on device" in book["bob"]["message"]
     assert book["bob"]["max_total"] == "14"
     assert (book["alice"]["status"], book["carol"]["status"]) == ("graded", "empty")
+
+
+def test_a_second_batch_on_the_same_out_dir_is_refused(cohort, tmp_path):
+    state = tmp_path / "out" / batch.STATE_DIR
+    state.mkdir(parents=True)
+    held = batch._lock_out_dir(state)  # what a running batch holds
+    try:
+        with pytest.raises(batch.BatchBusy, match="another grade-batch"):
+            grade(cohort, tmp_path / "out")
+    finally:
+        held.close()
+    assert grade(cohort, tmp_path / "out").count("graded") == 2  # free again
