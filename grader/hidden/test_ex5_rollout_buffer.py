@@ -131,6 +131,50 @@ def test_minibatches_cover_rollout_once(student):
             f"ids {ids}, sizes {sizes}", "minibatches(2) over 5 sequences")
 
 
+def test_buffer_keeps_copies(student):
+    """add() stores copies: the caller overwriting its tensors after add() changes no mini-batch.
+
+    In the sandbox the arguments of add() live in memory shared with the grading
+    process (`grader.sandbox.shared_args`), which overwrites them after the call,
+    as a caller reusing its tensors between steps would; locally the tensors
+    themselves are overwritten. The ids are left alone, so that rows are matched by id.
+    """
+    original = _rollout(4, seed=12)
+    caller = {k: v.clone() for k, v in original.items()}
+    reused = {"responses": caller["responses"] + 1, "logp_old": caller["logp_old"] - 7.0,
+              "values": caller["values"] + 7.0, "mask": ~caller["mask"]}
+    buf = student.new("RolloutBuffer")
+    buf.add(**caller)
+    if callable(getattr(type(student), "last_shared_arguments", None)):
+        shared = student.last_shared_arguments()
+        if shared is None:
+            raise Mismatch("grader_error", "add()'s arguments were not in shared memory", "RolloutBuffer.add")
+        for name, value in reused.items():
+            shared.overwrite(f"kwargs[{name!r}]", value)
+    else:
+        for name, value in reused.items():
+            caller[name].copy_(value)
+    buf.start_training()
+    batches = drain(buf.minibatches(4, generator=torch.Generator().manual_seed(3)))
+    what = "mini-batches after the caller changed its tensors"
+    if not isinstance(batches, list) or not all(isinstance(mb, dict) for mb in batches):
+        raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", what)
+    try:
+        got = {k: torch.cat([mb[k] for mb in batches]) for k in original}
+    except Exception:  # noqa: BLE001 - a missing field or a non-tensor: the order test names it
+        raise Mismatch("wrong_type", "mini-batches do not hold every added field as tensors", what) from None
+    order = torch.argsort(got["ids"])
+    _expect(got["ids"][order].tolist() == [0, 1, 2, 3], "buffer_wrong_minibatch_order",
+            f"ids {got['ids'].tolist()}", what)
+    for name, value in reused.items():
+        rows = got[name][order]
+        if rows.shape == value.shape and bool(torch.equal(rows, value)):
+            raise Mismatch("buffer_aliases_inputs", f"field {name!r} followed the caller's change", what)
+        _expect(rows.shape == original[name].shape and bool(torch.equal(rows, original[name])),
+                "buffer_aliases_inputs" if rows.shape == value.shape and bool((rows == value).any())
+                else "buffer_wrong_minibatch_order", f"field {name!r} differs from what was added", what)
+
+
 def test_invalid_use_raises(student, error_name):
     """start_training() on an empty buffer or twice: RuntimeError; add() with mismatched batch sizes or no fields:
     ValueError."""
