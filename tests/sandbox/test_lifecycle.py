@@ -153,6 +153,10 @@ def test_other_processes_share_the_fork_server_and_own_their_children(server, su
     from grader.sandbox import ForkServerClient, Sandbox, SandboxError
     from grader.sandbox.forkserver import SHARE_ENV
 
+    if not server.listen_path:
+        # Another test of this worker made the process-wide server first, without share=True
+        # (shared() returns an existing server as it is): start a listening one for this test.
+        server = ForkServerClient(share=True)
     env = server.share_env()
     owner_box = Sandbox(submission(STUDENT, name="owner"), server=server)
     owner_child = owner_box.load("ex1_ratio").info["pid"]
