@@ -25,6 +25,11 @@ op                      does
 ``ping``                liveness
 ======================  ====================================================
 
+A request whose arguments hold tensors carries ``"shm": {"size": n, "bufs":
+[[offset, length], ...]}`` instead of frame buffers: its memfd arrives with it
+(SCM_RIGHTS) and the arguments are decoded on a shared mapping of it, so that
+the parent sees in-place changes (``grader.sandbox.shared_args``).
+
 Replies: ``{"m": "ok", "id": n, "value": ...}``, ``{"m": "err", "id": n,
 "type": ..., "message": ..., "traceback": ...}``, ``{"m": "stop", "id": n}``.
 While a request runs, known-good proxies may send ``{"m": "cb", ...}``
