@@ -43,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: unknown exercise(s) {unknown or args.exercises!r}; known: {', '.join(EXERCISES)}",
                   file=sys.stderr)
             return 2
+    if not args.submission.exists() and not args.submission.is_symlink():
+        # A typo, not a submission: say so rather than write a results.json of 0 points.
+        print(f"error: submission {args.submission} does not exist (give a folder or a .zip)", file=sys.stderr)
+        return 2
     for target in filter(None, (args.out, args.feedback)):
         if target.exists() and target.is_dir():
             print(f"error: {target} is a folder; give a file path", file=sys.stderr)

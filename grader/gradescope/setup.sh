@@ -4,6 +4,7 @@
 # build of torch (first, so that pip never pulls a multi-GB CUDA build) and
 # the grader itself into /autograder/venv, which run_autograder uses.
 set -euo pipefail
+apt-get update
 apt-get install -y --no-install-recommends python3 python3-pip python3-venv
 python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install --quiet --upgrade pip

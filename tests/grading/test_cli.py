@@ -42,6 +42,9 @@ def test_grade_exit_zero_for_unreadable_submission(tmp_path):
 def test_grade_usage_errors_exit_2(tmp_path):
     assert main(["grade", str(tmp_path), "--out", str(tmp_path / "r.json"), "--exercises", "ex9"]) == 2
     assert main(["grade", str(tmp_path), "--out", str(tmp_path)]) == 2  # --out is a folder
+    # a path that does not exist is a typo, not a submission: no results.json of 0 points
+    assert main(["grade", str(tmp_path / "nothere"), "--out", str(tmp_path / "n.json")]) == 2
+    assert not (tmp_path / "n.json").exists()
     with pytest.raises(SystemExit) as exc:  # argparse: missing --out
         main(["grade", str(tmp_path)])
     assert exc.value.code == 2
