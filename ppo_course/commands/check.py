@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exercises_dir", nargs="?", type=Path, default=None, metavar="EXERCISES_DIR",
                         help="folder holding ex1_ratio.py ... (default: ./exercises if present, else the current folder)")
     parser.add_argument("-e", "--exercise", action="append", default=[], metavar="STEM",
-                        help="check only this exercise (e.g. ex4_gae); repeatable")
+                        help="check only this exercise (e.g. ex4_gae, or a unique prefix such as ex4); repeatable")
     parser.add_argument("--cpu-seconds", type=int, default=120, metavar="S",
                         help="CPU-time limit of the test run (default: 120)")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
@@ -95,9 +96,95 @@ def run_public_tests(exercises_dir: Path, stems: list[str], cpu_seconds: int = 1
         return {"outcomes": [], "error": f"the test run died ({why}):\n" + "\n".join(tail)}
 
 
+_UNAVAILABLE = ("module_missing", "module_broken")
+
+
+def _import_problem(stem: str, detail: str) -> str:
+    """A short reason from a "module_broken" detail: "syntax error line N", "does not import (TypeError)",
+    or, when the error is in a sibling module it imports, "does not import (syntax error in ex4_gae.py line N)"."""
+    last = [ln.strip() for ln in detail.strip().splitlines() if ln.strip()]
+    err = last[-1].split(":", 1)[0].split()[-1] if last else "error"
+    where = re.findall(r'File "([^"]*)", line (\d+)', detail)
+    culprit = Path(where[-1][0]).name if where else f"{stem}.py"
+    if err in ("SyntaxError", "IndentationError", "TabError"):
+        what = f"syntax error line {where[-1][1]}" if where else "syntax error"
+        return what if culprit == f"{stem}.py" else f"does not import (syntax error in {culprit} {what[13:]})"
+    return f"does not import ({err})"
+
+
+def _not_implemented_names(stem: str, failed: list[dict]) -> list[str]:
+    """The functions named by the NotImplementedError messages (`<stem>.<name>:`), else the test names."""
+    names: list[str] = []
+    for o in failed:
+        found = re.search(rf"{re.escape(stem)}\.(\w+)", o.get("detail", ""))
+        name = found.group(1) if found else o["test"]
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def summarise(outcomes: list[dict], exercises_dir: Path, stems: list[str]) -> list[dict]:
+    """One row per exercise: {"stem", "passed", "total", "status", "lines", "panels"}.
+
+    `status` is one of "module not found", "syntax error line N", "does not import (Error)",
+    "not implemented", "all passed" or "K/N passed" (plus ", M not implemented" when some of the
+    module's functions still raise NotImplementedError). `lines` holds the one-line notes
+    (a module that does not import or is not implemented: said once, not per test); `panels`
+    the failed outcomes that deserve a detailed box (a test that ran and failed).
+    """
+    rows = []
+    shown: set[str] = set()  # import errors already printed in full (a sibling's error is printed once)
+    for stem in stems:
+        mine = [o for o in outcomes if o["exercise"] == stem]
+        row = {"stem": stem, "passed": sum(o["passed"] for o in mine), "total": len(mine), "lines": [],
+               "panels": []}
+        rows.append(row)
+        if not (exercises_dir / f"{stem}.py").is_file():
+            row["status"] = "module not found"
+            row["lines"].append(f"{stem}.py is not in {exercises_dir}")
+            continue
+        failed = [o for o in mine if not o["passed"]]
+        own_broken = [o for o in failed if o.get("diagnosis") == "module_broken"
+                      and f"importing {stem}.py " in o.get("detail", "")]
+        if own_broken:
+            detail = own_broken[0].get("detail", "")
+            row["status"] = _import_problem(stem, detail)
+            key = detail.split("failed: ", 1)[-1]  # the same error reached through a sibling import
+            said = " (the error is shown above)" if key in shown else \
+                ":\n" + "\n".join("    " + ln for ln in detail.splitlines())
+            shown.add(key)
+            row["lines"].append(f"{stem}.py: {row['status']}; its {len(mine)} test(s) did not run{said}")
+            continue
+        not_impl = [o for o in failed if o.get("diagnosis") == "not_implemented"]
+        # A sibling module that is missing or broken (e.g. ex7 using your ex1-ex6): said once per reason.
+        unavailable = [o for o in failed if o.get("diagnosis") in _UNAVAILABLE]
+        row["panels"] = [o for o in failed if o not in not_impl and o not in unavailable]
+        if not_impl:
+            names = _not_implemented_names(stem, not_impl)
+            row["lines"].append(f"{stem} [not_implemented]: {', '.join(names)} still raise"
+                                f"{'s' if len(names) == 1 else ''} NotImplementedError; "
+                                f"{len(not_impl)} test{'s' if len(not_impl) != 1 else ''} waiting")
+        for reason in dict.fromkeys(o.get("detail", "").strip().splitlines()[0] if o.get("detail") else
+                                    o.get("diagnosis", "") for o in unavailable):
+            tests = [o["test"] for o in unavailable
+                     if (o.get("detail", "").strip().splitlines() or [o.get("diagnosis", "")])[0] == reason]
+            row["lines"].append(f"{stem}: {len(tests)} test(s) need another module: {reason}")
+        if mine and len(not_impl) == len(mine):
+            row["status"] = "not implemented"
+        elif mine and row["passed"] == len(mine):
+            row["status"] = "all passed"
+        else:
+            row["status"] = f"{row['passed']}/{len(mine)} passed"
+            if not_impl:
+                row["status"] += f", {len(not_impl)} not implemented"
+    return rows
+
+
 def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: str | None, console=None) -> int:
-    """Print a summary table and one panel per failed test; return the exit status (0 or 1)."""
+    """Print the notes, one box per test that ran and failed, then the summary table (last, so it
+    stays on screen); return the exit status (0 all passed, 1 otherwise)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
 
@@ -105,38 +192,51 @@ def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: s
 
     console = console or Console()
     if error:
-        console.print(Panel(error, title="ppo-course check could not finish", border_style="red"))
+        console.print(Panel(escape(error), title="ppo-course check could not finish", border_style="red"))
         return 1
+    rows = summarise(outcomes, exercises_dir, stems)
+    for row in rows:
+        for o in row["panels"]:
+            diagnosis = o.get("diagnosis") or "wrong_value"
+            body = f"{escape(o.get('doc', ''))}\n\n[bold]{diagnosis}[/]: {escape(DIAGNOSES.get(diagnosis, ''))}"
+            if o.get("detail"):
+                body += "\n\n" + escape(o["detail"])
+            console.print(Panel(body, title=f"{o['exercise']} · {o['test']}", border_style="red"))
+    for row in rows:
+        for line in row["lines"]:
+            console.print(f"[yellow]•[/] {escape(line)}")
     table = Table(title=f"Public tests on {exercises_dir}")
     table.add_column("exercise")
     table.add_column("passed", justify="right")
     table.add_column("status")
     failed_any = False
-    for stem in stems:
-        mine = [o for o in outcomes if o["exercise"] == stem]
-        if not (exercises_dir / f"{stem}.py").is_file():
-            table.add_row(stem, "-", "[yellow]module not found[/]")
-            failed_any = True
-            continue
-        ok = sum(o["passed"] for o in mine)
-        status = "[green]all passed[/]" if mine and ok == len(mine) else "[red]see below[/]"
-        failed_any |= ok != len(mine)
-        table.add_row(stem, f"{ok}/{len(mine)}", status)
+    for row in rows:
+        ok = row["status"] == "all passed"
+        failed_any |= not ok
+        colour = "green" if ok else ("yellow" if row["status"] in ("not implemented", "module not found") else "red")
+        passed = f"{row['passed']}/{row['total']}" if row["total"] else "-"
+        table.add_row(row["stem"], passed, f"[{colour}]{escape(row['status'])}[/]")
     console.print(table)
-    for o in outcomes:
-        if o["passed"]:
-            continue
-        diagnosis = o.get("diagnosis") or "wrong_value"
-        body = f"{o.get('doc', '')}\n\n[bold]{diagnosis}[/]: {DIAGNOSES.get(diagnosis, '')}"
-        if o.get("detail"):
-            from rich.markup import escape
-
-            body += "\n\n" + escape(o["detail"])
-        console.print(Panel(body, title=f"{o['exercise']} · {o['test']}", border_style="red"))
     if not failed_any:
         console.print("[green]All public tests passed.[/] The hidden tests check more cases (dtypes, gradients, "
                       "padding, edge cases); see the exercise docstrings.")
     return 1 if failed_any else 0
+
+
+def resolve_stems(requested: list[str]) -> tuple[list[str], list[str]]:
+    """(stems, problems): each requested name as a full stem; a unique prefix ("ex4") is accepted.
+
+    A name that matches no stem, or (as a prefix) more than one, goes to `problems`.
+    """
+    stems: list[str] = []
+    problems: list[str] = []
+    for name in requested:
+        matches = [name] if name in STEMS else [s for s in STEMS if s.startswith(name)]
+        if len(matches) == 1:
+            stems.append(matches[0])
+        else:
+            problems.append(f"{name!r} ({'ambiguous: ' + ', '.join(matches) if matches else 'unknown'})")
+    return list(dict.fromkeys(stems)), problems
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,11 +245,11 @@ def run(args: argparse.Namespace) -> int:
     if not exercises_dir.is_dir():
         print(f"error: {exercises_dir} is not a folder", file=sys.stderr)
         return 2
-    stems = list(dict.fromkeys(args.exercise)) or list(STEMS)
-    unknown = [s for s in stems if s not in STEMS]
-    if unknown:
-        print(f"error: unknown exercise(s) {unknown}; known: {', '.join(STEMS)}", file=sys.stderr)
+    stems, problems = resolve_stems(args.exercise)
+    if problems:
+        print(f"error: exercise(s) {', '.join(problems)}; known: {', '.join(STEMS)}", file=sys.stderr)
         return 2
+    stems = stems or list(STEMS)
     present = [s for s in stems if (exercises_dir / f"{s}.py").is_file()]
     got = run_public_tests(exercises_dir, present, args.cpu_seconds, args.timeout) if present else \
         {"outcomes": [], "error": None}
