@@ -332,7 +332,8 @@ def _gae_variant(**kw):
 # so the returns mistakes come before the missing λ.
 GAE_VARIANTS: list[tuple[str, Variant]] = [
     ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False)),
-    ("gae_bootstraps_from_padding", _gae_variant(use_mask=False)),
+    # No masking at all: padding rewards accumulate and the last real token bootstraps from padding.
+    ("gae_ignores_mask", _gae_variant(use_mask=False)),
     ("gae_bootstraps_from_padding", _gae_variant(bootstrap_last=True)),
     ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False, mask_carry=False)),
     ("gae_wrong_timestep", _gae_variant(next_value_same_t=True)),

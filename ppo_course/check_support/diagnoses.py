@@ -132,6 +132,11 @@ DIAGNOSES: dict[str, str] = {
         "Your GAE reads V (or A) past a row's last real token; the response ends there, so treat "
         "V and A beyond it as 0 (nothing is bootstrapped from padding, even without EOS)."
     ),
+    "gae_ignores_mask": (
+        "Your GAE ignores the mask: it runs the recursion through the padding, so the padding rewards "
+        "flow back into the real advantages and the last real token bootstraps from a padding value. "
+        "Treat r, V and A past each row's last real token as 0 (multiply by the mask, Book §5.5)."
+    ),
     "gae_wrong_timestep": (
         "Your TD error uses the wrong time step: delta_t = r_t + gamma*V_{t+1} - V_t "
         "(the NEXT value, the CURRENT reward)."

@@ -44,12 +44,16 @@ def test_gae_stops_at_last_real_token(student):
     # Reading V_2 = 5 gives δ_1 = 5.4 and A_0 = 0.1 + 0.95·5.4 = 5.23. Running the recursion through
     # the padding as well (values unmasked, A not reset): A_3 = 0 + 0 − (−7) = 7; A_2 = −7 − 5 + 0.95·7
     # = −5.35; A_1 = 5.4 + 0.95·(−5.35) = 0.3175; A_0 = 0.1 + 0.95·0.3175 = 0.401625.
+    # No masking at all (padding rewards too): δ_3 = 4 + 0 + 7 = 11 = A_3; δ_2 = 3 − 7 − 5 = −9,
+    # A_2 = −9 + 0.95·11 = 1.45; δ_1 = 1 + 5 − 0.6 = 5.4, A_1 = 5.4 + 0.95·1.45 = 6.7775;
+    # A_0 = 0.1 + 0.95·6.7775 = 6.538625.
     rewards, values = _t([[0.0, 1.0, 3.0, 4.0]]), _t([[0.5, 0.6, 5.0, -7.0]])
     mask = torch.tensor([[1.0, 1.0, 0.0, 0.0]])
     adv, ret = _pair(student.compute_gae(rewards, values, mask), "compute_gae")
     expect_close(adv, _t([[0.48, 0.4, 0.0, 0.0]]), mask=mask, rtol=1e-10, atol=1e-10, what="advantages with padding",
                  candidates=[("gae_bootstraps_from_padding", _t([[5.23, 5.4, 0.0, 0.0]])),
-                             ("gae_bootstraps_from_padding", _t([[0.401625, 0.3175, 0.0, 0.0]]))],
+                             ("gae_bootstraps_from_padding", _t([[0.401625, 0.3175, 0.0, 0.0]])),
+                             ("gae_ignores_mask", _t([[6.538625, 6.7775, 1.45, 11.0]]))],
                  inputs="rewards=[0, 1 | 3, 4], values=[0.5, 0.6 | 5, -7], 2 real tokens")
     expect_close(ret, _t([[0.98, 1.0, 0.0, 0.0]]), mask=mask, rtol=1e-10, atol=1e-10, what="returns with padding")
 

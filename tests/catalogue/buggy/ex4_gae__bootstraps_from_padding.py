@@ -5,7 +5,9 @@ and V_{t+1} at a row's last real token is the junk in the first padding slot,
 and the padding rewards flow back into every real advantage.
 """
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "gae_bootstraps_from_padding"
+# No masking at all, so the graders name it gae_ignores_mask (the id added for this exact mistake;
+# gae_bootstraps_from_padding is kept for a loop that masks r but reads V past the end).
+DIAGNOSIS = "gae_ignores_mask"
 DESCRIPTION = "compute_gae runs over all T columns without masking: bootstraps from V (and r) in padding"
 SEEN_IN = "l294265421/alpaca-rlhf#9 (padding values leak into advantages); deepspeedai/DeepSpeedExamples#672"
 
