@@ -115,6 +115,10 @@ def summarise(out_dir: Path, records: Iterable) -> ClassSummary:
     )
 
 
+# Catch-alls that name no mistake (a value, shape or type matching no known buggy variant, an
+# exception): nothing to re-teach by name, so they get a line of their own, not a rank in the table.
+_CATCH_ALL_DIAGNOSES = frozenset({"wrong_value", "raises_error", "wrong_type", "wrong_shape", "not_scalar"})
+
 # Diagnoses that only echo a mistake reported elsewhere (ex7 run on the student's own ex1-ex6):
 # left out of the re-teach table so that the root causes rank first.
 _ECHO_DIAGNOSES = frozenset({"ppo_step_own_pieces_differ"})
@@ -122,7 +126,8 @@ _ECHO_DIAGNOSES = frozenset({"ppo_step_own_pieces_differ"})
 
 def _ranked(diagnoses: Counter) -> list[tuple[str, int]]:
     """The mistakes to re-teach, most students first, ties by id (a stable order across runs)."""
-    return sorted(((d, n) for d, n in diagnoses.items() if d not in _RUN_DIAGNOSES | _ECHO_DIAGNOSES),
+    left_out = _RUN_DIAGNOSES | _ECHO_DIAGNOSES | _CATCH_ALL_DIAGNOSES
+    return sorted(((d, n) for d, n in diagnoses.items() if d not in left_out),
                   key=lambda dn: (-dn[1], dn[0]))
 
 
@@ -183,6 +188,15 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
     if echoes:
         lines += ["Echoes of the mistakes above in later exercises (students): "
                   + ", ".join(f"`{d}` {n}" for d, n in echoes), ""]
+    catch_alls = [(d, s.diagnoses[d]) for d in sorted(_CATCH_ALL_DIAGNOSES) if s.diagnoses.get(d)]
+    if catch_alls:
+        students = {st for d, _ in catch_alls for st in s.diagnosis_students.get(d, [])}
+        stems = sorted({x for d, _ in catch_alls for x in s.diagnosis_stems.get(d, set()) if x},
+                       key=lambda x: (x.split("_")[0], x))
+        lines += [f"Not matched to a known mistake: {len(students)} student{'s' if len(students) != 1 else ''} on "
+                  + ", ".join(x.split("_")[0] for x in stems)
+                  + " (" + ", ".join(f"`{d}` {n}" for d, n in catch_alls)
+                  + "); read their feedback or add a buggy variant (grader/buggy_variants.py).", ""]
     run_issues = [(d, s.diagnoses[d]) for d in sorted(_RUN_DIAGNOSES) if s.diagnoses.get(d)]
     if run_issues:
         lines += ["Not attempted or did not run (students): " + ", ".join(f"`{d}` {n}" for d, n in run_issues), ""]
