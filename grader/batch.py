@@ -37,6 +37,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -523,12 +524,48 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _worker_env() -> dict[str, str]:
+_BATCH_FORKSERVER = None
+_BATCH_FORKSERVER_LOCK = threading.Lock()
+
+#: Set to 1 to give every worker a fork server of its own (slower; for debugging).
+OWN_FORKSERVER_ENV = "PPO_COURSE_BATCH_OWN_FORKSERVER"
+
+
+def _shared_forkserver_env() -> dict[str, str]:
+    """The variables that make workers fork students' children from one server of this batch.
+
+    Starting a fork server costs about 4 s of CPU (``import torch`` and a warm-up
+    step of the toy model); one per batch instead of one per student saves that
+    on every submission. The server never runs student code itself; each worker's
+    connection owns its children, which die with that connection, and the server
+    dies with this process. Started lazily (a resumed batch with nothing to grade
+    never pays for it); on any failure the workers start their own, as before.
+    """
+    global _BATCH_FORKSERVER
+    if os.environ.get(OWN_FORKSERVER_ENV) == "1":
+        return {}
+    with _BATCH_FORKSERVER_LOCK:
+        try:
+            from grader.sandbox.forkserver import ForkServerClient
+
+            if _BATCH_FORKSERVER is None or not _BATCH_FORKSERVER.alive():
+                _BATCH_FORKSERVER = ForkServerClient(share=True)
+            return _BATCH_FORKSERVER.share_env()
+        except Exception as exc:  # the workers fall back to a server of their own
+            print(f"ppo-course grade-batch: no shared fork server ({exc}); each worker starts its own",
+                  file=sys.stderr)
+            _BATCH_FORKSERVER = None
+            return {}
+
+
+def _worker_env(shared_server: bool = True) -> dict[str, str]:
     env = dict(os.environ)
     # N workers on N cores: intra-op threads would only oversubscribe.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env.setdefault(var, "1")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if shared_server:
+        env.update(_shared_forkserver_env())
     return env
 
 
@@ -622,7 +659,7 @@ def run_worker(
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=_worker_env(),
+            env=_worker_env(shared_server=not grade_fn),  # a stand-in grader needs no sandbox
             start_new_session=True,
         )
         if workers is not None:
@@ -790,10 +827,50 @@ def grade_entry(
         for note in notes:
             head += f"\n- {note}"
         results["output"] = (head + ("\n\n" + results["output"] if results.get("output") else "")).strip()
-    full_message = "; ".join(filter(None, [message, *notes]))
+    reasons = exercise_reasons(results) if status == "graded" else []
+    full_message = "; ".join(filter(None, [message, *notes, *reasons]))
     return GradedEntry(
         status, full_message, results, _feedback_with_notes(entry.student_id, status, message, notes, feedback), notes, seconds
     )
+
+
+def _short_import_error(stem: str, output: str) -> str:
+    """ "SyntaxError line 12" (or "SyntaxError in ex4_gae.py line 12", "ImportError") from the last
+    line of a module_broken test's output, e.g. "SyntaxError: expected ':' (ex4_gae.py, line 12)"."""
+    last = (output.strip().splitlines() or [""])[-1]
+    kind = re.match(r"\s*([A-Za-z_][\w.]*)\s*:", last)
+    name = kind.group(1).rsplit(".", 1)[-1] if kind and kind.group(1) != "Diagnosis" else "does not import"
+    where = re.search(r"\(([^(),]+\.py), line (\d+)\)\s*$", last)
+    if not where:
+        return name
+    place = f"line {where.group(2)}" if where.group(1) == f"{stem}.py" else f"in {where.group(1)} line {where.group(2)}"
+    return f"{name} {place}"
+
+
+def exercise_reasons(results: dict) -> list[str]:
+    """One short reason per exercise that was not really graded, for the gradebook's message column.
+
+    From a results.json dict: "ex7_ppo_step: missing" (module absent), "ex4_gae: SyntaxError line 12"
+    (import failed; the error's last line as the public tests report it), "ex5_rollout_buffer: not
+    implemented" (every failed test says not_implemented and none passed). Graded exercises give nothing.
+    """
+    status = (results.get("extra_data") or {}).get("exercise_status") or {}
+    tests = results.get("tests") or []
+    reasons = []
+    for stem, st in status.items():
+        mine = [t for t in tests if (t.get("tags") or [None])[0] == stem]
+        if st == "missing":
+            reasons.append(f"{stem}: missing")
+        elif st == "broken":
+            broken = [t for t in mine if "diagnosis:module_broken" in (t.get("tags") or [])]
+            shown = next((t for t in broken if t.get("visibility") != "hidden" and "public" in t.get("tags", [])),
+                         broken[0] if broken else None)
+            reasons.append(f"{stem}: " + (_short_import_error(stem, shown.get("output", "")) if shown
+                                          else "does not import"))
+        elif mine and all(t.get("status") != "passed" and "diagnosis:not_implemented" in (t.get("tags") or [])
+                          for t in mine):
+            reasons.append(f"{stem}: not implemented")
+    return reasons
 
 
 def _grader_errors(results: dict) -> int:
