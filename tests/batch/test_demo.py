@@ -72,6 +72,9 @@ def test_demo_scores_follow_the_mistakes_made_by_hand(demo_gradebook):
                 assert score == _max(demo_gradebook, sid, stem), (sid, stem, row)
     assert float(book["ada"]["total"]) == full_total
     assert "NUL byte" in book["pia"]["message"]
+    # A module that does not import or is missing is named in the message column with a short reason.
+    assert "ex4_gae: SyntaxError line " in book["ivan"]["message"]
+    assert "ex7_ppo_step: missing" in book["max"]["message"]
 
 
 def _max(demo_gradebook, sid: str, stem: str) -> float:
