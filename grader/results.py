@@ -139,7 +139,9 @@ class GradeResult(BaseModel):
                 lines += [e.message, ""]
             tests = [t for t in self.tests if t.exercise == stem]
             failed = [t for t in tests if t.status == "failed" and t.max_score > 0]
-            reported = [t for t in tests if t.status == "failed" and t.max_score == 0]
+            # A 0-point test of a module that is missing or does not import says nothing new: the
+            # exercise's message already gives the reason.
+            reported = [t for t in tests if t.status == "failed" and t.max_score == 0 and e.status == "graded"]
             if tests and not failed:
                 lines += ["All graded tests passed.", ""]
             if failed and e.status == "graded":
