@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import hashlib
 import io
 import json
@@ -522,6 +523,11 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
         return max(1, os.cpu_count() or 1)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """True for "no space left" / "quota exceeded": the batch must stop, not mark students crashed."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 _BATCH_FORKSERVER = None
@@ -1267,6 +1273,8 @@ def run_batch(
                 zero_template=zero_template,
             )
         except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
+            if disk_full(exc):
+                raise  # a full output disk is nobody's fault in the class: stop, keep what is whole
             message = f"the batch could not grade this submission ({type(exc).__name__}: {exc})"
             results = _zero_results(zero_template(), message)
             results["output"] = f"Status: crashed. {message}"
@@ -1299,6 +1307,8 @@ def run_batch(
                     except KeyboardInterrupt:
                         raise
                     except Exception as exc:  # a bug in the batch layer itself: say so, keep going
+                        if disk_full(exc):
+                            raise
                         say(f"error: grading {sid!r} failed in the batch layer: {exc!r}")
                         tally["failed"] += 1
                         bar.advance(task)
@@ -1312,13 +1322,18 @@ def run_batch(
                     bar.update(
                         task, advance=1, tally=f"failed {tally['failed']} · timed out {tally['timed-out']}"
                     )
-        except BaseException:
+        except BaseException as exc:
             workers.kill_all()
             for fut in futures:
                 fut.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
-            rebuild_gradebook()
-            raise
+            try:
+                rebuild_gradebook()
+            except OSError as again:
+                if not disk_full(again):
+                    raise
+                # the old gradebook stays whole (atomic writes); the rerun rebuilds it
+            raise exc
         pool.shutdown(wait=True)
     records = rebuild_gradebook()
     lock.close()

@@ -59,6 +59,16 @@ def run(args: argparse.Namespace) -> int:
     except BatchBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        from grader.batch import disk_full
+
+        if not disk_full(exc):
+            raise
+        # Every file written so far is whole (atomic writes); a rerun resumes where this stopped.
+        print(f"error: {args.out} is full ({exc.strerror}: {exc.filename or 'while writing'}); "
+              f"the batch stopped. Students already written are kept; free some space and rerun "
+              f"the same command to resume.", file=sys.stderr)
+        return 1
     counts = ", ".join(f"{summary.count(s)} {s}" for s in ("graded", "empty", "rejected", "timed-out", "crashed")
                        if summary.count(s))
     print(f"{len(summary.records)} students ({counts}); graded now {len(summary.graded_now)}, "
