@@ -390,9 +390,22 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
             iso.notes.extend(notes)
             shared = shared_writable_dirs()  # before the covers: /var/tmp must exist even when /var is covered
             apply_covers(covers)
-            tmp_size = int(limits["tmp_size_mb"])
-            opts = f"size={tmp_size}m,mode=1777"
-            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
+            # An install under /tmp (a CI clone, say) must stay readable under the private /tmp.
+            tmp_needed = _outermost([
+                n for n in (os.path.realpath(p) for p in config.get("needed_paths", []))
+                if _is_within(n, "/tmp") and n != "/tmp" and os.path.isdir(n)
+            ])
+            tmp_fds = {n: os.open(n, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for n in tmp_needed}
+            try:
+                tmp_size = int(limits["tmp_size_mb"])
+                opts = f"size={tmp_size}m,mode=1777"
+                mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
+                for n, fd in tmp_fds.items():
+                    os.makedirs(n, mode=0o755, exist_ok=True)
+                    mount(f"/proc/self/fd/{fd}", n, None, MS_BIND | MS_REC, None)
+            finally:
+                for fd in tmp_fds.values():
+                    os.close(fd)
             for extra in shared:
                 os.makedirs(extra, mode=0o755, exist_ok=True)  # inside a cover's empty tmpfs
                 mount("tmpfs", extra, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")

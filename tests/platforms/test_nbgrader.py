@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import html
 import subprocess
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +31,15 @@ PROFILE = "fast"
 STUDENTS = ("alice", "bob", "mallory")
 
 
+
+def _nbgrader_env() -> dict[str, str]:
+    """nbgrader runs `alembic` as a command to set up its database: the venv's bin must be on PATH
+    (it is when the venv is activated, not when make calls .venv/bin/python directly)."""
+    return clean_env(PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True,
-                          env=clean_env(), timeout=1200)
+                          env=_nbgrader_env(), timeout=1200)
     assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     return proc
 
