@@ -30,6 +30,10 @@ from conftest import SUITE_LIMITS
 from hostile_helpers import (ATTACKS, CANARY, Guards, all_attacks, read_attack, scores_by_test, write_hostile_submission,
                              write_other_student)
 
+# One xdist worker runs the whole hostile suite: its guards scan shared places (canaries,
+# /run/lock, leftover processes) that the guard self-test and a parallel attack would both touch.
+pytestmark = pytest.mark.xdist_group("hostile")
+
 ATTACK_LIST = all_attacks()
 
 #: What the issue asks the suite to cover, and the attacks that do.

@@ -22,6 +22,10 @@ import pytest
 
 from hostile_helpers import ATTACKS, Guards, SOLUTIONS, read_attack
 
+# One xdist worker runs the whole hostile suite: its guards scan shared places (canaries,
+# /run/lock, leftover processes) that the guard self-test and a parallel attack would both touch.
+pytestmark = pytest.mark.xdist_group("hostile")
+
 
 @pytest.fixture
 def cohort_root():

@@ -26,6 +26,10 @@ import pytest
 from hostile_helpers import FORKSERVER_MARK, _proc_table, leftover_processes
 from load_helpers import CACHE_ENV, GRADE_FN, HERE, LOAD_EXERCISES, record_grade, submission_key, variants, write_cohort
 
+# One xdist worker runs the whole hostile suite: its guards scan shared places (canaries,
+# /run/lock, leftover processes) that the guard self-test and a parallel attack would both touch.
+pytestmark = pytest.mark.xdist_group("hostile")
+
 SEED = int(os.environ.get("PPO_HOSTILE_LOAD_SEED", "7"))
 N_STUDENTS = int(os.environ.get("PPO_HOSTILE_LOAD_N", "200"))
 
