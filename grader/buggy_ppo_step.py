@@ -13,7 +13,6 @@ matched against the mistake that produced them (diagnosis ids in
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import torch
@@ -21,25 +20,8 @@ import torch
 import ppo_reference as ref
 
 
-def build_setting(payload: dict):
-    """(policy, ref_policy, optimizer, generator, config, queries) as the child's harness builds them."""
-    from ppo_course.config import PPOConfig
-    from ppo_course.model import CausalLMWithValueHead, PolicyConfig
-
-    config = PPOConfig.model_validate(payload["ppo_config"])
-    policy = CausalLMWithValueHead(PolicyConfig.model_validate(payload["model_config"]))
-    policy.load_state_dict(payload["state_dict"])
-    policy.train()
-    if payload.get("ref_state_dict") is not None:
-        ref_policy = CausalLMWithValueHead(PolicyConfig.model_validate(payload["model_config"]))
-        ref_policy.load_state_dict(payload["ref_state_dict"])
-        ref_policy.eval()
-    else:
-        ref_policy = copy.deepcopy(policy).eval()
-    ref_policy.requires_grad_(False)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
-    generator = torch.Generator().manual_seed(int(payload["seed"]))
-    return policy, ref_policy, optimizer, generator, config, payload["queries"]
+# The same builder as the child's harness, so the reference run and the student's run start equal.
+from ppo_course.sandbox.harness import build_setting  # noqa: E402
 
 
 def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_grad: bool = True,

@@ -26,26 +26,21 @@ from typing import Any
 import torch
 
 
-def run_ppo_step(module: Any, payload: dict) -> dict:
-    """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
+def build_setting(payload: dict) -> tuple:
+    """(policy, ref_policy, optimizer, generator, config, queries) for one ex7 step, from data only.
+
+    The one place that builds the exercise-7 setting: the child's harness and the
+    grader's reference run (``grader.buggy_ppo_step``) both call it, so the two
+    sides cannot drift apart. Nothing here runs student code.
 
     Args:
-        module: the student's imported ``ex7_ppo_step``.
-        payload: ``{"model_config": dict, "state_dict": {name: Tensor},
-            "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``, and optionally
-            ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's).
-
-    Returns:
-        ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
-        "kl_coef": <kl_ctl.value after the step>}``.
+        payload: as for :func:`run_ppo_step`.
 
     Raises:
-        Whatever the student's code raises (reported to the parent as StudentError);
         ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
     """
     from ppo_course.config import PPOConfig
     from ppo_course.model import CausalLMWithValueHead, PolicyConfig
-    from ppo_course.toy_task import score
 
     with warnings.catch_warnings():
         # The grader chose this config (often a tiny one); its band warnings are not the student's output.
@@ -64,9 +59,32 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
     ref_policy.requires_grad_(False)
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
     generator = torch.Generator().manual_seed(int(payload["seed"]))
+    return policy, ref_policy, optimizer, generator, config, payload["queries"]
+
+
+def run_ppo_step(module: Any, payload: dict) -> dict:
+    """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
+
+    Args:
+        module: the student's imported ``ex7_ppo_step``.
+        payload: ``{"model_config": dict, "state_dict": {name: Tensor},
+            "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``, and optionally
+            ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's).
+
+    Returns:
+        ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
+        "kl_coef": <kl_ctl.value after the step>}``.
+
+    Raises:
+        Whatever the student's code raises (reported to the parent as StudentError);
+        ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
+    """
+    from ppo_course.toy_task import score
+
+    policy, ref_policy, optimizer, generator, config, queries = build_setting(payload)
     kl_module = importlib.import_module("ex6_kl_reward")
     kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
-    stats = module.ppo_step(policy, ref_policy, optimizer, payload["queries"], score, kl_ctl, config, generator)
+    stats = module.ppo_step(policy, ref_policy, optimizer, queries, score, kl_ctl, config, generator)
     return {
         "state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()},
         "stats": stats,
