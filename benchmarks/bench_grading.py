@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -269,8 +270,11 @@ def _limit_memory() -> None:
 
 def _nbgrader(root: Path, *args: str) -> float:
     t0 = time.monotonic()
+    # nbgrader runs `alembic` by name to set up its database: the venv's bin must be on PATH even when the
+    # venv is not activated (`make bench` calls .venv/bin/python directly).
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, capture_output=True, text=True,
-                          preexec_fn=_limit_memory)
+                          preexec_fn=_limit_memory, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     return time.monotonic() - t0
