@@ -3,8 +3,10 @@
 With keys installed (an instructor's or self-learner's full install) every
 answer is checked at once: a wrong answer shows the explanation and the book
 reference, and the stop's missed questions can be retried at once — each retry
-is attempt + 1, so a parametric question comes back as a fresh variant. A stop
-passes at 100%; questions already right are not asked again.
+is attempt + 1, so a parametric question comes back as a fresh variant and the
+options of a choice question in a fresh order (``render(..., shuffle=True)``).
+A stop passes at 100%; questions already right are not asked again, and every
+question keeps its number in the stop ("Question 4/11") across resumes.
 
 Without keys (the student bundle) the session records the answers of a whole
 stop at the next attempt number and writes a responses file to submit.
@@ -97,10 +99,13 @@ class Session:
             return True
         while True:
             missed = []
-            for i, q in enumerate(pending, 1):
+            # A question keeps its number in the stop (issue 13 item 7): a resumed or
+            # retried take asks "Question 4/11", never renumbers the pending ones 1, 2, ...
+            number = {q.id: i for i, q in enumerate(questions, 1)}
+            for q in pending:
                 attempt = self.store.next_attempt(self.student_id, q.id)
-                variant = render(q, self.student_id, attempt)
-                outcome, response = self._ask(variant, f"{i}/{len(pending)}")
+                variant = render(q, self.student_id, attempt, shuffle=True)
+                outcome, response = self._ask(variant, f"{number[q.id]}/{len(questions)}")
                 others_right = all(self._is_right(o.id) for o in questions if o.id != q.id)
                 completes = stop if outcome.correct and others_right else None
                 self.store.record(self.student_id, q.id, attempt, response, outcome.status, completed_stop=completes)
@@ -144,7 +149,7 @@ class Session:
         for i, q in enumerate(questions, 1):
             if q.id in done:
                 continue  # answered before an interruption: resume after it
-            variant = render(q, self.student_id, attempt)
+            variant = render(q, self.student_id, attempt, shuffle=True)
             _, response = self._ask(variant, f"{i}/{len(questions)}")
             self.store.record(self.student_id, q.id, attempt, response, "recorded")
         self.console.print(f"Stop {stop}: all {len(questions)} answers recorded.")
@@ -191,7 +196,8 @@ class Session:
                 continue
             if not self.keyed:
                 return None, response
-            outcome = check(variant, response, self._checker)
+            # The typed line, not ``response``: shown labels are mapped to ids once, inside check().
+            outcome = check(variant, line, self._checker)
             if outcome.status in ("unparseable", "undecided"):
                 self.console.print(Text(outcome.feedback, style="yellow"))
                 continue

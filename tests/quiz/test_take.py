@@ -23,8 +23,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 def typed(question, student, attempt, answer, bank=None) -> str:
     """What a student types for ``answer`` (ordering: the labels of the order shown to them)."""
-    if question.type == "multi":
-        return ",".join(answer)
+    if question.type in ("single", "multi"):
+        # Options are shown shuffled per attempt: type the labels the student sees.
+        q = bank.by_id[question.id] if bank is not None else question
+        labels = {option_id: label for label, option_id, _ in render(q, student, attempt, shuffle=True).choices}
+        ids = [answer] if isinstance(answer, str) else answer
+        return ",".join(labels[i] for i in ids)
     if question.type == "true_false":
         return "true" if answer else "false"
     if question.type == "ordering":
@@ -94,7 +98,8 @@ def test_end_of_input_saves_progress_and_the_next_take_resumes(bank, key_of, run
     code, out, _ = run_cli(["quiz", "take", "--student", "walt", "--store", store], "".join(full[3:]))
     assert code == 1  # stop 1 finished, then stop 2 started and input ended
     n = len(bank.questions(1))
-    assert f"Question 1/{n - 3}" in out and f"Stop 1 passed: {n}/{n}" in out  # only the unanswered were asked
+    # Only the unanswered were asked, and they keep their numbers (issue 13 item 7: no renumbering on resume).
+    assert f"Question 4/{n}" in out and f"Question 1/{n}" not in out and f"Stop 1 passed: {n}/{n}" in out
     with AttemptStore(store) as s:
         assert s.completed_stops("walt") == {1}
 
