@@ -68,3 +68,103 @@ def answer_stop(client, service, student: str, stop: int, wrong: set[int] = froz
         pages.append(verdict.text)
         response = client.get(f"/stop/{stop}")
     return pages
+
+
+# ---------------------------------------------------------------- a real server process
+
+import csv
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SECRET_TEXT = "0123456789abcdef" * 4
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_roster(path: Path, student_ids) -> Path:
+    """A roster CSV with a student_id column."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student_id", "name", "email"])
+        for sid in student_ids:
+            writer.writerow([sid, f"Student {sid}", f"{sid}@uni.example"])
+    return path
+
+
+class ServerProcess:
+    """``ppo-course quiz serve`` in a child process on a loopback port (cooldown 0), for crash/load/browser tests."""
+
+    def __init__(self, workdir: Path, student_ids, port: int | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.port = port or free_port()
+        self.db = self.workdir / "quiz.sqlite"
+        self.secret = self.workdir / "quiz.secret"
+        if not self.secret.exists():
+            self.secret.write_text(SECRET_TEXT + "\n", encoding="ascii")
+        self.roster = write_roster(self.workdir / "roster.csv", student_ids)
+        self.policy = self.workdir / "policy.yaml"
+        self.policy.write_text("default: {mode: cooldown, cooldown_s: 0}\n", encoding="utf-8")
+        self.proc: subprocess.Popen | None = None
+        self.log = self.workdir / f"server-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        """The server's base URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 120.0) -> "ServerProcess":
+        """Start the server and wait until it answers."""
+        argv = [sys.executable, "-c", "import sys; from ppo_course.cli import main; sys.exit(main())",
+                "quiz", "serve", "--host", "127.0.0.1", "--port", str(self.port), "--db", str(self.db),
+                "--secret-file", str(self.secret), "--roster", str(self.roster), "--policy", str(self.policy)]
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        self._log_fh = open(self.log, "ab")
+        self.proc = subprocess.Popen(argv, stdout=self._log_fh, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the quiz server exited with {self.proc.returncode}:\n{self.log.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+            except OSError:
+                time.sleep(0.2)
+        self.kill()
+        raise RuntimeError(f"the quiz server did not start within {timeout_s} s:\n{self.log.read_text()}")
+
+    def kill(self) -> None:
+        """SIGKILL the server (a crash: no shutdown handler runs)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        if getattr(self, "_log_fh", None):
+            self._log_fh.close()
+            self._log_fh = None
+
+    def token(self, student_id: str, role: str = "student") -> str:
+        """A token signed with this server's secret."""
+        from quiz_bank.server.auth import TokenSigner
+
+        return TokenSigner(SECRET_TEXT.encode()).issue(student_id, role)
+
+    def __enter__(self) -> "ServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.kill()
+
+
+def offline_service(bank):
+    """A QuizService without a database: enough to render variants and build answers."""
+    from quiz_bank.server.quiz import QuizService
+
+    return QuizService(bank, db=None, policy=None)
