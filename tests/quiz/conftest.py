@@ -71,7 +71,6 @@ def write_json():
 
 # ---------------------------------------------------------------- the quiz server
 
-SERVER_SECRET = b"0123456789abcdef" * 4  # a fixed test secret (64 characters)
 ROSTER = [{"student_id": sid, "name": f"Student {sid}", "section": "A", "sis_user_id": f"SIS-{sid}",
            "sis_login_id": f"{sid}@uni.example", "canvas_id": "", "email": f"{sid}@uni.example"}
           for sid in ("ann", "bob", "cat", "dan")]
@@ -84,6 +83,8 @@ def quiz_server(tmp_path, bank, checker):
     ``sign_in(student_id, role="student") -> TestClient`` signed in with a token from the test secret.
     """
     from fastapi.testclient import TestClient
+
+    from quiz_server_support import SERVER_SECRET
 
     from quiz_bank.server.app import create_app
     from quiz_bank.server.auth import TokenSigner

@@ -80,7 +80,8 @@ import sys
 import time
 from pathlib import Path
 
-SECRET_TEXT = "0123456789abcdef" * 4
+SECRET_TEXT = "0123456789abcdef" * 4  # a fixed test secret (64 characters)
+SERVER_SECRET = SECRET_TEXT.encode("ascii")
 
 
 def free_port() -> int:
