@@ -27,7 +27,8 @@ browser:
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "installing chromium and chromium-driver for the quiz server's browser test"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+			|| echo "warning: apt-get could not install chromium: the browser test will skip (CI=true makes it fail)"; \
 	else echo "note: chromium/chromedriver missing and not root: the browser test will skip (CI=true makes it fail)"; fi
 
 test: $(STAMP) browser
