@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Form, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -102,6 +103,15 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         response = page(request, "error.html", 401, message=str(exc), back="/", me=None)
         response.delete_cookie(COOKIE)
         return response
+
+    @app.exception_handler(RequestValidationError)
+    async def _malformed(request: Request, exc: RequestValidationError):
+        problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in exc.errors())
+        if request.url.path.startswith("/api/"):
+            from fastapi.responses import JSONResponse
+
+            return JSONResponse({"error": f"malformed request: {problems}"[:500]}, status_code=400)
+        return error(request, 400, f"Malformed request: {problems}"[:500])
 
     app.state.identity = identity
     app.state.page = page

@@ -131,3 +131,14 @@ def test_a_student_token_cannot_open_the_dashboard_or_the_gradebook(quiz_server)
     for path in ("/instructor", "/instructor/gradebook.csv", "/instructor/gradebook.canvas"):
         response = client.get(path)
         assert response.status_code == 403 and "needs an instructor token" in response.text
+
+
+def test_malformed_paths_and_parameters_get_a_clear_400(quiz_server):
+    app, sign_in = quiz_server()
+    client = sign_in("ann")
+    page = client.get("/stop/abc")
+    assert page.status_code == 400 and "Malformed request: path.n:" in page.text
+    assert client.get("/stop/9").status_code == 404 and "the chapter has stops 1–8" in client.get("/stop/9").text
+    api = client.get("/api/clip", params={"r": "<b>1</b>"})
+    assert api.status_code == 400 and api.json()["error"].startswith("malformed request: query.r")
+    assert "<b>" not in client.get("/interactive/clip", params={"r": "<b>1</b>"}).text
