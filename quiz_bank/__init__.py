@@ -6,6 +6,7 @@
   ``keys``: parametric keys via ``ppo_reference`` (instructor side only, not exported);
   ``parsing``/``symbolic``: safe numeric and symbolic answers; ``storage``:
   attempts in SQLite; ``take``/``commands``: ``ppo-course quiz ...``.
+- ``server/``: ``ppo-course quiz serve`` (FastAPI; keys stay on the server), instructor side only.
 - :func:`export_public` writes the key-less bank for the student bundle.
 """
 

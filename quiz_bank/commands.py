@@ -1,4 +1,5 @@
-"""``ppo-course quiz ...``: take, key, grade, grade-batch, status, validate, export-public.
+"""``ppo-course quiz ...``: take, key, grade, grade-batch, status, validate, export-public
+(and, on an instructor install, ``serve``, ``tokens`` and ``export``: ``quiz_bank.server.cli``).
 
 Exit codes: 0 done (a grade was produced, whatever the score; the bank is
 valid), 1 the bank is invalid / a take ended before the stop was finished,
@@ -50,6 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export = verbs.add_parser("export-public", help="write the key-less bank (what ships to students)")
     export.add_argument("out_dir", type=Path)
 
+    try:  # the server's verbs (serve, tokens, export); absent from the student bundle
+        from quiz_bank.server.cli import add_arguments as add_server_arguments
+    except ImportError:
+        add_server_arguments = None
+    if add_server_arguments is not None:
+        add_server_arguments(verbs)
+
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch to the verb; heavy imports happen here, not at ``--help`` time."""
@@ -58,8 +66,13 @@ def run(args: argparse.Namespace) -> int:
         "take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
         "status": _status, "validate": _validate, "export-public": _export,
     }
+    if verb in ("serve", "tokens", "export"):
+        from quiz_bank.server import cli as server_cli
+
+        handlers[verb] = getattr(server_cli, verb)
     if verb not in handlers:
-        print("usage: ppo-course quiz {take,key,grade,grade-batch,status,validate,export-public} ...", file=sys.stderr)
+        print("usage: ppo-course quiz {take,key,grade,grade-batch,status,validate,export-public,serve,tokens,export} ...",
+              file=sys.stderr)
         return 2
     from quiz_bank.engine import KeysUnavailable, ResponsesError
     from quiz_bank.loader import BankInvalid

@@ -79,10 +79,23 @@ class Variant:
     params: dict[str, Any] | None
     prompt: str
     choices: tuple[tuple[str, str, str], ...] = ()
+    shuffled: bool = False
+
+    def label_to_id(self) -> dict[str, str]:
+        """Shown label → option/item id (the identity for an unshuffled choice question)."""
+        return {label: option_id for label, option_id, _ in self.choices}
 
 
-def render(question, student_id: str, attempt: int) -> Variant:
-    """The variant of ``question`` for (student, attempt); pure and deterministic."""
+def render(question, student_id: str, attempt: int, *, shuffle: bool = False) -> Variant:
+    """The variant of ``question`` for (student, attempt); pure and deterministic.
+
+    With ``shuffle=True`` the options of a single/multi question are shown in
+    an order drawn from ``variants.option_rng(student, question, attempt)`` and
+    relabelled a, b, c… in that order (so the label a student sees says nothing
+    about the key's position in the YAML); responses typed as labels are mapped
+    back to option ids by :func:`normalise_response`. Grading of responses
+    files (ids) renders without shuffling.
+    """
     params = None
     prompt = question.prompt
     if question.is_parametric:
@@ -91,7 +104,13 @@ def render(question, student_id: str, attempt: int) -> Variant:
         prompt = prompt.format(**params)
     choices: tuple = ()
     if question.type in ("single", "multi"):
-        choices = tuple((o.id, o.id, o.text) for o in question.options)
+        options = list(question.options)
+        if shuffle:
+            variants.option_rng(student_id, question.id, attempt).shuffle(options)
+            labels = "abcdefghijklmnopqrstuvwxyz"
+            choices = tuple((labels[i], o.id, o.text) for i, o in enumerate(options))
+        else:
+            choices = tuple((o.id, o.id, o.text) for o in options)
     elif question.type == "ordering":
         # Shuffled per variant, and independent of the key, so that the public
         # (key-less) bank shows exactly what the instructor's bank would.
@@ -99,7 +118,7 @@ def render(question, student_id: str, attempt: int) -> Variant:
         variants.variant_rng(student_id, question.id, attempt).shuffle(items)
         labels = "abcdefghijklmnopqrstuvwxyz"
         choices = tuple((labels[i], o.id, o.text) for i, o in enumerate(items))
-    return Variant(question, student_id, attempt, params, prompt, choices)
+    return Variant(question, student_id, attempt, params, prompt, choices, shuffle and question.type in ("single", "multi"))
 
 
 def expected_answer(variant: Variant) -> Any:
@@ -153,6 +172,9 @@ def normalise_response(question, response: Any, variant: Variant | None = None) 
         Unparseable: with the reason, for a response that cannot be read.
     """
     kind = question.type
+    if kind in ("single", "multi") and variant is not None and variant.shuffled and isinstance(response, str):
+        labels = variant.label_to_id()
+        response = [labels.get(x, x) for x in _split_ids(response)]
     if kind == "single":
         ids = _split_ids(response)
         known = [o.id for o in question.options]

@@ -77,6 +77,9 @@ class _Question(_Strict):
     prompt: str = Field(min_length=10)
     source: Source
     explanation: str | None = Field(default=None, min_length=10)
+    # Shown after a failed attempt instead of the explanation: where to look, never the key.
+    # Public (ships in the student bundle); the explanation is private and shown once the stop passes.
+    hint: str | None = Field(default=None, min_length=10)
 
     @property
     def stop(self) -> int:

@@ -1,10 +1,15 @@
 """The interactive ``quiz take`` session (rich output, one answer per input line).
 
 With keys installed (an instructor's or self-learner's full install) every
-answer is checked at once: a wrong answer shows the explanation and the book
-reference, and the stop's missed questions can be retried at once — each retry
-is attempt + 1, so a parametric question comes back as a fresh variant. A stop
-passes at 100%; questions already right are not asked again.
+answer is checked at once and told right or not right, nothing more. A stop
+passes only when every question is right in one attempt (as on the quiz
+server): after a failed attempt the missed questions get a hint and the
+section to reread (never the right option, never the explanation), and the
+retry asks the whole stop again at attempt + 1, so parametric questions come
+back as fresh variants and choice options in a fresh order
+(``render(..., shuffle=True)``). The explanations are shown once the stop is
+passed. Every question keeps its number in the stop ("Question 4/11") across
+resumes.
 
 Without keys (the student bundle) the session records the answers of a whole
 stop at the next attempt number and writes a responses file to submit.
@@ -91,35 +96,52 @@ class Session:
     def _keyed_stop(self, stop: int) -> bool:
         self._header(stop)
         questions = self.bank.questions(stop)
-        pending = [q for q in questions if not self._is_right(q.id)]
-        if not pending:
+        if stop in self.store.completed_stops(self.student_id):
             self.console.print(f"Stop {stop} is already passed.")
             return True
+        # A question keeps its number in the stop (issue 13 item 7): a resumed take asks
+        # "Question 4/11", never renumbers the pending ones 1, 2, ...
+        number = {q.id: i for i, q in enumerate(questions, 1)}
         while True:
-            missed = []
-            for i, q in enumerate(pending, 1):
-                attempt = self.store.next_attempt(self.student_id, q.id)
-                variant = render(q, self.student_id, attempt)
-                outcome, response = self._ask(variant, f"{i}/{len(pending)}")
-                others_right = all(self._is_right(o.id) for o in questions if o.id != q.id)
-                completes = stop if outcome.correct and others_right else None
+            attempt, done = self._current_attempt(stop)
+            if done:
+                self.console.print(f"Resuming attempt {attempt} of stop {stop}.")
+            for q in questions:
+                if q.id in done:
+                    continue
+                variant = render(q, self.student_id, attempt, shuffle=True)
+                outcome, response = self._ask(variant, f"{number[q.id]}/{len(questions)}")
+                round_right = self._round_right(stop, attempt, exclude=q.id)
+                completes = stop if outcome.correct and round_right == len(questions) - 1 else None
                 self.store.record(self.student_id, q.id, attempt, response, outcome.status, completed_stop=completes)
-                style = "green" if outcome.correct else "red"
-                self.console.print(Text(outcome.feedback, style=style))
-                if not outcome.correct:
-                    missed.append(q)
-            right = len(questions) - len([q for q in questions if not self._is_right(q.id)])
-            if not missed:
+                self.console.print(Text("Right." if outcome.correct else "Not right.", style="green" if outcome.correct else "red"))
+            right = self._round_right(stop, attempt)
+            if right == len(questions):
                 self.console.print(Text(f"Stop {stop} passed: {right}/{len(questions)}.", style="bold green"))
+                for q in questions:  # the explanations, in full, once the stop is passed
+                    if q.explanation:
+                        self.console.print(Text(f"{number[q.id]}. {q.explanation} ({q.source.cite()})", style="dim"))
                 return True
-            self.console.print(
-                f"Stop {stop}: {right}/{len(questions)} right — a stop passes only at 100%. "
-                f"Retry the {len(missed)} missed question(s) now, with fresh variants? [Y/n]"
-            )
+            self.console.print(f"Stop {stop}, attempt {attempt}: {right}/{len(questions)} right — a stop passes only at 100%.")
+            for q in questions:
+                latest = [a for a in self.store.attempts(self.student_id, q.id) if a.attempt == attempt]
+                if latest and latest[0].status != "correct":
+                    hint = q.hint or "Reread the section cited here."
+                    self.console.print(Text(f"  Question {number[q.id]} ({q.id}): not right. Hint: {hint} ({q.source.cite()})",
+                                            style="yellow"))
+            self.console.print(f"Start attempt {attempt + 1} now: every question again, fresh numbers and option order? [Y/n]")
             answer = self._read()
             if answer.strip().lower() in ("n", "no", "q"):
                 return False
-            pending = missed
+
+    def _round_right(self, stop: int, attempt: int, exclude: str | None = None) -> int:
+        """How many of the stop's questions were answered right at ``attempt`` (all but ``exclude``)."""
+        count = 0
+        for q in self.bank.questions(stop):
+            if q.id == exclude:
+                continue
+            count += any(a.attempt == attempt and a.status == "correct" for a in self.store.attempts(self.student_id, q.id))
+        return count
 
     def _current_attempt(self, stop: int) -> tuple[int, set[str]]:
         """(attempt to record, ids already recorded at it): resume an interrupted attempt, else start the next."""
@@ -144,7 +166,7 @@ class Session:
         for i, q in enumerate(questions, 1):
             if q.id in done:
                 continue  # answered before an interruption: resume after it
-            variant = render(q, self.student_id, attempt)
+            variant = render(q, self.student_id, attempt, shuffle=True)
             _, response = self._ask(variant, f"{i}/{len(questions)}")
             self.store.record(self.student_id, q.id, attempt, response, "recorded")
         self.console.print(f"Stop {stop}: all {len(questions)} answers recorded.")
@@ -158,10 +180,6 @@ class Session:
         if line is None:
             raise _EndOfInput
         return line
-
-    def _is_right(self, question_id: str) -> bool:
-        latest = self.store.latest(self.student_id).get(question_id)
-        return latest is not None and latest.status == "correct"
 
     def _show(self, variant: Variant, position: str) -> None:
         q = variant.question
@@ -191,7 +209,8 @@ class Session:
                 continue
             if not self.keyed:
                 return None, response
-            outcome = check(variant, response, self._checker)
+            # The typed line, not ``response``: shown labels are mapped to ids once, inside check().
+            outcome = check(variant, line, self._checker)
             if outcome.status in ("unparseable", "undecided"):
                 self.console.print(Text(outcome.feedback, style="yellow"))
                 continue

@@ -47,6 +47,16 @@ def variant_rng(student_id: str, question_id: str, attempt: int) -> random.Rando
     return random.Random(variant_seed(student_id, question_id, attempt))
 
 
+def option_rng(student_id: str, question_id: str, attempt: int) -> random.Random:
+    """The RNG of the order in which one attempt shows a question's options.
+
+    Seeded like :func:`variant_seed` but on ``question_id + "#options"``, so the
+    option order and the parameter draw are independent; ``attempt`` is the
+    stop attempt, so each retry shows a fresh order, reproducibly.
+    """
+    return random.Random(variant_seed(student_id, question_id + "#options", attempt))
+
+
 def _grid(lo: float, hi: float, step: float, digits: int = 4) -> list[float]:
     n = int(round((hi - lo) / step))
     return [round(lo + i * step, digits) for i in range(n + 1)]
@@ -91,7 +101,8 @@ def _clip_case_logprobs(rng: random.Random, args: dict[str, Any]) -> dict[str, A
     logp_old = rng.choice(_grid(-3.0, -0.5, 0.1))
     import math
 
-    deltas = [d for d in _grid(-0.5, 0.5, 0.05) if _away_from_clip_edges(math.exp(d), eps, 0.02)]
+    deltas = [d for d in _grid(-0.5, 0.5, 0.05)
+              if _away_from_clip_edges(math.exp(d), eps, 0.02) and logp_old + d <= -0.05 + 1e-9]  # log π ≤ 0
     delta = rng.choice(deltas)
     return {"logp_old": logp_old, "logp_new": round(logp_old + delta, 4), "adv": adv, "eps": eps}
 
@@ -100,7 +111,8 @@ def _clip_case_logprobs(rng: random.Random, args: dict[str, Any]) -> dict[str, A
 def _logprob_pair(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
     """Stored log π_old and live log π_θ of one token, |difference| ≤ 0.6 nats."""
     logp_old = rng.choice(_grid(-4.0, -0.2, 0.1))
-    delta = rng.choice([d for d in _grid(-0.6, 0.6, 0.05) if d != 0.0])
+    # A log-probability is ≤ 0 (a probability is ≤ 1): keep log π_θ = log π_old + delta ≤ −0.05.
+    delta = rng.choice([d for d in _grid(-0.6, 0.6, 0.05) if d != 0.0 and logp_old + d <= -0.05 + 1e-9])
     eps = rng.choice(args.get("eps_choices", [0.2]))
     return {"logp_old": logp_old, "logp_new": round(logp_old + delta, 4), "eps": eps}
 
@@ -153,7 +165,8 @@ def _kl_tokens(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
     """A response of n tokens: reward-model score, log π and log π_ref per token, KL coefficient."""
     n = args.get("n_tokens", rng.choice([3, 4]))
     ref_logp = [rng.choice(_grid(-3.0, -0.5, 0.1)) for _ in range(n)]
-    logp = [round(x + rng.choice(_grid(-0.2, 0.8, 0.1)), 4) for x in ref_logp]
+    # log π ≤ 0 always (a probability is ≤ 1): the shift is drawn only among those keeping log π ≤ −0.05.
+    logp = [round(x + rng.choice([d for d in _grid(-0.2, 0.8, 0.1) if x + d <= -0.05 + 1e-9]), 4) for x in ref_logp]
     score = rng.choice(_grid(-1.0, 3.0, 0.5))
     kl_coef = rng.choice(args.get("kl_coef_choices", [0.05]))
     return {"logp": logp, "ref_logp": ref_logp, "score": score, "kl_coef": kl_coef}

@@ -3,8 +3,8 @@
 The zip's root holds ``setup.sh`` and ``run_autograder`` (templates in
 ``grader/gradescope/``), ``gradescope_config.json`` (profile, hidden-test
 visibility, limits) and the grader's source: ``pyproject.toml``, ``README.md``
-and the packages ``ppo_course``, ``ppo_reference`` and ``grader`` (hidden
-tests included: the zip goes to Gradescope, never to students). Gradescope
+and the packages ``ppo_course``, ``ppo_reference``, ``grader`` and ``quiz_bank``
+(with ``--quiz`` the quiz responses file is graded too; hidden tests and quiz keys included: the zip goes to Gradescope, never to students). Gradescope
 unpacks it into ``/autograder/source``.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 HELP = "write a Gradescope autograder zip (setup.sh, run_autograder, the grader) that grades one submission"
 
-PACKAGES = ("ppo_course", "ppo_reference", "grader")
+PACKAGES = ("ppo_course", "ppo_reference", "grader", "quiz_bank")  # quiz_bank with its keys: grading side only
 TOP_FILES = ("pyproject.toml", "README.md")
 
 
@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Gradescope visibility of hidden tests (default: after_published)")
     parser.add_argument("--timeout", type=float, default=1200.0, metavar="SECONDS",
                         help="hard limit for grading one submission (default: 1200; set Gradescope's higher)")
+    parser.add_argument("--quiz", action="store_true",
+                        help="also grade a quiz responses file in the submission: one test per stop (keys stay in the zip)")
     parser.add_argument("--max-size-mb", type=float, default=20.0, metavar="MB",
                         help="largest unpacked submission accepted (default: 20 MB)")
 
@@ -40,7 +42,7 @@ def repo_root() -> Path:
 
 
 def build_bundle(out: Path, *, profile: str = "full", hidden_visibility: str = "after_published",
-                 timeout_s: float = 1200.0, max_bytes: int = 20_000_000) -> Path:
+                 timeout_s: float = 1200.0, max_bytes: int = 20_000_000, quiz: bool = False) -> Path:
     """Write the autograder zip to ``out`` (atomically) and return its path.
 
     Raises:
@@ -57,7 +59,8 @@ def build_bundle(out: Path, *, profile: str = "full", hidden_visibility: str = "
     root = repo_root()
     if not (root / "pyproject.toml").is_file():
         raise FileNotFoundError(f"no pyproject.toml beside {root / 'grader'}: the bundle needs the source tree")
-    config = BundleConfig(profile=profile, hidden_visibility=hidden_visibility, timeout_s=timeout_s, max_bytes=max_bytes)
+    config = BundleConfig(profile=profile, hidden_visibility=hidden_visibility, timeout_s=timeout_s, max_bytes=max_bytes,
+                          quiz=quiz)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     os.close(fd)
@@ -88,7 +91,7 @@ def build_bundle(out: Path, *, profile: str = "full", hidden_visibility: str = "
 def run(args: argparse.Namespace) -> int:
     """Write the bundle and say how to use it; exit 0."""
     path = build_bundle(args.out, profile=args.profile, hidden_visibility=args.hidden_visibility,
-                        timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
+                        timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6), quiz=args.quiz)
     size_kb = path.stat().st_size / 1024
     print(f"wrote {path} ({size_kb:.0f} kB): upload it as the assignment's autograder on Gradescope")
     print("(Ubuntu base image; setup.sh installs Python, CPU torch and the grader into /autograder/venv)")

@@ -35,6 +35,7 @@ class BundleConfig(BaseModel):
     hidden_visibility: Visibility = "after_published"
     timeout_s: float = Field(1200.0, gt=0)
     max_bytes: int = Field(20_000_000, gt=0)
+    quiz: bool = False  # also grade a quiz responses file (grader.gradescope.quiz)
 
 
 def _find_entry(submission: Path):
@@ -71,6 +72,10 @@ def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str |
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results = apply_visibility(graded.results, config.hidden_visibility)
+    if config.quiz:
+        from grader.gradescope.quiz import add_quiz_results
+
+        add_quiz_results(results, submission)
     results["stdout_visibility"] = "hidden"
     results["execution_time"] = int(round(time.monotonic() - t0))
     results.setdefault("extra_data", {})["batch_status"] = graded.status

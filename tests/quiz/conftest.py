@@ -67,3 +67,40 @@ def write_json():
         return path
 
     return write
+
+
+# ---------------------------------------------------------------- the quiz server
+
+ROSTER = [{"student_id": sid, "name": f"Student {sid}", "section": "A", "sis_user_id": f"SIS-{sid}",
+           "sis_login_id": f"{sid}@uni.example", "canvas_id": "", "email": f"{sid}@uni.example"}
+          for sid in ("ann", "bob", "cat", "dan")]
+
+
+@pytest.fixture
+def quiz_server(tmp_path, bank, checker):
+    """quiz_server(cooldown_s=0, **policy) -> (app, sign_in): a fresh app on a temporary database.
+
+    ``sign_in(student_id, role="student") -> TestClient`` signed in with a token from the test secret.
+    """
+    from fastapi.testclient import TestClient
+
+    from quiz_server_support import SERVER_SECRET
+
+    from quiz_bank.server.app import create_app
+    from quiz_bank.server.auth import TokenSigner
+    from quiz_bank.server.policy import AttemptPolicy, PolicyFile
+
+    def make(cooldown_s: float = 0.0, **policy):
+        app = create_app(bank, tmp_path / "quiz.sqlite", SERVER_SECRET, roster=ROSTER, checker=checker,
+                         policy=PolicyFile(default=AttemptPolicy(cooldown_s=cooldown_s, **policy)))
+        signer = TokenSigner(SERVER_SECRET)
+
+        def sign_in(student_id: str, role: str = "student") -> TestClient:
+            client = TestClient(app)
+            response = client.post("/login", data={"token": signer.issue(student_id, role)})
+            assert response.status_code == 200, response.text
+            return client
+
+        return app, sign_in
+
+    return make

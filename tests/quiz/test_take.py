@@ -23,8 +23,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 def typed(question, student, attempt, answer, bank=None) -> str:
     """What a student types for ``answer`` (ordering: the labels of the order shown to them)."""
-    if question.type == "multi":
-        return ",".join(answer)
+    if question.type in ("single", "multi"):
+        # Options are shown shuffled per attempt: type the labels the student sees.
+        q = bank.by_id[question.id] if bank is not None else question
+        labels = {option_id: label for label, option_id, _ in render(q, student, attempt, shuffle=True).choices}
+        ids = [answer] if isinstance(answer, str) else answer
+        return ",".join(labels[i] for i in ids)
     if question.type == "true_false":
         return "true" if answer else "false"
     if question.type == "ordering":
@@ -54,7 +58,9 @@ def test_take_a_stop_through_stdin_passes_and_is_stored(bank, key_of, run_cli, t
     assert code == 0 and "stop1" in out and f"{n}/{n}" in out and "chapter complete: no (1/8" in out
 
 
-def test_wrong_answer_shows_explanation_and_retry_is_a_fresh_variant(bank, key_of, run_cli, tmp_path):
+def test_wrong_answer_is_told_without_the_key_and_the_retry_is_the_whole_stop_fresh(bank, key_of, run_cli, tmp_path):
+    """Issue 12: no explanation (it states the key) before the stop is passed; a retry asks every question again,
+    with fresh variants and a fresh option order, so blind retrying of the missed ones cannot pass."""
     store = tmp_path / "quiz.sqlite3"
     qid = "stop2.clip-objective-good"
     question = bank.by_id[qid]
@@ -62,19 +68,24 @@ def test_wrong_answer_shows_explanation_and_retry_is_a_fresh_variant(bank, key_o
     for q in bank.questions(2):
         answer = key_of("uma")["answers"][q.id]
         lines.append(typed(q, "uma", 1, answer + 1.0 if q.id == qid else answer))
-    lines.append("y")  # retry the missed question now
-    lines.append(str(key_of("uma", 2)["answers"][qid]))
+    lines.append("y")  # start attempt 2 now
+    lines += [typed(q, "uma", 2, key_of("uma", 2)["answers"][q.id]) for q in bank.questions(2)]
     code, out, err = run_cli(["quiz", "take", "--stop", 2, "--student", "uma", "--store", store], "\n".join(lines) + "\n")
     assert code == 0, err
-    assert "Not right." in out and question.explanation[:40] in out and "Book §5.2, p. 142" in out
+    before_pass = out.split("Stop 2 passed")[0]
+    assert "Not right." in before_pass and question.explanation[:40] not in before_pass
+    assert f"({qid}): not right. Hint: {question.hint or 'Reread'}"[:60] in before_pass and "Book §5.2, p. 142" in before_pass
     n = len(bank.questions(2))
-    assert f"{n - 1}/{n} right" in out and "Stop 2 passed" in out
+    assert f"attempt 1: {n - 1}/{n} right" in out and f"Stop 2 passed: {n}/{n}" in out
+    assert question.explanation[:40] in out.split("Stop 2 passed")[1]  # explanations once passed
     first, second = render(question, "uma", 1), render(question, "uma", 2)
     assert first.params != second.params
     assert f"{qid} · attempt 2" in out
     assert f"One token with r = {second.params['r']}, Â = {second.params['adv']} and ε = {second.params['eps']}" in out
     with AttemptStore(store) as s:
         assert [(a.attempt, a.status) for a in s.attempts("uma", qid)] == [(1, "wrong"), (2, "correct")]
+        assert all(len(s.attempts("uma", q.id)) == 2 for q in bank.questions(2))  # the whole stop was asked again
+        assert s.completed_stops("uma") == {2}
 
 
 def test_unparseable_input_is_asked_again_not_recorded(bank, key_of, run_cli, tmp_path):
@@ -94,7 +105,8 @@ def test_end_of_input_saves_progress_and_the_next_take_resumes(bank, key_of, run
     code, out, _ = run_cli(["quiz", "take", "--student", "walt", "--store", store], "".join(full[3:]))
     assert code == 1  # stop 1 finished, then stop 2 started and input ended
     n = len(bank.questions(1))
-    assert f"Question 1/{n - 3}" in out and f"Stop 1 passed: {n}/{n}" in out  # only the unanswered were asked
+    # Only the unanswered were asked, and they keep their numbers (issue 13 item 7: no renumbering on resume).
+    assert f"Question 4/{n}" in out and f"Question 1/{n}" not in out and f"Stop 1 passed: {n}/{n}" in out
     with AttemptStore(store) as s:
         assert s.completed_stops("walt") == {1}
 

@@ -1,0 +1,14 @@
+"""The quiz server: ``ppo-course quiz serve`` (keys stay on the server; instructor side only).
+
+- ``app``: the FastAPI application and the student routes; ``instructor``: the
+  dashboard and gradebook downloads; ``interactive_routes``/``interactives``:
+  the chapter's four interactives computed with ``ppo_reference``.
+- ``quiz``: attempts, one question at a time, the 100% rule; ``policy``: the
+  per-stop attempt policy; ``db``: SQLite (WAL, one transaction per answer).
+- ``auth``: roster and signed tokens; ``limits``: the request-size limit;
+  ``stats``: the dashboard's numbers; ``gradebook``: CSV, Canvas and Moodle
+  layouts; ``cli``: the ``serve``/``tokens``/``export`` verbs.
+
+Not part of the student bundle: ``quiz_bank.export.export_public`` copies only
+the top-level modules of ``quiz_bank``.
+"""

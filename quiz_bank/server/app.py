@@ -1,0 +1,248 @@
+"""The quiz web application (FastAPI + Jinja2): sign-in, the eight stops, one question at a time.
+
+``create_app(bank, db_path, secret, ...)`` builds the app; ``ppo-course quiz
+serve`` runs it under uvicorn. Every page is plain HTML with forms, so
+answering works without JavaScript; the interactives' script only makes the
+sliders live. Jinja2 autoescaping is on for every template, so anything a
+student typed is shown as text, never as markup.
+
+Routes (students): ``GET /`` (sign-in or the stops), ``GET|POST /login``,
+``POST /logout``, ``GET /stop/{n}``, ``POST /stop/{n}/start``,
+``POST /stop/{n}/answer``. Instructor: ``GET /instructor``
+(``quiz_bank.server.instructor``). Interactives: ``/interactive/...`` and
+``/api/...`` (``quiz_bank.server.interactive_routes``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Form, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from quiz_bank.loader import Bank
+from quiz_bank.server.auth import AuthError, Identity, TokenSigner
+from quiz_bank.server.db import Conflict, QuizDB
+from quiz_bank.server.limits import BodySizeLimit
+from quiz_bank.server.policy import PolicyFile, load_policy
+from quiz_bank.server.quiz import BadAnswer, QuizService
+
+HERE = Path(__file__).resolve().parent
+COOKIE = "ppo_quiz_token"
+MAX_BODY_BYTES = 16 * 1024
+_HINTS = {
+    "single": "Choose one option.",
+    "multi": "Choose every option that applies.",
+    "true_false": "True or false?",
+    "numeric": "A number: 0.2, 1/5, 2e-1 and 20% all work.",
+    "ordering": "Type the letters first to last, e.g. c a b.",
+}
+
+
+class NotSignedIn(Exception):
+    """No valid token with the request."""
+
+
+def templates() -> Jinja2Templates:
+    """The package's templates, autoescaped (Starlette's Jinja2Templates escapes .html by default)."""
+    return Jinja2Templates(directory=str(HERE / "templates"))
+
+
+def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[dict[str, str]] | None = None,
+               policy: PolicyFile | None = None, checker: Any = None) -> FastAPI:
+    """The quiz application.
+
+    Args:
+        bank: the instructor bank (keys installed). db_path: the SQLite file.
+        secret: the token-signing secret (``auth.load_secret``). roster: rows to load (optional).
+        policy: attempt policies (default: the course's file). checker: a SymbolicChecker (optional).
+    """
+    app = FastAPI(title="PPO chapter quiz", docs_url=None, redoc_url=None, openapi_url=None)
+    db = QuizDB(db_path)
+    if roster:
+        db.load_roster(roster)
+    service = QuizService(bank, db, policy or load_policy(), checker)
+    signer = TokenSigner(secret)
+    views = templates()
+    app.state.service, app.state.signer, app.state.views = service, signer, views
+    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    def page(request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
+        return views.TemplateResponse(request, name, context, status_code=status)
+
+    def error(request: Request, status: int, message: str, back: str = "/") -> HTMLResponse:
+        return page(request, "error.html", status, message=message, back=back, me=_identity_or_none(request))
+
+    def _identity_or_none(request: Request) -> Identity | None:
+        try:
+            return identity(request)
+        except (NotSignedIn, AuthError):
+            return None
+
+    def identity(request: Request) -> Identity:
+        token = request.cookies.get(COOKIE)
+        if not token:
+            raise NotSignedIn
+        who = signer.verify(token)
+        if not who.is_instructor and db.has_roster() and not db.on_roster(who.student_id):
+            raise AuthError(f"{who.student_id!r} is not on this course's roster; ask your TA")
+        return who
+
+    @app.exception_handler(NotSignedIn)
+    async def _not_signed_in(request: Request, exc: NotSignedIn):
+        return RedirectResponse("/", status_code=303)
+
+    @app.exception_handler(AuthError)
+    async def _bad_token(request: Request, exc: AuthError):
+        response = page(request, "error.html", 401, message=str(exc), back="/", me=None)
+        response.delete_cookie(COOKIE)
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def _malformed(request: Request, exc: RequestValidationError):
+        problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in exc.errors())
+        if request.url.path.startswith("/api/"):
+            from fastapi.responses import JSONResponse
+
+            return JSONResponse({"error": f"malformed request: {problems}"[:500]}, status_code=400)
+        return error(request, 400, f"Malformed request: {problems}"[:500])
+
+    app.state.identity = identity
+    app.state.page = page
+    app.state.error = error
+
+    # ------------------------------------------------------------------ sign-in
+
+    @app.get("/", response_class=HTMLResponse)
+    def home(request: Request):
+        who = _identity_or_none(request)
+        if who is None:
+            return page(request, "login.html", me=None, message=None)
+        if who.is_instructor:
+            return RedirectResponse("/instructor", status_code=303)
+        stops = service.progress(who.student_id)
+        return page(request, "home.html", me=who, stops=stops, complete=all(s.passed for s in stops))
+
+    def _sign_in(request: Request, token: str) -> Response:
+        try:
+            who = signer.verify(token)
+            if not who.is_instructor and db.has_roster() and not db.on_roster(who.student_id):
+                raise AuthError(f"{who.student_id!r} is not on this course's roster; ask your TA")
+        except AuthError as exc:
+            return page(request, "login.html", 401, me=None, message=str(exc))
+        response = RedirectResponse("/instructor" if who.is_instructor else "/", status_code=303)
+        response.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", max_age=180 * 24 * 3600)
+        return response
+
+    @app.get("/login")
+    def login_link(request: Request, token: str = ""):
+        if not token:
+            return page(request, "login.html", me=None, message=None)
+        return _sign_in(request, token)
+
+    @app.post("/login")
+    def login(request: Request, token: str = Form("")):
+        return _sign_in(request, token)
+
+    @app.post("/logout")
+    def logout():
+        response = RedirectResponse("/", status_code=303)
+        response.delete_cookie(COOKIE)
+        return response
+
+    # ------------------------------------------------------------------ stops
+
+    def _stop_or_404(request: Request, n: int):
+        if n not in bank.stops:
+            return error(request, 404, f"there is no stop {n}; the chapter has stops 1–8")
+        return None
+
+    @app.get("/stop/{n}", response_class=HTMLResponse)
+    def stop_page(request: Request, n: int):
+        who = identity(request)
+        if (missing := _stop_or_404(request, n)) is not None:
+            return missing
+        current = service.open_attempt(who.student_id, n)
+        if current is not None:
+            nxt = service.next_question(current)
+            if nxt is not None:
+                number, variant = nxt
+                return page(request, "question.html", me=who, stop=n, title=bank.stops[n].title, attempt=current,
+                            number=number, total=len(current.question_order), variant=variant,
+                            hint=_HINTS.get(variant.question.type, "An expression in "
+                                            + ", ".join(f"{k} ({v})" for k, v in variant.question.symbols.items())
+                                            + "; use * and ** (or ^)." if variant.question.type == "symbolic" else ""),
+                            message=None, typed="")
+        attempts = service.db.attempts(who.student_id, n)
+        last = attempts[-1] if attempts else None
+        return page(request, "stop.html", me=who, stop=n, title=bank.stops[n].title,
+                    n_questions=len(bank.questions(n)), attempts=attempts, last=last,
+                    passed=any(a.passed for a in attempts),
+                    review=service.review(who.student_id, n, last.attempt) if last else [],
+                    policy=service.policy.for_stop(n).describe(),
+                    refusal=service.refusal(who.student_id, n, time.time()))
+
+    @app.post("/stop/{n}/start")
+    def start(request: Request, n: int):
+        who = identity(request)
+        if (missing := _stop_or_404(request, n)) is not None:
+            return missing
+        try:
+            service.start(who.student_id, n)
+        except Conflict as exc:
+            return error(request, 409, f"A new attempt cannot start: {exc}.", back=f"/stop/{n}")
+        return RedirectResponse(f"/stop/{n}", status_code=303)
+
+    @app.post("/stop/{n}/answer", response_class=HTMLResponse)
+    async def answer(request: Request, n: int):
+        who = identity(request)
+        if (missing := _stop_or_404(request, n)) is not None:
+            return missing
+        form = await request.form()
+        for_student = str(form.get("student", who.student_id))
+        if for_student != who.student_id:
+            return error(request, 403, f"This answer form belongs to student {for_student!r}, but you are signed in "
+                                       f"as {who.student_id!r}: nothing was recorded. Sign out and in with your own "
+                                       "token.", back=f"/stop/{n}")
+        try:
+            attempt = int(str(form.get("attempt", "")))
+        except ValueError:
+            return error(request, 400, "The form's attempt number is not a number: nothing was recorded.",
+                         back=f"/stop/{n}")
+        question_id = str(form.get("question", ""))
+        raw = [str(v) for v in form.getlist("answer")]
+        raw_answer: str | list[str] = raw if len(raw) != 1 else raw[0]
+        try:
+            verdict = await _run_sync(service.answer, who.student_id, n, attempt, question_id, raw_answer)
+        except Conflict as exc:
+            return error(request, 409, f"Not recorded: {exc}.", back=f"/stop/{n}")
+        except BadAnswer as exc:
+            current = service.open_attempt(who.student_id, n)
+            if current is None or current.attempt != attempt or question_id not in current.question_order:
+                return error(request, 400, f"Not recorded: {exc}.", back=f"/stop/{n}")
+            variant = service.variant(who.student_id, question_id, attempt)
+            return page(request, "question.html", 400, me=who, stop=n, title=bank.stops[n].title, attempt=current,
+                        number=current.question_order.index(question_id) + 1, total=len(current.question_order),
+                        variant=variant, hint=_HINTS.get(variant.question.type, ""),
+                        message=f"{exc}. Nothing was recorded; answer again.",
+                        typed=raw_answer if isinstance(raw_answer, str) else "")
+        return page(request, "feedback.html", me=who, stop=n, verdict=verdict, title=bank.stops[n].title)
+
+    from quiz_bank.server import instructor, interactive_routes
+
+    app.include_router(instructor.router)
+    app.include_router(interactive_routes.router)
+    return app
+
+
+async def _run_sync(fn, *args):
+    """Run a blocking call (SQLite, the symbolic checker) in the thread pool."""
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(fn, *args)

@@ -1,0 +1,83 @@
+"""The quiz's gradebook from the server's database: the course CSV and the Canvas and Moodle import layouts.
+
+One row per student (roster order, then anyone else with an attempt), one
+column per stop and one for chapter completion:
+
+- ``csv`` (the course's gradebook): ``student_id, stop1 … stop8, stops_passed, complete``;
+  a stop's value is the student's best attempt in percent (100 only when passed),
+  ``complete`` is 1 when all eight are passed.
+- ``canvas``: Canvas's gradebook import layout: the columns ``Student, ID,
+  SIS User ID, SIS Login ID, Section`` (Canvas matches a row by ID, SIS User
+  ID or SIS Login ID), then one column per assignment, ``PPO quiz stop N`` and
+  ``PPO quiz complete``, and a ``Points Possible`` row under the header (100 per
+  stop, 1 for completion).
+- ``moodle``: Moodle's "Import grades: CSV file": an identifier column
+  (``ID number``, mapped to the user field *ID number* in the import's
+  "Map from / Map to" step; ``Email address`` beside it maps to *Email*), then
+  one grade column per stop and ``PPO quiz complete``.
+
+Values are written with the csv module (quoted where needed), and cells that a
+spreadsheet would run as a formula (starting with = + - @) get a leading quote.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+FORMATS = ("csv", "canvas", "moodle")
+N_STOPS = 8
+
+
+def _cell(value) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+def student_scores(bank, db) -> list[dict]:
+    """Per student: roster fields, best percent per stop, passed stops, completion."""
+    sizes = {s: len(bank.questions(s)) for s in bank.stops}
+    rows = []
+    for person in db.roster():
+        sid = person["student_id"]
+        attempts = db.attempts(sid)
+        best = {s: 0 for s in range(1, N_STOPS + 1)}
+        passed = set()
+        for a in attempts:
+            if a.n_correct is not None:
+                best[a.stop] = max(best[a.stop], round(100 * a.n_correct / sizes[a.stop]))
+            if a.passed:
+                passed.add(a.stop)
+        rows.append(person | {"best": best, "passed": passed, "complete": len(passed) == N_STOPS})
+    return rows
+
+
+def render(bank, db, fmt: str) -> str:
+    """The gradebook in ``fmt`` (one of FORMATS) as CSV text.
+
+    Raises:
+        ValueError: for an unknown format.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown gradebook format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    rows = student_scores(bank, db)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    stops = range(1, N_STOPS + 1)
+    if fmt == "csv":
+        writer.writerow(["student_id", *[f"stop{s}" for s in stops], "stops_passed", "complete"])
+        for r in rows:
+            writer.writerow([_cell(r["student_id"]), *[r["best"][s] for s in stops], len(r["passed"]), int(r["complete"])])
+    elif fmt == "canvas":
+        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+                         *[f"PPO quiz stop {s}" for s in stops], "PPO quiz complete"])
+        writer.writerow(["    Points Possible", "", "", "", "", *[100] * N_STOPS, 1])
+        for r in rows:
+            writer.writerow([_cell(r["name"] or r["student_id"]), _cell(r["canvas_id"]),
+                             _cell(r["sis_user_id"] or r["student_id"]), _cell(r["sis_login_id"]), _cell(r["section"]),
+                             *[r["best"][s] for s in stops], int(r["complete"])])
+    else:
+        writer.writerow(["ID number", "Email address", *[f"PPO quiz stop {s}" for s in stops], "PPO quiz complete"])
+        for r in rows:
+            writer.writerow([_cell(r["student_id"]), _cell(r["email"]), *[r["best"][s] for s in stops], int(r["complete"])])
+    return out.getvalue()

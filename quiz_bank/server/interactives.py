@@ -1,0 +1,233 @@
+"""The chapter's four interactives, computed on the server with ``ppo_reference`` (Book §5.2, §5.5, fig. 5.1, §5.9).
+
+Nothing a page shows is typed into a template: each function below returns the
+numbers for one state of an interactive, computed by the trusted reference
+(``clipped_surrogate_loss`` and autograd for the clip explorer,
+``RolloutBuffer`` for the lifecycle, ``kl_shaped_rewards``/``compute_gae``/
+``whiten``/``probability_ratio`` for the PPO step, ``PPOConfig`` and its
+``TYPICAL_BANDS`` for the danger board). The pages call them through
+``/api/...`` (JavaScript) or through a plain form (no JavaScript).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+# The four cases of eq. 5.9, in the chapter's words (Book §5.2 "Go deeper").
+CASES = {
+    (True, True): "Â > 0 and r < 1 + ε → gradient flows (keep pushing up)",
+    (True, False): "Â > 0 and r ≥ 1 + ε → gradient zero (already increased enough)",
+    (False, True): "Â < 0 and r > 1 − ε → gradient flows (keep pushing down)",
+    (False, False): "Â < 0 and r ≤ 1 − ε → gradient zero (already decreased enough)",
+}
+
+
+def _check_range(name: str, value: float, lo: float, hi: float) -> float:
+    value = float(value)
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise ValueError(f"{name} must be a number in [{lo:g}, {hi:g}], got {value!r}")
+    return value
+
+
+def clip_point(r: float, adv: float, eps: float = 0.2) -> dict[str, Any]:
+    """One token of eq. 5.1 and its gradient (eq. 5.9), via ``ppo_reference.clipped_surrogate_loss``.
+
+    Args:
+        r: the probability ratio, in [0.05, 3]. adv: the advantage Â, in [−3, 3], not 0.
+        eps: the clip range ε, in [0.01, 0.9].
+
+    Returns:
+        ``{"r", "adv", "eps", "unclipped" (r·Â), "clipped" (clip(r)·Â), "objective" (the min),
+        "gradient" (∂L/∂ log π_θ), "flows" (bool), "case" (the chapter's sentence)}``.
+
+    Raises:
+        ValueError: for a value out of range (the message names it).
+    """
+    import torch
+
+    import ppo_reference as ref
+
+    r = _check_range("r", r, 0.05, 3.0)
+    adv = _check_range("Â", adv, -3.0, 3.0)
+    eps = _check_range("ε", eps, 0.01, 0.9)
+    if adv == 0.0:
+        raise ValueError("Â must not be 0 (then every term is 0 and no case of eq. 5.9 applies)")
+    logp = torch.tensor([[math.log(r)]], dtype=torch.float64, requires_grad=True)  # (1, 1)
+    zero = torch.zeros(1, 1, dtype=torch.float64)
+    loss = ref.clipped_surrogate_loss(logp, zero, torch.tensor([[adv]], dtype=torch.float64),
+                                      torch.ones(1, 1, dtype=torch.bool), clip_eps=eps)
+    loss.backward()
+    objective, gradient = -float(loss.detach()), -float(logp.grad[0, 0])  # the reference returns −L
+    clipped_r = min(max(r, 1 - eps), 1 + eps)
+    flows = gradient != 0.0
+    return {
+        "r": r, "adv": adv, "eps": eps,
+        "unclipped": r * adv, "clipped": clipped_r * adv, "objective": objective,
+        "gradient": gradient, "flows": flows, "case": CASES[(adv > 0, flows)],
+    }
+
+
+def clip_curve(adv: float, eps: float = 0.2, n: int = 61) -> list[dict[str, float]]:
+    """``clip_point`` over r ∈ [0.4, 1.6] (``n`` points): the curve the explorer draws."""
+    return [clip_point(0.4 + 1.2 * i / (n - 1), adv, eps) for i in range(n)]
+
+
+ACTIONS = ("collect", "train", "purge", "reuse")
+
+
+def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
+    """Replay ``actions`` on a fresh ``ppo_reference.RolloutBuffer`` and, beside it, a replay buffer.
+
+    ``collect`` adds a batch of 4 sequences × 3 tokens; ``train`` runs one epoch
+    of mini-batches of 2 (starting the train phase first if needed); ``purge``
+    wipes the rollout; ``reuse`` tries to train on purged data. The rollout
+    buffer's own errors (RuntimeError) are reported, which is the lesson: data of
+    an older policy cannot be used. The replay buffer keeps everything and
+    samples it again, so its data's age grows without bound.
+
+    Returns:
+        ``{"steps": [{"action", "phase", "size", "cycle", "error", "replay_size", "replay_oldest_cycle"}], ...}``.
+
+    Raises:
+        ValueError: for an unknown action or more than 40 actions.
+    """
+    import torch
+
+    import ppo_reference as ref
+
+    if len(actions) > 40:
+        raise ValueError("at most 40 actions")
+    unknown = [a for a in actions if a not in ACTIONS]
+    if unknown:
+        raise ValueError(f"unknown action(s) {unknown}; use {', '.join(ACTIONS)}")
+    buf = ref.RolloutBuffer()
+    generator = torch.Generator().manual_seed(0)
+    cycle, replay = 0, []  # replay buffer: (cycle collected) per sequence
+    steps = []
+    stale_iterator = None
+    for action in actions:
+        error = None
+        try:
+            if action == "collect":
+                buf.add(logp_old=torch.full((4, 3), -1.0), rewards=torch.zeros(4, 3))
+                replay.extend([cycle] * 4)
+            elif action == "train":
+                if buf.phase == "collect":
+                    buf.start_training()
+                stale_iterator = buf.minibatches(2, generator=generator)
+                sum(1 for _ in buf.minibatches(2, generator=generator))
+            elif action == "purge":
+                buf.purge()
+                cycle += 1
+            elif action == "reuse":
+                if stale_iterator is None:
+                    raise RuntimeError("nothing to reuse yet: train on a rollout first")
+                next(stale_iterator)
+        except (RuntimeError, ValueError, StopIteration) as exc:
+            error = str(exc) or type(exc).__name__
+        steps.append({
+            "action": action, "phase": buf.phase, "size": len(buf), "cycle": cycle, "error": error,
+            "replay_size": len(replay), "replay_oldest_cycle": min(replay) if replay else None,
+        })
+    return {"steps": steps, "phase": buf.phase, "size": len(buf), "replay_size": len(replay)}
+
+
+def ppo_step_walkthrough(r_rm: float = 2.0, logp: list[float] | None = None,
+                         ref_logp: list[float] | None = None, values: list[float] | None = None) -> dict[str, Any]:
+    """Fig. 5.1's six steps with the book's config, the arithmetic done by ``ppo_reference``.
+
+    The config (batch 128 prompts, 512 max tokens, β = 0.05, γ = 1.0, λ = 0.95,
+    4 epochs × mini-batches of 16, ε = 0.2, lr 1.5e-6, grad-norm clip 1.0) is
+    ``ppo_course.config.PPOConfig()``'s defaults (the book's listing). The token
+    values are a small illustrative response (the chapter gives formulas, not a
+    70B model's log-probs): its final reward R = r_RM − β × mean_KL (placement
+    ``last_token``), its GAE advantages and returns, the whitened advantages,
+    and the ratio and clipped objective of its first token after one update.
+
+    Raises:
+        ValueError: for lists of different lengths (1–8 tokens), a log-prob > 0 or r_RM out of [−10, 10].
+    """
+    import torch
+
+    import ppo_reference as ref
+    from ppo_course.config import PPOConfig
+
+    cfg = PPOConfig()
+    logp = list(logp) if logp is not None else [-1.2, -0.4, -2.1, -0.7]
+    ref_logp = list(ref_logp) if ref_logp is not None else [-1.5, -0.5, -2.0, -0.9]
+    values = list(values) if values is not None else [0.3, 0.5, 0.6, 0.8]
+    r_rm = _check_range("r_RM", r_rm, -10.0, 10.0)
+    n = len(logp)
+    if not 1 <= n <= 8 or len(ref_logp) != n or len(values) != n:
+        raise ValueError("log π, log π_ref and V need the same number of tokens (1–8)")
+    if any(x > 0 for x in logp + ref_logp):
+        raise ValueError("a log-probability is ≤ 0 (a probability is ≤ 1)")
+    t = lambda xs: torch.tensor([xs], dtype=torch.float64)  # noqa: E731  (1, T)
+    mask = torch.ones(1, n, dtype=torch.bool)
+    kl = ref.per_token_kl(t(logp), t(ref_logp), mask)  # (1, T)
+    rewards = ref.kl_shaped_rewards(torch.tensor([r_rm], dtype=torch.float64), t(logp), t(ref_logp), mask,
+                                    kl_coef=cfg.init_kl_coef, placement="last_token")
+    advantages, returns = ref.compute_gae(rewards, t(values), mask, gamma=cfg.gamma, lam=cfg.lam)
+    whitened = ref.whiten(advantages, mask) if n >= 2 else advantages
+    new_logp0 = logp[0] + 0.1  # one small update of the first token's log-prob, for the ratio step
+    ratio0 = float(ref.probability_ratio(t([new_logp0]), t([logp[0]])))
+    a0 = float(whitened[0, 0])
+    objective0 = min(ratio0 * a0, min(max(ratio0, 1 - cfg.cliprange), 1 + cfg.cliprange) * a0)
+    return {
+        "config": {"batch_size": cfg.batch_size, "max_new_tokens": cfg.max_new_tokens, "init_kl_coef": cfg.init_kl_coef,
+                   "gamma": cfg.gamma, "lam": cfg.lam, "ppo_epochs": cfg.ppo_epochs, "mini_batch_size": cfg.mini_batch_size,
+                   "cliprange": cfg.cliprange, "learning_rate": cfg.learning_rate, "max_grad_norm": cfg.max_grad_norm,
+                   "temperature": cfg.temperature, "top_p": cfg.top_p,
+                   "transitions": cfg.batch_size * cfg.max_new_tokens},
+        "r_rm": r_rm, "logp": logp, "ref_logp": ref_logp, "values": values,
+        "kl": [float(x) for x in kl[0]], "mean_kl": float(kl.mean()),
+        "rewards": [float(x) for x in rewards[0]], "final_reward": float(rewards[0, -1]),
+        "advantages": [float(x) for x in advantages[0]], "returns": [float(x) for x in returns[0]],
+        "whitened": [float(x) for x in whitened[0]],
+        "ratio0": ratio0, "new_logp0": new_logp0, "objective0": objective0,
+    }
+
+
+def danger(parameter: str, value: float) -> dict[str, Any]:
+    """Where ``value`` of ``parameter`` sits against the book's danger table (``PPOConfig``'s bands, Book §5.9).
+
+    Returns:
+        ``{"parameter", "value", "low", "high", "verdict" ("too low"/"typical"/"too high"),
+        "effect" (the table's words), "warning" (PPOConfig's own warning text or None)}``.
+
+    Raises:
+        ValueError: for an unknown parameter or a non-positive value.
+    """
+    from ppo_course.config import TYPICAL_BANDS, PPOConfig
+
+    if parameter not in TYPICAL_BANDS:
+        raise ValueError(f"unknown parameter {parameter!r}; choose one of {', '.join(TYPICAL_BANDS)}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0 or value > 1e6:
+        raise ValueError(f"{parameter} must be a positive number, got {value!r}")
+    low, high, effect = TYPICAL_BANDS[parameter]
+    verdict = "too low" if value < low else "too high" if value > high else "typical"
+    kwargs: dict[str, Any] = {parameter: int(value) if parameter in ("ppo_epochs", "batch_size") else value}
+    if parameter == "batch_size":
+        kwargs.update(mini_batch_size=1, gradient_accumulation_steps=1)
+    warning = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            PPOConfig(**kwargs)
+        except ValueError as exc:
+            warning = f"PPOConfig refuses it: {exc.errors()[0]['msg'] if hasattr(exc, 'errors') else exc}"
+    texts = [str(w.message) for w in caught if parameter in str(w.message)]
+    if texts and warning is None:
+        warning = texts[0]
+    return {"parameter": parameter, "value": value, "low": low, "high": high, "verdict": verdict,
+            "effect": effect, "warning": warning}
+
+
+def danger_parameters() -> list[dict[str, Any]]:
+    """The danger table's parameters with their typical bands (from ``ppo_course.config.TYPICAL_BANDS``)."""
+    from ppo_course.config import TYPICAL_BANDS
+
+    return [{"parameter": p, "low": lo, "high": hi, "effect": e} for p, (lo, hi, e) in TYPICAL_BANDS.items()]

@@ -1,0 +1,171 @@
+"""Helpers of the quiz-server tests: what a student who knows (or does not know) the answer posts.
+
+The right answer comes from the engine's key (``expected_answer``) for the
+variant the server shows, mapped to the labels on the page; a wrong one is
+built from it (another option, the opposite truth value, key + 1 + |key|, …).
+"""
+
+from __future__ import annotations
+
+import re
+
+from quiz_bank.engine import expected_answer
+
+
+def form_answer(service, student: str, question_id: str, attempt: int, right: bool = True):
+    """The value(s) of the ``answer`` form field: right or wrong for this variant."""
+    variant = service.variant(student, question_id, attempt)
+    q = variant.question
+    key = expected_answer(variant)
+    label_of = {option_id: label for label, option_id, _ in variant.choices}
+    if q.type == "single":
+        if right:
+            return label_of[key]
+        return next(label for label, option_id, _ in variant.choices if option_id != key)
+    if q.type == "multi":
+        ids = set(key)
+        if not right:
+            others = [o for _, o, _ in variant.choices if o not in ids]
+            ids = ids | {others[0]} if others else ids - {next(iter(ids))}
+        return sorted(label_of[i] for i in ids)
+    if q.type == "true_false":
+        return "true" if bool(key) == right else "false"
+    if q.type == "numeric":
+        return repr(float(key)) if right else repr(float(key) + 1.0 + abs(float(key)))
+    if q.type == "symbolic":
+        return str(key) if right else f"({key}) + 1"
+    if q.type == "ordering":
+        order = list(key) if right else list(reversed(key))
+        return " ".join(label_of[i] for i in order)
+    raise AssertionError(q.type)
+
+
+def current_question(html: str) -> tuple[int, str]:
+    """(attempt, question id) of the question page ``html``."""
+    attempt = int(re.search(r'name="attempt" value="(\d+)"', html).group(1))
+    question = re.search(r'name="question" value="([^"]+)"', html).group(1)
+    return attempt, question
+
+
+def answer_stop(client, service, student: str, stop: int, wrong: set[int] = frozenset()) -> list[str]:
+    """Start (or resume) ``stop`` and answer every question; the n-th answers (1-based) in ``wrong`` are wrong.
+
+    Returns:
+        The verdict page of each answer.
+    """
+    response = client.post(f"/stop/{stop}/start")
+    assert response.status_code == 200, response.text
+    pages = []
+    n = 0
+    while 'name="question"' in response.text:
+        n += 1
+        attempt, qid = current_question(response.text)
+        value = form_answer(service, student, qid, attempt, right=n not in wrong)
+        values = value if isinstance(value, list) else [value]
+        data = {"student": student, "attempt": str(attempt), "question": qid, "answer": values}
+        verdict = client.post(f"/stop/{stop}/answer", data=data)
+        assert verdict.status_code == 200, verdict.text
+        pages.append(verdict.text)
+        response = client.get(f"/stop/{stop}")
+    return pages
+
+
+# ---------------------------------------------------------------- a real server process
+
+import csv
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SECRET_TEXT = "0123456789abcdef" * 4  # a fixed test secret (64 characters)
+SERVER_SECRET = SECRET_TEXT.encode("ascii")
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_roster(path: Path, student_ids) -> Path:
+    """A roster CSV with a student_id column."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student_id", "name", "email"])
+        for sid in student_ids:
+            writer.writerow([sid, f"Student {sid}", f"{sid}@uni.example"])
+    return path
+
+
+class ServerProcess:
+    """``ppo-course quiz serve`` in a child process on a loopback port (cooldown 0), for crash/load/browser tests."""
+
+    def __init__(self, workdir: Path, student_ids, port: int | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.port = port or free_port()
+        self.db = self.workdir / "quiz.sqlite"
+        self.secret = self.workdir / "quiz.secret"
+        if not self.secret.exists():
+            self.secret.write_text(SECRET_TEXT + "\n", encoding="ascii")
+        self.roster = write_roster(self.workdir / "roster.csv", student_ids)
+        self.policy = self.workdir / "policy.yaml"
+        self.policy.write_text("default: {mode: cooldown, cooldown_s: 0}\n", encoding="utf-8")
+        self.proc: subprocess.Popen | None = None
+        self.log = self.workdir / f"server-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        """The server's base URL."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 120.0) -> "ServerProcess":
+        """Start the server and wait until it answers."""
+        argv = [sys.executable, "-c", "import sys; from ppo_course.cli import main; sys.exit(main())",
+                "quiz", "serve", "--host", "127.0.0.1", "--port", str(self.port), "--db", str(self.db),
+                "--secret-file", str(self.secret), "--roster", str(self.roster), "--policy", str(self.policy)]
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        self._log_fh = open(self.log, "ab")
+        self.proc = subprocess.Popen(argv, stdout=self._log_fh, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the quiz server exited with {self.proc.returncode}:\n{self.log.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+            except OSError:
+                time.sleep(0.2)
+        self.kill()
+        raise RuntimeError(f"the quiz server did not start within {timeout_s} s:\n{self.log.read_text()}")
+
+    def kill(self) -> None:
+        """SIGKILL the server (a crash: no shutdown handler runs)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        if getattr(self, "_log_fh", None):
+            self._log_fh.close()
+            self._log_fh = None
+
+    def token(self, student_id: str, role: str = "student") -> str:
+        """A token signed with this server's secret."""
+        from quiz_bank.server.auth import TokenSigner
+
+        return TokenSigner(SECRET_TEXT.encode()).issue(student_id, role)
+
+    def __enter__(self) -> "ServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.kill()
+
+
+def offline_service(bank):
+    """A QuizService without a database: enough to render variants and build answers."""
+    from quiz_bank.server.quiz import QuizService
+
+    return QuizService(bank, db=None, policy=None)

@@ -1,0 +1,42 @@
+"""`ppo-course quiz tokens` and `quiz export`'s refusals: the TA's side of the server from the command line."""
+
+from __future__ import annotations
+
+import csv
+import stat
+
+from quiz_server_support import write_roster
+
+from quiz_bank.server.auth import TokenSigner, load_secret
+
+
+def test_tokens_for_a_roster_verify_with_the_secret_and_files_are_private(run_cli, tmp_path):
+    roster = write_roster(tmp_path / "roster.csv", ["ann", "bob"])
+    secret, out = tmp_path / "quiz.secret", tmp_path / "tokens.csv"
+    code, _, err = run_cli(["quiz", "tokens", "--roster", roster, "--secret-file", secret, "--instructor", "prof", "--out", out])
+    assert code == 0, err
+    rows = list(csv.DictReader(open(out, encoding="utf-8")))
+    assert [(r["student_id"], r["role"]) for r in rows] == [("ann", "student"), ("bob", "student"), ("prof", "instructor")]
+    signer = TokenSigner(load_secret(secret))
+    assert [signer.verify(r["token"]).student_id for r in rows] == ["ann", "bob", "prof"]
+    assert signer.verify(rows[2]["token"]).is_instructor and rows[0]["login_path"] == f"/login?token={rows[0]['token']}"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and stat.S_IMODE(out.stat().st_mode) == 0o600
+    # The same secret issues the same tokens (rerunning does not void the ones handed out).
+    code, again, _ = run_cli(["quiz", "tokens", "--roster", roster, "--secret-file", secret])
+    assert code == 0 and rows[0]["token"] in again
+
+
+def test_a_roster_without_student_id_or_with_a_repeat_is_refused(run_cli, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,email\nAnn,ann@x\n", encoding="utf-8")
+    code, _, err = run_cli(["quiz", "tokens", "--roster", bad, "--secret-file", tmp_path / "s"])
+    assert code == 2 and "the roster needs a student_id column (found: name, email)" in err
+    twice = tmp_path / "twice.csv"
+    twice.write_text("student_id\nann\nann\n", encoding="utf-8")
+    code, _, err = run_cli(["quiz", "tokens", "--roster", twice, "--secret-file", tmp_path / "s"])
+    assert code == 2 and "twice.csv:3: student_id 'ann' appears twice" in err
+
+
+def test_export_without_a_database_says_so(run_cli, tmp_path):
+    code, _, err = run_cli(["quiz", "export", "--db", tmp_path / "none.sqlite", "--out", tmp_path / "g.csv"])
+    assert code == 2 and "none.sqlite does not exist" in err and not (tmp_path / "g.csv").exists()
