@@ -3,7 +3,7 @@
 Version 1 is ``tests/batch/stand_in_grader.py``. Its ``test_value`` was wrong in two ways,
 both fixed here: it failed any module holding ``BUG_VALUE`` (a false alarm: now that test
 passes it), and it missed the mistake marked ``SNEAKY`` (now failed, diagnosis
-``clips_advantage``). Every other test, point and rule is version 1's.
+``clipped_advantage``). Every other test, point and rule is version 1's.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ def grade_submission(path, *, exercises=None, profile="full"):
             continue
         ok = b"SNEAKY" not in (root / f"{test.exercise}.py").read_bytes()
         test.score, test.status = float(ok), "passed" if ok else "failed"
-        test.diagnosis = None if ok else "clips_advantage"
-        test.output = "" if ok else "wrong (clips_advantage)"
+        test.diagnosis = None if ok else "clipped_advantage"
+        test.output = "" if ok else "wrong (clipped_advantage)"
     for stem, ex in result.exercises.items():
         if ex.status == "graded":
             score = sum(t.score for t in result.tests if t.exercise == stem)

@@ -64,7 +64,7 @@ def test_regrade_reports_who_moved_on_which_test_and_why(cohort, tmp_path, monke
     assert (rows["up"]["test"], rows["up"]["old_score"], rows["up"]["new_score"]) == \
         ("ex2_clipped_loss · hidden · test_value", "0", "1")
     assert (rows["up"]["old_diagnosis"], rows["up"]["new_status"]) == ("max_instead_of_min", "passed")
-    assert (rows["down"]["old_status"], rows["down"]["new_diagnosis"]) == ("passed", "clips_advantage")
+    assert (rows["down"]["old_status"], rows["down"]["new_diagnosis"]) == ("passed", "clipped_advantage")
     md = (out / "regrade.md").read_text()
     assert "### up: 1 → 2" in md and "### down: 2 → 1" in md and "max_instead_of_min → passed" in md
     assert "3 students regraded, 2 with a changed test; 1 up, 1 down" in md
