@@ -70,7 +70,8 @@ NBGRADER_CSV = "grades.csv"  # `nbgrader export`'s default file name
 RECORD = "batch.json"
 STATE_DIR = ".batch"  # staging, worker scratch and cached templates
 # Names a student id may not take: they are the batch's own outputs.
-RESERVED_IDS = frozenset({GRADEBOOK, NBGRADER_CSV, "report.md", "report.png", STATE_DIR})
+RESERVED_IDS = frozenset({GRADEBOOK, NBGRADER_CSV, "report.md", "report.png", "report_tests.png",
+                          "regrade.md", "regrade.csv", STATE_DIR})
 
 # `nbgrader export` CSV columns (nbgrader/plugins/export.py, CsvExportPlugin).
 NBGRADER_COLUMNS: tuple[str, ...] = (
