@@ -156,7 +156,8 @@ def analytics_markdown(stats: list[TestStats], resubmissions: bool, png_name: st
         rule += " ---: |"
     lines += ["Rates on each student's latest graded submission.", "", head, rule]
     for s in stats:
-        diag = f"`{s.top_diagnosis[0]}` ({s.top_diagnosis[1]})" if s.top_diagnosis else "–"
+        failed = s.n - round(s.pass_rate * s.n)
+        diag = f"`{s.top_diagnosis[0]}` ({s.top_diagnosis[1]} of {failed} failing)" if s.top_diagnosis else "–"
         row = (f"| `{s.exercise}` | `{s.test}` | {s.n} | {s.pass_rate:.0%} | {s.mean_credit:.0%} | {diag} |")
         if resubmissions:
             row += (f" {s.attempts_to_full:.1f} ({s.reached_full} students) |" if s.attempts_to_full is not None

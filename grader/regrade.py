@@ -40,8 +40,8 @@ from pathlib import Path
 PUBLISHED_DIR = "published"  # under OUT_DIR/.batch
 REGRADE_MD = "regrade.md"
 REGRADE_CSV = "regrade.csv"
-CSV_COLUMNS = ("student_id", "exercise", "test", "old_score", "new_score", "max_score", "old_status", "new_status",
-               "old_diagnosis", "new_diagnosis", "kept_published")
+CSV_COLUMNS = ("student_id", "exercise", "test", "old_score", "new_score", "old_max_score", "max_score", "old_status",
+               "new_status", "old_diagnosis", "new_diagnosis", "why", "kept_published")
 DIAGNOSIS_TAG = "diagnosis:"
 
 # <student>_<n> (n = 2..999, "alice_2") or <student>_<timestamp> ("alice_20261201T130500",
@@ -187,7 +187,16 @@ class TestChange:
     new_status: str
     old_diagnosis: str
     new_diagnosis: str
+    old_max_score: float | None = None
     kept_published: bool = False
+
+    @property
+    def why(self) -> str:
+        """The diagnosis before → after, and a change of the test's points when there is one."""
+        text = f"{_why(self.old_status, self.old_diagnosis)} → {_why(self.new_status, self.new_diagnosis)}"
+        if self.old_max_score is not None and not math.isclose(self.old_max_score, self.max_score, abs_tol=1e-9):
+            text += f" (the test's points changed: {self.old_max_score:g} → {self.max_score:g})"
+        return text
 
 
 def _diagnosis(test: dict) -> str:
@@ -208,7 +217,8 @@ def test_changes(student_id: str, old_results: dict, new_results: dict) -> list[
         ref = b or a
         changes.append(TestChange(student_id, _stem_of(ref), str(name), sa, sb, float(ref.get("max_score", 0.0)),
                                   a.get("status", "") if a else "absent", b.get("status", "") if b else "absent",
-                                  _diagnosis(a) if a else "", _diagnosis(b) if b else ""))
+                                  _diagnosis(a) if a else "", _diagnosis(b) if b else "",
+                                  float(a.get("max_score", 0.0)) if a else None))
     return changes
 
 
@@ -285,7 +295,7 @@ def regrade_markdown(regrades: list[StudentRegrade], fingerprint: str, never_low
                   "| --- | ---: | --- | --- |"]
         for (stem, test), cs in sorted(by_test.items()):
             moves = sorted({f"{_fmt(c.old_score)} → {_fmt(c.new_score)}" for c in cs})
-            whys = sorted({f"{_why(c.old_status, c.old_diagnosis)} → {_why(c.new_status, c.new_diagnosis)}" for c in cs})
+            whys = sorted({c.why for c in cs})
             lines.append(f"| `{test}` | {len(cs)} | {', '.join(moves)} | {'; '.join(whys)} |")
         lines.append("")
     lines += ["## Per student", ""]
@@ -299,11 +309,10 @@ def regrade_markdown(regrades: list[StudentRegrade], fingerprint: str, never_low
         for n in s.notes:
             lines.append(f"- never lower: {n}")
         for c in s.changes:
-            why_old, why_new = _why(c.old_status, c.old_diagnosis), _why(c.new_status, c.new_diagnosis)
             text = DIAGNOSES.get(c.new_diagnosis, "") if c.new_diagnosis else ""
             kept = " (published score kept)" if c.kept_published else ""
             lines.append(f"- `{c.test}`: {_fmt(c.old_score)} → {_fmt(c.new_score)} / {c.max_score:g}{kept}; "
-                         f"{why_old} → {why_new}" + (f": {text}" if text else ""))
+                         f"{c.why}" + (f": {text}" if text else ""))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -318,8 +327,8 @@ def regrade_csv(regrades: list[StudentRegrade]) -> str:
     for s in regrades:
         for c in s.changes:
             writer.writerow([neutralise_cell(c.student_id), c.exercise, neutralise_cell(c.test), _fmt(c.old_score),
-                             _fmt(c.new_score), f"{c.max_score:g}", c.old_status, c.new_status, c.old_diagnosis,
-                             c.new_diagnosis, "yes" if c.kept_published else "no"])
+                             _fmt(c.new_score), _fmt(c.old_max_score), f"{c.max_score:g}", c.old_status, c.new_status,
+                             c.old_diagnosis, c.new_diagnosis, c.why, "yes" if c.kept_published else "no"])
     return buf.getvalue()
 
 

@@ -345,9 +345,11 @@ def run_similarity(submissions_dir: Path, out_dir: Path, *, archives: Iterable[P
     Raises:
         NotADirectoryError: if a given folder does not exist.
     """
+    from grader.batch import discover
+
     notes: list[str] = []
+    n_students = len(discover(Path(submissions_dir))[0])
     units = read_cohort(Path(submissions_dir), notes=notes)
-    n_students = len({u.owner for u in units})
     for archive in archives:
         units += read_cohort(Path(archive), kind="archive", prefix=f"archive:{Path(archive).name}/", notes=notes)
     for reference in references:

@@ -46,7 +46,7 @@ def test_report_has_the_section_and_the_heat_map(batch):
     out, _ = batch
     md = (out / "report.md").read_text()
     assert "## Per hidden test" in md and "attempts to full marks" in md
-    assert "| `ex2_clipped_loss` | `test_value` | 4 | 50% | 50% | `max_instead_of_min` (2) | 1.0 (2 students) |" in md
+    assert "| `ex2_clipped_loss` | `test_value` | 4 | 50% | 50% | `max_instead_of_min` (2 of 2 failing) | 1.0 (2 students) |" in md
     png = (out / "report_tests.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
 
