@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import STAND_IN, write_student
+from ta_support import STAND_IN, write_student
 from grader.analytics import per_test_stats
 from grader.batch import run_batch
 

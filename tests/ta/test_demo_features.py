@@ -15,7 +15,7 @@ import csv
 
 import pytest
 
-from conftest import ROOT
+from ta_support import ROOT
 from grader.analytics import per_test_stats
 from grader.export import export_batch
 from grader.similarity import run_similarity

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STAND_IN, write_student
+from ta_support import STAND_IN, write_student
 from grader.batch import run_batch
 from grader.export import CANVAS_IDENTITY, export_batch, neutralise_cell
 from grader.points import EXERCISES

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import STAND_IN, write_student
+from ta_support import STAND_IN, write_student
 from grader import batch
 from grader.batch import run_batch
 from grader.regrade import attempts_by_student, latest_only, parse_attempt

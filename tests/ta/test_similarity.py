@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, write_student
+from ta_support import ROOT, write_student
 from grader.similarity import run_similarity
 from similarity_calibration import disguise
 
