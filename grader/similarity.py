@@ -250,9 +250,9 @@ def compare(units: list[Unit], config: SimilarityConfig | None = None, stubs_dir
         for b in units[i + 1:] if a.kind == "class" else []:
             if _comparable(a, b):
                 pairs.append(compare_units(a, b, config))
-    for pair in pairs:
+    for i, pair in enumerate(pairs):
         if pair.flagged:  # the highlighted text is only needed for the report's flagged pairs
-            pairs[pairs.index(pair)] = compare_units(pair.a, pair.b, config, highlight=True)
+            pairs[i] = compare_units(pair.a, pair.b, config, highlight=True)
     pairs.sort(key=lambda p: (-round(p.score, 6), p.a.owner, p.b.owner, p.a.module))
     return SimilarityReport(pairs, config, n_students, list(notes))
 
