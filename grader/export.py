@@ -24,8 +24,11 @@ Layouts (what each LMS's CSV import documents):
 Chapter completion: when ``--quiz-db FILE`` (the quiz's SQLite store,
 ``quiz_bank.storage.AttemptStore``) is given, a student is complete when
 every exercise is at full marks *and* the quiz store records every stop
-(1–8) as passed; without it, completion is the exercises alone (every
-exercise at full marks). The column holds 1 (complete) or 0.
+(1–8) as passed; ``--quiz-results CSV`` (the gradebook of ``ppo-course quiz
+grade-batch``: ``student_id``, ``complete``, ``status``) does the same from
+graded response files. Without either, completion is the exercises alone
+(every exercise the batch graded at full marks). The column holds 1
+(complete) or 0.
 
 Identity: the batch knows only the student id (the folder name). A roster
 CSV (``--roster``, columns ``student_id`` and any of ``name``, ``canvas_id``,
@@ -126,6 +129,27 @@ def quiz_completion(quiz_db: Path | None, student_ids: Iterable[str]) -> dict[st
 
     with AttemptStore(quiz_db) as store:
         return {sid: store.completed_stops(sid) >= set(range(1, N_STOPS + 1)) for sid in student_ids}
+
+
+def quiz_completion_from_csv(path: Path | None, student_ids: Iterable[str]) -> dict[str, bool] | None:
+    """``{student_id: complete}`` from ``quiz grade-batch``'s CSV (``complete`` is ``True``, ``status`` ``graded``).
+
+    Raises:
+        FileNotFoundError: if ``path`` is given but absent.
+        ValueError: if the file lacks the ``student_id`` or ``complete`` column.
+    """
+    if path is None:
+        return None
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"--quiz-results {path} does not exist")
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        if not {"student_id", "complete"} <= set(reader.fieldnames or []):
+            raise ValueError(f"{path}: not a `quiz grade-batch` gradebook (needs student_id and complete columns)")
+        done = {row["student_id"]: row.get("complete", "").strip().lower() == "true"
+                and row.get("status", "graded") == "graded" for row in reader}
+    return {sid: done.get(sid, False) for sid in student_ids}
 
 
 def _fmt(x: float) -> str:
@@ -247,7 +271,7 @@ def batch_records(batch_dir: Path) -> list:
 
 
 def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo", roster: Path | None = None,
-                 quiz_db: Path | None = None, moodle_id: str = "idnumber",
+                 quiz_db: Path | None = None, quiz_results: Path | None = None, moodle_id: str = "idnumber",
                  canvas_ids: dict[str, str] | None = None) -> Path:
     """Write the export of a graded batch to ``out`` (atomically) and return its path.
 
@@ -261,7 +285,10 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     records = batch_records(batch_dir)
     people = read_roster(roster) if roster else None
-    quiz = quiz_completion(quiz_db, [r.student_id for r in records])
+    if quiz_db is not None and quiz_results is not None:
+        raise ValueError("give --quiz-db or --quiz-results, not both")
+    ids = [r.student_id for r in records]
+    quiz = quiz_completion(quiz_db, ids) if quiz_db is not None else quiz_completion_from_csv(quiz_results, ids)
     if fmt == "canvas":
         text = canvas_csv(records, assignment=assignment, roster=people, quiz=quiz, canvas_ids=canvas_ids)
     elif fmt == "moodle":

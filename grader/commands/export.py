@@ -19,6 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "section, email, idnumber, username)")
     parser.add_argument("--quiz-db", type=Path, default=None, metavar="FILE",
                         help="the quiz's SQLite store: completion also needs all 8 stops passed")
+    parser.add_argument("--quiz-results", type=Path, default=None, metavar="CSV",
+                        help="`ppo-course quiz grade-batch`'s gradebook: completion also needs `complete` True")
     parser.add_argument("--moodle-id", choices=["idnumber", "email", "username"], default="idnumber",
                         help="Moodle's identifier column (default: idnumber)")
     parser.add_argument("--canvas-id", action="append", default=[], metavar="COLUMN=ID",
@@ -40,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         canvas_ids[column] = ident
     try:
         path = export_batch(args.batch, args.fmt, args.out, assignment=args.assignment, roster=args.roster,
-                            quiz_db=args.quiz_db, moodle_id=args.moodle_id, canvas_ids=canvas_ids)
+                            quiz_db=args.quiz_db, quiz_results=args.quiz_results, moodle_id=args.moodle_id, canvas_ids=canvas_ids)
     except (ValueError, FileNotFoundError, NotADirectoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

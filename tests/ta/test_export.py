@@ -103,6 +103,19 @@ def test_plain_csv_and_quiz_completion(batch, tmp_path):
     assert "alice,2,2,2,2,2,2,2,14,14,1,graded" in (tmp_path / "plain2.csv").read_text()
 
 
+def test_quiz_results_csv_gives_completion(batch, tmp_path):
+    quiz = tmp_path / "quiz_gradebook.csv"  # `ppo-course quiz grade-batch`'s columns
+    quiz.write_text("student_id,stop1,stop2,stop3,stop4,stop5,stop6,stop7,stop8,total,max_total,stops_passed,"
+                    "complete,status,message\n"
+                    "alice,3,3,3,3,3,3,3,3,24,24,8,True,graded,\nbob,3,3,3,3,3,3,3,3,24,24,8,True,graded,\n")
+    export_batch(batch, "csv", tmp_path / "plain.csv", quiz_results=quiz)
+    with open(tmp_path / "plain.csv", newline="") as fh:
+        rows = {r["student_id"]: r["chapter_complete"] for r in csv.DictReader(fh)}
+    assert rows == {"alice": "1", "bob": "0", "'=evil": "0"}  # bob: ex2 below full marks
+    with pytest.raises(ValueError, match="not both"):
+        export_batch(batch, "csv", tmp_path / "x.csv", quiz_results=quiz, quiz_db=tmp_path / "q.sqlite3")
+
+
 def test_neutralise_cell():
     assert [neutralise_cell(x) for x in ("=1+1", "+1", "-2", "@a", "\tx", "alice")] == \
         ["'=1+1", "'+1", "'-2", "'@a", "'\tx", "alice"]
