@@ -1,6 +1,7 @@
 """The TA features end to end on the demo cohort (examples/cohort/submissions) with the real graders.
 
-One grading of exercise 4 only, fast profile (the features, not the graders, are under test).
+One grading of exercise 4 only, fast profile (the features, not the graders, are under test), and
+a regrade of three students after a change of one hidden test's points (``real_grader_v2``).
 Expected by hand from examples/make_cohort.py (see tests/batch/test_demo.py's BY_HAND): on ex4,
 eli reads V past the last real token (GAE tests fail, whiten passes), noor whitens with the
 biased variance (whiten tests fail), ivan's module has a syntax error (everything fails), lea's
@@ -68,3 +69,33 @@ def test_similarity_on_the_demo(tmp_path):
     assert ("ada", "chen", "ex1_ratio") in flagged
     assert not any("ben" in (a, b) and m == "ex5_rollout_buffer" for a, b, m in flagged)
     assert (tmp_path / "sim" / "similarity.html").is_file()
+
+
+def test_regrade_of_demo_students_after_a_points_change(tmp_path, monkeypatch):
+    """Three demo students on ex4, graded, then regraded by ``real_grader_v2`` (one test 1 → 2 points).
+
+    By hand: ada passes the test: 1 → 2 points, total +1; eli fails it (GAE reads the padding:
+    gae_bootstraps_from_padding, 0 → 0); ivan's module does not import: 0 → 0. So one student
+    moves, up by 1, on that test only.
+    """
+    import shutil
+
+    from grader import batch
+
+    subs = tmp_path / "subs"
+    for sid in ("ada", "eli", "ivan"):
+        shutil.copytree(COHORT / sid, subs / sid)
+    kw = dict(jobs=2, profile="fast", exercises=["ex4_gae"], progress=False, log=lambda m: None, report=False)
+    first = batch.run_batch(subs, tmp_path / "out", **kw)
+    before = {r.student_id: r.score for r in first.records}
+    monkeypatch.setattr(batch, "grader_fingerprint", lambda: "points-changed")
+    second = batch.run_batch(subs, tmp_path / "out", grade_fn="real_grader_v2:grade_submission", **kw)
+    after = {r.student_id: r.score for r in second.records}
+    assert {s: after[s] - before[s] for s in before} == {"ada": 1, "eli": 0, "ivan": 0}
+    with open(tmp_path / "out" / "regrade.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {(r["student_id"], r["test"].rsplit(" · ", 1)[-1], r["old_score"], r["new_score"]) for r in rows} == {
+        ("ada", "test_gae_no_bootstrap_past_last_token", "1", "2")}
+    md = (tmp_path / "out" / "regrade.md").read_text()
+    assert "3 students regraded, 1 with a changed test; 1 up, 0 down" in md
+    assert "the test's points changed: 1 → 2" in md
