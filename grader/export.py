@@ -157,9 +157,11 @@ def _fmt(x: float) -> str:
 
 
 def _stems(records) -> list[str]:
-    from grader.batch import gradebook_columns
+    """The exercises of the records: the contract's order (``grader.points.EXERCISES``), then any other stem."""
+    from grader.points import EXERCISES
 
-    return gradebook_columns(records)[1:-4]
+    seen = {stem for r in records for stem in r.exercise_scores}
+    return [s for s in EXERCISES if s in seen] + sorted(seen - set(EXERCISES))
 
 
 def _exercise_max(records, stem: str) -> float:
