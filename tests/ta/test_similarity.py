@@ -31,7 +31,7 @@ def class_report(tmp_path_factory):
     subs = base / "subs"
     write_student(subs, "orig", {"ex4_gae.py": SOLUTION_GAE})
     with zipfile.ZipFile(subs / "copier.zip", "w") as zf:  # zips go through the batch's intake
-        zf.writestr("work/ex4_gae.py", disguise(SOLUTION_GAE))
+        zf.writestr("work/ex4_gae.py", "# </pre><script>alert(1)</script>\n" + disguise(SOLUTION_GAE))
     write_student(subs, "honest", {"ex4_gae.py": REFERENCE_GAE.replace("ppo_reference", "mine")})
     write_student(subs, "stub1", {"ex4_gae.py": STUB_GAE})
     write_student(subs, "stub2", {"ex4_gae.py": STUB_GAE, "notes.py": "=cmd|' /C calc'!A0 = 1\n"})
@@ -68,7 +68,7 @@ def test_csv_lists_exactly_the_flagged_pairs_and_html_escapes_code(class_report)
     assert all(r["flagged"] == "yes" and float(r["similarity_a"]) >= 0 for r in rows)
     html = (out / "similarity.html").read_text()
     assert "copier" in html and "<mark>" in html
-    assert "<-" not in html.replace("&lt;-", "")  # code is escaped (no raw '<' from student text)
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # student text is escaped
 
 
 def test_archive_and_reference_impl_are_compared(tmp_path):
