@@ -92,3 +92,23 @@ def test_cli_runs_and_rejects_a_missing_folder(tmp_path, capsys):
     assert main(["similarity", str(subs), "--out", str(tmp_path / "out")]) == 0
     assert "1 flagged" in capsys.readouterr().out
     assert main(["similarity", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
+
+
+@pytest.mark.slow
+def test_default_thresholds_separate_honest_from_copied_pairs():
+    """The calibration of docs/ta_guide.md §8 at the default thresholds (similarity_calibration.py).
+
+    Every copied pair flagged; no honest pair flagged but reference vs solutions ex5, which share
+    their error messages word for word (the one the guide names); the highest other honest share
+    stays below the threshold and the lowest copied share above it.
+    """
+    from grader.similarity import SimilarityConfig
+    from similarity_calibration import measure
+
+    config = SimilarityConfig()
+    m = measure(config)
+    assert len(m["honest"]) >= 100 and len(m["copied"]) >= 600
+    assert all(p.flagged for _, p in m["copied"])
+    assert [label for label, p in m["honest"] if p.flagged] == ["reference vs solutions ex5_rollout_buffer"]
+    others = [p.score for label, p in m["honest"] if not p.flagged]
+    assert max(others) < config.threshold < min(p.score for _, p in m["copied"])
