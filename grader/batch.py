@@ -70,7 +70,8 @@ NBGRADER_CSV = "grades.csv"  # `nbgrader export`'s default file name
 RECORD = "batch.json"
 STATE_DIR = ".batch"  # staging, worker scratch and cached templates
 # Names a student id may not take: they are the batch's own outputs.
-RESERVED_IDS = frozenset({GRADEBOOK, NBGRADER_CSV, "report.md", "report.png", STATE_DIR})
+RESERVED_IDS = frozenset({GRADEBOOK, NBGRADER_CSV, "report.md", "report.png", "report_tests.png",
+                          "regrade.md", "regrade.csv", STATE_DIR})
 
 # `nbgrader export` CSV columns (nbgrader/plugins/export.py, CsvExportPlugin).
 NBGRADER_COLUMNS: tuple[str, ...] = (
@@ -309,7 +310,9 @@ def _walk_lstat(root: Path) -> Iterable[tuple[bytes, os.stat_result]]:
         ]
 
 
-_SKIP_FROM_FINGERPRINT = {"batch.py", "report.py"}
+# TA-side layers that never change a score (batch, report and its analytics, regrade report,
+# exports, similarity): editing them must not regrade a class.
+_SKIP_FROM_FINGERPRINT = {"batch.py", "report.py", "analytics.py", "regrade.py", "export.py", "similarity.py"}
 _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "gradescope", "__pycache__"}
 
 
@@ -1161,6 +1164,8 @@ def run_batch(
     report: bool = True,
     grade_fn: str | None = None,
     log: Callable[[str], None] | None = None,
+    never_lower: bool = False,
+    latest_only: bool = False,
 ) -> BatchSummary:
     """Grade every student of ``submissions_dir`` into ``out_dir``; resumable, crash-isolated, parallel.
 
@@ -1180,6 +1185,12 @@ def run_batch(
         report: write the class report when done.
         grade_fn: ``"module:function"`` replacing ``grader.grade.grade_submission`` (tests).
         log: where warnings go (default: stderr).
+        never_lower: after a grader change, keep each exercise's published score where the
+            regrade gives less (``grader.regrade.never_lower``).
+        latest_only: grade only each student's latest submission (``grader.regrade.parse_attempt``).
+
+    A student regraded because the grader fingerprint changed has the published results kept
+    first; ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.regrade``).
 
     Returns:
         a :class:`BatchSummary`.
@@ -1198,6 +1209,14 @@ def run_batch(
     out_dir = Path(out_dir)
     say = log or (lambda msg: print(msg, file=sys.stderr))
     entries, warnings = discover(submissions_dir)
+    if latest_only:
+        from grader.regrade import latest_only as _latest
+
+        latest = _latest(e.student_id for e in entries)
+        earlier = sorted(e.student_id for e in entries if e.student_id not in latest)
+        if earlier:
+            warnings.append(f"--latest-only: left out {len(earlier)} earlier submission(s): {', '.join(earlier)}")
+        entries = [e for e in entries if e.student_id in latest]
     for w in warnings:
         say(f"warning: {w}")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -1228,10 +1247,12 @@ def run_batch(
     # Which students are up to date?
     todo: list[tuple[Entry, str]] = []
     skipped: list[str] = []
+    from grader import regrade
+
     for entry in entries:
         h = submission_hash(entry, limits)
+        rec = read_records(out_dir, [entry.student_id])
         if not force:
-            rec = read_records(out_dir, [entry.student_id])
             if (
                 rec
                 and rec[0].submission_hash == h
@@ -1240,6 +1261,8 @@ def run_batch(
             ):
                 skipped.append(entry.student_id)
                 continue
+        # A grader change: keep the published results for regrade.md before they are replaced.
+        regrade.keep_published(out_dir, entry.student_id, fingerprint, rec[0] if rec else None)
         todo.append((entry, h))
 
     zero_template = ZeroTemplate(
@@ -1281,6 +1304,8 @@ def run_batch(
             graded = GradedEntry("crashed", message, results, f"**Status: crashed.** {message}\n", [], 0.0)
         if workers.stopping:
             raise KeyboardInterrupt
+        if never_lower:
+            _keep_published_scores(out_dir, sid, h, fingerprint, graded)
         atomic_write_text(student_dir / "feedback.md", graded.feedback)
         atomic_write_json(student_dir / "results.json", graded.results)
         key = {"submission_hash": h, **key_common}
@@ -1336,6 +1361,7 @@ def run_batch(
             raise exc
         pool.shutdown(wait=True)
     records = rebuild_gradebook()
+    regrade.write_regrade_report(out_dir, records, fingerprint, never_lower)
     lock.close()
     shutil.rmtree(state / "staging", ignore_errors=True)
     shutil.rmtree(state / "work", ignore_errors=True)
@@ -1344,6 +1370,21 @@ def run_batch(
 
         write_class_report(out_dir, records)
     return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
+
+
+def _keep_published_scores(out_dir: Path, sid: str, h: str, fingerprint: str, graded: GradedEntry) -> None:
+    """``--never-lower``: a regrade (same submission, other grader) keeps each exercise's published score if higher."""
+    from grader import regrade
+
+    before = regrade.published(out_dir, sid)
+    if before is None or before[0].submission_hash != h or before[0].grader_fingerprint == fingerprint:
+        return
+    graded.results, notes = regrade.never_lower(graded.results, before[1])
+    if notes:
+        text = "never lower: " + "; ".join(notes)
+        graded.message = "; ".join(filter(None, [graded.message, text]))
+        graded.results["output"] = (str(graded.results.get("output", "")) + f"\n\n{text}.").strip()
+        graded.feedback = f"**Regrade:** {text}.\n\n" + graded.feedback
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -252,6 +252,9 @@ def write_class_report(out_dir: Path, records: Iterable) -> Path:
     from grader.results import atomic_write_text
 
     out_dir = Path(out_dir)
+    records = list(records)
     summary = summarise(out_dir, records)
     plot_report(summary, out_dir / "report.png")
-    return atomic_write_text(out_dir / "report.md", report_markdown(summary))
+    from grader.analytics import per_test_section  # per hidden test + report_tests.png
+
+    return atomic_write_text(out_dir / "report.md", report_markdown(summary) + per_test_section(out_dir, records))

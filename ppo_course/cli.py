@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "gradescope-bundle": "grader.commands.gradescope_bundle",
     "nbgrader": "grader.commands.nbgrader_course",
     "release": "grader.commands.release",
+    "similarity": "grader.commands.similarity",
+    "export": "grader.commands.export",
     "check": "ppo_course.commands.check",
     "train": "ppo_reference.commands.train",
     "quiz": "quiz_bank.commands",

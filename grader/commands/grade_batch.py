@@ -29,6 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hard wall-clock limit per submission (default: 600)")
     parser.add_argument("--max-size-mb", type=float, default=20.0, metavar="MB",
                         help="largest unpacked submission accepted (default: 20 MB)")
+    parser.add_argument("--never-lower", action="store_true",
+                        help="after a grader change, never lower a published exercise score (keep it, and say so)")
+    parser.add_argument("--latest-only", action="store_true",
+                        help="grade only each student's latest submission (alice, alice_2, alice_<timestamp>: "
+                             "see the TA guide)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -75,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
           f"up to date {len(summary.skipped)}; {summary.seconds:.1f} s")
     print(f"gradebook: {summary.out_dir / 'gradebook.csv'}")
     print(f"class report: {summary.out_dir / 'report.md'}")
+    if (summary.out_dir / "regrade.md").is_file():
+        print(f"regrade report (grader changed): {summary.out_dir / 'regrade.md'}")
     return 0
 
 
@@ -92,4 +99,6 @@ def _run(args, limits, exercises):
         formats=args.formats,
         assignment=args.assignment,
         progress=not args.no_progress,
+        never_lower=args.never_lower,
+        latest_only=args.latest_only,
     )

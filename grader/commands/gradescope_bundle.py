@@ -22,7 +22,14 @@ TOP_FILES = ("pyproject.toml", "README.md")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``gradescope-bundle``."""
     parser.add_argument("out", type=Path, metavar="OUT.zip", help="where to write the autograder zip")
-    parser.add_argument("--profile", choices=["full", "fast"], default="full", help="grading profile (default: full)")
+    parser.add_argument("--profile", choices=["full", "fast"], default="fast",
+                        help="grading profile while the assignment is open (default: fast, seconds per submission)")
+    parser.add_argument("--no-full-after-due", dest="full_after_due", action="store_false",
+                        help="keep --profile after the deadline too (default: a regrade after the last deadline "
+                             "uses the full profile, exercise 7's training run included)")
+    parser.add_argument("--reveal-after", type=int, default=0, metavar="N",
+                        help="show hidden tests (what they check and the diagnosis, never inputs) from a "
+                             "student's N-th previous submission on (default 0: never)")
     parser.add_argument("--hidden-visibility", choices=["hidden", "after_due_date", "after_published"],
                         default="after_published",
                         help="Gradescope visibility of hidden tests (default: after_published)")
@@ -41,8 +48,9 @@ def repo_root() -> Path:
     return Path(grader.__file__).resolve().parent.parent
 
 
-def build_bundle(out: Path, *, profile: str = "full", hidden_visibility: str = "after_published",
-                 timeout_s: float = 1200.0, max_bytes: int = 20_000_000, quiz: bool = False) -> Path:
+def build_bundle(out: Path, *, profile: str = "fast", hidden_visibility: str = "after_published",
+                 timeout_s: float = 1200.0, max_bytes: int = 20_000_000, full_after_due: bool = True,
+                 reveal_after: int = 0, quiz: bool = False) -> Path:
     """Write the autograder zip to ``out`` (atomically) and return its path.
 
     Raises:
@@ -60,7 +68,7 @@ def build_bundle(out: Path, *, profile: str = "full", hidden_visibility: str = "
     if not (root / "pyproject.toml").is_file():
         raise FileNotFoundError(f"no pyproject.toml beside {root / 'grader'}: the bundle needs the source tree")
     config = BundleConfig(profile=profile, hidden_visibility=hidden_visibility, timeout_s=timeout_s, max_bytes=max_bytes,
-                          quiz=quiz)
+                          full_after_due=full_after_due, reveal_after=reveal_after, quiz=quiz)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     os.close(fd)
@@ -91,8 +99,12 @@ def build_bundle(out: Path, *, profile: str = "full", hidden_visibility: str = "
 def run(args: argparse.Namespace) -> int:
     """Write the bundle and say how to use it; exit 0."""
     path = build_bundle(args.out, profile=args.profile, hidden_visibility=args.hidden_visibility,
-                        timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6), quiz=args.quiz)
+                        timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6),
+                        full_after_due=args.full_after_due, reveal_after=args.reveal_after, quiz=args.quiz)
     size_kb = path.stat().st_size / 1024
     print(f"wrote {path} ({size_kb:.0f} kB): upload it as the assignment's autograder on Gradescope")
     print("(Ubuntu base image; setup.sh installs Python, CPU torch and the grader into /autograder/venv)")
+    tier = "full after the deadline (press 'Regrade all submissions' then)" if args.full_after_due else args.profile
+    print(f"tiers: {args.profile} on submit, {tier}; hidden tests shown from submission "
+          f"{args.reveal_after + 1}" if args.reveal_after else f"tiers: {args.profile} on submit, {tier}")
     return 0

@@ -1,0 +1,50 @@
+"""``ppo-course export BATCH_DIR --format canvas|moodle|csv --out FILE``: the gradebook for an LMS (``grader.export``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "export a graded batch's gradebook in the layout Canvas or Moodle imports (or plain CSV)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``export``."""
+    parser.add_argument("batch", type=Path, metavar="BATCH_DIR", help="a grade-batch output folder")
+    parser.add_argument("--format", choices=["canvas", "moodle", "csv"], required=True, dest="fmt")
+    parser.add_argument("--out", type=Path, required=True, metavar="FILE")
+    parser.add_argument("--assignment", default="ppo", help="prefix of the grade columns (default: ppo)")
+    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                        help="student_id plus LMS identities (name, canvas_id, sis_user_id, sis_login_id, "
+                             "section, email, idnumber, username)")
+    parser.add_argument("--quiz-db", type=Path, default=None, metavar="FILE",
+                        help="the quiz's SQLite store: completion also needs all 8 stops passed")
+    parser.add_argument("--quiz-results", type=Path, default=None, metavar="CSV",
+                        help="`ppo-course quiz grade-batch`'s gradebook: completion also needs `complete` True")
+    parser.add_argument("--moodle-id", choices=["idnumber", "email", "username"], default="idnumber",
+                        help="Moodle's identifier column (default: idnumber)")
+    parser.add_argument("--canvas-id", action="append", default=[], metavar="COLUMN=ID",
+                        help="an existing Canvas assignment id for a column (e.g. ex4_gae=1234; repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the export; exit 0, 2 on a usage error (bad folder, roster or option)."""
+    import sys
+
+    from grader.export import export_batch
+
+    canvas_ids = {}
+    for item in args.canvas_id:
+        column, sep, ident = item.partition("=")
+        if not sep or not column or not ident:
+            print(f"error: --canvas-id wants COLUMN=ID, got {item!r}", file=sys.stderr)
+            return 2
+        canvas_ids[column] = ident
+    try:
+        path = export_batch(args.batch, args.fmt, args.out, assignment=args.assignment, roster=args.roster,
+                            quiz_db=args.quiz_db, quiz_results=args.quiz_results, moodle_id=args.moodle_id, canvas_ids=canvas_ids)
+    except (ValueError, FileNotFoundError, NotADirectoryError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path} ({args.fmt})")
+    return 0

@@ -1,0 +1,114 @@
+"""``ppo-course similarity``: a disguised copy is flagged, two honest implementations of the book's formulas are not.
+
+The plagiarised pair: ``solutions/ex4_gae.py`` and the same file with every identifier renamed,
+the functions in reverse order and the comments replaced (``similarity_calibration.disguise``).
+The honest pair: ``ppo_reference/gae.py`` + ``masked.py`` (written independently of the
+solutions, ARCHITECTURE.md) and ``solutions/ex4_gae.py``: both type in GAE (Book §5.5) and
+the masked whitening, nothing else in common.
+"""
+
+from __future__ import annotations
+
+import csv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ta_support import ROOT, write_student
+from grader.similarity import run_similarity
+from similarity_calibration import disguise
+
+SOLUTION_GAE = (ROOT / "solutions" / "ex4_gae.py").read_text()
+REFERENCE_GAE = (ROOT / "ppo_reference" / "gae.py").read_text() + "\n\n" + (ROOT / "ppo_reference" / "masked.py").read_text()
+STUB_GAE = (ROOT / "exercises" / "ex4_gae.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def class_report(tmp_path_factory):
+    """A class of five: a copied pair (one zipped), an honest pair, a student who handed in the stub."""
+    base = tmp_path_factory.mktemp("sim")
+    subs = base / "subs"
+    write_student(subs, "orig", {"ex4_gae.py": SOLUTION_GAE})
+    with zipfile.ZipFile(subs / "copier.zip", "w") as zf:  # zips go through the batch's intake
+        zf.writestr("work/ex4_gae.py", "# </pre><script>alert(1)</script>\n" + disguise(SOLUTION_GAE))
+    write_student(subs, "honest", {"ex4_gae.py": REFERENCE_GAE.replace("ppo_reference", "mine")})
+    write_student(subs, "stub1", {"ex4_gae.py": STUB_GAE})
+    write_student(subs, "stub2", {"ex4_gae.py": STUB_GAE, "notes.py": "=cmd|' /C calc'!A0 = 1\n"})
+    report = run_similarity(subs, base / "out", stubs_dir=ROOT / "exercises")
+    return report, base / "out"
+
+
+def _flagged(report) -> set[frozenset[str]]:
+    return {frozenset((p.a.owner, p.b.owner)) for p in report.flagged}
+
+
+def test_disguised_copy_is_flagged(class_report):
+    report, _ = class_report
+    assert frozenset(("copier", "orig")) in _flagged(report)
+
+
+def test_honest_pair_following_the_book_is_not_flagged(class_report):
+    report, _ = class_report
+    assert frozenset(("honest", "orig")) not in _flagged(report)
+    assert frozenset(("copier", "honest")) not in _flagged(report)
+
+
+def test_untouched_stubs_are_boilerplate(class_report):
+    report, _ = class_report
+    stub_pair = next(p for p in report.pairs if {p.a.owner, p.b.owner} == {"stub1", "stub2"} and p.a.module == "ex4_gae")
+    assert stub_pair.overlap_tokens == 0 and not stub_pair.flagged
+
+
+def test_csv_lists_exactly_the_flagged_pairs_and_html_escapes_code(class_report):
+    report, out = class_report
+    with open(out / "flagged_pairs.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {frozenset((r["student_a"], r["student_b"])) for r in rows} == _flagged(report)
+    assert all(r["flagged"] == "yes" and float(r["similarity_a"]) >= 0 for r in rows)
+    html = (out / "similarity.html").read_text()
+    assert "copier" in html and "<mark>" in html
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # student text is escaped
+
+
+def test_archive_and_reference_impl_are_compared(tmp_path):
+    subs, archive, refs = tmp_path / "subs", tmp_path / "2024", tmp_path / "refs"
+    write_student(subs, "new", {"ex4_gae.py": disguise(SOLUTION_GAE)})
+    write_student(subs, "other", {"ex4_gae.py": STUB_GAE})
+    write_student(archive, "old", {"ex4_gae.py": SOLUTION_GAE})
+    refs.mkdir()
+    (refs / "public_gae.py").write_text(SOLUTION_GAE)
+    report = run_similarity(subs, tmp_path / "out", archives=[archive], references=[refs], stubs_dir=ROOT / "exercises")
+    assert _flagged(report) == {frozenset(("new", "archive:2024/old")), frozenset(("new", "reference:public_gae.py"))}
+    assert report.n_students == 2
+
+
+def test_cli_runs_and_rejects_a_missing_folder(tmp_path, capsys):
+    from ppo_course.cli import main
+
+    subs = tmp_path / "subs"
+    write_student(subs, "a", {"ex4_gae.py": SOLUTION_GAE})
+    write_student(subs, "b", {"ex4_gae.py": disguise(SOLUTION_GAE)})
+    assert main(["similarity", str(subs), "--out", str(tmp_path / "out")]) == 0
+    assert "1 flagged" in capsys.readouterr().out
+    assert main(["similarity", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
+
+
+@pytest.mark.slow
+def test_default_thresholds_separate_honest_from_copied_pairs():
+    """The calibration of docs/ta_guide.md §8 at the default thresholds (similarity_calibration.py).
+
+    Every copied pair flagged; no honest pair flagged but reference vs solutions ex5, which share
+    their error messages word for word (the one the guide names); the highest other honest share
+    stays below the threshold and the lowest copied share above it.
+    """
+    from grader.similarity import SimilarityConfig
+    from similarity_calibration import measure
+
+    config = SimilarityConfig()
+    m = measure(config)
+    assert len(m["honest"]) >= 100 and len(m["copied"]) >= 600
+    assert all(p.flagged for _, p in m["copied"])
+    assert [label for label, p in m["honest"] if p.flagged] == ["reference vs solutions ex5_rollout_buffer"]
+    others = [p.score for label, p in m["honest"] if not p.flagged]
+    assert max(others) < config.threshold < min(p.score for _, p in m["copied"])
