@@ -129,3 +129,19 @@ def test_cli_export_and_usage_errors(batch, tmp_path):
     assert main(["export", str(tmp_path), "--format", "csv", "--out", str(tmp_path / "x.csv")]) == 2
     assert main(["export", str(batch), "--format", "csv", "--out", str(tmp_path / "x.csv"),
                  "--quiz-db", str(tmp_path / "absent.sqlite3")]) == 2
+
+
+def test_quiz_server_database_gives_completion(batch, tmp_path):
+    """`--quiz-db` also takes the quiz server's database (`ppo-course quiz serve --db`)."""
+    from quiz_bank.server.db import QuizDB
+
+    db = QuizDB(tmp_path / "served.sqlite")
+    for student, stops in (("alice", range(1, 9)), ("bob", range(1, 8))):  # bob never passed stop 8
+        for stop in stops:
+            attempt = db.start_attempt(student, stop, lambda n: ["q1"])
+            db.record_answer(student, stop, attempt.attempt, "q1", "x", True)
+    export_batch(batch, "csv", tmp_path / "served.csv", quiz_db=tmp_path / "served.sqlite")
+    with open(tmp_path / "served.csv", newline="") as fh:
+        rows = {r["student_id"]: r for r in csv.DictReader(fh)}
+    assert rows["alice"]["chapter_complete"] == "1"  # every exercise at full marks and all eight stops
+    assert rows["bob"]["chapter_complete"] == "0"
