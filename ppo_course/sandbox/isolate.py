@@ -18,11 +18,15 @@ server's user, normally root), in this order:
 7. when root: all privileges dropped to an unprivileged uid/gid chosen per child
    (so that RLIMIT_NPROC counts only this child's processes), and
    ``PR_SET_NO_NEW_PRIVS``;
-8. a scrubbed environment.
+8. a scrubbed environment;
+9. a seccomp filter (``syscall_filter``): keyrings, ptrace, bpf, mounts,
+   namespaces and other calls no exercise needs fail with EPERM. It must load:
+   a child that cannot install it exits before any student code runs.
 
 Every step that the machine refuses is reported as one log line on the fork
 server's stderr (see ``warn``) and recorded in ``Isolation.notes``; grading
-goes on with the defences that did work. The threat model is in
+goes on with the defences that did work, except for the seccomp filter (step 9)
+and the read-only binds of step 4, which fail closed. The threat model is in
 ``docs/threat_model.md``.
 """
 
@@ -32,11 +36,14 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import re
 import resource
 import signal
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ppo_course.sandbox import syscall_filter
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -274,6 +281,7 @@ class Isolation:
     uid: int | None = None
     network_isolated: bool = False
     mounts_private: bool = False
+    seccomp: bool = False
     notes: list[str] = field(default_factory=list)
 
 
@@ -296,6 +304,49 @@ def apply_covers(covers: list[tuple[str, list[str]]]) -> None:
     finally:
         for fd in fds.values():
             os.close(fd)
+
+
+MS_RDONLY = 1
+MS_REMOUNT = 32
+#: statvfs f_flag bits -> the mount flags a remount must keep (the kernel locks them in a user namespace).
+_LOCKED_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+                 (os.ST_NOATIME, 1024), (os.ST_NODIRATIME, 2048), (os.ST_RELATIME, 1 << 21))
+
+
+def _mount_points_under(path: str) -> list[str]:
+    """Mount points at or below ``path`` in this mount namespace (from /proc/self/mountinfo)."""
+    points = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
+        for line in fh:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            if _is_within(point, path) and point not in points:
+                points.append(point)
+    return points
+
+
+def make_read_only(paths: list[str]) -> None:
+    """Bind each of ``paths`` onto itself and remount it (and every mount below it) read-only.
+
+    Must run in a private mount namespace. Keeps the flags the kernel locks
+    (nosuid, nodev, noexec, atime) so that it also works in a user namespace.
+
+    Raises:
+        OSError: a bind or remount failed (the caller fails closed).
+    """
+    for path in paths:
+        if not os.path.isdir(path) and not os.path.isfile(path):
+            continue
+        mount(path, path, None, MS_BIND | MS_REC, None)
+        for point in _mount_points_under(path):
+            try:
+                flags = os.statvfs(point).f_flag
+            except OSError:
+                continue
+            keep = 0
+            for st_bit, ms_bit in _LOCKED_FLAGS:
+                if flags & st_bit:
+                    keep |= ms_bit
+            mount(None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep, None)
 
 
 class _CapHeader(ctypes.Structure):
@@ -409,6 +460,10 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
             for extra in shared:
                 os.makedirs(extra, mode=0o755, exist_ok=True)  # inside a cover's empty tmpfs
                 mount("tmpfs", extra, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")
+            # What the interpreter reads is read-only in here, so that a child running as
+            # the grader's own user (a non-root grader) cannot leave a .pth or a
+            # sitecustomize in the venv for every later grading to run.
+            make_read_only(_outermost([os.path.realpath(p) for p in config.get("needed_paths", []) if os.path.exists(p)]))
             iso.mounts_private = True
             iso.workdir = "/tmp/submission"
         except OSError as exc:
@@ -422,6 +477,13 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
                 mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
             except OSError as exc:
                 iso.notes.append(f"could not remount /proc with hidepid ({exc.strerror}): other processes stay visible")
+    if not iso.mounts_private and not is_root:
+        writable = [p for p in config.get("needed_paths", []) if os.path.exists(p) and os.access(p, os.W_OK)]
+        if writable:
+            # Fail closed: without a mount namespace nothing can make these read-only, and a
+            # child of the grader's own uid could plant code that every later grading runs.
+            raise OSError(errno.EPERM, f"no private mounts, and the interpreter's paths {writable[:3]} are writable "
+                          "by the submission; run the grader as root or where user namespaces are allowed")
     if not iso.workdir:
         iso.workdir = os.path.join(config["workdir"], "submission")
     os.makedirs(iso.workdir, mode=0o755, exist_ok=True)
@@ -457,6 +519,13 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     os.environ.clear()
     os.environ.update(scrubbed_env(home))
     os.chdir(iso.workdir)
+    # Last: system calls no exercise needs (keyrings, ptrace, bpf, mounts, ...) fail with
+    # EPERM from here on. A machine that cannot load the filter runs no student code.
+    try:
+        syscall_filter.install()
+    except OSError as exc:
+        raise OSError(exc.errno, f"the seccomp filter could not be installed, so no student code runs: {exc.strerror}") from None
+    iso.seccomp = True
     return iso
 
 
