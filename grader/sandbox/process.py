@@ -111,10 +111,14 @@ class ChildProcess:
     Args:
         server: the fork server to fork from.
         config: the spawn configuration (module, submission_dir, limits, ...).
-        limits: the same limits as a model (deadlines, capture sizes).
+        limits: the same limits as a model (deadlines, capture sizes, callback budgets).
         resolve_handle: builds a parent-side object for a child handle node.
         on_callback: ``(op, fields, gens) -> (kind, value, gens)`` for known-good
             callbacks, or None when the child has no proxies.
+
+    Raises:
+        StudentTimeout: the submission's deadline (``submission_deadline``) has already passed.
+        SandboxError: the fork server could not start the child.
     """
 
     def __init__(
@@ -125,6 +129,8 @@ class ChildProcess:
         resolve_handle: Callable[[str, int, str], Any],
         on_callback: Any = None,
     ) -> None:
+        if _SUBMISSION_DEADLINE is not None and time.monotonic() >= _SUBMISSION_DEADLINE:
+            raise StudentTimeout(_out_of_time())  # no child is started for a submission out of time
         self.server = server
         self.limits = limits
         self.resolve_handle = resolve_handle
