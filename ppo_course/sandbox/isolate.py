@@ -288,16 +288,24 @@ class Isolation:
 def apply_covers(covers: list[tuple[str, list[str]]]) -> None:
     """Mount the planned covers (must already be in a private mount namespace)."""
     fds: dict[str, int] = {}
+    is_dir: dict[str, bool] = {}
     for _, rexpose in covers:
         for r in rexpose:
             if r not in fds:
-                fds[r] = os.open(r, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                # A needed path may be a file (a one-file module such as typing_extensions.py).
+                is_dir[r] = os.path.isdir(r)
+                fds[r] = os.open(r, os.O_PATH | os.O_CLOEXEC | (os.O_DIRECTORY if is_dir[r] else 0))
     try:
         for target, rexpose in covers:
             if os.path.isdir(target):
                 mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
                 for r in rexpose:
-                    os.makedirs(r, mode=0o755, exist_ok=True)
+                    if is_dir[r]:
+                        os.makedirs(r, mode=0o755, exist_ok=True)
+                    else:
+                        os.makedirs(os.path.dirname(r), mode=0o755, exist_ok=True)
+                        if not os.path.exists(r):
+                            os.close(os.open(r, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))  # the bind's mount point
                     mount(f"/proc/self/fd/{fds[r]}", r, None, MS_BIND | MS_REC, None)
             else:
                 mount("/dev/null", target, None, MS_BIND, None)
