@@ -28,9 +28,10 @@ class Limits(pydantic.BaseModel):
     max_submission_bytes: int = pydantic.Field(20 * 2**20, gt=0, description="largest submission folder copied into the child, bytes")
     # Known-good callbacks (exercise 7) run in the grader: an honest ex7 child makes ~720 of them,
     # moving ~25 MiB and costing ~0.7 CPU s (measured on solutions/, profile full); the budgets are
-    # ~40-70x that, and bound what one child can make the grader hold (bytes in ≥ what is kept).
+    # 10-70x that. The bytes budget bounds what one live child can make the grader hold (bytes in ≥
+    # what is kept; released when the child ends), plus one message in flight (max_message_bytes).
     max_callbacks: int = pydantic.Field(50_000, gt=0, description="known-good callbacks a child may make in its life (exercise 7)")
-    max_callback_bytes: int = pydantic.Field(512 * 2**20, gt=0, description="bytes a child's known-good callbacks may pass in and out, summed over its life")
+    max_callback_bytes: int = pydantic.Field(256 * 2**20, gt=0, description="bytes a child's known-good callbacks may pass in and out, summed over its life")
     max_callback_cpu_s: float = pydantic.Field(30.0, gt=0, description="CPU seconds the grader may spend on one child's known-good callbacks (thread time)")
     max_respawns: int = pydantic.Field(5, ge=0, description="fresh children per module after crashes/time-outs before giving up")
 

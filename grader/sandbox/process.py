@@ -192,6 +192,9 @@ class ChildProcess:
             self.sock.close()
             for fd in self.pipes:
                 os.close(fd)
+            release = getattr(self.on_callback, "release", None)
+            if release is not None:
+                release()  # what the grader kept for this child's callbacks goes with it
         return self.end_status
 
     def drain_output(self) -> None:
