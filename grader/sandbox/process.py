@@ -20,6 +20,7 @@ every deadline is capped by the submission's one absolute wall-clock limit
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import selectors
 import socket
@@ -33,9 +34,11 @@ from grader.sandbox.shared_args import SharedArgs
 from ppo_course.sandbox import codec
 
 
-#: The submission's absolute wall-clock deadline (``time.monotonic()``), or None: see ``submission_deadline``.
-_SUBMISSION_DEADLINE: float | None = None
-_SUBMISSION_SECONDS: float = 0.0
+#: The submission's absolute wall-clock deadline (``time.monotonic()``) and its length in seconds, or
+#: None: see ``submission_deadline``. A context variable, so that two gradings in two threads of one
+#: process keep their own.
+_SUBMISSION: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("submission_deadline",
+                                                                                     default=None)
 
 
 @contextlib.contextmanager
@@ -43,29 +46,38 @@ def submission_deadline(seconds: float) -> Iterator[float]:
     """Cap every sandboxed call made inside the block by one absolute deadline, ``seconds`` from now.
 
     Calls and imports get ``min(their own time-out, what is left)``; once it has
-    passed, each fails at once with ``StudentTimeout`` ("used up its N s"). Nested
-    blocks keep the earlier deadline. Yields the deadline (``time.monotonic()`` seconds).
+    passed, each fails at once with ``StudentTimeout`` ("used up its N s") and no
+    new child is started. Nested blocks keep the earlier deadline. Yields the
+    deadline (``time.monotonic()`` seconds).
     """
-    global _SUBMISSION_DEADLINE, _SUBMISSION_SECONDS
-    saved = (_SUBMISSION_DEADLINE, _SUBMISSION_SECONDS)
+    current = _SUBMISSION.get()
     deadline = time.monotonic() + float(seconds)
-    if _SUBMISSION_DEADLINE is None or deadline < _SUBMISSION_DEADLINE:
-        _SUBMISSION_DEADLINE, _SUBMISSION_SECONDS = deadline, float(seconds)
+    if current is None or deadline < current[0]:
+        current = (deadline, float(seconds))
+    token = _SUBMISSION.set(current)
     try:
-        yield _SUBMISSION_DEADLINE
+        yield current[0]
     finally:
-        _SUBMISSION_DEADLINE, _SUBMISSION_SECONDS = saved
+        _SUBMISSION.reset(token)
+
+
+def _past_deadline() -> bool:
+    current = _SUBMISSION.get()
+    return current is not None and time.monotonic() >= current[0]
 
 
 def _capped(deadline: float) -> tuple[float, bool]:
     """``(deadline, capped)``: the earlier of ``deadline`` and the submission's; capped when the latter."""
-    if _SUBMISSION_DEADLINE is not None and _SUBMISSION_DEADLINE < deadline:
-        return _SUBMISSION_DEADLINE, True
+    current = _SUBMISSION.get()
+    if current is not None and current[0] < deadline:
+        return current[0], True
     return deadline, False
 
 
 def _out_of_time() -> str:
-    return (f"the submission used up its {_SUBMISSION_SECONDS:g} s of grading time "
+    current = _SUBMISSION.get()
+    seconds = current[1] if current is not None else 0.0
+    return (f"the submission used up its {seconds:g} s of grading time "
             "(its calls, and the grader's work on its behalf, count together)")
 
 
@@ -129,7 +141,7 @@ class ChildProcess:
         resolve_handle: Callable[[str, int, str], Any],
         on_callback: Any = None,
     ) -> None:
-        if _SUBMISSION_DEADLINE is not None and time.monotonic() >= _SUBMISSION_DEADLINE:
+        if _past_deadline():
             raise StudentTimeout(_out_of_time())  # no child is started for a submission out of time
         self.server = server
         self.limits = limits

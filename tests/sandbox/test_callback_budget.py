@@ -135,3 +135,17 @@ def test_the_submission_deadline_caps_every_call(load):
         with pytest.raises(StudentTimeout, match=r"used up its 2 s"):
             child.sleep(0.01)  # a fresh child, but no time left
         assert time.monotonic() - later < 5
+
+
+def test_nested_deadlines_keep_the_earlier_one():
+    """A worker's deadline inside the batch's: the earlier of the two holds, and is restored after."""
+    from grader.sandbox import process
+
+    with submission_deadline(100.0) as outer:
+        with submission_deadline(5.0) as inner:
+            assert inner < outer
+            assert process._capped(time.monotonic() + 60)[1] is True
+        with submission_deadline(500.0) as later:
+            assert later == outer
+        assert process._capped(time.monotonic() + 60) == (process._capped(time.monotonic() + 60)[0], False)
+    assert process._SUBMISSION.get() is None
