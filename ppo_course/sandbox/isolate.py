@@ -36,7 +36,6 @@ import ctypes
 import ctypes.util
 import errno
 import os
-import re
 import resource
 import signal
 import stat
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ppo_course.sandbox import syscall_filter
+from ppo_course.sandbox.readonly import make_read_only
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -312,49 +312,6 @@ def apply_covers(covers: list[tuple[str, list[str]]]) -> None:
     finally:
         for fd in fds.values():
             os.close(fd)
-
-
-MS_RDONLY = 1
-MS_REMOUNT = 32
-#: statvfs f_flag bits -> the mount flags a remount must keep (the kernel locks them in a user namespace).
-_LOCKED_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
-                 (os.ST_NOATIME, 1024), (os.ST_NODIRATIME, 2048), (os.ST_RELATIME, 1 << 21))
-
-
-def _mount_points_under(path: str) -> list[str]:
-    """Mount points at or below ``path`` in this mount namespace (from /proc/self/mountinfo)."""
-    points = []
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
-        for line in fh:
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
-            if _is_within(point, path) and point not in points:
-                points.append(point)
-    return points
-
-
-def make_read_only(paths: list[str]) -> None:
-    """Bind each of ``paths`` onto itself and remount it (and every mount below it) read-only.
-
-    Must run in a private mount namespace. Keeps the flags the kernel locks
-    (nosuid, nodev, noexec, atime) so that it also works in a user namespace.
-
-    Raises:
-        OSError: a bind or remount failed (the caller fails closed).
-    """
-    for path in paths:
-        if not os.path.isdir(path) and not os.path.isfile(path):
-            continue
-        mount(path, path, None, MS_BIND | MS_REC, None)
-        for point in _mount_points_under(path):
-            try:
-                flags = os.statvfs(point).f_flag
-            except OSError:
-                continue
-            keep = 0
-            for st_bit, ms_bit in _LOCKED_FLAGS:
-                if flags & st_bit:
-                    keep |= ms_bit
-            mount(None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep, None)
 
 
 class _CapHeader(ctypes.Structure):
