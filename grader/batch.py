@@ -285,9 +285,16 @@ _WORKER_ENV_KEEP = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "OMP
                     "OPENBLAS_NUM_THREADS", OWN_FORKSERVER_ENV)
 
 
-def _worker_env(shared_server: bool = True) -> dict[str, str]:
-    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens."""
-    env = {k: os.environ[k] for k in _WORKER_ENV_KEEP if k in os.environ}
+def _worker_env(shared_server: bool = True, stand_in: bool = False) -> dict[str, str]:
+    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens.
+
+    ``stand_in``: the worker runs a test's stand-in ``grade_fn`` (a hidden test hook), which may read
+    its own variables: then the operator's environment is kept, still without any ``PYTHON*``.
+    """
+    if stand_in:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    else:
+        env = {k: os.environ[k] for k in _WORKER_ENV_KEEP if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     # N workers on N cores: intra-op threads would only oversubscribe.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -405,7 +412,7 @@ def run_worker(
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=_worker_env(shared_server=not grade_fn),  # a stand-in grader needs no sandbox
+            env=_worker_env(shared_server=not grade_fn, stand_in=bool(grade_fn)),  # a stand-in needs no sandbox
             cwd=cwd,
             start_new_session=True,
         )
