@@ -106,10 +106,21 @@ def test_a_folder_without_exercise_modules_is_its_own_root(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_natural_zip_as_a_student_meets_it(cohort, tmp_path):
-    """`ppo-course grade natural.zip`: graded from the nested folder, and the command says where."""
+def test_the_natural_zip_as_a_student_meets_it(tmp_path):
+    """The real student bundle, ex1 written, quiz answers beside it, the whole folder zipped:
+    `ppo-course grade` grades it from the nested folder and says where."""
+    from grader.release import build_release
+
+    bundle = tmp_path / "ppo-ch5-student"
+    build_release(bundle)
+    (bundle / "exercises" / "ex1_ratio.py").write_text(CORRECT_EX1, encoding="utf-8")
+    (bundle / "quiz_responses_s123.json").write_text(json.dumps({"q1": "b"}), encoding="utf-8")
+    archive = tmp_path / "natural.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(bundle.rglob("*")):
+            zf.write(path, path.relative_to(tmp_path).as_posix())
     out, feedback = tmp_path / "results.json", tmp_path / "feedback.md"
-    proc = subprocess.run([sys.executable, "-m", "ppo_course.cli", "grade", str(cohort / "natural.zip"), "--out",
+    proc = subprocess.run([sys.executable, "-m", "ppo_course.cli", "grade", str(archive), "--out",
                            str(out), "--feedback", str(feedback), "--exercises", "ex1_ratio", "--profile", "fast"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
