@@ -5,14 +5,15 @@
 
 1. :func:`discover` lists the students (a sub-folder or a ``.zip``; its name is
    the student id). Duplicated ids are rejected, stray files skipped.
-2. :func:`stage_submission` checks one submission *before* anything is
+2. :func:`stage_submission` (``grader.intake``, the one intake of every path) checks one submission *before* anything is
    unpacked (size from ``stat`` / the zip's headers, path traversal, symlinks
    out of the submission, zip bombs, non-UTF-8 names, NUL bytes) and copies
    the acceptable files into a clean staging folder. A bad submission raises
    :class:`Rejected` with a message a TA can act on.
 3. Each staged submission is graded by ``grader.grade.grade_submission`` in
-   its **own fresh worker process** (``python -m grader.batch worker ...``, a
-   new session/process group), with a hard per-submission time-out: a crash,
+   its **own fresh worker process** (``python -I``, an empty working folder,
+   an allow-listed environment, a new session/process group), with a hard
+   per-submission time-out that its sandboxed calls share: a crash,
    hang or memory blow-up of one student's grading cannot touch another's.
    The worker itself is trusted; the student code runs further down, in the
    sandbox that ``grade_submission`` uses (ARCHITECTURE.md "The sandbox").
