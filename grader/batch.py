@@ -5,14 +5,15 @@
 
 1. :func:`discover` lists the students (a sub-folder or a ``.zip``; its name is
    the student id). Duplicated ids are rejected, stray files skipped.
-2. :func:`stage_submission` checks one submission *before* anything is
+2. :func:`stage_submission` (``grader.intake``, the one intake of every path) checks one submission *before* anything is
    unpacked (size from ``stat`` / the zip's headers, path traversal, symlinks
    out of the submission, zip bombs, non-UTF-8 names, NUL bytes) and copies
    the acceptable files into a clean staging folder. A bad submission raises
    :class:`Rejected` with a message a TA can act on.
 3. Each staged submission is graded by ``grader.grade.grade_submission`` in
-   its **own fresh worker process** (``python -m grader.batch worker ...``, a
-   new session/process group), with a hard per-submission time-out: a crash,
+   its **own fresh worker process** (``python -I``, an empty working folder,
+   an allow-listed environment, a new session/process group), with a hard
+   per-submission time-out that its sandboxed calls share: a crash,
    hang or memory blow-up of one student's grading cannot touch another's.
    The worker itself is trusted; the student code runs further down, in the
    sandbox that ``grade_submission`` uses (ARCHITECTURE.md "The sandbox").
@@ -56,6 +57,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from grader.intake import _JUNK_NAMES, BatchLimits, Entry, Rejected, StagedSubmission, SubmissionLimits  # noqa: F401
+from grader.intake import _display_name, _stage_dir, _stage_zip, _walk_lstat, _zip_entry_name  # noqa: F401
+from grader.intake import stage_submission, submission_hash  # noqa: F401 - one intake (grader/intake.py)
 from grader.points import EXERCISES
 from grader.results import atomic_write_text  # the shared atomic writer (tmp + fsync + os.replace)
 
@@ -87,53 +91,6 @@ NBGRADER_COLUMNS: tuple[str, ...] = (
     "score",
     "max_score",
 )
-
-# Files and folders that carry no student work: never staged.
-_JUNK_NAMES = frozenset({"__pycache__", "__MACOSX", ".DS_Store", ".git", ".ipynb_checkpoints"})
-
-
-class BatchLimits(BaseModel):
-    """What one submission may be, checked before anything is unpacked or run.
-
-    Every limit is per submission. Sizes are bytes of *unpacked* content.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    max_bytes: int = Field(20_000_000, gt=0, description="total unpacked size, bytes (20 MB)")
-    max_files: int = Field(500, gt=0, description="number of files in the submission")
-    max_zip_ratio: float = Field(
-        100.0, gt=1, description="uncompressed/compressed size above which a zip entry is a bomb"
-    )
-    timeout_s: float = Field(600.0, gt=0, description="hard wall-clock limit for grading one submission, seconds")
-
-
-class Rejected(Exception):
-    """A submission that cannot be graded; ``str(exc)`` is the reason for the TA and student."""
-
-
-@dataclass
-class Entry:
-    """One student found in SUBMISSIONS_DIR.
-
-    ``sources`` are the paths that produced this id (two for a duplicate);
-    ``problem`` is set when the entry is rejected at discovery already.
-    """
-
-    student_id: str
-    sources: list[Path]
-    kind: Literal["dir", "zip"]
-    problem: str | None = None
-
-
-@dataclass
-class StagedSubmission:
-    """The checked copy of one submission that the worker grades."""
-
-    root: Path
-    notes: list[str] = field(default_factory=list)  # told to the TA and the student
-    n_python_files: int = 0
-
 
 class StudentRecord(BaseModel):
     """``OUT_DIR/<student>/batch.json``: the outcome of one student, written last (commit marker).
@@ -167,14 +124,6 @@ def atomic_write_json(path: Path, data: object) -> None:
 
 
 # ---------------------------------------------------------------------- discover
-
-
-def _display_name(raw: bytes) -> tuple[str, bool]:
-    """(printable name, was it valid UTF-8) for a raw file name; bad bytes become ``\\xNN``."""
-    try:
-        return raw.decode("utf-8"), True
-    except UnicodeDecodeError:
-        return raw.decode("utf-8", "backslashreplace"), False
 
 
 def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
@@ -245,71 +194,6 @@ def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
 # ------------------------------------------------------------------ fingerprints
 
 
-def submission_hash(entry: Entry, limits: BatchLimits) -> str:
-    """SHA-256 (hex) of a submission as found on disk, so that a rerun notices a changed submission.
-
-    Content is hashed when the on-disk size is within ``limits.max_bytes``
-    (a folder: every file's relative path and bytes, symlink targets as text;
-    a zip: its bytes); an oversized submission is hashed by its listing
-    (path, size, mtime) so that a 500 MB upload is never read.
-    """
-    h = hashlib.sha256()
-    h.update(entry.kind.encode())
-    h.update((entry.problem or "").encode())
-    for source in entry.sources:
-        h.update(b"\0source\0" + os.fsencode(source.name))
-        try:
-            st = os.lstat(source)
-        except OSError as exc:
-            h.update(f"unreadable:{exc}".encode())
-            continue
-        if stat.S_ISLNK(st.st_mode):
-            h.update(b"link:" + os.fsencode(os.readlink(source)))
-        elif stat.S_ISREG(st.st_mode):
-            _hash_file(h, source, st, limits.max_bytes)
-        elif stat.S_ISDIR(st.st_mode):
-            listing = list(_walk_lstat(source))
-            total = sum(s.st_size for _, s in listing if stat.S_ISREG(s.st_mode))
-            for rel, s in listing:
-                h.update(b"\0" + rel + b"\0")
-                if stat.S_ISLNK(s.st_mode):
-                    h.update(b"link:" + os.readlink(os.path.join(os.fsencode(source), rel)))
-                elif stat.S_ISREG(s.st_mode):
-                    if total <= limits.max_bytes:
-                        _hash_file(h, Path(os.fsdecode(os.path.join(os.fsencode(source), rel))), s, limits.max_bytes)
-                    else:
-                        h.update(f"{s.st_size}:{s.st_mtime_ns}".encode())
-                else:
-                    h.update(f"mode:{stat.S_IFMT(s.st_mode)}".encode())
-    return h.hexdigest()
-
-
-def _hash_file(h, path: Path, st: os.stat_result, max_bytes: int) -> None:
-    if st.st_size > max_bytes:
-        h.update(f"big:{st.st_size}:{st.st_mtime_ns}".encode())
-        return
-    try:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError as exc:
-        h.update(f"unreadable:{exc}".encode())
-
-
-def _walk_lstat(root: Path) -> Iterable[tuple[bytes, os.stat_result]]:
-    """(relative path as bytes, lstat) for everything under ``root``, sorted, never following links."""
-    root_b = os.fsencode(root)
-    for dirpath, dirnames, filenames in os.walk(root_b, followlinks=False):
-        dirnames.sort()
-        for name in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            full = os.path.join(dirpath, name)
-            yield os.path.relpath(full, root_b), os.lstat(full)
-        # never descend into junk folders or symlinked folders
-        dirnames[:] = [
-            d for d in dirnames if d.decode("utf-8", "replace") not in _JUNK_NAMES and not os.path.islink(os.path.join(dirpath, d))
-        ]
-
-
 # TA-side layers that never change a score (batch, report and its analytics, regrade report,
 # exports, similarity): editing them must not regrade a class.
 _SKIP_FROM_FINGERPRINT = {"batch.py", "report.py", "analytics.py", "regrade.py", "export.py", "similarity.py"}
@@ -348,173 +232,6 @@ def grader_fingerprint() -> str:
 
 
 # ----------------------------------------------------------------------- staging
-
-
-def stage_submission(entry: Entry, dest: Path, limits: BatchLimits) -> StagedSubmission:
-    """Check a submission and copy its acceptable files into the empty folder ``dest``.
-
-    Checks happen before any byte is extracted: the folder's ``lstat`` sizes
-    or the zip's central-directory sizes against ``limits``. Files whose names
-    are not UTF-8 and special files are dropped with a note; Python files that
-    hold a NUL byte are kept (the import fails, that exercise scores 0) and
-    noted.
-
-    Returns:
-        the staged submission (``dest``, notes, number of ``.py`` files).
-
-    Raises:
-        Rejected: with the reason, for a discovery problem (duplicate id...),
-            an unreadable or encrypted zip, a submission over the size or file
-            limits, a zip bomb, a path escaping the submission (``../``,
-            absolute paths) or a symlink pointing outside it.
-    """
-    if entry.problem:
-        raise Rejected(entry.problem)
-    dest.mkdir(parents=True, exist_ok=True)
-    source = entry.sources[0]
-    staged = StagedSubmission(root=dest)
-    if entry.kind == "zip":
-        _stage_zip(source, dest, limits, staged)
-    else:
-        _stage_dir(source, dest, limits, staged)
-    for path in sorted(dest.rglob("*.py")):
-        staged.n_python_files += 1
-        if b"\x00" in path.read_bytes():
-            rel = path.relative_to(dest).as_posix()
-            staged.notes.append(
-                f"{rel} contains a NUL byte, so Python cannot import it: that exercise scores 0. "
-                "Save the file again as plain UTF-8 text."
-            )
-    return staged
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
-
-
-def _stage_dir(source: Path, dest: Path, limits: BatchLimits, staged: StagedSubmission) -> None:
-    root_real = os.path.realpath(source)
-    plan: list[tuple[str, str]] = []  # (relative utf-8 name, path to read)
-    total = 0
-    for rel_b, st in _walk_lstat(source):
-        rel, ok = _display_name(rel_b)
-        full = os.path.join(os.fsencode(source), rel_b)
-        if any(part in _JUNK_NAMES for part in rel.split("/")):
-            continue
-        if stat.S_ISLNK(st.st_mode):
-            target = os.path.realpath(full)
-            if os.path.commonpath([root_real, os.fsdecode(target)]) != root_real:
-                raise Rejected(
-                    f"the symlink {rel!r} points outside the submission (to {os.fsdecode(os.readlink(full))!r}); "
-                    "submit real files only"
-                )
-            if not os.path.isfile(target):
-                staged.notes.append(f"skipped the symlink {rel!r}: it does not point to a file")
-                continue
-            st = os.stat(target)
-            full = target
-        elif not stat.S_ISREG(st.st_mode):
-            staged.notes.append(f"skipped {rel!r}: not a regular file")
-            continue
-        if not ok:
-            staged.notes.append(f"skipped the file {rel!r}: its name is not valid UTF-8; rename it")
-            continue
-        total += st.st_size
-        if total > limits.max_bytes:
-            raise Rejected(
-                f"the submission is larger than the limit of {_mb(limits.max_bytes)} "
-                f"(over {_mb(total)} counted so far); remove data files, checkpoints and caches"
-            )
-        plan.append((rel, os.fsdecode(full)))
-        if len(plan) > limits.max_files:
-            raise Rejected(f"the submission holds more than {limits.max_files} files; submit the exercise modules only")
-    for rel, src in plan:
-        out = dest / rel
-        out.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            shutil.copyfile(src, out)
-        except OSError as exc:
-            raise Rejected(f"the file {rel!r} cannot be read ({exc.strerror or exc}); fix its permissions")
-
-
-def _zip_entry_name(info: zipfile.ZipInfo) -> str | None:
-    """The entry's name as UTF-8, or None when it is not UTF-8.
-
-    zipfile decodes names without the UTF-8 flag (bit 11) as cp437; such a name
-    is re-encoded and accepted if its bytes are in fact UTF-8 (what most tools write).
-    """
-    if info.flag_bits & 0x800:
-        return info.filename
-    try:
-        return info.filename.encode("cp437").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return None
-
-
-def _stage_zip(source: Path, dest: Path, limits: BatchLimits, staged: StagedSubmission) -> None:
-    try:
-        zf = zipfile.ZipFile(source)
-    except UnicodeDecodeError:
-        raise Rejected(f"{source.name} is flagged UTF-8 but holds file names that are not UTF-8; re-create the zip")
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        raise Rejected(f"{source.name} is not a readable zip archive ({exc}); re-create it with a standard zip tool")
-    with zf:
-        infos = zf.infolist()
-        files: list[tuple[str, zipfile.ZipInfo]] = []
-        declared = 0
-        for info in infos:
-            name = _zip_entry_name(info)
-            shown = name if name is not None else info.filename
-            parts = shown.replace("\\", "/").split("/")
-            if shown.startswith(("/", "\\")) or ".." in parts or (len(parts[0]) == 2 and parts[0][1] == ":"):
-                raise Rejected(
-                    f"{source.name} holds the path {shown!r}, which escapes the submission folder; "
-                    "zip the files with relative paths only"
-                )
-            mode = info.external_attr >> 16
-            if stat.S_ISLNK(mode):
-                raise Rejected(f"{source.name} holds a symbolic link ({shown!r}); submit real files only")
-            if info.flag_bits & 0x1:
-                raise Rejected(f"{source.name} is encrypted ({shown!r}); submit it without a password")
-            if info.is_dir():
-                continue
-            if any(part in _JUNK_NAMES for part in parts):
-                continue
-            if name is None:
-                staged.notes.append(f"skipped the file {shown!r}: its name is not valid UTF-8; rename it")
-                continue
-            declared += info.file_size
-            if declared > limits.max_bytes:
-                raise Rejected(
-                    f"{source.name} unpacks to more than the limit of {_mb(limits.max_bytes)}; "
-                    "remove data files, checkpoints and caches"
-                )
-            if info.file_size > 1_000_000 and info.file_size > limits.max_zip_ratio * max(info.compress_size, 1):
-                raise Rejected(
-                    f"{source.name} looks like a zip bomb: {shown!r} expands {info.file_size / max(info.compress_size, 1):.0f}-fold"
-                )
-            files.append((name, info))
-            if len(files) > limits.max_files:
-                raise Rejected(f"{source.name} holds more than {limits.max_files} files; submit the exercise modules only")
-        # Extract ourselves, counting real bytes: headers can lie about sizes.
-        written = 0
-        for name, info in files:
-            out = dest / name
-            out.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                with zf.open(info) as src, open(out, "wb") as dst:
-                    while chunk := src.read(1 << 16):
-                        written += len(chunk)
-                        if written > limits.max_bytes:
-                            raise Rejected(
-                                f"{source.name} unpacks to more than the limit of {_mb(limits.max_bytes)} "
-                                "(its headers understate the sizes)"
-                            )
-                        dst.write(chunk)
-            except Rejected:
-                raise
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-                raise Rejected(f"{source.name} is damaged: {name!r} cannot be read ({exc}); re-create the zip")
 
 
 # ------------------------------------------------------------------------ worker
@@ -567,8 +284,22 @@ def _shared_forkserver_env() -> dict[str, str]:
             return {}
 
 
-def _worker_env(shared_server: bool = True) -> dict[str, str]:
-    env = dict(os.environ)
+#: The operator's variables a worker keeps (everything else, PYTHONPATH and tokens included, is dropped).
+_WORKER_ENV_KEEP = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                    "OPENBLAS_NUM_THREADS", OWN_FORKSERVER_ENV)
+
+
+def _worker_env(shared_server: bool = True, stand_in: bool = False) -> dict[str, str]:
+    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens.
+
+    ``stand_in``: the worker runs a test's stand-in ``grade_fn`` (a hidden test hook), which may read
+    its own variables: then the operator's environment is kept, still without any ``PYTHON*``.
+    """
+    if stand_in:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    else:
+        env = {k: os.environ[k] for k in _WORKER_ENV_KEEP if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     # N workers on N cores: intra-op threads would only oversubscribe.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env.setdefault(var, "1")
@@ -630,27 +361,38 @@ def run_worker(
     timeout_s: float,
     grade_fn: str | None = None,
     workers: _Workers | None = None,
+    submission_limits: SubmissionLimits | None = None,
 ) -> WorkerOutcome:
-    """Grade one staged submission in a fresh ``python -m grader.batch worker`` process.
+    """Grade one staged submission in a fresh, isolated worker process (``python -I``, see ``_WORKER_BOOT``).
 
     The worker runs in a new session (its own process group) so that the
-    time-out kills it and everything it started. Its stdout/stderr go to
-    ``scratch/worker.log``.
+    time-out kills it and everything it started, in an empty working folder
+    with an allow-listed environment (``_worker_env``). Its stdout/stderr go
+    to ``scratch/worker.log``. With ``submission_limits`` the worker stages
+    the submission with the same limits, and its sandboxed calls stop at the
+    same absolute deadline (less a margin to write results).
 
     Returns:
         a :class:`WorkerOutcome`; ``timed-out`` after ``timeout_s`` seconds of
         wall clock, ``crashed`` when the worker exits without results.
     """
     scratch.mkdir(parents=True, exist_ok=True)
+    cwd = scratch / "cwd"  # an empty working folder: nothing of the operator's (or a submission's) is found there
+    cwd.mkdir(exist_ok=True)
+    # `python -I`: no cwd, PYTHONPATH or user site on sys.path, so a student folder named `grader/`
+    # or `torch/` in the operator's working folder can never be imported by the worker.
     cmd = [
         sys.executable,
-        "-m",
-        "grader.batch",
+        "-I",
+        "-c",
+        _WORKER_BOOT,
+        *_boot_paths(grade_fn),
+        "--",
         "worker",
         "--submission",
-        str(submission),
+        str(Path(submission).resolve()),  # absolute: the worker runs in its own empty folder
         "--out",
-        str(scratch),
+        str(scratch.resolve()),
         "--profile",
         profile,
         "--parent-pid",
@@ -661,6 +403,12 @@ def run_worker(
     if grade_fn:
         cmd += ["--grade-fn", grade_fn]
     t0 = time.monotonic()
+    if submission_limits is not None:
+        # The worker's sandboxed calls stop at the same absolute moment the worker is killed, less a
+        # margin to write its results (CLOCK_MONOTONIC is one clock for every process of the machine).
+        margin = min(30.0, 0.1 * timeout_s)
+        cmd += ["--limits", submission_limits.model_copy(update={"timeout_s": max(timeout_s - margin, 1.0)})
+                .model_dump_json(), "--deadline", repr(t0 + timeout_s - margin)]
     log_path = scratch / "worker.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
@@ -668,7 +416,8 @@ def run_worker(
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=_worker_env(shared_server=not grade_fn),  # a stand-in grader needs no sandbox
+            env=_worker_env(shared_server=not grade_fn, stand_in=bool(grade_fn)),  # a stand-in needs no sandbox
+            cwd=cwd,
             start_new_session=True,
         )
         if workers is not None:
@@ -709,6 +458,35 @@ def run_worker(
     )
 
 
+#: What ``python -I -c`` runs in a worker: the grader's own folders (argv before ``--``) are appended to
+#: sys.path only when the grader is not installed, then ``main`` gets the arguments after ``--``.
+_WORKER_BOOT = (
+    "import sys, importlib.util\n"
+    "i = sys.argv.index('--')\n"
+    "for p in sys.argv[1:i]:\n"
+    "    name, _, folder = p.partition('=')\n"
+    "    if importlib.util.find_spec(name) is None: sys.path.append(folder)\n"
+    "from grader.batch import main\n"
+    "sys.exit(main(sys.argv[i + 1:]))\n"
+)
+
+
+def _boot_paths(grade_fn: str | None) -> list[str]:
+    """``name=folder`` for the grader (and a stand-in ``grade_fn``'s module): where this process found them."""
+    import importlib.util
+
+    out = []
+    names = ["grader"] + ([grade_fn.partition(":")[0].split(".")[0]] if grade_fn else [])
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin:
+            continue
+        origin = Path(spec.origin).resolve()
+        folder = origin.parent.parent if spec.submodule_search_locations else origin.parent
+        out.append(f"{name}={folder}")
+    return out
+
+
 def _watch_parent(parent_pid: int) -> None:
     """Kill this worker's whole process group as soon as the batch that started it is gone (kill -9)."""
 
@@ -746,13 +524,21 @@ def worker_main(argv: list[str]) -> int:
     parser.add_argument("--exercises", default=None)
     parser.add_argument("--grade-fn", default=None)
     parser.add_argument("--parent-pid", type=int, default=None)
+    parser.add_argument("--limits", default=None, help="the batch's SubmissionLimits as JSON")
+    parser.add_argument("--deadline", type=float, default=None, help="absolute time.monotonic() deadline")
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
         # Passed explicitly: had the batch died before this line, getppid() would already be 1.
         _watch_parent(args.parent_pid)
     grade = _load_grade_fn(args.grade_fn)
     exercises = args.exercises.split(",") if args.exercises else None
-    result = grade(args.submission, exercises=exercises, profile=args.profile)
+    kwargs = {}
+    if args.limits:
+        limits = SubmissionLimits.model_validate_json(args.limits)
+        if args.deadline is not None:  # what is left of the batch's clock for this student
+            limits = limits.model_copy(update={"timeout_s": max(args.deadline - time.monotonic(), 0.001)})
+        kwargs["submission_limits"] = limits
+    result = grade(args.submission, exercises=exercises, profile=args.profile, **kwargs)
     atomic_write_text(args.out / "feedback.md", result.feedback_markdown())
     atomic_write_json(args.out / "results.json", result.to_results_json())
     return 0
@@ -811,6 +597,7 @@ def grade_entry(
             timeout_s=limits.timeout_s,
             grade_fn=grade_fn,
             workers=workers,
+            submission_limits=None if grade_fn else limits,
         )
         status, message, seconds, feedback = outcome.status, outcome.message, outcome.seconds, outcome.feedback
         if outcome.results is None:

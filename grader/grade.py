@@ -23,11 +23,7 @@ import contextlib
 import functools
 import io
 import os
-import shutil
-import stat
-import tempfile
 import time
-import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -40,11 +36,6 @@ HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
 # The slow part of exercise 7, skipped by profile="fast" (load tests).
 SLOW_TESTS = {("ex7_ppo_step", "hidden", "test_training_run_raises_mean_score")}
 
-# Zip safety: limits on what a submission archive may expand to.
-MAX_ZIP_FILES = 500
-MAX_ZIP_BYTES = 50 * 2**20
-
-
 class Unreadable(Exception):
     """The submission cannot be read at all (missing path, corrupt or unsafe zip)."""
 
@@ -56,62 +47,25 @@ def public_tests_dir() -> Path:
     return where()
 
 
-def _extract_zip(path: Path, dest: Path) -> None:
-    """Extract `path` into `dest`, refusing absolute or escaping names, links and zip bombs.
+@contextlib.contextmanager
+def _submission_folder(path: Path, intake_limits=None):
+    """Yield the staged submission (``grader.intake``: the one intake of every path) and where its modules are.
+
+    Yields:
+        ``(module folder, where, notes)``: the one folder holding the exercise modules at any depth, its
+        path inside the submission ("." for the top), and the intake's notes (files it skipped).
 
     Raises:
-        Unreadable: with a message a student can act on.
+        Unreadable: the intake rejected it (size, zip bomb, links out, ambiguous layout ...), with the reason.
     """
+    from grader import intake
+
     try:
-        with zipfile.ZipFile(path) as zf:
-            infos = zf.infolist()
-            if len(infos) > MAX_ZIP_FILES:
-                raise Unreadable(f"the zip holds {len(infos)} entries (at most {MAX_ZIP_FILES})")
-            total = sum(i.file_size for i in infos)
-            if total > MAX_ZIP_BYTES:
-                raise Unreadable(f"the zip expands to {total} bytes (at most {MAX_ZIP_BYTES})")
-            root = dest.resolve()
-            for info in infos:
-                name = info.filename.replace("\\", "/")
-                mode = info.external_attr >> 16
-                if stat.S_ISLNK(mode):
-                    continue  # links could point anywhere: ignored
-                target = (root / name).resolve()
-                if name.startswith("/") or (target != root and root not in target.parents):
-                    raise Unreadable(f"the zip entry {info.filename!r} points outside the archive")
-                if info.is_dir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError, ValueError) as exc:
-        raise Unreadable(f"the zip file cannot be read ({type(exc).__name__}: {exc})") from None
-
-
-@contextlib.contextmanager
-def _submission_folder(path: Path):
-    """Yield a folder holding the submission (a zip is extracted into a temporary folder)."""
-    if path.is_dir():
-        yield path
-        return
-    if path.is_file() and path.suffix.lower() == ".zip":
-        tmp = Path(tempfile.mkdtemp(prefix="ppo-grade-"))
-        try:
-            _extract_zip(path, tmp)
-            yield tmp
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return
-    if not path.exists():
-        raise Unreadable(f"{path} does not exist")
-    raise Unreadable(f"{path.name} is neither a folder nor a .zip file")
-
-
-def _module_root(folder: Path) -> Path:
-    from grader.sandbox.sandbox import find_module_root
-
-    return find_module_root(folder.resolve())
+        with intake.staged(path, intake_limits) as staged:
+            found = intake.locate_modules(staged.root)
+            yield found.root, found.where, staged.notes
+    except intake.Rejected as exc:
+        raise Unreadable(str(exc)) from None
 
 
 def _pytest_args(files: list[Path], deselect: list[str]) -> list[str]:
@@ -180,7 +134,7 @@ def _zero_exercise(stem: str, points: PointsConfig, status: str, message: str, d
 
 
 def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None = None,
-                     profile: str = "full", limits=None) -> GradeResult:
+                     profile: str = "full", limits=None, submission_limits=None) -> GradeResult:
     """Grade one submission (a folder or a .zip) with the hidden and public graders.
 
     Args:
@@ -190,6 +144,9 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
         profile: "full", or "fast" to skip the slow exercise-7 training run (load tests;
             that test is then left out of score and max score).
         limits: `grader.sandbox.Limits` for the children (default limits otherwise).
+        submission_limits: `grader.intake.SubmissionLimits` (default: the defaults every path uses): what
+            the submission may be, and its one wall-clock limit (`timeout_s`), which every sandboxed call,
+            known-good callbacks included, counts against.
 
     Returns:
         A `GradeResult` (status "graded" whatever the score; "rejected" with a message
@@ -208,9 +165,18 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
     points = load_points()
     started = time.perf_counter()
     path = Path(path)
+    from grader.intake import SubmissionLimits
+    from grader.sandbox.process import submission_deadline
+
+    submission_limits = submission_limits or SubmissionLimits()
     try:
-        with _submission_folder(path) as folder:
+        with submission_deadline(submission_limits.timeout_s), _submission_folder(path, submission_limits) as (
+                folder, where, notes):
             result = _grade_folder(folder, path, selected, points, profile, limits)
+            found = ""
+            if where != ".":
+                found = f"Found your exercise modules in '{where}/' and graded them from there."
+            result.message = " ".join(filter(None, [found, *notes, result.message]))
     except Unreadable as exc:
         result = _rejected(path, selected, points, profile, str(exc))
     result.timing["total_s"] = round(time.perf_counter() - started, 3)
@@ -236,14 +202,14 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
     from grader.hidden.provider import SandboxProvider
     from ppo_course.check_support.collect import OutcomeCollector
 
-    root = _module_root(folder)
+    root = folder
     present = [s for s in selected if (root / f"{s}.py").is_file()]
     exercises: dict[str, ExerciseResult] = {}
     tests: list[TestResult] = []
     message = ""
     if not any(root.glob("*.py")):
         message = ("The submission holds no Python module: expected ex1_ratio.py ... ex7_ppo_step.py "
-                   "at its root or under one top folder. Every exercise scores 0.")
+                   "in one folder. Every exercise scores 0.")
     timing: dict[str, float] = {}
     outcomes = {}
     provider = None

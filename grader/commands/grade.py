@@ -69,4 +69,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         status = "" if result.status == "graded" else f" ({result.status}: {result.message})"
         print(f"{args.submission}: {result.score:g} / {result.max_score:g} points{status} -> {args.out}")
+        if result.status == "graded" and result.message:
+            print(result.message)  # e.g. where the modules were found in the zip
     return 0

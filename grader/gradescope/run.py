@@ -1,8 +1,8 @@
 """Entry point of the Gradescope autograder: ``python -m grader.gradescope.run``.
 
 Grades ``/autograder/submission`` exactly as one student of a batch is graded
-(``grader.batch.grade_entry``: the same size/zip/symlink checks, a fresh
-worker process with a hard time-out) and writes Gradescope's results.json:
+(``grader.batch.grade_entry``: the one intake of ``grader.intake``, a fresh
+isolated worker process, one wall-clock limit) and writes Gradescope's results.json:
 the contract's schema plus ``stdout_visibility: "hidden"`` (the log may show
 what student code printed), ``execution_time`` (seconds), and every hidden
 test's ``visibility`` forced to the bundle's ``hidden_visibility``
@@ -114,7 +114,7 @@ def hidden_visibility_for(config: BundleConfig, metadata: SubmissionMetadata | N
 
 def _find_entry(submission: Path):
     """A batch ``Entry`` for Gradescope's submission folder (a lone uploaded .zip is opened as a zip)."""
-    from grader.batch import Entry
+    from grader.intake import Entry
 
     files = [p for p in submission.iterdir() if not p.name.startswith(".")] if submission.is_dir() else []
     if len(files) == 1 and files[0].is_file() and files[0].suffix.lower() == ".zip":
@@ -134,12 +134,13 @@ def apply_visibility(results: dict, hidden_visibility: str) -> dict:
 def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str | None = None,
                          metadata: SubmissionMetadata | None = None) -> dict:
     """Grade one Gradescope submission and return its results.json dict (see the module docstring)."""
-    from grader.batch import BatchLimits, ZeroTemplate, grade_entry
+    from grader.batch import ZeroTemplate, grade_entry
+    from grader.intake import SubmissionLimits
 
     profile = choose_profile(config, metadata)
     config = config.model_copy(update={"profile": profile})
     t0 = time.monotonic()
-    limits = BatchLimits(timeout_s=config.timeout_s, max_bytes=config.max_bytes)
+    limits = SubmissionLimits(timeout_s=config.timeout_s, max_bytes=config.max_bytes)
     work = Path(tempfile.mkdtemp(prefix="ppo-course-gradescope-"))
     try:
         zero = ZeroTemplate(work / "empty.json", profile=config.profile, exercises=None,

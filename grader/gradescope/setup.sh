@@ -5,7 +5,8 @@
 # the grader itself into /autograder/venv, which run_autograder uses.
 set -euo pipefail
 apt-get update
-apt-get install -y --no-install-recommends python3 python3-pip python3-venv
+# libseccomp2: the sandbox's seccomp filter (a child refuses to run without it).
+apt-get install -y --no-install-recommends python3 python3-pip python3-venv libseccomp2
 python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install --quiet --upgrade pip
 /autograder/venv/bin/pip install --quiet "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu

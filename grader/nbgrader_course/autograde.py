@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 
 import nbformat
-from traitlets import Unicode
+from traitlets import Float, Unicode
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -89,18 +89,24 @@ def _exercise_stems(source_nb) -> list[str]:
     return sorted({_meta(c).get("ppo_course", {}).get("module") for c in source_nb.cells} - {None})
 
 
-def grade_modules(modules: dict[str, str], profile: str):
-    """Grade ``{stem: module text}`` with ``grade_submission`` (cached per content and profile)."""
-    from grader.grade import grade_submission
+def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None = None):
+    """Grade ``{stem: module text}`` with ``grade_submission`` (cached per content, profile and time limit).
 
-    key = hashlib.sha256(json.dumps([profile, sorted(modules.items())]).encode()).hexdigest()
+    ``timeout_s``: the submission's one wall-clock limit (``grader.intake.SubmissionLimits``; its
+    default when None), which every sandboxed call and known-good callback counts against.
+    """
+    from grader.grade import grade_submission
+    from grader.intake import SubmissionLimits
+
+    limits = SubmissionLimits() if timeout_s is None else SubmissionLimits(timeout_s=timeout_s)
+    key = hashlib.sha256(json.dumps([profile, limits.timeout_s, sorted(modules.items())]).encode()).hexdigest()
     if key not in _CACHE:
         with tempfile.TemporaryDirectory(prefix="ppo-nbgrader-") as tmp:
             folder = Path(tmp) / "submission"
             folder.mkdir()
             for stem, text in modules.items():
                 (folder / f"{stem}.py").write_text(text, encoding="utf-8")
-            _CACHE[key] = grade_submission(folder, profile=profile)
+            _CACHE[key] = grade_submission(folder, profile=profile, submission_limits=limits)
     return _CACHE[key]
 
 
@@ -138,11 +144,14 @@ def _set_error(cell, why: str) -> None:
 class IsolatedGrade(NbGraderPreprocessor):
     """Score every autograded test cell from the isolated grader (see the module docstring).
 
-    Config (``nbgrader_config.py``): ``c.IsolatedGrade.profile = "full" | "fast"``.
+    Config (``nbgrader_config.py``): ``c.IsolatedGrade.profile = "full" | "fast"``,
+    ``c.IsolatedGrade.timeout_s = 600.0`` (one wall-clock limit per student).
     """
 
     profile = Unicode("full", help="grade_submission profile: 'full', or 'fast' (skips the slow "
                                    "exercise-7 training run)").tag(config=True)
+    timeout_s = Float(600.0, help="wall-clock seconds for grading one student's modules, the grader's work on "
+                                  "their behalf included (grader.intake.SubmissionLimits.timeout_s)").tag(config=True)
 
     def preprocess(self, nb, resources):
         """Grade the whole submission once, then write each grade cell's score into its outputs."""
@@ -169,7 +178,7 @@ class IsolatedGrade(NbGraderPreprocessor):
                         modules[stem] = rebuild_module(src, student, stem)
             self.log.info("IsolatedGrade: grading %s's modules %s (profile %s)", info["student"], sorted(modules),
                           self.profile)
-            result = grade_modules(modules, self.profile)
+            result = grade_modules(modules, self.profile, self.timeout_s)
         quiz = {}
         if any("quiz" in v for v in graded.values()):
             from grader.nbgrader_course.quiz import grade_answers

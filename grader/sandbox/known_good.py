@@ -90,6 +90,16 @@ class KnownGoodSession:
         self._tokens = itertools.count(1)
         self._classes = tuple(v for names in self.kg.table.values() for v in names.values() if isinstance(v, type))
 
+    def release(self) -> None:
+        """Drop everything kept for the child (objects, pending gradients, generators): called when it ends.
+
+        A failed test keeps its exception, and with it the child's process object and this session,
+        alive in pytest's report: without this, every dead child's callback data would stay in the grader.
+        """
+        self.objects.clear()
+        self.pending.clear()
+        self.generators.clear()
+
     # -- codec hooks ----------------------------------------------------------
     def _make_generator(self, state: torch.Tensor, gid: int) -> torch.Generator:
         gen = self.generators.get(gid) if gid >= 0 else None

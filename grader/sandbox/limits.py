@@ -14,7 +14,7 @@ class Limits(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
 
-    call_timeout_s: float = pydantic.Field(10.0, gt=0, description="wall-clock seconds per call (callbacks to known-good pieces not counted)")
+    call_timeout_s: float = pydantic.Field(10.0, gt=0, description="wall-clock seconds per call, callbacks to known-good pieces included")
     import_timeout_s: float = pydantic.Field(10.0, gt=0, description="wall-clock seconds for the child's set-up and the module's import")
     memory_mb: int = pydantic.Field(2048, gt=0, description="address space student code may add on top of the interpreter + torch (RLIMIT_AS), MiB")
     cpu_time_s: int = pydantic.Field(120, gt=0, description="CPU seconds for the child's whole life (RLIMIT_CPU; SIGXCPU then SIGKILL)")
@@ -26,6 +26,13 @@ class Limits(pydantic.BaseModel):
     max_output_kill_bytes: int = pydantic.Field(32 * 2**20, gt=0, description="printed bytes after which the child is stopped (StudentCrash)")
     max_message_bytes: int = pydantic.Field(512 * 2**20, gt=0, description="largest protocol message either way, bytes")
     max_submission_bytes: int = pydantic.Field(20 * 2**20, gt=0, description="largest submission folder copied into the child, bytes")
+    # Known-good callbacks (exercise 7) run in the grader: an honest ex7 child makes ~720 of them,
+    # moving ~25 MiB and costing ~0.7 CPU s (measured on solutions/, profile full); the budgets are
+    # 10-70x that. The bytes budget bounds what one live child can make the grader hold (bytes in ≥
+    # what is kept; released when the child ends), plus one message in flight (max_message_bytes).
+    max_callbacks: int = pydantic.Field(50_000, gt=0, description="known-good callbacks a child may make in its life (exercise 7)")
+    max_callback_bytes: int = pydantic.Field(256 * 2**20, gt=0, description="bytes a child's known-good callbacks may pass in and out, summed over its life")
+    max_callback_cpu_s: float = pydantic.Field(30.0, gt=0, description="CPU seconds the grader may spend on one child's known-good callbacks (thread time)")
     max_respawns: int = pydantic.Field(5, ge=0, description="fresh children per module after crashes/time-outs before giving up")
 
     def child_dict(self) -> dict:

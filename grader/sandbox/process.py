@@ -4,24 +4,81 @@ The parent never blocks on the child: every exchange runs one ``selectors``
 loop over the protocol socket (non-blocking, both directions) and the child's
 stdout/stderr pipes, against a wall-clock deadline. What the child prints is
 kept up to ``Limits.max_output_bytes`` and counted beyond; past
-``Limits.max_output_kill_bytes`` the child is stopped. Callbacks from
-known-good proxies are served inside the same loop, and the time they take is
-not charged to the student's deadline.
+``Limits.max_output_kill_bytes`` the child is stopped.
+
+Callbacks from known-good proxies (exercise 7) are served inside the same
+loop, in this trusted process, so they are budgeted per child: a count
+(``Limits.max_callbacks``), bytes in and out (``Limits.max_callback_bytes``)
+and this thread's CPU time (``Limits.max_callback_cpu_s``); the first budget
+exceeded ends the child with a ``StudentCrash`` naming it. Their time counts
+against the call's deadline like the child's own (nothing is added back), and
+every deadline is capped by the submission's one absolute wall-clock limit
+(``submission_deadline``, set by ``grade_submission`` from
+``SubmissionLimits.timeout_s``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import selectors
 import socket
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from grader.sandbox.errors import SandboxError, StudentCrash, StudentError, StudentImportError, StudentTimeout
 from grader.sandbox.forkserver import ForkServerClient
 from grader.sandbox.limits import Limits
 from grader.sandbox.shared_args import SharedArgs
 from ppo_course.sandbox import codec
+
+
+#: The submission's absolute wall-clock deadline (``time.monotonic()``) and its length in seconds, or
+#: None: see ``submission_deadline``. A context variable, so that two gradings in two threads of one
+#: process keep their own.
+_SUBMISSION: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("submission_deadline",
+                                                                                     default=None)
+
+
+@contextlib.contextmanager
+def submission_deadline(seconds: float) -> Iterator[float]:
+    """Cap every sandboxed call made inside the block by one absolute deadline, ``seconds`` from now.
+
+    Calls and imports get ``min(their own time-out, what is left)``; once it has
+    passed, each fails at once with ``StudentTimeout`` ("used up its N s") and no
+    new child is started. Nested blocks keep the earlier deadline. Yields the
+    deadline (``time.monotonic()`` seconds).
+    """
+    current = _SUBMISSION.get()
+    deadline = time.monotonic() + float(seconds)
+    if current is None or deadline < current[0]:
+        current = (deadline, float(seconds))
+    token = _SUBMISSION.set(current)
+    try:
+        yield current[0]
+    finally:
+        _SUBMISSION.reset(token)
+
+
+def _past_deadline() -> bool:
+    current = _SUBMISSION.get()
+    return current is not None and time.monotonic() >= current[0]
+
+
+def _capped(deadline: float) -> tuple[float, bool]:
+    """``(deadline, capped)``: the earlier of ``deadline`` and the submission's; capped when the latter."""
+    current = _SUBMISSION.get()
+    if current is not None and current[0] < deadline:
+        return current[0], True
+    return deadline, False
+
+
+def _out_of_time() -> str:
+    current = _SUBMISSION.get()
+    seconds = current[1] if current is not None else 0.0
+    return (f"the submission used up its {seconds:g} s of grading time "
+            "(its calls, and the grader's work on its behalf, count together)")
 
 
 class _Died(Exception):
@@ -66,10 +123,14 @@ class ChildProcess:
     Args:
         server: the fork server to fork from.
         config: the spawn configuration (module, submission_dir, limits, ...).
-        limits: the same limits as a model (deadlines, capture sizes).
+        limits: the same limits as a model (deadlines, capture sizes, callback budgets).
         resolve_handle: builds a parent-side object for a child handle node.
         on_callback: ``(op, fields, gens) -> (kind, value, gens)`` for known-good
             callbacks, or None when the child has no proxies.
+
+    Raises:
+        StudentTimeout: the submission's deadline (``submission_deadline``) has already passed.
+        SandboxError: the fork server could not start the child.
     """
 
     def __init__(
@@ -80,6 +141,8 @@ class ChildProcess:
         resolve_handle: Callable[[str, int, str], Any],
         on_callback: Any = None,
     ) -> None:
+        if _past_deadline():
+            raise StudentTimeout(_out_of_time())  # no child is started for a submission out of time
         self.server = server
         self.limits = limits
         self.resolve_handle = resolve_handle
@@ -96,6 +159,10 @@ class ChildProcess:
         self.last_shared: SharedArgs | None = None
         #: Paths of the last request's tensor arguments that the child changed in place.
         self.last_modified: list[str] = []
+        #: What this child's known-good callbacks have cost so far (see ``_charge_callback``).
+        self.callback_count = 0
+        self.callback_bytes = 0
+        self.callback_cpu_s = 0.0
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         for sock in (parent_sock, child_sock):
             # Larger socket buffers: a [B, T, V] tensor crosses in a few system calls.
@@ -137,6 +204,9 @@ class ChildProcess:
             self.sock.close()
             for fd in self.pipes:
                 os.close(fd)
+            release = getattr(self.on_callback, "release", None)
+            if release is not None:
+                release()  # what the grader kept for this child's callbacks goes with it
         return self.end_status
 
     def drain_output(self) -> None:
@@ -230,11 +300,13 @@ class ChildProcess:
             StudentImportError: the import raised, exited, crashed or timed out.
             SandboxError: the sandbox could not be set up (not the student's fault).
         """
-        deadline = time.monotonic() + self.limits.import_timeout_s
+        deadline, capped = _capped(time.monotonic() + self.limits.import_timeout_s)
         try:
             header, _ = self._pump(bytearray(), deadline)
         except TimeoutError:
             self.close()
+            if capped:
+                raise StudentImportError(_out_of_time(), cause="timeout") from None
             raise StudentImportError(f"importing the module took longer than {self.limits.import_timeout_s:g} s", cause="timeout") from None
         except _Died as died:
             status = self.close(grace_s=0.5)
@@ -294,24 +366,27 @@ class ChildProcess:
                 self._send_fds = [shared.fd]
         out = bytearray(b"".join(codec.pack_frame(header, buffers_out)))
         timeout = self.limits.call_timeout_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout
+        deadline, capped = _capped(time.monotonic() + timeout)
         try:
-            return self._exchange(rid, out, deadline, timeout)
+            return self._exchange(rid, out, deadline, timeout, capped)
         finally:
             self._send_fds = []
             if self.last_shared is not None:
                 self.last_modified = self.last_shared.modified()
 
-    def _exchange(self, rid: int, out: bytearray, deadline: float, timeout: float) -> Any:
-        """Send the request ``out`` and serve the child until its reply (see ``request``)."""
+    def _exchange(self, rid: int, out: bytearray, deadline: float, timeout: float, capped: bool = False) -> Any:
+        """Send the request ``out`` and serve the child until its reply (see ``request``).
+
+        Callbacks are served within the same ``deadline`` (their time is the submission's too).
+        """
         try:
             while True:
                 reply, buffers = self._pump(out, deadline)
                 kind = reply.get("m")
                 if kind == "cb" and self.on_callback is not None:
-                    started = time.monotonic()
                     out = bytearray(self._serve_callback(reply, buffers))
-                    deadline += time.monotonic() - started  # the parent's time is not the student's
+                    if time.monotonic() > deadline:
+                        raise TimeoutError
                     continue
                 if reply.get("id") != rid:
                     raise _Died(f"the submission's process sent {kind!r} out of turn")
@@ -328,11 +403,42 @@ class ChildProcess:
                 raise _Died(f"the submission's process sent an unknown reply {kind!r}")
         except TimeoutError:
             self.close()
+            if capped:
+                raise StudentTimeout(_out_of_time()) from None
             raise StudentTimeout(f"the call ran longer than {timeout:g} s and was stopped") from None
         except _Died as died:
             raise self._died(died.why) from None
 
+    def _charge_callback(self, nbytes: int, cpu_s: float) -> None:
+        """Add one callback to this child's budgets; raises ``_Died`` naming the first budget exceeded."""
+        self.callback_count += 1
+        self.callback_bytes += nbytes
+        self.callback_cpu_s += cpu_s
+        lim = self.limits
+        if self.callback_count > lim.max_callbacks:
+            raise _Died(f"the submission made more than {lim.max_callbacks} calls to the known-good exercise 1-6 "
+                        "pieces (the grader's budget for one child)")
+        if self.callback_bytes > lim.max_callback_bytes:
+            raise _Died(f"the submission passed more than {lim.max_callback_bytes // 2**20} MiB to and from the "
+                        "known-good exercise 1-6 pieces (the grader's budget for one child)")
+        if self.callback_cpu_s > lim.max_callback_cpu_s:
+            raise _Died(f"the known-good exercise 1-6 pieces used more than {lim.max_callback_cpu_s:g} CPU s on the "
+                        "submission's behalf (the grader's budget for one child)")
+
     def _serve_callback(self, reply: dict, buffers: list[bytes]) -> bytes:
+        """Serve one known-good callback within this child's budgets (see the module docstring)."""
+        # Checked before the work: a child over its count or bytes gets nothing more served.
+        self._charge_callback(sum(len(b) for b in buffers), 0.0)
+        started = time.thread_time()
+        try:
+            frame = self._serve_callback_unbudgeted(reply, buffers)
+        finally:
+            cpu = time.thread_time() - started
+        self._charge_callback(len(frame), cpu)
+        self.callback_count -= 1  # one callback, charged in two halves
+        return frame
+
+    def _serve_callback_unbudgeted(self, reply: dict, buffers: list[bytes]) -> bytes:
         cb_id = reply.get("id")
         try:
             decoder = self.on_callback.decoder(buffers)

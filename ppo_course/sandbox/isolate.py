@@ -18,11 +18,15 @@ server's user, normally root), in this order:
 7. when root: all privileges dropped to an unprivileged uid/gid chosen per child
    (so that RLIMIT_NPROC counts only this child's processes), and
    ``PR_SET_NO_NEW_PRIVS``;
-8. a scrubbed environment.
+8. a scrubbed environment;
+9. a seccomp filter (``syscall_filter``): keyrings, ptrace, bpf, mounts,
+   namespaces and other calls no exercise needs fail with EPERM. It must load:
+   a child that cannot install it exits before any student code runs.
 
 Every step that the machine refuses is reported as one log line on the fork
 server's stderr (see ``warn``) and recorded in ``Isolation.notes``; grading
-goes on with the defences that did work. The threat model is in
+goes on with the defences that did work, except for the seccomp filter (step 9)
+and the read-only binds of step 4, which fail closed. The threat model is in
 ``docs/threat_model.md``.
 """
 
@@ -37,6 +41,9 @@ import signal
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ppo_course.sandbox import syscall_filter
+from ppo_course.sandbox.readonly import make_read_only
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -274,22 +281,31 @@ class Isolation:
     uid: int | None = None
     network_isolated: bool = False
     mounts_private: bool = False
+    seccomp: bool = False
     notes: list[str] = field(default_factory=list)
 
 
 def apply_covers(covers: list[tuple[str, list[str]]]) -> None:
     """Mount the planned covers (must already be in a private mount namespace)."""
     fds: dict[str, int] = {}
+    is_dir: dict[str, bool] = {}
     for _, rexpose in covers:
         for r in rexpose:
             if r not in fds:
-                fds[r] = os.open(r, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                # A needed path may be a file (a one-file module such as typing_extensions.py).
+                is_dir[r] = os.path.isdir(r)
+                fds[r] = os.open(r, os.O_PATH | os.O_CLOEXEC | (os.O_DIRECTORY if is_dir[r] else 0))
     try:
         for target, rexpose in covers:
             if os.path.isdir(target):
                 mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
                 for r in rexpose:
-                    os.makedirs(r, mode=0o755, exist_ok=True)
+                    if is_dir[r]:
+                        os.makedirs(r, mode=0o755, exist_ok=True)
+                    else:
+                        os.makedirs(os.path.dirname(r), mode=0o755, exist_ok=True)
+                        if not os.path.exists(r):
+                            os.close(os.open(r, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))  # the bind's mount point
                     mount(f"/proc/self/fd/{fds[r]}", r, None, MS_BIND | MS_REC, None)
             else:
                 mount("/dev/null", target, None, MS_BIND, None)
@@ -409,6 +425,10 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
             for extra in shared:
                 os.makedirs(extra, mode=0o755, exist_ok=True)  # inside a cover's empty tmpfs
                 mount("tmpfs", extra, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")
+            # What the interpreter reads is read-only in here, so that a child running as
+            # the grader's own user (a non-root grader) cannot leave a .pth or a
+            # sitecustomize in the venv for every later grading to run.
+            make_read_only(_outermost([os.path.realpath(p) for p in config.get("needed_paths", []) if os.path.exists(p)]))
             iso.mounts_private = True
             iso.workdir = "/tmp/submission"
         except OSError as exc:
@@ -422,6 +442,13 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
                 mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
             except OSError as exc:
                 iso.notes.append(f"could not remount /proc with hidepid ({exc.strerror}): other processes stay visible")
+    if not iso.mounts_private and not is_root:
+        writable = [p for p in config.get("needed_paths", []) if os.path.exists(p) and os.access(p, os.W_OK)]
+        if writable:
+            # Fail closed: without a mount namespace nothing can make these read-only, and a
+            # child of the grader's own uid could plant code that every later grading runs.
+            raise OSError(errno.EPERM, f"no private mounts, and the interpreter's paths {writable[:3]} are writable "
+                          "by the submission; run the grader as root or where user namespaces are allowed")
     if not iso.workdir:
         iso.workdir = os.path.join(config["workdir"], "submission")
     os.makedirs(iso.workdir, mode=0o755, exist_ok=True)
@@ -457,6 +484,13 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     os.environ.clear()
     os.environ.update(scrubbed_env(home))
     os.chdir(iso.workdir)
+    # Last: system calls no exercise needs (keyrings, ptrace, bpf, mounts, ...) fail with
+    # EPERM from here on. A machine that cannot load the filter runs no student code.
+    try:
+        syscall_filter.install()
+    except OSError as exc:
+        raise OSError(exc.errno, f"the seccomp filter could not be installed, so no student code runs: {exc.strerror}") from None
+    iso.seccomp = True
     return iso
 
 

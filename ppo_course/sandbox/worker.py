@@ -406,7 +406,7 @@ def run_child(sock_fd: int, config: dict) -> None:
 
         proxies.install(channel, config["known_good"])
     info = {"pid": os.getpid(), "uid": os.getuid(), "workdir": iso.workdir, "network_isolated": iso.network_isolated,
-            "mounts_private": iso.mounts_private, "notes": iso.notes}
+            "mounts_private": iso.mounts_private, "seccomp": iso.seccomp, "notes": iso.notes}
     module_name = str(config["module"])
     try:
         module = importlib.import_module(module_name)

@@ -174,6 +174,41 @@ def _shared_markers() -> set[str]:
     return found
 
 
+# --------------------------------------------------------------------------- kernel objects
+
+
+def kernel_objects() -> set[str]:
+    """Kernel objects that outlive a process, in words: keys per sandbox uid (/proc/key-users,
+    which counts every user's keys whoever reads it), keys carrying the marker (/proc/keys), SysV
+    IPC objects of this IPC namespace (/proc/sysvipc) and marker files in /dev/mqueue."""
+    found: set[str] = set()
+    try:
+        with open("/proc/key-users") as fh:
+            for line in fh:
+                uid = int(line.split(":")[0])
+                if uid in SANDBOX_UIDS:
+                    found.add(f"keys of sandbox uid {uid}: {line.split()[2]}")
+    except OSError:
+        pass
+    try:
+        with open("/proc/keys") as fh:
+            found.update(f"key {line.strip()}" for line in fh if MARKER in line)
+    except OSError:
+        pass
+    for kind in ("shm", "sem", "msg"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                next(fh, None)
+                found.update(f"SysV {kind} key {line.split()[0]} id {line.split()[1]}" for line in fh if line.strip())
+        except OSError:
+            pass
+    try:
+        found.update(f"/dev/mqueue/{n}" for n in os.listdir("/dev/mqueue") if MARKER in n)
+    except OSError:
+        pass
+    return found
+
+
 # --------------------------------------------------------------------------- processes
 
 
@@ -283,6 +318,7 @@ class Guards:
         self._canary_before = {str(c): _tree_digest(c) for c in self.canaries}
         self._mtimes_before = _mtimes(self._instructor_roots)
         self._shared_before = _shared_markers()
+        self._kernel_before = kernel_objects()
         self._canary_text = (CANARY / "instructor_canary.txt").read_bytes()
 
     def hints(self, **extra) -> dict:
@@ -314,6 +350,8 @@ class Guards:
                     found.append(f"{path}: written by the attack")
         for path in sorted(_shared_markers() - self._shared_before):
             found.append(f"{path}: left in a world-writable folder")
+        for obj in sorted(kernel_objects() - self._kernel_before):
+            found.append(f"a kernel object was left: {obj}")
         try:
             conn, peer = self.tcp.accept()
             conn.close()

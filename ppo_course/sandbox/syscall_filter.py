@@ -1,0 +1,128 @@
+"""The child's seccomp filter: system calls no exercise needs fail with EPERM.
+
+Installed by ``isolate.confine`` as the last step before student code can
+run (after the mounts, the uid drop and ``PR_SET_NO_NEW_PRIVS``), through
+libseccomp's own Python API (the ``pyseccomp`` binding, a ctypes wrapper of
+``libseccomp.so.2``; no hand-written BPF). The default action is ALLOW; every
+call below gets ``EPERM`` (an ``OSError`` the student can read), not a kill.
+``clone3`` gets ``ENOSYS`` instead, so that glibc falls back to ``clone``,
+whose flags a filter can inspect (clone3 passes them in memory it cannot).
+
+Why each group is denied (docs/threat_model.md "Kernel objects a child could
+create"):
+
+* kernel keyrings (``add_key``, ``request_key``, ``keyctl``): no namespace
+  covers them, so a key outlives the child and a later grading reads it back;
+* SysV IPC (``shmget``, ``semget``, ``msgget``) and POSIX message queues
+  (``mq_open``): the child's IPC namespace already isolates them; the filter
+  keeps them closed where that namespace could not be made;
+* other processes' memory and descriptors (``ptrace``, ``process_vm_*``,
+  ``kcmp``, ``pidfd_getfd``);
+* kernel surfaces (``bpf``, ``perf_event_open``, ``userfaultfd``,
+  ``io_uring_*``, which also bypasses seccomp for the calls it queues);
+* mounts and namespaces (``mount`` ... ``setns``, and ``clone`` with any
+  namespace flag): the covers of instructor files must stay in place;
+* administration (modules, kexec, reboot, swap, acct, quotas, clock, syslog,
+  ``open_by_handle_at``/``name_to_handle_at``, fanotify, ``personality``
+  beyond a query).
+
+Raises ``OSError`` when the filter cannot be installed: the child then
+refuses to run (fail closed).
+"""
+
+from __future__ import annotations
+
+import errno
+
+try:  # imported in the fork server before any fork, so children do not read site-packages for it
+    import pyseccomp as _seccomp
+    _IMPORT_ERROR: str | None = None
+except Exception as exc:  # noqa: BLE001 - missing module or missing libseccomp.so.2
+    _seccomp = None  # type: ignore[assignment]
+    _IMPORT_ERROR = f"{type(exc).__name__}: {exc}"
+
+#: System calls that fail with EPERM in a child (names absent on this architecture are skipped).
+DENIED_SYSCALLS: tuple[str, ...] = (
+    # keyrings: not namespaced, they outlive the child (issue 10, class 4)
+    "add_key", "request_key", "keyctl",
+    # SysV IPC and POSIX message queues (also isolated by the IPC namespace where it exists)
+    "shmget", "semget", "msgget", "mq_open",
+    # other processes
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    # kernel attack surface and seccomp bypasses
+    "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    # mounts and namespaces
+    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount",
+    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+    # administration
+    "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
+    "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "lookup_dcookie",
+    "open_by_handle_at", "name_to_handle_at", "fanotify_init", "settimeofday", "clock_settime",
+    "clock_adjtime", "iopl", "ioperm", "vhangup", "uselib", "nfsservctl", "_sysctl",
+)
+
+#: ``clone`` flags that create a namespace (linux/sched.h): a clone with any of them gets EPERM.
+CLONE_NAMESPACE_FLAGS: tuple[int, ...] = (
+    0x00000080,  # CLONE_NEWTIME
+    0x00020000,  # CLONE_NEWNS
+    0x02000000,  # CLONE_NEWCGROUP
+    0x04000000,  # CLONE_NEWUTS
+    0x08000000,  # CLONE_NEWIPC
+    0x10000000,  # CLONE_NEWUSER
+    0x20000000,  # CLONE_NEWPID
+    0x40000000,  # CLONE_NEWNET
+)
+
+#: ``personality(0xffffffff)`` only reads the persona; any other argument is refused.
+_PERSONALITY_QUERY = 0xFFFFFFFF
+
+
+def available() -> str | None:
+    """None when the filter can be built here, else why not (the missing binding or library)."""
+    return _IMPORT_ERROR
+
+
+def build():  # -> pyseccomp.SyscallFilter
+    """The filter described in the module docstring (not loaded yet).
+
+    Raises:
+        OSError: the binding or libseccomp is missing, or a rule is refused.
+    """
+    if _seccomp is None:
+        raise OSError(errno.ENOSYS, f"seccomp is unavailable ({_IMPORT_ERROR}); install libseccomp2 and pyseccomp")
+    try:
+        flt = _seccomp.SyscallFilter(_seccomp.ALLOW)
+        deny = _seccomp.ERRNO(errno.EPERM)
+        for name in DENIED_SYSCALLS:
+            try:
+                number = _seccomp.resolve_syscall(_seccomp.Arch.NATIVE, name)
+            except Exception:  # noqa: BLE001 - not a system call of this architecture
+                continue
+            if number < 0:
+                continue
+            flt.add_rule(deny, number)
+        for flag in CLONE_NAMESPACE_FLAGS:
+            flt.add_rule(deny, "clone", _seccomp.Arg(0, _seccomp.MASKED_EQ, flag, flag))
+        flt.add_rule(_seccomp.ERRNO(errno.ENOSYS), "clone3")
+        flt.add_rule(deny, "personality", _seccomp.Arg(0, _seccomp.NE, _PERSONALITY_QUERY))
+    except OSError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - libseccomp's errors come as RuntimeError/ValueError
+        raise OSError(errno.EINVAL, f"building the seccomp filter failed: {type(exc).__name__}: {exc}") from None
+    return flt
+
+
+def install() -> None:
+    """Build and load the filter into this process (and every process it will start).
+
+    Sets ``PR_SET_NO_NEW_PRIVS`` (libseccomp's default), which the kernel
+    requires of an unprivileged process; irreversible.
+
+    Raises:
+        OSError: the filter could not be built or loaded (the caller must not run student code).
+    """
+    flt = build()
+    try:
+        flt.load()
+    except Exception as exc:  # noqa: BLE001
+        raise OSError(errno.EPERM, f"loading the seccomp filter failed: {type(exc).__name__}: {exc}") from None
