@@ -8,11 +8,16 @@ passes it), and it missed the mistake marked ``SNEAKY`` (now failed, diagnosis
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from grader.results import ExerciseResult
-from stand_in_grader import _root
-from stand_in_grader import grade_submission as grade_v1
+# Batch workers start with `python -I` and only this module's folder on their path: version 1
+# lives in tests/batch.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
+
+from grader.results import ExerciseResult  # noqa: E402
+from stand_in_grader import _root  # noqa: E402
+from stand_in_grader import grade_submission as grade_v1  # noqa: E402
 
 
 def grade_submission(path, *, exercises=None, profile="full"):
