@@ -136,7 +136,9 @@ def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detai
     if diagnosis:
         lines.append(f"Diagnosis [{diagnosis}]: {DIAGNOSES.get(diagnosis, DIAGNOSES['wrong_value'])}")
     if kind == "public" and detail:
-        lines.append(detail.strip())
+        from grader.text_safety import cap
+
+        lines.append(cap(detail.strip()))
     elif diagnosis in ("raises_error", "missing_name") and detail:
         # Only an allowed built-in type name is shown; the message could echo a hidden input, so it is not.
         from grader.sandbox.errors import ALLOWED_EXCEPTION_NAMES
