@@ -58,7 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from grader.points import EXERCISES
 from grader.results import atomic_write_text  # the shared atomic writer (tmp + fsync + os.replace)
-from grader.text_safety import csv_cell, md_inline
+from ppo_course.text_safety import csv_cell, md_inline
 
 # The contract's exercise modules, in the gradebook's column order (one list: grader/points.py).
 CONTRACT_STEMS: tuple[str, ...] = EXERCISES

@@ -136,7 +136,7 @@ def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detai
     if diagnosis:
         lines.append(f"Diagnosis [{diagnosis}]: {DIAGNOSES.get(diagnosis, DIAGNOSES['wrong_value'])}")
     if kind == "public" and detail:
-        from grader.text_safety import cap
+        from ppo_course.text_safety import cap
 
         lines.append(cap(detail.strip()))
     elif diagnosis in ("raises_error", "missing_name") and detail:

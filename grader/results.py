@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from grader.points import EXERCISES, Visibility
-from grader.text_safety import cap, fenced
+from ppo_course.text_safety import cap, fenced
 
 
 class TestResult(BaseModel):

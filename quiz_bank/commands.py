@@ -213,7 +213,7 @@ def _grade_batch(args) -> int:
         writer = csv.DictWriter(fh, fieldnames=columns, restval="")
         writer.writeheader()
         # Ids, messages and unknown question ids come from the students' files: capped, never a formula.
-        from grader.text_safety import csv_row
+        from ppo_course.text_safety import csv_row
 
         writer.writerows(csv_row(r) for r in sorted(rows, key=lambda r: r["student_id"]))
     rejected = sum(r["status"] == "rejected" for r in rows)

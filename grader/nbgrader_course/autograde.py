@@ -111,7 +111,7 @@ def exercise_feedback(result, stem: str) -> str:
         return f"{stem}: not graded."
     lines = [f"{stem}: {ex.score:g} / {ex.max_score:g} points (graded outside your kernel by ppo-course's "
              f"isolated grader, profile {result.profile!r})."]
-    from grader.text_safety import cap  # student-derived text: capped, no control characters (ANSI)
+    from ppo_course.text_safety import cap  # student-derived text: capped, no control characters (ANSI)
 
     if ex.message:
         lines.append(cap(ex.message))
@@ -134,7 +134,7 @@ def _set_score(cell, points: float, feedback: str) -> None:
 
 
 def _set_error(cell, why: str) -> None:
-    from grader.text_safety import cap
+    from ppo_course.text_safety import cap
 
     why = cap(why, 2000)
     cell.outputs = [nbformat.v4.new_output("error", ename="NotGraded", evalue=why, traceback=[why])]

@@ -15,7 +15,7 @@ import json
 import pytest
 from markdown_it import MarkdownIt
 
-from grader import text_safety
+from ppo_course import text_safety
 from grader.results import ExerciseResult, GradeResult, TestResult
 
 HUGE = "A" * 5_000_000

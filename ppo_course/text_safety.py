@@ -17,6 +17,10 @@ file and folder names, student ids) through this module:
   Markdown's active characters (links, images, emphasis, tables) backslash-escaped;
 * `csv_cell`: a spreadsheet cell that no spreadsheet evaluates (a leading
   `= + - @ tab CR` gets a `'` prefix, OWASP's advice for CSV injection).
+
+It lives in the public package (it holds no secret, imports only the standard
+library) so that `quiz_bank`, which ships to students and never imports
+`grader`, writes its gradebook through it too.
 """
 
 from __future__ import annotations
