@@ -62,6 +62,7 @@ from grader.intake import _display_name, _stage_dir, _stage_zip, _walk_lstat, _z
 from grader.intake import stage_submission, submission_hash  # noqa: F401 - one intake (grader/intake.py)
 from grader.points import EXERCISES
 from grader.results import atomic_write_text  # the shared atomic writer (tmp + fsync + os.replace)
+from ppo_course.text_safety import csv_cell, md_inline
 
 # The contract's exercise modules, in the gradebook's column order (one list: grader/points.py).
 CONTRACT_STEMS: tuple[str, ...] = EXERCISES
@@ -791,10 +792,11 @@ def _record_from(
 def _feedback_with_notes(student_id: str, status: str, message: str, notes: list[str], feedback: str) -> str:
     head = []
     if status != "graded" or notes:
-        head.append(f"# Batch grading: {student_id}\n")
-        head.append(f"**Status: {status}.** {message}\n" if message else f"**Status: {status}.**\n")
+        # The id (a folder or zip name), the message and notes quote student-derived text: escaped, capped.
+        head.append(f"# Batch grading: {md_inline(student_id)}\n")
+        head.append(f"**Status: {status}.** {md_inline(message, 2000)}\n" if message else f"**Status: {status}.**\n")
         for note in notes:
-            head.append(f"- {note}")
+            head.append(f"- {md_inline(note, 2000)}")
         head.append("")
     return "\n".join(head) + ("\n" + feedback if feedback else "")
 
@@ -842,7 +844,7 @@ def gradebook_csv(records: list[StudentRecord]) -> str:
         row = [r.student_id]
         row += [_fmt(r.exercise_scores.get(s, {}).get("score", 0.0)) for s in stems]
         row += [_fmt(r.score), _fmt(r.max_score or max_total), r.status, r.message]
-        writer.writerow(row)
+        writer.writerow([csv_cell(cell, 1000) for cell in row])  # ids and messages: capped, never a formula
     return buf.getvalue()
 
 
@@ -864,7 +866,8 @@ def nbgrader_csv(records: list[StudentRecord], assignment: str = "ppo") -> str:
             datetime.fromtimestamp(r.source_mtime, tz=timezone.utc).isoformat() if r.source_mtime is not None else ""
         )
         writer.writerow(
-            [assignment, "", ts, r.student_id, "", "", "", _fmt(r.score), "0.0", _fmt(r.score), _fmt(r.max_score or max_total)]
+            [csv_cell(cell, 1000) for cell in
+             [assignment, "", ts, r.student_id, "", "", "", _fmt(r.score), "0.0", _fmt(r.score), _fmt(r.max_score or max_total)]]
         )
     return buf.getvalue()
 

@@ -90,11 +90,15 @@ def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detai
     if diagnosis:
         lines.append(f"Diagnosis [{diagnosis}]: {DIAGNOSES.get(diagnosis, DIAGNOSES['wrong_value'])}")
     if kind == "public" and detail:
-        lines.append(detail.strip())
+        from ppo_course.text_safety import cap
+
+        lines.append(cap(detail.strip()))
     elif diagnosis in ("raises_error", "missing_name") and detail:
-        # The exception's type is safe to show; its message could echo a hidden input, so it is not.
+        # Only an allowed built-in type name is shown; the message could echo a hidden input, so it is not.
+        from grader.sandbox.errors import ALLOWED_EXCEPTION_NAMES
+
         type_name = detail.split(":", 1)[0].strip()
-        if type_name.isidentifier():
+        if type_name in ALLOWED_EXCEPTION_NAMES:
             lines.append(f"(your code raised {type_name})")
     return "\n".join(lines)
 

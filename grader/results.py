@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from grader.points import EXERCISES, Visibility
+from ppo_course.text_safety import cap, fenced
 
 
 class TestResult(BaseModel):
@@ -94,14 +95,14 @@ class GradeResult(BaseModel):
         """The Gradescope results.json dictionary (see the module docstring)."""
         return {
             "score": self.score,
-            "output": self.message or f"Graded {len(self.tests)} tests: {self.score:g} / {self.max_score:g} points.",
+            "output": cap(self.message) or f"Graded {len(self.tests)} tests: {self.score:g} / {self.max_score:g} points.",
             "tests": [
                 {
                     "name": t.name,
                     "score": t.score,
                     "max_score": t.max_score,
                     "status": t.status,
-                    "output": t.output,
+                    "output": cap(t.output),
                     "visibility": t.visibility,
                     "tags": [t.exercise, t.kind, *( [f"diagnosis:{t.diagnosis}"] if t.diagnosis else [] ), *t.tags],
                 }
@@ -123,7 +124,7 @@ class GradeResult(BaseModel):
         """feedback.md: a summary table, then one section per exercise with what failed and why."""
         lines = ["# PPO course: grading feedback", ""]
         if self.status == "rejected":
-            lines += [f"**Your submission could not be graded:** {self.message}", "",
+            lines += ["**Your submission could not be graded:**", "", fenced(self.message), "",
                       f"Score: 0 / {self.max_score:g}", ""]
         lines += [f"**Total: {self.score:g} / {self.max_score:g} points**", "",
                   "| exercise | score | status |", "| --- | --- | --- |"]
@@ -135,8 +136,8 @@ class GradeResult(BaseModel):
         for stem in [s for s in EXERCISES if s in self.exercises]:
             e = self.exercises[stem]
             lines += [f"## `{stem}` — {e.score:g} / {e.max_score:g}", ""]
-            if e.message:
-                lines += [e.message, ""]
+            if e.message:  # may quote the student's import error: fenced, never Markdown
+                lines += [fenced(e.message), ""]
             tests = [t for t in self.tests if t.exercise == stem]
             failed = [t for t in tests if t.status == "failed" and t.max_score > 0]
             # A 0-point test of a module that is missing or does not import says nothing new: the
@@ -155,8 +156,8 @@ class GradeResult(BaseModel):
                 for t in failed:
                     lines.append(f"- {t.kind} `{t.test}` ({t.score:g} / {t.max_score:g}): {t.doc} "
                                  f"[{t.diagnosis or 'wrong_value'}]")
-                    if t.kind == "public" and t.detail:
-                        lines += ["", "  ```", *[f"  {line}" for line in t.detail.strip().splitlines()], "  ```"]
+                    if t.kind == "public" and t.detail:  # student-derived: capped, in a fence it cannot close
+                        lines += ["", *[f"  {line}" for line in fenced(t.detail.strip()).splitlines()]]
                 lines.append("")
             for t in reported:
                 lines += [f"Reported (0 points): `{t.test}` did not pass: {t.doc} [{t.diagnosis}] "

@@ -225,7 +225,10 @@ def _grade_batch(args) -> int:
     with open(args.out, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns, restval="")
         writer.writeheader()
-        writer.writerows(sorted(rows, key=lambda r: r["student_id"]))
+        # Ids, messages and unknown question ids come from the students' files: capped, never a formula.
+        from ppo_course.text_safety import csv_row
+
+        writer.writerows(csv_row(r) for r in sorted(rows, key=lambda r: r["student_id"]))
     rejected = sum(r["status"] == "rejected" for r in rows)
     print(f"graded {len(rows) - rejected} student(s), rejected {rejected} file(s) → {args.out}")
     return 0

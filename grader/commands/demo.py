@@ -88,10 +88,13 @@ def gradebook_table(out_dir: Path):
     table.add_column("status", no_wrap=True)
     # One line per student: the full message is in gradebook.csv and the student's feedback.md.
     table.add_column("why", no_wrap=True, overflow="ellipsis", max_width=44)
+    from rich.markup import escape  # ids and messages are student-derived: never rich markup
+
     for r in rows:
         style = STATUS_STYLE.get(r["status"], "")
-        table.add_row(r["student_id"], *[r[s] for s in stems], r["total"],
-                      f"[{style}]{r['status']}[/{style}]" if style else r["status"], r["message"])
+        status = escape(r["status"])
+        table.add_row(escape(r["student_id"]), *[r[s] for s in stems], r["total"],
+                      f"[{style}]{status}[/{style}]" if style else status, escape(r["message"]))
     return table
 
 

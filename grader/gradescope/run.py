@@ -131,6 +131,22 @@ def apply_visibility(results: dict, hidden_visibility: str) -> dict:
     return results
 
 
+def safe_outputs(results: dict) -> dict:
+    """Cap every output (top level and per test, `ppo_course.text_safety.cap`) and have Gradescope show them as
+    plain text (``output_format``/``test_output_format`` "text"), so that no student-derived text is
+    rendered as Markdown or HTML (issue 10, class 7). In place; returned."""
+    from ppo_course.text_safety import cap
+
+    if "output" in results:
+        results["output"] = cap(results["output"])
+    for test in results.get("tests", []):
+        if "output" in test:
+            test["output"] = cap(test["output"])
+    results["output_format"] = "text"
+    results["test_output_format"] = "text"
+    return results
+
+
 def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str | None = None,
                          metadata: SubmissionMetadata | None = None) -> dict:
     """Grade one Gradescope submission and return its results.json dict (see the module docstring)."""
@@ -149,11 +165,12 @@ def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str |
                              profile=config.profile, exercises=None, zero_template=zero, grade_fn=grade_fn)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results = apply_visibility(graded.results, hidden_visibility_for(config, metadata))
+    results = safe_outputs(apply_visibility(graded.results, hidden_visibility_for(config, metadata)))
     if config.quiz:
         from grader.gradescope.quiz import add_quiz_results
 
         add_quiz_results(results, submission)
+        safe_outputs(results)
     results["stdout_visibility"] = "hidden"
     results["execution_time"] = int(round(time.monotonic() - t0))
     results.setdefault("extra_data", {})["batch_status"] = graded.status

@@ -103,7 +103,7 @@ class SandboxProvider:
         if isinstance(exc, StudentImportError):
             return ("module_missing" if exc.cause == "missing" else "module_broken"), str(exc)
         if isinstance(exc, StudentError):
-            text = f"{exc.type_name}: {exc.message}"
+            text = exc.shown()  # the allowed type name, and the capped message only where it may be shown
             if exc.type_name == "NotImplementedError":
                 return "not_implemented", text
             if exc.type_name == "AttributeError" and "has no attribute" in exc.message:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from grader import buggy_variants
+from ppo_course.check_support.compare import any_nonzero
 from ppo_course.check_support.feedback import Mismatch, expect_close
 from ppo_course.check_support.inputs import batches as _batches
 
@@ -150,7 +151,7 @@ def expect_no_grad(grads: dict, names: tuple[str, ...], what: str) -> None:
     """Mismatch('gradient_into_constants') if any of `names` received a non-zero gradient."""
     for name in names:
         g = grads.get(name)
-        if g is not None and bool((g != 0).any()):
+        if g is not None and any_nonzero(g):
             raise Mismatch("gradient_into_constants", f"a gradient reached `{name}`", what)
 
 

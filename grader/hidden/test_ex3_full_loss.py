@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from grader.hidden.support import (hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched,
                                    reference_call, tol)
+from ppo_course.check_support.compare import any_nonzero, close_scalar
 from ppo_course.check_support.feedback import Mismatch
 from ppo_course.check_support.inputs import Batch, grading_settings, randn, with_junk
 
@@ -84,7 +85,7 @@ def test_value_loss_gradient(student, reference, batch):
     _, const = student.call_with_grad("clipped_value_loss", args, {}, wrt=("old_values", "returns"))
     for name in ("old_values", "returns"):
         g = const.get(name)
-        if g is not None and bool((g != 0).any()):
+        if g is not None and any_nonzero(g):
             raise Mismatch("gradient_into_constants", f"a gradient reached `{name}`", f"d value loss / d {name}")
     assert grads is not None
 
@@ -171,7 +172,7 @@ def test_ppo_loss_stats(student_kg, reference, batch, clip_eps):
             raise Mismatch("stats_not_floats", f"stats[{key!r}] is a {type(value).__name__}", "ppo_loss stats")
         # Means of ≤ 28 terms of size ≤ ~1 (clipfrac: of 0/1 indicators): float32 rounding < 1e-5.
         t = tol(batch.dtype)
-        if not abs(value - want[key]) <= t * (1.0 + abs(want[key])):
+        if not close_scalar(value, want[key], rtol=t, atol=t):
             raise Mismatch(diagnosis, f"  expected {want[key]!r}, got {value!r}", f"stats[{key!r}]")
 
 
@@ -186,7 +187,7 @@ def test_ppo_loss_gradients(student_kg, reference, batch):
     _, grads = student_kg.call_with_grad("ppo_loss", args, {}, wrt=constants)
     for name in constants:
         g = grads.get(name)
-        if g is not None and bool((g != 0).any()):
+        if g is not None and any_nonzero(g):
             raise Mismatch("gradient_into_constants", f"a gradient reached `{name}`", f"d ppo_loss / d {name}")
 
 

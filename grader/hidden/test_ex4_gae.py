@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from grader.hidden.support import (compare, expect_inputs_untouched, hidden_batches, part,
                                    tol)
+from ppo_course.check_support.compare import any_nonzero
 from ppo_course.check_support.feedback import Mismatch, expect_raises
 from ppo_course.check_support.inputs import Batch, grading_settings, prefix_mask
 
@@ -72,7 +73,7 @@ def test_gae_carries_no_gradient(student):
         _, grads = student.call_with_grad("compute_gae", (rewards, values, mask), {}, wrt=("rewards", "values"),
                                           grad_output=torch.ones(2, 4, dtype=torch.float64), output_index=index)
         for name, grad in grads.items():
-            if grad is not None and bool((grad != 0).any()):
+            if grad is not None and any_nonzero(grad):
                 raise Mismatch("gae_not_detached", f"a gradient reached `{name}`",
                                f"compute_gae(...)[{index}]")
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from grader import buggy_variants
 from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
+from ppo_course.check_support.compare import any_nonzero
 from ppo_course.check_support.feedback import Mismatch, expect_close
 from ppo_course.check_support.inputs import Batch, grading_settings, randn
 
@@ -74,7 +75,7 @@ def test_kl_outputs_carry_no_gradient(student):
                        ("kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask))):
         _, grads = student.call_with_grad(name, args, {}, wrt=("logp", "ref_logp"), grad_output=ones)
         for param, g in grads.items():
-            if g is not None and bool((g != 0).any()):
+            if g is not None and any_nonzero(g):
                 raise Mismatch("gradient_into_constants", f"a gradient reached `{param}`", f"{name}(...)")
 
 

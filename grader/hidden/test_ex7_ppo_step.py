@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from grader import buggy_ppo_step
+from ppo_course.check_support import compare
 from ppo_course.check_support.feedback import Mismatch
 
 EXERCISE = "ex7_ppo_step"
@@ -108,22 +109,15 @@ def run_reference(payload: dict) -> dict:
 
 
 def max_param_diff(a: dict, b: dict) -> float:
-    """max |a − b| over all parameters (inf when the names or shapes differ)."""
-    if set(a) != set(b):
-        return float("inf")
-    worst = 0.0
-    for k in a:
-        if not isinstance(a[k], torch.Tensor) or a[k].shape != b[k].shape:
-            return float("inf")
-        worst = max(worst, float((a[k].double() - b[k].double()).abs().max()) if a[k].numel() else 0.0)
-    return worst
+    """max |a − b| over all parameters (inf when the names or shapes differ, NaN when any difference is NaN)."""
+    return compare.max_param_diff(a, b)
 
 
 def diagnose_params(student_state: dict, payload: dict) -> str:
     """The known mistake whose parameters match the student's, else "wrong_value"."""
     for diagnosis, switches in buggy_ppo_step.PPO_STEP_VARIANTS:
         variant = buggy_ppo_step.run_reference_step(payload, **switches)
-        if max_param_diff(student_state, variant["state_dict"]) <= PARAM_ATOL:
+        if compare.params_close(student_state, variant["state_dict"], atol=PARAM_ATOL):
             return diagnosis
     return "wrong_value"
 
@@ -202,7 +196,7 @@ def _parity(provider, runs, tracking=None, key="default", **config):
 def test_ppo_step_parameters_match_reference(provider, runs, tracking):
     """After one step (known-good pieces), every parameter equals the reference's within 2e-5."""
     payload, got, want = _parity(provider, runs, tracking)
-    if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
+    if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
         raise Mismatch(runs.get(("diagnosis", "default"), lambda: diagnose_params(got["state_dict"], payload)),
                        "", "parameters after one ppo_step")
 
@@ -220,10 +214,10 @@ def test_ppo_step_stats_match_reference(provider, runs, tracking):
         g, w = stats[key], float(want["stats"][key])
         # objective/kl_coef is the coefficient used for this step's rewards: no arithmetic, so exact.
         rtol = 1e-9 if key == "objective/kl_coef" else STAT_RTOL
-        if abs(g - w) > rtol * (1.0 + abs(w)):
+        if not compare.close_scalar(g, w, rtol=rtol, atol=rtol):
             if key == "objective/kl_coef":
                 raise Mismatch("ppo_step_wrong_order", "", f"stats[{key!r}]")
-            if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
+            if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
                 # The parameters differ too: the same mistake explains both (diagnosed once, cached).
                 raise Mismatch(runs.get(("diagnosis", "default"), lambda: diagnose_params(got["state_dict"], payload)),
                                "", f"stats[{key!r}]")
@@ -234,11 +228,11 @@ def test_ppo_step_updates_kl_controller(provider, runs, tracking):
     """kl_ctl.update(mean summed KL per sequence, B) runs once, after the updates (TRL's units)."""
     payload, got, want = _parity(provider, runs, tracking)
     value = got.get("kl_coef")
-    if not isinstance(value, (float, int)) or abs(float(value) - want["kl_coef"]) > 1e-9 * (1 + abs(want["kl_coef"])):
+    if not compare.close_scalar(value, want["kl_coef"], rtol=1e-9, atol=1e-9):
         diagnosis = "wrong_value"
         for d, switches in buggy_ppo_step.KL_COEF_VARIANTS + buggy_ppo_step.PPO_STEP_VARIANTS:
             variant = buggy_ppo_step.run_reference_step(payload, **switches)
-            if isinstance(value, (float, int)) and abs(float(value) - variant["kl_coef"]) <= 1e-9 * (1 + abs(variant["kl_coef"])):
+            if compare.close_scalar(value, variant["kl_coef"], rtol=1e-9, atol=1e-9):
                 diagnosis = d
                 break
         raise Mismatch(diagnosis, "", "kl_ctl.value after one ppo_step")
@@ -251,7 +245,7 @@ def test_ppo_step_other_config(provider, runs):
     payload, got, want = _parity(provider, runs, None, key="other", kl_placement="last_token", whiten_rewards=False,
                                  gamma=0.9, ppo_epochs=3, mini_batch_size=2, gradient_accumulation_steps=4,
                                  cliprange=0.1, vf_coef=0.5, temperature=0.7, config_seed=7)
-    if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
+    if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
         raise Mismatch(diagnose_params(got["state_dict"], payload), "", "parameters after one ppo_step (other config)")
 
 
@@ -273,7 +267,7 @@ def test_ppo_step_with_own_pieces(provider, runs, tracking):
     """
     payload, _, want = _parity(provider, runs, tracking)
     got = run_student(provider.load(EXERCISE, known_good=False), payload)
-    if max_param_diff(got["state_dict"], want["state_dict"]) > PARAM_ATOL:
+    if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
         raise Mismatch("ppo_step_own_pieces_differ", "", "parameters with your own ex1-ex6")
 
 
@@ -303,6 +297,8 @@ def test_training_run_raises_mean_score(provider):
         payload = make_payload(seed=k, batch=32, state=state, learning_rate=3e-3, init_kl_coef=0.01,
                                mini_batch_size=8, gradient_accumulation_steps=2, ppo_epochs=2)
         state = run_student(module, payload)["state_dict"]
+        if not compare.all_finite(state):  # NaN weights cannot be sampled from: no learning
+            raise Mismatch("not_finite", "", "parameters during a 5-step training run")
     after = evaluate_mean_score(state)
     if not after - before >= MIN_SCORE_GAIN:
         raise Mismatch("ppo_step_no_learning", f"mean score {before:.3f} -> {after:.3f}", "a 5-step training run")

@@ -117,11 +117,13 @@ def exercise_feedback(result, stem: str) -> str:
         return f"{stem}: not graded."
     lines = [f"{stem}: {ex.score:g} / {ex.max_score:g} points (graded outside your kernel by ppo-course's "
              f"isolated grader, profile {result.profile!r})."]
+    from ppo_course.text_safety import cap  # student-derived text: capped, no control characters (ANSI)
+
     if ex.message:
-        lines.append(ex.message)
+        lines.append(cap(ex.message))
     secret = [t for t in result.tests if t.exercise == stem and t.visibility == "hidden"]
     for t in (t for t in result.tests if t.exercise == stem and t.visibility != "hidden"):
-        lines.append(f"- [{t.kind}] {t.test} ({t.score:g}/{t.max_score:g}): " + t.output.replace("\n", "\n    "))
+        lines.append(f"- [{t.kind}] {t.test} ({t.score:g}/{t.max_score:g}): " + cap(t.output).replace("\n", "\n    "))
     if secret:
         lines.append(f"- {len(secret)} further hidden test(s): {sum(t.score for t in secret):g} / "
                      f"{sum(t.max_score for t in secret):g} points.")
@@ -138,6 +140,9 @@ def _set_score(cell, points: float, feedback: str) -> None:
 
 
 def _set_error(cell, why: str) -> None:
+    from ppo_course.text_safety import cap
+
+    why = cap(why, 2000)
     cell.outputs = [nbformat.v4.new_output("error", ename="NotGraded", evalue=why, traceback=[why])]
 
 

@@ -1,6 +1,61 @@
-"""Exceptions the sandbox raises to the graders (the student's own exception classes never cross)."""
+"""Exceptions the sandbox raises to the graders (the student's own exception classes never cross).
+
+The child is hostile, so what it reports about an exception is decoded here, in
+the parent, through a fixed filter (issue 10, class 3: a covert channel through
+exception text):
+
+* the type name is one of `ALLOWED_EXCEPTION_NAMES` (built-in exceptions); any other
+  name becomes the child's reported built-in base if that is allowed, else "Exception";
+* the message is capped (`MAX_MESSAGE_CHARS`) and stripped of control characters;
+  it is kept for the grader's own classification (e.g. "has no attribute") and shown
+  to the student only where `echo` is True: never in a child that had known-good
+  callbacks (the reference's outputs could ride in it), never in hidden feedback
+  (`grader.grade._test_output` shows hidden tests the type name only);
+* the child's traceback is dropped (it is entirely child-chosen text).
+"""
 
 from __future__ import annotations
+
+import re
+import unicodedata
+
+#: The only exception type names that may leave the child (built-ins a student's code plausibly raises).
+ALLOWED_EXCEPTION_NAMES = frozenset({
+    "Exception", "ArithmeticError", "AssertionError", "AttributeError", "BufferError", "EOFError",
+    "FloatingPointError", "ImportError", "IndexError", "KeyError", "LookupError", "MemoryError",
+    "ModuleNotFoundError", "NameError", "NotImplementedError", "OSError", "OverflowError", "RecursionError",
+    "RuntimeError", "StopIteration", "StopAsyncIteration", "SyntaxError", "IndentationError", "TabError",
+    "SystemError", "SystemExit", "KeyboardInterrupt", "GeneratorExit", "TimeoutError", "TypeError",
+    "UnboundLocalError", "UnicodeError", "UnicodeDecodeError", "UnicodeEncodeError", "ValueError",
+    "ZeroDivisionError", "FileNotFoundError", "PermissionError",
+})
+#: How many characters of a child's exception message the parent keeps.
+MAX_MESSAGE_CHARS = 500
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def safe_type_name(name: object, base: object = None) -> str:
+    """The exception name the parent reports: `name` if allowed, else the allowed `base`, else "Exception".
+
+    Args:
+        name: the type name the child sent (anything: the child is hostile).
+        base: the child's nearest built-in base class name (its pre-filter), or None.
+    """
+    if isinstance(name, str) and name in ALLOWED_EXCEPTION_NAMES:
+        return name
+    if isinstance(base, str) and base in ALLOWED_EXCEPTION_NAMES:
+        return base
+    return "Exception"
+
+
+def safe_message(text: object, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A child's message, capped at `limit` characters ("… (truncated)") without control characters."""
+    if not isinstance(text, str):
+        return ""
+    text = unicodedata.normalize("NFC", text.encode("utf-8", "replace").decode("utf-8", "replace"))
+    text = _CONTROL.sub("?", text)
+    return text if len(text) <= limit else text[:limit] + "… (truncated)"
 
 
 class StudentFailure(Exception):
@@ -11,16 +66,29 @@ class StudentError(StudentFailure):
     """The student's code raised an exception (any type, ``SystemExit`` included).
 
     Attributes:
-        type_name: the exception's class name as the child reported it (``"ValueError"``).
-        message: ``str(exc)`` in the child (bounded).
-        traceback: the formatted traceback from the child (student frames; may be empty).
+        type_name: an allowed built-in name (`safe_type_name` of what the child reported).
+        message: ``str(exc)`` in the child, capped and cleaned (`safe_message`); for the
+            grader's classification, shown to the student only when `echo` is True.
+        traceback: always "" (the child's traceback is its own text; it never leaves).
+        echo: False when the message must not be shown to anyone (a child with known-good pieces).
     """
 
-    def __init__(self, type_name: str, message: str, traceback: str = "") -> None:
-        super().__init__(f"{type_name}: {message}")
-        self.type_name = type_name
-        self.message = message
-        self.traceback = traceback
+    def __init__(self, type_name: str, message: str, traceback: str = "", *, base: str | None = None,
+                 echo: bool = True) -> None:
+        self.type_name = safe_type_name(type_name, base)
+        self.message = safe_message(message)
+        self.traceback = ""
+        self.echo = bool(echo)
+        super().__init__(self.shown())
+
+    def shown(self) -> str:
+        """What may be shown of this error: "Type: message", or the type alone when `echo` is False."""
+        return f"{self.type_name}: {self.message}" if self.echo else self.type_name
+
+    @classmethod
+    def from_reply(cls, reply: dict, *, echo: bool = True) -> "StudentError":
+        """Decode the child's ``err`` reply (type, base, message) through the parent's filter."""
+        return cls(reply.get("type"), reply.get("message"), base=reply.get("base"), echo=echo)
 
 
 class StudentTimeout(StudentFailure):
@@ -36,14 +104,28 @@ class StudentImportError(StudentFailure):
 
     Attributes:
         cause: ``"missing"``, ``"error"``, ``"timeout"`` or ``"crash"``.
-        type_name: the exception's class name when ``cause == "error"``, else "".
+        type_name: the exception's (allowed) class name when ``cause == "error"``, else "".
     """
 
     def __init__(self, message: str, cause: str = "error", type_name: str = "", traceback: str = "") -> None:
-        super().__init__(message)
+        super().__init__(safe_message(message, 2 * MAX_MESSAGE_CHARS))
         self.cause = cause
-        self.type_name = type_name
-        self.traceback = traceback
+        self.type_name = safe_type_name(type_name) if type_name else ""
+        self.traceback = ""
+
+    @classmethod
+    def from_reply(cls, header: dict, module_name: str, *, echo: bool = True) -> "StudentImportError":
+        """Decode the child's ``import_error`` message through the parent's filter.
+
+        `echo=False` (a child with known-good pieces: its import-time code could have called
+        them) keeps the type name only; otherwise the capped, cleaned message (e.g. "SyntaxError:
+        invalid syntax (ex4_gae.py, line 12)") is kept.
+        """
+        type_name = safe_type_name(header.get("type"), header.get("base"))
+        message = safe_message(header.get("message"))
+        missing = type_name == "ModuleNotFoundError" and f"'{module_name}'" in message
+        text = f"{type_name}: {message}" if echo else f"{type_name} (raised while importing the module)"
+        return cls(text, cause="missing" if missing else "error", type_name=type_name)
 
 
 class SandboxError(RuntimeError):

@@ -23,6 +23,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from grader.sandbox.sandbox import Sandbox
 
 
+def _safe_qualname(name: object, limit: int = 80) -> str:
+    """`name` when it is a dotted identifier of at most `limit` characters, else "object"."""
+    if isinstance(name, str) and len(name) <= limit and all(p.isidentifier() and p.isascii() for p in name.split(".")):
+        return name
+    return "object"
+
+
 class RemoteObject:
     """An object living in the child (e.g. the student's ``RolloutBuffer``, an iterator).
 
@@ -37,7 +44,8 @@ class RemoteObject:
     def __init__(self, module: "RemoteModule", hid: int, type_name: str, generation: int) -> None:
         self._module = module
         self._hid = hid
-        self.type_name = type_name
+        # Child-chosen text: kept as a short dotted identifier only (it can reach error messages).
+        self.type_name = _safe_qualname(type_name)
         self._generation = generation
         self._released = False
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from ppo_course.check_support import compare
 from ppo_course.check_support.diagnoses import message
 
 # A candidate is (diagnosis id, the buggy variant's output or a thunk computing it).
@@ -71,14 +72,12 @@ def _real(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 def close(got: Any, want: torch.Tensor, mask: torch.Tensor | None, rtol: float, atol: float) -> bool:
     """True when `got` is a tensor of `want`'s shape whose real entries match within rtol/atol.
 
-    NaN matches NaN and inf matches inf of the same sign, so that a buggy
-    variant that produces NaN can be recognised.
+    NaN or ±inf in `got` where `want` is finite never matches (`compare.close`);
+    a NaN in `want` raises `compare.GraderBug`.
     """
-    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape):
+    if not isinstance(got, torch.Tensor):
         return False
-    a = _real(got, mask).to(torch.float64)
-    b = _real(want, mask).to(torch.float64)
-    return bool(torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+    return compare.close(got, want, rtol=rtol, atol=atol, mask=mask)
 
 
 def _evaluate(candidate: Any) -> Any:
@@ -100,7 +99,7 @@ def diagnose(got: Any, want: torch.Tensor, candidates: Iterable[Candidate], mask
             continue
         if close(variant, want, mask, rtol, atol):
             continue  # indistinguishable from the right answer on this input: no evidence
-        if close(got, variant, mask, rtol, atol):
+        if isinstance(got, torch.Tensor) and compare.same_values(got, variant, rtol, atol, mask):
             return diagnosis_id
     return None
 
@@ -114,7 +113,7 @@ def matching(got: Any, want: torch.Tensor, candidates: Iterable[Candidate], mask
             continue
         variant = _evaluate(candidate)
         if isinstance(variant, torch.Tensor) and not close(variant, want, mask, rtol, atol) \
-                and close(got, variant, mask, rtol, atol):
+                and isinstance(got, torch.Tensor) and compare.same_values(got, variant, rtol, atol, mask):
             found.append(diagnosis_id)
     return found
 
@@ -158,16 +157,10 @@ def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask
     if close(got, want, mask, rtol, atol):
         return
     found = diagnose(got, want, candidates, mask, rtol, atol)
-    a = _real(got, mask).to(torch.float64)
-    b = _real(want, mask).to(torch.float64)
     if found is None:
-        finite_want = torch.isfinite(b)
-        found = "not_finite" if bool((~torch.isfinite(a) & finite_want).any()) else "wrong_value"
-    err = (a - b).abs().nan_to_num(nan=float("inf"))
-    worst = int(err.argmax()) if err.numel() else 0
+        found = "wrong_value" if compare.all_finite(_real(got, mask)) else "not_finite"
     detail = (f"  expected: {_fmt(want)}\n  got:      {_fmt(got)}\n"
-              f"  largest difference {err.max().item() if err.numel() else 0.0:.3g} at real entry #{worst} "
-              f"(rtol={rtol:g}, atol={atol:g}){where}")
+              f"  {compare.describe_difference(got, want, mask)} (rtol={rtol:g}, atol={atol:g}){where}")
     raise Mismatch(found, detail, what)
 
 

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from ppo_course.check_support.compare import close_scalar
 from ppo_course.check_support.feedback import Mismatch, expect_close
 
 EXERCISE = "ex3_full_loss"
@@ -79,5 +80,5 @@ def test_ppo_loss_hand_case(student):
         if type(value) is not float:
             raise Mismatch("stats_not_floats" if value is not None else diagnosis,
                            f"stats[{key!r}] is {value!r}", "ppo_loss stats")
-        if abs(value - want_value) > 1e-10:
+        if not close_scalar(value, want_value, rtol=0.0, atol=1e-10):
             raise Mismatch(diagnosis, f"  expected {want_value!r}, got {value!r}", f"stats[{key!r}]")

@@ -4,7 +4,7 @@ Runs after ``isolate.confine`` (see ``forkserver._child_main``), so everything
 here may meet hostile code: the student's module is imported *after* the
 channel is set up, and every call into student code is wrapped so that any
 exception (``SystemExit`` and ``KeyboardInterrupt`` included) becomes an
-``err`` reply with the exception's type name, message and traceback.
+``err`` reply with its nearest built-in type name and a capped message (no traceback).
 
 Messages (JSON headers, see ``codec``); requests from the parent carry
 ``{"m": "req", "id": n, "op": ...}``:
@@ -46,7 +46,6 @@ import mmap
 import os
 import socket
 import sys
-import traceback
 import weakref
 from typing import Any
 
@@ -80,13 +79,24 @@ def _safe_text(fn: Any, limit: int = MAX_TEXT) -> str:
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
+def _builtin_base(cls: type) -> str:
+    """The name of the nearest built-in class in `cls`'s MRO (a student's subclass reports its base)."""
+    for klass in getattr(cls, "__mro__", ()):
+        if getattr(klass, "__module__", None) == "builtins":
+            return klass.__name__
+    return "Exception"
+
+
 def describe_exception(exc: BaseException) -> dict:
-    """The ``err`` fields for a student exception (never the object itself)."""
-    return {
-        "type": type(exc).__name__,
-        "message": _safe_text(lambda: str(exc)),
-        "traceback": _safe_text(lambda: "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), 20000),
-    }
+    """The ``err`` fields for a student exception (never the object itself).
+
+    A pre-filter only: the parent decodes these fields through its own allow-list and caps
+    (`grader.sandbox.errors`), since this process runs the student's code. The type is the
+    nearest built-in class (a student's own class name never leaves), the message is capped,
+    and no traceback is sent.
+    """
+    name = _builtin_base(type(exc))
+    return {"type": name, "base": name, "message": _safe_text(lambda: str(exc), 2000), "traceback": ""}
 
 
 class Channel:

@@ -1,6 +1,6 @@
 """Hostile submissions against classes 4, 5, 6 and the intake of issue 10, each with an honest twin.
 
-* class 4 (state that outlives a grading): ``attacks/a32_kernel_keyring_relay.py``,
+* class 4 (state that outlives a grading): ``attacks/a35_kernel_keyring_relay.py``,
   also run by ``test_hostile.py``; here graded three times, with the same grade
   each time and no kernel object left;
 * class 5 (the grader as the victim): an exercise-7 step that floods the
@@ -71,7 +71,7 @@ def test_the_kernel_object_guard_sees_a_sysv_segment():
 def test_class4_keyring_relay_leaves_nothing_and_grades_the_same_three_times(tmp_path, twin_results, fork_server):
     from grader.grade import grade_submission
 
-    attack = read_attack(HERE / "attacks" / "a32_kernel_keyring_relay.py")
+    attack = read_attack(HERE / "attacks" / "a35_kernel_keyring_relay.py")
     twin = twin_results(attack)
     cohort, other, out, guards = _guarded(fork_server, tmp_path)
     try:

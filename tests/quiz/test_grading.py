@@ -178,3 +178,18 @@ def test_grade_batch_writes_a_gradebook(bank, run_cli, key_of, tmp_path, write_j
     assert rows["alice"]["complete"] == "True" and rows["alice"]["total"] == str(len(bank.questions()))
     assert rows["bob"]["complete"] == "False" and rows["bob"]["stop4"] == str(len(bank.questions(4)) - 1)  # one wrong
     assert rows["broken"]["status"] == "rejected" and "not valid JSON" in rows["broken"]["message"]
+
+
+def test_grade_batch_neutralises_student_text_in_the_gradebook(bank, run_cli, key_of, tmp_path, write_json):
+    """Issue 10, class 7: a student id or file name that is a spreadsheet formula is never written as one."""
+    cohort = tmp_path / "cohort"
+    cohort.mkdir()
+    write_json(cohort / "evil.json", key_of('=HYPERLINK("http://evil.example","x")'))
+    (cohort / "@SUM(A1).json").write_text("{")
+    out = tmp_path / "quiz_gradebook.csv"
+    code, _, err = run_cli(["quiz", "grade-batch", cohort, "--out", out])
+    assert code == 0, err
+    rows = list(csv.reader(out.open()))
+    assert len(rows) == 3
+    assert all(cell[:1] not in ("=", "+", "-", "@", "\t", "\r") for row in rows for cell in row)
+    assert {row[0] for row in rows[1:]} == {"'=HYPERLINK(\"http://evil.example\",\"x\")", "'@SUM(A1)"}
