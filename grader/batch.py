@@ -939,6 +939,19 @@ def _lock_out_dir(state: Path):
     return fh
 
 
+def _sweep_stale_temporaries(out_dir: Path) -> None:
+    """Remove what a batch killed mid-write (kill -9) left of ``atomic_write_text``'s temporary files.
+
+    Only names of that writer's shape (``.<name>.<random>.tmp``) directly in ``out_dir`` or one
+    student folder below; the final files were never touched (``os.replace`` is atomic). Called
+    under the batch's lock, so no live writer owns them.
+    """
+    for pattern in (".*.tmp", "*/.*.tmp"):
+        for tmp in out_dir.glob(pattern):
+            if tmp.is_file() and not tmp.is_symlink():
+                tmp.unlink(missing_ok=True)
+
+
 def run_batch(
     submissions_dir: Path,
     out_dir: Path,
@@ -1016,6 +1029,7 @@ def run_batch(
     # Staging and scratch of a killed run are stale: start clean.
     shutil.rmtree(state / "staging", ignore_errors=True)
     shutil.rmtree(state / "work", ignore_errors=True)
+    _sweep_stale_temporaries(out_dir)
     fingerprint = grader_fingerprint()
     key_common = {
         "grader_fingerprint": fingerprint,

@@ -88,3 +88,19 @@ def test_killed_then_rerun_gives_the_uninterrupted_gradebook(slow_cohort, uninte
     assert (out / "gradebook.csv").read_text() == want
     if kill_after_rows:
         assert len(resumed.skipped) >= kill_after_rows  # finished students were not regraded
+
+
+def test_rerun_sweeps_temporaries_a_kill_left_mid_write(tmp_path):
+    """kill -9 between the atomic writer's mkstemp and os.replace leaves `.name.xxx.tmp`: the rerun removes it."""
+    subs = tmp_path / "subs"
+    write_student(subs, "alice", {"ex1_ratio.py": "ok"})
+    out = tmp_path / "out"
+    run_batch(subs, out, jobs=1, grade_fn=STAND_IN, progress=False, log=lambda m: None, report=False)
+    stale = [out / ".gradebook.csv.k1ll3d.tmp", out / "alice" / ".feedback.md.k1ll3d.tmp"]
+    for path in stale:
+        path.write_text("half a file")
+    keep = out / "alice" / "notes.tmp"  # not the writer's shape: a TA's own file stays
+    keep.write_text("mine")
+    run_batch(subs, out, jobs=1, grade_fn=STAND_IN, progress=False, log=lambda m: None, report=False)
+    assert [p for p in stale if p.exists()] == []
+    assert keep.read_text() == "mine"

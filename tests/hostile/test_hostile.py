@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUITE_LIMITS
+from hostile_limits import SUITE_LIMITS
 from hostile_helpers import (ATTACKS, CANARY, Guards, all_attacks, read_attack, scores_by_test, write_hostile_submission,
                              write_other_student)
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUITE_LIMITS
+from hostile_limits import SUITE_LIMITS
 from hostile_helpers import (CANARY, MARKER, REPO, SOLUTIONS, Guards, kernel_objects, read_attack, scores_by_test,
                              write_hostile_submission, write_other_student, write_twin_submission)
 

@@ -19,7 +19,7 @@ import json
 import pytest
 from markdown_it import MarkdownIt
 
-from conftest import SUITE_LIMITS
+from hostile_limits import SUITE_LIMITS
 from hostile_helpers import ATTACKS, CANARY, MARKER, Guards, read_attack, write_hostile_submission, write_other_student
 
 pytestmark = [pytest.mark.xdist_group("hostile"), pytest.mark.slow]
