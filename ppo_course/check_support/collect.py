@@ -43,6 +43,10 @@ class Outcome:
     detail: str = ""  # expected vs got, the failing example: shown for public tests only
     items: int = 0
     failed_items: list[str] = field(default_factory=list)
+    # `ppo-course check` only (the graders never show what student code printed):
+    output: str = ""  # what the code printed during the first failing item (capped)
+    passed_output: str = ""  # what it printed during a passing item (capped; shown with --show-output)
+    printed_lines: int = 0  # lines printed over all items of this test
 
     def to_dict(self) -> dict:
         """Plain dict (JSON-ready)."""
@@ -76,6 +80,7 @@ class OutcomeCollector:
     def __init__(self, classify: Classifier):
         self.classify = classify
         self.outcomes: dict[tuple[str, str, str], Outcome] = {}
+        self.by_nodeid: dict[str, Outcome] = {}
 
     def _outcome(self, item: pytest.Item) -> Outcome:
         module = item.module
@@ -86,6 +91,7 @@ class OutcomeCollector:
         if key not in self.outcomes:
             doc = (item.function.__doc__ or "").strip().splitlines()
             self.outcomes[key] = Outcome(exercise=exercise, kind=kind, test=test, doc=doc[0] if doc else "")
+        self.by_nodeid[item.nodeid] = self.outcomes[key]
         return self.outcomes[key]
 
     def diagnose_exception(self, exc: BaseException) -> tuple[str, str]:
