@@ -129,7 +129,7 @@ class GuardedModule:
         self._remote.close()
 
     def __repr__(self) -> str:
-        return f"<GuardedModule {self._remote!r}>"
+        return f"<your module {self.name}>"  # shown in hypothesis' "Failing test case" notes
 
 
 class SandboxProvider:

@@ -117,7 +117,7 @@ class OutcomeCollector:
             else:
                 diagnosis = "grader_error"
                 detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]
-        notes = _notes(exc)
+        notes = _notes(exc) if diagnosis not in ("wrong_signature", "timeout") else ""
         if notes:
             detail = f"{detail}\n{notes}".strip()
         return diagnosis, detail

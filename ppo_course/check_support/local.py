@@ -97,6 +97,9 @@ class LocalModule:
             raise AttributeError(f"module {self._module.__name__!r} has no attribute {name!r}")
         return getattr(self._module, name)
 
+    def __repr__(self) -> str:  # shown in hypothesis' "Failing test case" notes
+        return f"<your module {self._module.__name__}>"
+
     def _call(self, name: str, cpu_seconds: float | None = None):
         """The context of one call into the student's code (`CallGuard.call`, or nothing)."""
         return self._guard.call(name, cpu_seconds) if self._guard is not None else contextlib.nullcontext()
