@@ -220,7 +220,10 @@ class SandboxProvider:
         if isinstance(exc, StudentError):
             text = f"{exc.type_name}: {exc.message}"
             if exc.type_name == "NotImplementedError":
-                return "not_implemented", text
+                # A bare `raise NotImplementedError()` (nbgrader's stub) has no message: the diagnosis says it all.
+                message = exc.message.strip()
+                return "not_implemented", "" if not message else \
+                    message if message.startswith("NotImplementedError") else text
             if exc.type_name == "AttributeError" and "has no attribute" in exc.message:
                 return "missing_name", text
             if is_inplace_error(exc.type_name, exc.message):

@@ -204,3 +204,23 @@ def test_missing_default_is_named(tmp_path):
                     encoding="utf-8")
     assert "parameter `clip_eps` needs its default (clip_eps=0.2)" in \
         signature_problems("ex2_clipped_loss", path)["clipped_surrogate_loss"]
+
+
+# -- 6. the nbgrader stub's bare NotImplementedError ----------------------------------------------
+
+@pytest.mark.slow
+def test_nbgrader_feedback_says_not_implemented_once(tmp_path):
+    """nbgrader's cell stub is a bare `raise NotImplementedError()`: the feedback must not read
+    "... (it raises NotImplementedError). NotImplementedError:"."""
+    from grader.grade import grade_submission
+    from grader.nbgrader_course.autograde import exercise_feedback
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "ex1_ratio.py").write_text("def logprobs_from_logits(logits, tokens):\n    raise NotImplementedError()\n\n\n"
+                                         "def probability_ratio(logp_new, logp_old):\n    raise NotImplementedError\n",
+                                         encoding="utf-8")
+    feedback = exercise_feedback(grade_submission(folder, exercises=["ex1_ratio"], profile="fast"), "ex1_ratio")
+    assert "[not_implemented]" in feedback
+    lines = [line.strip() for line in feedback.splitlines()]
+    assert "NotImplementedError:" not in lines and "NotImplementedError: NotImplementedError" not in feedback
