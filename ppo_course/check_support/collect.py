@@ -19,6 +19,10 @@ import pytest
 
 from ppo_course.check_support.feedback import Mismatch
 
+#: Parts of a file path that mark test machinery, left out of any traceback shown in feedback.
+FRAMEWORK_FILES = ("pluggy", "_pytest", "/inspect.py", "hypothesis", "/grader/sandbox/", "/ppo_course/sandbox/",
+                   "/check_support/", "/site-packages/torch/")
+
 Classifier = Callable[[BaseException], "tuple[str, str] | None"]
 
 try:  # Python ≥ 3.11
@@ -116,7 +120,12 @@ class OutcomeCollector:
                 diagnosis, detail = "wrong_value", str(exc)
             else:
                 diagnosis = "grader_error"
-                detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]
+                # The test's own frames (public tests are public); never pytest's, pluggy's, inspect's,
+                # hypothesis' or the sandbox's machinery (noise to a student, and not theirs to fix).
+                frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                          if not any(x in f.filename.replace("\\", "/") for x in FRAMEWORK_FILES)]
+                detail = ("".join(traceback.format_list(frames[-5:]))
+                          + "".join(traceback.format_exception_only(type(exc), exc)))[-3000:]
         notes = _notes(exc) if diagnosis not in ("wrong_signature", "timeout") else ""
         if notes:
             detail = f"{detail}\n{notes}".strip()

@@ -7,9 +7,10 @@ your machine). Each call gets
   machine does not change the verdict; a plain wall clock would): past it the
   call is interrupted with `CallTimedOut`, whose message names the function;
 * a bounded capture of what it prints (``sys.stdout``/``sys.stderr``): the
-  first `KEEP_CHARS` characters are kept to show beside a failing test, lines
-  are counted, and past `MAX_PRINTED_BYTES` the call is stopped with
-  `PrintFlood`.
+  first `KEEP_CHARS` characters of each test are kept to show beside a failing
+  test, lines are counted, and past `MAX_PRINTED_BYTES` in one call the call is
+  stopped with `PrintFlood` (per call, as in the graders' sandbox, so that no
+  test pays for what another printed).
 
 Both exceptions derive from `BaseException`, so an ``except Exception`` in your
 code does not swallow them. Where ``setitimer`` is missing (Windows) only the
@@ -24,7 +25,7 @@ import signal
 import sys
 from collections.abc import Iterator
 
-#: Printed bytes per test after which a call is stopped (the sandbox of the graders uses the same figure).
+#: Printed characters in one call after which it is stopped (the graders' sandbox: the same figure in bytes).
 MAX_PRINTED_BYTES = 32 * 2**20
 #: Characters of printed output kept per test to show beside a failure.
 KEEP_CHARS = 4000
@@ -52,14 +53,20 @@ class PrintFlood(BaseException):
 
 
 class PrintedOutput(io.TextIOBase):
-    """A text stream that keeps the first `KEEP_CHARS` characters, counts lines and bytes,
-    and raises `PrintFlood` past `MAX_PRINTED_BYTES` (reset per test with `reset`)."""
+    """A text stream that keeps the first `KEEP_CHARS` characters of a test (`reset` starts a test), counts
+    lines and characters, and raises `PrintFlood` past `MAX_PRINTED_BYTES` in one call (`start_call`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.reset()
         self.total_lines = 0  # over the whole run (not reset per test)
+        self.call_chars = 0
         self.current = "your code"
+
+    def start_call(self, name: str) -> None:
+        """A new call into the student's code: its own print budget."""
+        self.current = name
+        self.call_chars = 0
 
     def reset(self) -> None:
         """Start a new test: forget the kept text and the byte count."""
@@ -74,6 +81,7 @@ class PrintedOutput(io.TextIOBase):
     def write(self, text: str) -> int:
         text = str(text)
         self.chars += len(text)
+        self.call_chars += len(text)
         newlines = text.count("\n")
         self.lines += newlines
         self.total_lines += newlines
@@ -81,7 +89,7 @@ class PrintedOutput(io.TextIOBase):
         if room > 0:
             self.kept.append(text[:room])
             self.kept_chars += min(room, len(text))
-        if self.chars > MAX_PRINTED_BYTES:
+        if self.call_chars > MAX_PRINTED_BYTES:
             raise PrintFlood(self.current)
         return len(text)
 
@@ -120,7 +128,7 @@ class CallGuard:
 
         Raises:
             CallTimedOut: past the CPU limit, or at once when `name` timed out before.
-            PrintFlood: past `MAX_PRINTED_BYTES` of printed output in this test.
+            PrintFlood: past `MAX_PRINTED_BYTES` of printed output in this call.
         """
         if name in self.timed_out:
             raise CallTimedOut(name, self.cpu_seconds if cpu_seconds is None else cpu_seconds, again=True)
@@ -130,7 +138,7 @@ class CallGuard:
         seconds = self.cpu_seconds if cpu_seconds is None else float(cpu_seconds)
         if self.on_call is not None:
             self.on_call(name)
-        self.output.current = name
+        self.output.start_call(name)
         timer = _has_timer()
 
         def expire(signum, frame):  # runs in the main thread, between two bytecodes of the student's code

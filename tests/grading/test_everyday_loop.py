@@ -119,6 +119,18 @@ def test_check_warns_about_many_printed_lines(tmp_path):
     assert "Warning: your code printed" in out and "lines; printing slows grading" in out
 
 
+def test_check_print_limit_is_per_call_and_says_remove_debug_prints(tmp_path):
+    """check: 20 MiB printed in every call passes (the limit is per call, so the total over the tests does
+    not matter); 33 MiB in one call stops that test with the words a student can act on."""
+    chatty = _check(_ex1(tmp_path / "chatty", "    import sys\n    sys.stdout.write('x' * (20 * 2**20))\n"
+                                              + RATIO_OK)).stdout
+    assert "all passed" in _table_row(chatty)
+    flood = _check(_ex1(tmp_path / "flood", "    import sys\n    sys.stdout.write('x' * (33 * 2**20))\n"
+                                            + RATIO_OK)).stdout
+    assert "`probability_ratio` printed more than 32 MiB: remove debug prints" in flood
+    assert "crashed, ran out of memory" not in flood and "3/6 passed" in _table_row(flood)
+
+
 @pytest.mark.slow
 def test_grade_print_limit_is_per_call_and_says_remove_debug_prints(tmp_path):
     """20 MiB per call is under the 32 MiB limit in every call (the total over the tests is far above it:
