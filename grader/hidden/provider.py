@@ -36,7 +36,8 @@ class GuardedModule:
     """A `RemoteModule` seen through two checks made in this (trusted) process, per function name:
 
     * a function whose signature differs from the stub's (read with `ast` from the submission's file)
-      is never called: `WrongSignature` is raised instead;
+      so that no call can be right is never called (`WrongSignature` instead); with a renamed parameter
+      or a missing default it runs, and a call that fails to bind (TypeError) raises `WrongSignature`;
     * a function that did not return once (a time-out: the child was stopped) is not called again:
       `StudentTimeout` naming it is raised at once, so that the sandbox's fresh child serves the
       exercise's other functions instead of being spent on the same endless loop.
@@ -53,7 +54,7 @@ class GuardedModule:
 
     def _check(self, name: str) -> None:
         problem = problem_for_call(self._problems, name)
-        if problem:
+        if problem and problem.blocking:
             raise WrongSignature(name, problem)
         if name in self._hung:
             raise StudentTimeout(f"{self._hung[name]}; it is not run again")
@@ -62,6 +63,11 @@ class GuardedModule:
         self._check(name)
         try:
             return getattr(self._remote, method)(*args, **kwargs)
+        except StudentError as exc:
+            problem = problem_for_call(self._problems, name)
+            if problem and exc.type_name == "TypeError":
+                raise WrongSignature(name, problem) from None
+            raise
         except (StudentTimeout, StudentCrash) as exc:
             if not _hung(exc):
                 raise

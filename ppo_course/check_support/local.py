@@ -81,7 +81,8 @@ class LocalModule:
         module: the imported module.
         guard: a `CallGuard` (per-call CPU limit and output capture), or None for plain calls.
         problems: {function: why its signature differs from the stub's} (`signatures.signature_problems`):
-            such a function is never called; `WrongSignature` is raised instead.
+            a blocking one is never called (`WrongSignature` instead); the others run, and a call that
+            fails to bind (TypeError) raises `WrongSignature` with the sentence.
     """
 
     def __init__(self, module, guard: CallGuard | None = None, problems: dict[str, str] | None = None):
@@ -91,7 +92,7 @@ class LocalModule:
 
     def _function(self, name: str):
         problem = problem_for_call(self._problems, name)
-        if problem:
+        if problem and problem.blocking:
             raise WrongSignature(name, problem)
         if not hasattr(self._module, name):
             raise AttributeError(f"module {self._module.__name__!r} has no attribute {name!r}")
@@ -100,9 +101,34 @@ class LocalModule:
     def __repr__(self) -> str:  # shown in hypothesis' "Failing test case" notes
         return f"<your module {self._module.__name__}>"
 
+    @contextlib.contextmanager
     def _call(self, name: str, cpu_seconds: float | None = None):
-        """The context of one call into the student's code (`CallGuard.call`, or nothing)."""
-        return self._guard.call(name, cpu_seconds) if self._guard is not None else contextlib.nullcontext()
+        """The context of one call into the student's code (`CallGuard.call`, or nothing); a TypeError
+        from a function whose signature differs from the stub's is reported as `WrongSignature`."""
+        guard = self._guard.call(name, cpu_seconds) if self._guard is not None else contextlib.nullcontext()
+        try:
+            with guard:
+                yield
+        except TypeError:
+            problem = problem_for_call(self._problems, name)
+            if problem:
+                raise WrongSignature(name, problem) from None
+            raise
+
+    def _bind(self, name: str, fn, args, kwargs, wrt: tuple[str, ...] = ()) -> inspect.BoundArguments:
+        """The call's arguments (copied) bound to the student's signature; a failure to bind a function
+        whose signature differs from the stub's is reported as `WrongSignature`."""
+        try:
+            bound = inspect.signature(fn).bind(*_copy(tuple(args)), **_copy(dict(kwargs or {})))
+            missing = [p for p in wrt if p not in bound.arguments]
+            if missing:
+                raise TypeError(f"{name}() has no parameter {missing[0]!r}")
+            return bound
+        except TypeError:
+            problem = problem_for_call(self._problems, name)
+            if problem:
+                raise WrongSignature(name, problem) from None
+            raise
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -132,7 +158,7 @@ class LocalModule:
         parameter whose gradient is None (no graph reached it) maps to None.
         """
         fn = self._function(name)
-        bound = inspect.signature(fn).bind(*_copy(tuple(args)), **_copy(dict(kwargs or {})))
+        bound = self._bind(name, fn, args, kwargs, wrt)
         leaves = {}
         for param in wrt:
             leaf = bound.arguments[param].detach().clone().requires_grad_(True)
@@ -169,7 +195,7 @@ class LocalModule:
     def modified_inputs(self, name: str, args: tuple = (), kwargs: dict | None = None) -> list[str]:
         """Names of the tensor arguments that the call `name(*args, **kwargs)` changed in place."""
         fn = self._function(name)
-        bound = inspect.signature(fn).bind(*_copy(tuple(args)), **_copy(dict(kwargs or {})))
+        bound = self._bind(name, fn, args, kwargs)
         before = {k: v.clone() for k, v in bound.arguments.items() if isinstance(v, torch.Tensor)}
         with self._call(name):
             fn(*bound.args, **bound.kwargs)

@@ -64,6 +64,20 @@ STUB_SIGNATURES: dict[str, dict[str, tuple[tuple[str, str | None], ...]]] = {
 MAX_SOURCE_BYTES = 2 * 2**20
 
 
+class SignatureProblem(str):
+    """What differs from the stub, as a sentence; `blocking` when no call made with the stub's arguments can
+    be right (an extra required parameter, a missing one, a changed order): such a function is not run.
+    A renamed parameter or a missing default only breaks the calls that use it: the function runs, and a
+    call that fails to bind (TypeError) is reported with this sentence."""
+
+    blocking: bool
+
+    def __new__(cls, text: str, blocking: bool) -> "SignatureProblem":
+        obj = super().__new__(cls, text)
+        obj.blocking = blocking
+        return obj
+
+
 class WrongSignature(Exception):
     """A function's parameters differ from the stub's; raised instead of calling it."""
 
@@ -117,7 +131,8 @@ def stub_signatures(source: str) -> dict[str, tuple[tuple[str, str | None], ...]
     return out
 
 
-def _compare(name: str, stub: tuple[tuple[str, str | None], ...], args: ast.arguments, method: bool) -> str | None:
+def _compare(name: str, stub: tuple[tuple[str, str | None], ...], args: ast.arguments,
+             method: bool) -> SignatureProblem | None:
     """The first difference between the student's `args` and the stub's parameters, as a sentence, or None."""
     params = _positional(args)
     if method and params and params[0][0] in ("self", "cls"):
@@ -134,24 +149,26 @@ def _compare(name: str, stub: tuple[tuple[str, str | None], ...], args: ast.argu
             continue  # *args / **kwargs may take it
         extra = [n for n in mine if n not in theirs]
         if i < len(mine) and mine[i] in extra:
-            return f"`{short}` renames parameter `{want}` to `{mine[i]}`{keep}"
-        return f"`{short}` is missing the parameter `{want}`{keep}"
+            return SignatureProblem(f"`{short}` renames parameter `{want}` to `{mine[i]}`{keep}", blocking=False)
+        return SignatureProblem(f"`{short}` is missing the parameter `{want}`{keep}", blocking=True)
     extra_required = [n for n, _, required in params if required and n not in theirs] + \
         [n for n, d in kwonly.items() if d is None and n not in theirs]
     if extra_required:
-        return f"`{short}` has an extra required parameter `{extra_required[0]}`{keep}"
+        return SignatureProblem(f"`{short}` has an extra required parameter `{extra_required[0]}`{keep}", blocking=True)
     order = [n for n in mine if n in theirs]
     if order != theirs[: len(order)]:
-        return f"`{short}` takes its parameters in a different order ({', '.join(order)}){keep}"
+        return SignatureProblem(f"`{short}` takes its parameters in a different order ({', '.join(order)}){keep}",
+                                blocking=True)
     for want, default in stub:
         if default is not None:
             got = next((d for n, d, _ in params if n == want), None)
             if got is None:
-                return f"`{short}`'s parameter `{want}` needs its default ({want}={default}){keep}"
+                return SignatureProblem(f"`{short}`'s parameter `{want}` needs its default ({want}={default}){keep}",
+                                        blocking=False)
     return None
 
 
-def signature_problems(stem: str, path: str | Path) -> dict[str, str]:
+def signature_problems(stem: str, path: str | Path) -> dict[str, SignatureProblem]:
     """{function or "Class.method": what differs from the stub} for the module file at `path`.
 
     Reads and parses the file (never imports it). An unreadable, oversized or unparsable file gives
@@ -178,6 +195,6 @@ def signature_problems(stem: str, path: str | Path) -> dict[str, str]:
     return problems
 
 
-def problem_for_call(problems: dict[str, str], name: str) -> str | None:
+def problem_for_call(problems: dict[str, SignatureProblem], name: str) -> SignatureProblem | None:
     """The problem of a module-level function `name`, or of the class `name`'s constructor (`new`)."""
     return problems.get(name) or problems.get(f"{name}.__init__")

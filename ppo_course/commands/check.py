@@ -272,7 +272,7 @@ def summarise(outcomes: list[dict], exercises_dir: Path, stems: list[str]) -> li
         # The signatures are compared with the stubs' before a function runs: one line per function.
         for problem in dict.fromkeys((o.get("detail") or "").split("\n")[0] for o in wrong_sig):
             count = sum((o.get("detail") or "").split("\n")[0] == problem for o in wrong_sig)
-            row["lines"].append(f"{stem}: {problem} ({count} test{'s' if count != 1 else ''} not run)")
+            row["lines"].append(f"{stem}: {problem} ({count} test{'s' if count != 1 else ''} could not call it)")
         # A sibling module that is missing or broken (e.g. ex7 using your ex1-ex6): said once per reason.
         unavailable = [o for o in failed if o.get("diagnosis") in _UNAVAILABLE]
         row["panels"] = [o for o in failed if o not in not_impl and o not in unavailable and o not in wrong_sig]
@@ -312,11 +312,12 @@ def _printed(text: str) -> str:
 
 
 def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: str | None, console=None,
-           show_output: bool = False, printed_lines: int = 0) -> int:
+           show_output: bool = False, printed_lines: int = 0, signatures: dict | None = None) -> int:
     """Print the notes, one box per test that ran and failed (with what the code printed in it),
     then the summary table (last, so it stays on screen); return the exit status (0 all passed,
     1 otherwise). `show_output`: also show what passing tests printed. `printed_lines`: lines
-    printed over the run (a warning above `guard.MANY_LINES`)."""
+    printed over the run (a warning above `guard.MANY_LINES`). `signatures`: {stem: {function: problem}}
+    from `signatures.signature_problems` (said even when no test failed because of it)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.panel import Panel
@@ -345,6 +346,10 @@ def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: s
                 console.print(Panel(escape(_printed(text)), title=f"{o['exercise']} · {o['test']}: printed",
                                     border_style="blue"))
     for row in rows:
+        said = " ".join(row["lines"])
+        for problem in (signatures or {}).get(row["stem"], {}).values():
+            if problem not in said:
+                row["lines"].append(f"{row['stem']}: {problem} (the tests that call it by position still ran)")
         for line in row["lines"]:
             console.print(f"[yellow]•[/] {escape(line)}")
     table = Table(title=f"Public tests on {exercises_dir}")
@@ -396,7 +401,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     stems = stems or list(STEMS)
     present = [s for s in stems if (exercises_dir / f"{s}.py").is_file()]
+    from ppo_course.check_support.signatures import signature_problems
+
+    # Compared with the stubs' before anything runs (the files are parsed, never imported here).
+    signatures = {stem: signature_problems(stem, exercises_dir / f"{stem}.py") for stem in present}
     got = run_public_tests(exercises_dir, present, args.cpu_seconds, args.timeout,
                            getattr(args, "call_seconds", None)) if present else {"outcomes": [], "error": None}
     return render(got["outcomes"], exercises_dir, stems, got["error"], show_output=getattr(args, "show_output", False),
-                  printed_lines=got.get("printed_lines", 0))
+                  printed_lines=got.get("printed_lines", 0), signatures=signatures)

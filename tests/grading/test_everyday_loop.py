@@ -154,7 +154,7 @@ def test_grade_print_limit_is_per_call_and_says_remove_debug_prints(tmp_path):
 
 def test_check_says_the_signature_differs_before_running(tmp_path):
     """`def probability_ratio(logp_new, logp_old, clamp)`: one sentence naming the extra parameter,
-    no framework frames, and the function is never run."""
+    no framework frames, and the function is never run (no call with the stub's arguments can bind)."""
     body = "    raise RuntimeError('this must not run')\n"
     run = _check(_ex1(tmp_path / "s", body, signature="logp_new, logp_old, clamp"))
     out = run.stdout + run.stderr
@@ -162,6 +162,14 @@ def test_check_says_the_signature_differs_before_running(tmp_path):
     assert "this must not run" not in out and "raises_error" not in out
     assert not [f for f in FRAMEWORK if f in out], out
     assert "wrong signature" in _table_row(run.stdout)
+
+
+def test_a_renamed_parameter_costs_only_the_calls_that_use_its_name(tmp_path):
+    """`def probability_ratio(new, old)`: calls by position still run and pass; the gradient test, which
+    names `logp_new`, fails with the signature sentence rather than a KeyError from the test machinery."""
+    out = _check(_ex1(tmp_path / "s", "    return (new - old).exp()\n", signature="new, old")).stdout
+    assert "`probability_ratio` renames parameter `logp_new` to `new`; keep the stub's signature" in out
+    assert "5/6 passed, 1 wrong signature" in _table_row(out) and "KeyError" not in out
 
 
 def test_check_shows_only_the_students_own_frames(tmp_path):
