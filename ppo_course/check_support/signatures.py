@@ -7,7 +7,7 @@ with the stub's before running anything, so that a changed signature (e.g.
 signature") rather than as an exception deep inside the test machinery. The
 student's file is only parsed (`ast.parse`), so this is safe in a trusted
 process. `STUB_SIGNATURES` is kept equal to `exercises/` by
-`tests/exercises/test_sync.py`.
+`tests/exercises/test_stub_signatures.py`.
 """
 
 from __future__ import annotations
