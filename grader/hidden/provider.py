@@ -71,9 +71,10 @@ class GuardedModule:
         except (StudentTimeout, StudentCrash) as exc:
             if not _hung(exc):
                 raise
-            limit = (f"{self._limits.cpu_time_s:g} s of CPU time" if isinstance(exc, StudentCrash)
-                     else f"{self._limits.call_timeout_s:g} s")
-            self._hung[name] = f"`{name}` did not return within {limit} (an endless loop?)"
+            cpu = isinstance(exc, StudentCrash)  # RLIMIT_CPU's SIGXCPU, else the wall-clock backstop
+            seconds = self._limits.cpu_time_s if cpu else self._limits.call_timeout_s
+            self._hung[name] = (f"`{name}` did not return within {seconds:g} s (an endless loop?); "
+                                f"{'CPU' if cpu else 'wall-clock'} time")
             raise StudentTimeout(self._hung[name]) from None
 
     def call(self, name: str, args=(), kwargs=None, timeout=None):
