@@ -189,7 +189,7 @@ def run_public_tests(exercises_dir: Path, stems: list[str], cpu_seconds: int = 1
                 now = json.loads(progress.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 now = {}
-            if not now.get("nodeid") or now["nodeid"] in data.get("done", []):  # died outside any test (collection, start-up)
+            if not now.get("nodeid") or now["nodeid"] in data.get("done", []):  # outside any test
                 if timed_out is not None:
                     return {"outcomes": [], "error": f"the tests ran past {timeout:g} s of wall-clock time "
                             "(an endless loop?)", "printed_lines": printed}
