@@ -190,6 +190,8 @@ def run_public_tests(exercises_dir: Path, stems: list[str], cpu_seconds: int = 1
             except (OSError, ValueError):
                 now = {}
             if not now.get("nodeid") or now["nodeid"] in data.get("done", []):  # outside any test
+                if merged and now.get("nodeid"):  # after its last test (at the session's end): results stand
+                    return {"outcomes": list(merged.values()), "error": None, "printed_lines": printed}
                 if timed_out is not None:
                     return {"outcomes": [], "error": f"the tests ran past {timeout:g} s of wall-clock time "
                             "(an endless loop?)", "printed_lines": printed}
@@ -202,7 +204,7 @@ def run_public_tests(exercises_dir: Path, stems: list[str], cpu_seconds: int = 1
             _merge(merged, _died_outcome(now["nodeid"], now.get("function", ""), returncode, call_seconds,
                                          cpu_seconds, timed_out))
             deselect += [*data.get("done", []), now["nodeid"]]
-            if now.get("function") and timed_out is not None or returncode in (-24, 152, -9, 137):
+            if now.get("function") and (timed_out is not None or returncode in (-24, 152, -9, 137)):
                 hung.append(now.get("function", ""))
         return {"outcomes": list(merged.values()), "error": f"the test run died {MAX_RESTARTS + 1} times; "
                 "the remaining tests did not run", "printed_lines": printed}
