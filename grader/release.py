@@ -6,6 +6,7 @@ What a student gets, and nothing else::
       pyproject.toml        distribution "ppo-course-student": packages ppo_course and quiz_bank only,
                             console script `ppo-course` (instructor commands are absent, so hidden)
       README.md             docs/student_guide.md (install, check, quiz, submit)
+      install.sh            the one-command install (a venv, CPU torch, then this package)
       exercises/ex*.py      the stubs, generated now from solutions/ by tools/make_exercises.py
       ppo_course/           the public package: the small model, the config, the toy task,
                             `ppo-course check` and its public tests (ppo_course/public_tests/)
@@ -34,8 +35,8 @@ FORBIDDEN_TOP_LEVEL = ("ppo_reference", "grader", "solutions", "tools", "tests",
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.egg-info")
 
 STUDENT_PYPROJECT = """\
-# The student bundle of ppo-course (written by `ppo-course release`).
-# Install it with:  python -m pip install .
+# The student bundle of ppo-course (the PPO chapter's exercises, public tests and quiz).
+# Install it with ./install.sh (a venv, CPU torch, then this package; see README.md).
 [build-system]
 requires = ["setuptools>=68", "wheel"]
 build-backend = "setuptools.build_meta"
@@ -69,6 +70,44 @@ include = ["ppo_course*", "quiz_bank*"]
 [tool.setuptools.package-data]
 "*" = ["*.yaml", "*.md", "*.txt"]
 """
+
+
+#: The bundle's one-command install (``./install.sh``): what the repository's Makefile does for itself
+#: (a venv, CPU torch first so pip never pulls a CUDA build, then the package). Rerunning it is harmless.
+#: PYTHON, VENV, VENV_ARGS and PIP_ARGS may be set (e.g. PIP_ARGS="--no-index --find-links DIR" offline).
+INSTALL_SH = """\
+#!/bin/sh
+# One command to install this bundle on your machine (Linux, macOS, WSL):
+#     ./install.sh            (or: sh install.sh)
+# It creates .venv in this folder, installs CPU torch {torch} (the version the graders use) and then
+# this folder's package (ppo_course, the quiz), and checks that `ppo-course` runs.
+set -eu
+cd "$(dirname "$0")"
+PYTHON="${{PYTHON:-python3}}"
+VENV="${{VENV:-.venv}}"
+if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
+    echo "install.sh: needs Python 3.10 or newer as '$PYTHON' (run: PYTHON=/path/to/python3.11 ./install.sh)" >&2
+    exit 1
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "creating $VENV ..."
+    "$PYTHON" -m venv ${{VENV_ARGS:-}} "$VENV"
+fi
+if "$VENV/bin/python" -c 'import sys, torch; sys.exit(0 if torch.__version__.split("+")[0] == "{torch}" else 1)' 2>/dev/null; then
+    echo "torch {torch} is already installed in $VENV"
+else
+    echo "installing CPU torch {torch} (about 200 MB) ..."
+    "$VENV/bin/python" -m pip install ${{PIP_ARGS:-}} "torch=={torch}" --index-url https://download.pytorch.org/whl/cpu
+fi
+echo "installing this bundle's package ..."
+"$VENV/bin/python" -m pip install ${{PIP_ARGS:-}} .
+"$VENV/bin/ppo-course" --help > /dev/null
+echo
+echo "Installed. Activate the environment with:  . $VENV/bin/activate"
+echo "then check your work with:                 ppo-course check exercises"
+"""
+#: The torch version the graders use (installed first, CPU build, by install.sh).
+TORCH_VERSION = "2.13.0"
 
 
 class ReleaseError(RuntimeError):
@@ -158,6 +197,9 @@ def build_release(out_dir: str | Path, *, force: bool = False) -> list[Path]:
     readme = guide.read_text(encoding="utf-8") if guide.is_file() else (
         "# PPO chapter: student bundle\n\nInstall with `python -m pip install .`, then run `ppo-course check`.\n")
     (out_dir / "README.md").write_text(readme, encoding="utf-8")
+    install = out_dir / "install.sh"
+    install.write_text(INSTALL_SH.format(torch=TORCH_VERSION), encoding="utf-8")
+    install.chmod(0o755)
     (out_dir / MARKER).write_text(f"written by `ppo-course release` (ppo-course {ppo_course.__version__})\n",
                                   encoding="utf-8")
 

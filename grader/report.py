@@ -140,7 +140,11 @@ def _diagnosis_message(did: str) -> str:
         return "(no message: unknown diagnosis id)"
 
 
-def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", top: int = 10) -> str:
+#: Mistakes listed in report.md's table and drawn in report.png (the same list in both).
+TOP_MISTAKES = 10
+
+
+def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", top: int = TOP_MISTAKES) -> str:
     """The text of report.md for a :class:`ClassSummary` (``top`` most common diagnoses)."""
     s = summary
     lines = ["# Class report", ""]
@@ -203,12 +207,14 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
     return "\n".join(lines).rstrip() + "\n"
 
 
-def plot_report(summary: ClassSummary, path: Path) -> Path:
-    """Draw the score histogram, the per-exercise mean (% of max) and the top mistakes into a PNG (Agg backend)."""
+def report_figure(summary: ClassSummary, top: int = TOP_MISTAKES):
+    """The figure of report.png: score histogram, per-exercise mean (% of max), the `top` mistakes of
+    report.md's table (same ranking, same count). Student counts have integer ticks. Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(15, 4), gridspec_kw={"width_ratios": [1, 1, 1.2]})
     if summary.totals:
@@ -216,6 +222,7 @@ def plot_report(summary: ClassSummary, path: Path) -> Path:
         ax1.hist(summary.totals, bins=min(20, max(5, len(summary.totals))), range=(0, hi), color="#4472c4", edgecolor="white")
     ax1.set_xlabel(f"total score (max {summary.max_total:g})")
     ax1.set_ylabel("students")
+    ax1.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count of students is a whole number
     ax1.set_title("Score histogram")
     stems = [s for s, mx in summary.exercise_max.items() if mx > 0]
     pct = [
@@ -229,7 +236,7 @@ def plot_report(summary: ClassSummary, path: Path) -> Path:
     ax2.set_ylim(0, 100)
     ax2.set_ylabel("mean score, % of max")
     ax2.set_title("Per exercise (graded students)")
-    mistakes = _ranked(summary.diagnoses)[:8]
+    mistakes = _ranked(summary.diagnoses)[:top]
     if mistakes:
         ax3.barh(range(len(mistakes)), [n for _, n in mistakes], color="#c00000")
         ax3.set_yticks(range(len(mistakes)), [d for d, _ in mistakes], fontsize=8)
@@ -237,8 +244,17 @@ def plot_report(summary: ClassSummary, path: Path) -> Path:
     else:
         ax3.text(0.5, 0.5, "no diagnosed mistakes", ha="center", va="center", transform=ax3.transAxes)
     ax3.set_xlabel("students")
+    ax3.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax3.set_title("Most common diagnosed mistakes")
     fig.tight_layout()
+    return fig
+
+
+def plot_report(summary: ClassSummary, path: Path) -> Path:
+    """Write `report_figure(summary)` to `path` as a PNG, atomically."""
+    import matplotlib.pyplot as plt
+
+    fig = report_figure(summary)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
     fig.savefig(tmp, dpi=100)

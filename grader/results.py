@@ -177,16 +177,38 @@ class GradeResult(BaseModel):
         return atomic_write_text(path, self.feedback_markdown())
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where the system tells it (Linux), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Write `text` to `path` via a temporary file in the same folder, fsync and os.replace.
 
     The parent folder is created if needed. On any error the temporary file is
-    removed and `path` keeps its previous content (or stays absent).
+    removed and `path` keeps its previous content (or stays absent). The file gets
+    the mode a plain ``open(path, "w")`` would give it (0644 under the usual umask
+    022; `tempfile` alone would leave 0600), or keeps the mode of the file it
+    replaces, so that every output of a batch has the same permissions.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = target.stat().st_mode & 0o777
+    except OSError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()

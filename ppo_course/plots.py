@@ -367,18 +367,25 @@ def danger_board(data: DangerData | dict) -> Figure:
     fig = Figure(figsize=(12, 6.6), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True).ravel()
     for ax, (key, title) in zip(axes, DANGER_PANELS):
+        clipped = False
         for run in data.runs:
             pts = [(row.get("step", i + 1), row.get(key)) for i, row in enumerate(run.steps)]
             pts = [(s, v) for s, v in pts if v is not None and np.isfinite(v)]
             if not pts:
                 continue
             s, v = np.array(pts).T
+            if key == "objective/kl" and (v < 0).any():
+                # TRL's KL is a sample estimate (sum of logp - ref_logp) that can dip below 0 while the KL
+                # itself never does: drawn at 0 (and said in the title) rather than as a negative KL.
+                v = np.maximum(v, 0.0)
+                clipped = True
             ax.plot(s, v, lw=2.0, color=RUN_COLORS.get(run.label, GREY),
                     label=f"{run.label}: {data.parameter} = {run.value:g}")
-        ax.set_title(title, fontsize=10.5)
+        ax.set_title(title + ("\n(negative sample estimates drawn at 0)" if clipped else ""), fontsize=10.5)
         ax.grid(alpha=0.25)
         if key == "objective/kl":
             ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_ylim(bottom=0.0)  # a KL is never negative
         if key == "toy/eos_frac":
             ax.set_ylim(-0.03, 1.03)
     for ax in axes[2:]:

@@ -122,22 +122,41 @@ def train(
     return history
 
 
+#: Fewest steps for a verdict on learning: 5 start steps and 10 end steps that do not overlap.
+MIN_VERDICT_STEPS = 15
+
+
 def summarise(history: list[dict[str, float]], config: PPOConfig) -> dict[str, Any]:
     """Start-versus-end numbers of a run and the danger-table row it shows, if any (Book §5.9).
 
     Start = mean of the first 5 steps (the SFT policy's own score: step 1 samples
-    before any update), end = mean of the last 10 steps.
+    before any update), end = mean of the last 10 steps. A run shorter than
+    `MIN_VERDICT_STEPS` (15) uses two non-overlapping halves instead (first
+    min(5, n // 2) steps against the rest, at most 10), and its verdict says it is
+    too short to judge learning; only the danger signs it can show (a large KL, a
+    policy that stops ending its responses) are still named.
 
     Returns:
         dict with ``score_start``, ``score_end``, ``gold_start``, ``gold_end``,
         ``kl_end``, ``eos_frac_end``, ``generation_frac`` (share of the step time
-        spent generating), ``seconds`` and ``verdict`` (a sentence).
+        spent generating), ``seconds``, ``steps_start`` and ``steps_end`` (the
+        windows' lengths) and ``verdict`` (a sentence).
+
+    Raises:
+        ValueError: if `history` is empty.
     """
     def mean(key: str, rows: list[dict[str, float]]) -> float:
         return sum(r[key] for r in rows) / len(rows)
 
-    head, tail = history[:5], history[-10:]
+    if not history:
+        raise ValueError("summarise: the run has no steps")
+    n = len(history)
+    n_head = min(5, n // 2) if n > 1 else 1
+    n_tail = min(10, n - n_head) if n > 1 else 1
+    head, tail = history[:n_head], history[n - n_tail:]  # disjoint whenever n >= 2
     out = {
+        "steps_start": n_head,
+        "steps_end": n_tail,
         "score_start": mean("ppo/mean_scores", head),
         "score_end": mean("ppo/mean_scores", tail),
         "gold_start": mean("toy/gold_score", head),
@@ -154,6 +173,11 @@ def summarise(history: list[dict[str, float]], config: PPOConfig) -> dict[str, A
     elif out["kl_end"] > 3 * config.target_kl or out["eos_frac_end"] < 0.5:
         verdict = ("the policy drifted far from the SFT reference (Book §5.9: learning_rate too high → "
                    "catastrophic forgetting; init_kl_coef too low → reward hacking)")
+    elif n < MIN_VERDICT_STEPS:
+        verdict = (f"too short to judge learning: {n} step{'s' if n != 1 else ''} (a verdict needs at least "
+                   f"{MIN_VERDICT_STEPS}: the first 5 against the last 10); the score went "
+                   f"{out['score_start']:.3f} → {out['score_end']:.3f} and the KL stayed bounded; "
+                   f"rerun with --steps {MIN_VERDICT_STEPS} or more")
     elif out["score_end"] - out["score_start"] < 0.05:
         verdict = "little learning: the score barely moved (Book §5.9: init_kl_coef too high → stuck at SFT; cliprange too low)"
     else:

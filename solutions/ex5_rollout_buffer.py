@@ -6,7 +6,7 @@ rollouts; training reuses it for K epochs of mini-batches; then it is purged
 completely, because stale data breaks the clip (r_t(θ) is only meaningful
 near 1.0). Unlike a replay buffer (DQN, SAC) nothing survives a cycle.
 
-API (fixed by docs/ARCHITECTURE.md; graders and exercise 7 rely on it):
+API (fixed: the graders and your exercise 7 call exactly these names; keep them):
 
     buf = RolloutBuffer()
     buf.phase                       # "collect" | "train"

@@ -7,7 +7,7 @@ glue: each stage is a function you wrote in exercises 1–6, imported as
 sibling modules.
 
 The order, the optimizer, the mini-batch order and the gradient-accumulation
-scheme are fixed (docs/ARCHITECTURE.md), so that any correct implementation
+scheme are fixed (listed step by step in ``ppo_step``'s docstring below), so that any correct implementation
 gives the same parameters as the reference after a step, to float tolerance.
 """
 

@@ -23,10 +23,15 @@ def cohort_dir() -> Path:
     return Path(grader.__file__).resolve().parent.parent / "examples" / "cohort"
 
 
+#: The demo's output folder when --out is not given: under the working directory, where the TA looks.
+DEFAULT_OUT = "demo-out"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``demo``."""
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="where to write the gradebook and feedback (default: a new temporary folder)")
+                        help=f"where to write the gradebook and feedback (default: ./{DEFAULT_OUT}, regraded "
+                             "from scratch on every run; an --out folder resumes like grade-batch)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="parallel workers (default: the number of CPU cores)")
     parser.add_argument("--profile", choices=["full", "fast"], default="full",
@@ -102,7 +107,6 @@ def run(args: argparse.Namespace) -> int:
     """Grade the cohort, print the table and the paths; exit 0 (1 when the cohort is missing, 2 on a usage error)."""
     import csv
     import sys
-    import tempfile
 
     from rich.console import Console
 
@@ -123,12 +127,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: the demo cohort is not here ({submissions}); the demo runs from a source checkout",
               file=sys.stderr)
         return 1
-    out = args.out or Path(tempfile.mkdtemp(prefix="ppo-course-demo-"))
+    # Default: ./demo-out, graded afresh each time (a demo shows grading, not the resume of an old run).
+    out = (args.out or Path(DEFAULT_OUT)).resolve()
+    force = args.force or args.out is None
     console = Console()
     if not console.is_terminal:
         console = Console(width=120)  # logs and CI: wide enough for one line per student
     console.print(f"Grading the demo cohort in {submissions} with the hidden graders ({args.profile} profile)...")
-    summary = run_batch(submissions, out, jobs=args.jobs, force=args.force, profile=args.profile,
+    summary = run_batch(submissions, out, jobs=args.jobs, force=force, profile=args.profile,
                         exercises=exercises, progress=not args.no_progress,
                         log=lambda m: console.print(f"[dim]{m}[/dim]"))
     console.print(gradebook_table(out))
@@ -147,4 +153,5 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"Gradebook:     {out / 'gradebook.csv'}")
     console.print(f"Class report:  {out / 'report.md'} (+ report.png)")
     console.print(f"Per student:   {out}/<student>/results.json and feedback.md")
+    console.print(f"Output folder: {out} (remove it when done; the next `ppo-course demo` rewrites it)")
     return 0

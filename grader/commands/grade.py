@@ -69,6 +69,19 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         status = "" if result.status == "graded" else f" ({result.status}: {result.message})"
         print(f"{args.submission}: {result.score:g} / {result.max_score:g} points{status} -> {args.out}")
-        if result.status == "graded" and result.message:
-            print(result.message)  # e.g. where the modules were found in the zip
+        for line in _why(result):
+            print(f"  {line}")
     return 0
+
+
+def _why(result) -> list[str]:
+    """Lines saying why points are missing when it is not a test's verdict: the submission's message,
+    the modules not found, the modules that do not import (empty for a submission whose tests all ran)."""
+    lines = [result.message] if result.status == "graded" and result.message else []
+    missing = [stem for stem, ex in result.exercises.items() if ex.status == "missing"]
+    broken = [stem for stem, ex in result.exercises.items() if ex.status == "broken"]
+    if missing and result.status == "graded" and (len(missing) < len(result.exercises) or not result.message):
+        lines.append(f"not in the submission (0 points each): {', '.join(f'{s}.py' for s in missing)}")
+    if broken:
+        lines.append(f"could not be imported (0 points each; see the feedback): {', '.join(f'{s}.py' for s in broken)}")
+    return lines

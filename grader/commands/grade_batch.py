@@ -61,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         summary = _run(args, limits, exercises)
+    except KeyboardInterrupt:
+        # Every student written before Ctrl-C is whole (atomic writes) and the gradebook was rebuilt from them.
+        print(f"\ninterrupted: the students graded so far are kept in {args.out}; rerun the same command "
+              f"to resume (graded students are not graded again)", file=sys.stderr)
+        return 130
     except BatchBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -79,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(summary.records)} students ({counts}); graded now {len(summary.graded_now)}, "
           f"up to date {len(summary.skipped)}; {summary.seconds:.1f} s")
     print(f"gradebook: {summary.out_dir / 'gradebook.csv'}")
+    if "nbgrader" in (args.formats or []):
+        from grader.batch import NBGRADER_CSV
+
+        print(f"nbgrader grades: {summary.out_dir / NBGRADER_CSV}")
     print(f"class report: {summary.out_dir / 'report.md'}")
     if (summary.out_dir / "regrade.md").is_file():
         print(f"regrade report (grader changed): {summary.out_dir / 'regrade.md'}")

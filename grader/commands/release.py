@@ -27,5 +27,5 @@ def run(args: argparse.Namespace) -> int:
         return 2
     stubs = sum(1 for f in files if f.parent.name == "exercises")
     print(f"wrote the student bundle to {args.out_dir}: {len(files)} files ({stubs} exercise stubs). "
-          f"Students install it with `python -m pip install {args.out_dir}`.")
+          f"Students install it with one command in that folder: `./install.sh` (see its README.md).")
     return 0

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from grader.sandbox import (Limits, Sandbox, SandboxError, StudentCrash, StudentError, StudentImportError,
                             StudentTimeout)
+from grader.sandbox.remote import RemoteFunction
 from ppo_course.check_support.local import ModuleUnavailable, is_inplace_error
+from ppo_course.check_support.signatures import WrongSignature, problem_for_call, signature_problems
 
 # Time-outs are judged by CPU time (RLIMIT_CPU over a child's life: a correct module of exercises
 # 1-6 uses < 2 CPU s for all its tests) with a generous wall-clock backstop per call, so that a
@@ -22,6 +24,119 @@ from ppo_course.check_support.local import ModuleUnavailable, is_inplace_error
 EX1_6_LIMITS = {"call_timeout_s": 60.0, "import_timeout_s": 60.0, "cpu_time_s": 10, "max_respawns": 2}
 # Exercise 7 runs whole PPO steps (and a 5-step training run, ~3 CPU s): more CPU, longer calls.
 EX7_LIMITS = {"call_timeout_s": 300.0, "import_timeout_s": 60.0, "cpu_time_s": 120, "max_respawns": 2}
+
+
+def _hung(exc: BaseException) -> bool:
+    """True when a call was stopped for time (wall-clock deadline or RLIMIT_CPU's SIGXCPU)."""
+    return isinstance(exc, StudentTimeout) or (isinstance(exc, StudentCrash) and
+                                              ("SIGXCPU" in str(exc) or "CPU time" in str(exc)))
+
+
+class GuardedModule:
+    """A `RemoteModule` seen through two checks made in this (trusted) process, per function name:
+
+    * a function whose signature differs from the stub's (read with `ast` from the submission's file)
+      so that no call can be right is never called (`WrongSignature` instead); with a renamed parameter
+      or a missing default it runs, and a call that fails to bind (TypeError) raises `WrongSignature`;
+    * a function that did not return once (a time-out: the child was stopped) is not called again:
+      `StudentTimeout` naming it is raised at once, so that the sandbox's fresh child serves the
+      exercise's other functions instead of being spent on the same endless loop.
+
+    Everything else is the `RemoteModule`'s own (same methods, same exceptions).
+    """
+
+    def __init__(self, remote, problems: dict[str, str], limits: Limits):
+        self._remote = remote
+        self._problems = dict(problems)
+        self._limits = limits
+        self._hung: dict[str, str] = {}
+        self.name = remote.name
+
+    def _check(self, name: str) -> None:
+        problem = problem_for_call(self._problems, name)
+        if problem and problem.blocking:
+            raise WrongSignature(name, problem)
+        if name in self._hung:
+            raise StudentTimeout(f"{self._hung[name]}; it is not run again")
+
+    def _run(self, name: str, method: str, *args, **kwargs):
+        self._check(name)
+        try:
+            return getattr(self._remote, method)(*args, **kwargs)
+        except StudentError as exc:
+            problem = problem_for_call(self._problems, name)
+            if problem and exc.type_name == "TypeError":
+                raise WrongSignature(name, problem) from None
+            raise
+        except (StudentTimeout, StudentCrash) as exc:
+            if not _hung(exc):
+                raise
+            cpu = isinstance(exc, StudentCrash)  # RLIMIT_CPU's SIGXCPU, else the wall-clock backstop
+            seconds = self._limits.cpu_time_s if cpu else self._limits.call_timeout_s
+            self._hung[name] = (f"`{name}` did not return within {seconds:g} s (an endless loop?); "
+                                f"{'CPU' if cpu else 'wall-clock'} time")
+            raise StudentTimeout(self._hung[name]) from None
+
+    def call(self, name: str, args=(), kwargs=None, timeout=None):
+        """`RemoteModule.call`, with the two checks."""
+        return self._run(name, "call", name, args, kwargs, timeout)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return RemoteFunction(self, name)
+
+    def new(self, class_name: str, *args, **kwargs):
+        """`RemoteModule.new`, with the two checks."""
+        return self.call(class_name, args, kwargs)
+
+    def call_with_grad(self, name: str, *args, **kwargs):
+        """`RemoteModule.call_with_grad`, with the two checks."""
+        return self._run(name, "call_with_grad", name, *args, **kwargs)
+
+    def modified_inputs(self, name: str, args=(), kwargs=None) -> list[str]:
+        """`RemoteModule.modified_inputs`, with the two checks."""
+        return self._run(name, "modified_inputs", name, args, kwargs)
+
+    def ppo_step_harness(self, *args, **kwargs) -> dict:
+        """`RemoteModule.ppo_step_harness`, with the two checks (on `ppo_step`)."""
+        return self._run("ppo_step", "ppo_step_harness", *args, **kwargs)
+
+    def last_modified(self) -> list[str]:
+        """`RemoteModule.last_modified`."""
+        return self._remote.last_modified()
+
+    def last_shared_arguments(self):
+        """`RemoteModule.last_shared_arguments`."""
+        return self._remote.last_shared_arguments()
+
+    def signature(self, name: str) -> str | None:
+        """`RemoteModule.signature`."""
+        return self._remote.signature(name)
+
+    def names(self) -> dict[str, str]:
+        """`RemoteModule.names`."""
+        return self._remote.names()
+
+    def has(self, name: str) -> bool:
+        """`RemoteModule.has`."""
+        return self._remote.has(name)
+
+    def captured_output(self, stream: str | None = None) -> str:
+        """`RemoteModule.captured_output`."""
+        return self._remote.captured_output(stream)
+
+    @property
+    def info(self) -> dict:
+        """The child's isolation report."""
+        return self._remote.info
+
+    def close(self) -> None:
+        """Stop the child."""
+        self._remote.close()
+
+    def __repr__(self) -> str:
+        return f"<your module {self.name}>"  # shown in hypothesis' "Failing test case" notes
 
 
 class SandboxProvider:
@@ -69,7 +184,10 @@ class SandboxProvider:
         if key not in self._modules:
             kg = (True if known_good else None) if isinstance(known_good, bool) else known_good
             try:
-                self._modules[key] = self._sandbox_for(stem).load(stem, known_good=kg)
+                sandbox = self._sandbox_for(stem)
+                # The signatures are compared with the stubs' from the file's text (ast; nothing is imported).
+                problems = signature_problems(stem, sandbox.submission_dir / f"{stem}.py")
+                self._modules[key] = GuardedModule(sandbox.load(stem, known_good=kg), problems, sandbox.limits)
             except StudentImportError as exc:
                 diagnosis = "module_missing" if exc.cause == "missing" else "module_broken"
                 self.import_errors.setdefault((stem, known_good is not False), str(exc))
@@ -100,12 +218,19 @@ class SandboxProvider:
         """(diagnosis, detail) for the sandbox's exceptions; None for anything else."""
         if isinstance(exc, ModuleUnavailable):
             return exc.diagnosis, exc.detail
+        if isinstance(exc, WrongSignature):
+            return "wrong_signature", str(exc)
+        if isinstance(exc, StudentCrash) and "remove debug prints" in str(exc):
+            return "prints_too_much", str(exc)
         if isinstance(exc, StudentImportError):
             return ("module_missing" if exc.cause == "missing" else "module_broken"), str(exc)
         if isinstance(exc, StudentError):
             text = exc.shown()  # the allowed type name, and the capped message only where it may be shown
             if exc.type_name == "NotImplementedError":
-                return "not_implemented", text
+                # A bare `raise NotImplementedError()` (nbgrader's stub) has no message: the diagnosis says it all.
+                message = exc.message.strip()
+                return "not_implemented", "" if not message else \
+                    message if message.startswith("NotImplementedError") else text
             if exc.type_name == "AttributeError" and "has no attribute" in exc.message:
                 return "missing_name", text
             if is_inplace_error(exc.type_name, exc.message):

@@ -102,9 +102,11 @@ class OutputCapture:
         self.kept: list[tuple[str, bytes]] = []
         self.kept_total = 0
         self.total = 0
+        self.call_total = 0  # printed during the current request (the flood limit is per call)
 
     def add(self, stream: str, data: bytes) -> None:
         self.total += len(data)
+        self.call_total += len(data)
         room = self.keep_bytes - self.kept_total
         if room > 0:
             piece = data[:room]
@@ -262,8 +264,9 @@ class ChildProcess:
                         self.selector.unregister(fd)
                         continue
                     self.output.add(self.pipes[fd], data)
-                    if self.output.total > self.output.kill_bytes:
-                        raise _Died(f"the submission printed more than {self.output.kill_bytes} bytes")
+                    if self.output.call_total > self.output.kill_bytes:
+                        raise _Died(f"the submission printed more than {self.output.kill_bytes / 2**20:g} MiB: "
+                                    "remove debug prints (the limit is per call)")
                     continue
                 if events & selectors.EVENT_WRITE and out:
                     try:
@@ -366,6 +369,7 @@ class ChildProcess:
                 buffers_out = []
                 self._send_fds = [shared.fd]
         out = bytearray(b"".join(codec.pack_frame(header, buffers_out)))
+        self.output.call_total = 0  # each call may print up to the limit: no test pays for another's prints
         timeout = self.limits.call_timeout_s if timeout_s is None else timeout_s
         deadline, capped = _capped(time.monotonic() + timeout)
         try:

@@ -19,6 +19,10 @@ import pytest
 
 from ppo_course.check_support.feedback import Mismatch
 
+#: Parts of a file path that mark test machinery, left out of any traceback shown in feedback.
+FRAMEWORK_FILES = ("pluggy", "_pytest", "/inspect.py", "hypothesis", "/grader/sandbox/", "/ppo_course/sandbox/",
+                   "/check_support/", "/site-packages/torch/")
+
 Classifier = Callable[[BaseException], "tuple[str, str] | None"]
 
 try:  # Python ≥ 3.11
@@ -43,6 +47,10 @@ class Outcome:
     detail: str = ""  # expected vs got, the failing example: shown for public tests only
     items: int = 0
     failed_items: list[str] = field(default_factory=list)
+    # `ppo-course check` only (the graders never show what student code printed):
+    output: str = ""  # what the code printed during the first failing item (capped)
+    passed_output: str = ""  # what it printed during a passing item (capped; shown with --show-output)
+    printed_lines: int = 0  # lines printed over all items of this test
 
     def to_dict(self) -> dict:
         """Plain dict (JSON-ready)."""
@@ -76,6 +84,7 @@ class OutcomeCollector:
     def __init__(self, classify: Classifier):
         self.classify = classify
         self.outcomes: dict[tuple[str, str, str], Outcome] = {}
+        self.by_nodeid: dict[str, Outcome] = {}
 
     def _outcome(self, item: pytest.Item) -> Outcome:
         module = item.module
@@ -86,6 +95,7 @@ class OutcomeCollector:
         if key not in self.outcomes:
             doc = (item.function.__doc__ or "").strip().splitlines()
             self.outcomes[key] = Outcome(exercise=exercise, kind=kind, test=test, doc=doc[0] if doc else "")
+        self.by_nodeid[item.nodeid] = self.outcomes[key]
         return self.outcomes[key]
 
     def diagnose_exception(self, exc: BaseException) -> tuple[str, str]:
@@ -110,8 +120,13 @@ class OutcomeCollector:
                 diagnosis, detail = "wrong_value", str(exc)
             else:
                 diagnosis = "grader_error"
-                detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]
-        notes = _notes(exc)
+                # The test's own frames (public tests are public); never pytest's, pluggy's, inspect's,
+                # hypothesis' or the sandbox's machinery (noise to a student, and not theirs to fix).
+                frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                          if not any(x in f.filename.replace("\\", "/") for x in FRAMEWORK_FILES)]
+                detail = ("".join(traceback.format_list(frames[-5:]))
+                          + "".join(traceback.format_exception_only(type(exc), exc)))[-3000:]
+        notes = _notes(exc) if diagnosis not in ("wrong_signature", "timeout") else ""
         if notes:
             detail = f"{detail}\n{notes}".strip()
         return diagnosis, detail

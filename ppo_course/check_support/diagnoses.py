@@ -376,6 +376,14 @@ DIAGNOSES: dict[str, str] = {
     "timeout": (
         "Your code ran past the time limit (an infinite loop, or a very slow implementation)."
     ),
+    "wrong_signature": (
+        "A function's parameters differ from the stub's (an extra required parameter, a missing or "
+        "renamed one, or a missing default), so it was not run; keep the stub's signature."
+    ),
+    "prints_too_much": (
+        "Your code printed more than 32 MiB while one test ran (a print in a loop?), so it was "
+        "stopped; remove debug prints."
+    ),
     "crash": (
         "The process running your code was stopped: it crashed, ran out of memory or hit the CPU-time "
         "limit (an endless loop?); after repeated failures the remaining calls of this exercise are "

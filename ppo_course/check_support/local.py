@@ -20,6 +20,7 @@ Both providers hand the tests an object with the same surface:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
 import sys
@@ -29,7 +30,14 @@ from typing import Any
 
 import torch
 
+from ppo_course.check_support.guard import CallGuard, CallTimedOut, PrintFlood
+from ppo_course.check_support.signatures import WrongSignature, problem_for_call, signature_problems
+
 PROVIDER_PLUGIN = "ppo_course_student_provider"
+#: CPU seconds per call of exercises 1-6 in `ppo-course check` (a correct call takes milliseconds).
+CALL_CPU_SECONDS = 10.0
+#: CPU seconds for one exercise-7 PPO step in `ppo-course check` (a correct one takes about 1 s).
+EX7_CPU_SECONDS = 120.0
 
 
 def is_inplace_error(type_name: str, message: str) -> bool:
@@ -67,15 +75,60 @@ def _copy(x: Any) -> Any:
 
 
 class LocalModule:
-    """A student module imported in this process, with the provider surface (see module doc)."""
+    """A student module imported in this process, with the provider surface (see module doc).
 
-    def __init__(self, module):
+    Args:
+        module: the imported module.
+        guard: a `CallGuard` (per-call CPU limit and output capture), or None for plain calls.
+        problems: {function: why its signature differs from the stub's} (`signatures.signature_problems`):
+            a blocking one is never called (`WrongSignature` instead); the others run, and a call that
+            fails to bind (TypeError) raises `WrongSignature` with the sentence.
+    """
+
+    def __init__(self, module, guard: CallGuard | None = None, problems: dict[str, str] | None = None):
         self._module = module
+        self._guard = guard
+        self._problems = dict(problems or {})
 
     def _function(self, name: str):
+        problem = problem_for_call(self._problems, name)
+        if problem and problem.blocking:
+            raise WrongSignature(name, problem)
         if not hasattr(self._module, name):
             raise AttributeError(f"module {self._module.__name__!r} has no attribute {name!r}")
         return getattr(self._module, name)
+
+    def __repr__(self) -> str:  # shown in hypothesis' "Failing test case" notes
+        return f"<your module {self._module.__name__}>"
+
+    @contextlib.contextmanager
+    def _call(self, name: str, cpu_seconds: float | None = None):
+        """The context of one call into the student's code (`CallGuard.call`, or nothing); a TypeError
+        from a function whose signature differs from the stub's is reported as `WrongSignature`."""
+        guard = self._guard.call(name, cpu_seconds) if self._guard is not None else contextlib.nullcontext()
+        try:
+            with guard:
+                yield
+        except TypeError:
+            problem = problem_for_call(self._problems, name)
+            if problem:
+                raise WrongSignature(name, problem) from None
+            raise
+
+    def _bind(self, name: str, fn, args, kwargs, wrt: tuple[str, ...] = ()) -> inspect.BoundArguments:
+        """The call's arguments (copied) bound to the student's signature; a failure to bind a function
+        whose signature differs from the stub's is reported as `WrongSignature`."""
+        try:
+            bound = inspect.signature(fn).bind(*_copy(tuple(args)), **_copy(dict(kwargs or {})))
+            missing = [p for p in wrt if p not in bound.arguments]
+            if missing:
+                raise TypeError(f"{name}() has no parameter {missing[0]!r}")
+            return bound
+        except TypeError:
+            problem = problem_for_call(self._problems, name)
+            if problem:
+                raise WrongSignature(name, problem) from None
+            raise
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -83,13 +136,18 @@ class LocalModule:
         fn = self._function(name)
 
         def call(*args, **kwargs):
-            return fn(*_copy(args), **_copy(kwargs))
+            args, kwargs = _copy(args), _copy(kwargs)
+            with self._call(name):
+                return fn(*args, **kwargs)
 
         return call
 
     def new(self, class_name: str, *args, **kwargs):
         """An instance of the student's class `class_name` (arguments copied)."""
-        return self._function(class_name)(*_copy(args), **_copy(kwargs))
+        cls = self._function(class_name)
+        args, kwargs = _copy(args), _copy(kwargs)
+        with self._call(class_name):
+            return cls(*args, **kwargs)
 
     def call_with_grad(self, name: str, args: tuple = (), kwargs: dict | None = None, *,
                        wrt: tuple[str, ...] = (), grad_output: torch.Tensor | None = None,
@@ -100,13 +158,14 @@ class LocalModule:
         parameter whose gradient is None (no graph reached it) maps to None.
         """
         fn = self._function(name)
-        bound = inspect.signature(fn).bind(*_copy(tuple(args)), **_copy(dict(kwargs or {})))
+        bound = self._bind(name, fn, args, kwargs, wrt)
         leaves = {}
         for param in wrt:
             leaf = bound.arguments[param].detach().clone().requires_grad_(True)
             bound.arguments[param] = leaf
             leaves[param] = leaf
-        out = fn(*bound.args, **bound.kwargs)
+        with self._call(name):
+            out = fn(*bound.args, **bound.kwargs)
         head = out[output_index or 0] if isinstance(out, (tuple, list)) else out
         grads: dict[str, torch.Tensor | None] = {p: None for p in wrt}
         if isinstance(head, torch.Tensor) and head.requires_grad and leaves:
@@ -129,15 +188,31 @@ class LocalModule:
                    "ppo_config": ppo_config, "seed": int(seed)}
         if ref_state_dict is not None:
             payload["ref_state_dict"] = _copy(dict(ref_state_dict))
-        return run_ppo_step(self._module, payload)
+        # A whole PPO step: the exercise-7 limit (`EX7_CPU_SECONDS`), not the per-function one.
+        with self._call("ppo_step", EX7_CPU_SECONDS):
+            return run_ppo_step(self._module, payload)
 
     def modified_inputs(self, name: str, args: tuple = (), kwargs: dict | None = None) -> list[str]:
         """Names of the tensor arguments that the call `name(*args, **kwargs)` changed in place."""
         fn = self._function(name)
-        bound = inspect.signature(fn).bind(*_copy(tuple(args)), **_copy(dict(kwargs or {})))
+        bound = self._bind(name, fn, args, kwargs)
         before = {k: v.clone() for k, v in bound.arguments.items() if isinstance(v, torch.Tensor)}
-        fn(*bound.args, **bound.kwargs)
+        with self._call(name):
+            fn(*bound.args, **bound.kwargs)
         return [k for k, v in before.items() if not torch.equal(bound.arguments[k], v)]
+
+
+#: Folders of student modules loaded in this process (their frames are the only ones shown).
+_STUDENT_DIRS: set[str] = set()
+
+
+def _is_student_file(filename: str) -> bool:
+    """True for a file inside a student folder loaded by a `LocalProvider`."""
+    try:
+        resolved = str(Path(filename).resolve())
+    except (OSError, ValueError):
+        return False
+    return any(resolved.startswith(d.rstrip("/\\") + "/") or resolved.startswith(d + "\\") for d in _STUDENT_DIRS)
 
 
 def _detach(x: Any) -> Any:
@@ -160,9 +235,11 @@ class LocalProvider:
 
     is_student_provider = True
 
-    def __init__(self, exercises_dir: str | Path):
+    def __init__(self, exercises_dir: str | Path, guard: CallGuard | None = None):
         self.exercises_dir = Path(exercises_dir).resolve()
+        self.guard = guard
         self._cache: dict[str, LocalModule | ModuleUnavailable] = {}
+        _STUDENT_DIRS.add(str(self.exercises_dir))
         if str(self.exercises_dir) not in sys.path:
             sys.path.insert(0, str(self.exercises_dir))
 
@@ -186,13 +263,17 @@ class LocalProvider:
         if not path.is_file():
             return ModuleUnavailable("module_missing", f"{path.name} is not in {self.exercises_dir}")
         try:
+            # The signatures are compared with the stubs' from the source (before anything runs).
+            problems = signature_problems(stem, path)
             if stem in sys.modules:
-                return LocalModule(sys.modules[stem])
+                return LocalModule(sys.modules[stem], self.guard, problems)
             spec = importlib.util.spec_from_file_location(stem, path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[stem] = module  # siblings importing it get this very module
-            spec.loader.exec_module(module)
-            return LocalModule(module)
+            with (self.guard.call(f"the import of {path.name}") if self.guard is not None
+                  else contextlib.nullcontext()):
+                spec.loader.exec_module(module)
+            return LocalModule(module, self.guard, problems)
         except BaseException as exc:  # a broken import must not stop the other exercises
             sys.modules.pop(stem, None)
             if isinstance(exc, KeyboardInterrupt):
@@ -210,8 +291,17 @@ class LocalProvider:
         """(diagnosis, detail) for an exception raised by the student's code, else None."""
         if isinstance(exc, ModuleUnavailable):
             return exc.diagnosis, exc.detail
+        if isinstance(exc, WrongSignature):
+            return "wrong_signature", str(exc)
+        if isinstance(exc, CallTimedOut):
+            return "timeout", str(exc)
+        if isinstance(exc, PrintFlood):
+            return "prints_too_much", str(exc)
         if isinstance(exc, NotImplementedError):
-            return "not_implemented", f"NotImplementedError: {exc}".rstrip(": ")
+            # The stubs' message already starts "NotImplementedError"? say it once.
+            text = str(exc)
+            return "not_implemented", text if text.startswith("NotImplementedError") else \
+                f"NotImplementedError: {text}".rstrip(": ")
         if isinstance(exc, AssertionError):
             return None  # a test's own assertion: reported by the collector
         if is_inplace_error(type(exc).__name__, str(exc)):
@@ -219,8 +309,7 @@ class LocalProvider:
         if isinstance(exc, AttributeError) and "has no attribute" in str(exc):
             return "missing_name", f"AttributeError: {exc}"
         tb = traceback.extract_tb(exc.__traceback__)
-        # Show the student's own frames only (the test harness frames are noise to them).
-        own = [f for f in tb if "public_tests" not in f.filename and "check_support" not in f.filename
-               and "_pytest" not in f.filename and "hypothesis" not in f.filename]
+        # Show the student's own frames only: pytest, pluggy, inspect, torch and this package are noise to them.
+        own = [f for f in tb if _is_student_file(f.filename)]
         where = "".join(traceback.format_list(own[-3:])) if own else ""
         return "raises_error", f"{type(exc).__name__}: {exc}\n{where}".rstrip()

@@ -6,6 +6,14 @@ Imports the student's modules in this process (their own code, on their own
 machine; the parent only reads OUT_JSON), runs `ppo_course/public_tests/`
 with pytest and writes a JSON list of outcomes (see `collect.Outcome`). The
 exit status is 0 whenever the tests ran, whatever they found.
+
+Each call into the student's code runs under `guard.CallGuard` (a CPU-time
+limit per call, output captured per test). OUT_JSON is rewritten after every
+test, and OUT_JSON + ".progress" names the test and function running now, so
+that the parent can tell which one hung if this process dies, and start a
+fresh one for the remaining tests (the tests already run in the environment
+variable `PPO_CHECK_DESELECT`, the functions that hung in `PPO_CHECK_HUNG`,
+one per line).
 """
 
 from __future__ import annotations
@@ -34,25 +42,79 @@ def pytest_args(files: list[Path]) -> list[str]:
             "--confcutdir", root, "--assert=plain", "--tb=no", "-o", "addopts=", "--no-header", "-W", "ignore::DeprecationWarning"]
 
 
+def _write_json(path: Path, data: dict) -> None:
+    """Write `data` to `path` atomically (the parent may read it after this process was killed)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class _Progress:
+    """pytest plugin: resets the guard's output per test, keeps each test's printed output with its
+    outcome, and rewrites OUT_JSON after every test (with the test and function running now in
+    OUT_JSON.progress)."""
+
+    def __init__(self, guard, collector, out_json: Path):
+        self.guard = guard
+        self.collector = collector
+        self.out_json = out_json
+        self.progress = out_json.with_name(out_json.name + ".progress")
+        self.nodeid = ""
+        self.done: list[str] = []
+        self.guard.on_call = self.calling
+
+    def calling(self, name: str) -> None:
+        """Note the function about to run (read by the parent if this process dies)."""
+        self.progress.write_text(json.dumps({"nodeid": self.nodeid, "function": name}), encoding="utf-8")
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.nodeid = nodeid
+        self.guard.output.reset()
+        self.calling("")
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.done.append(nodeid)
+        out = self.guard.output
+        o = self.collector.by_nodeid.get(nodeid)
+        if o is not None:
+            o.printed_lines += out.lines
+            if out.chars:
+                if nodeid in o.failed_items and not o.output:
+                    o.output = out.text()
+                elif not o.passed_output:
+                    o.passed_output = out.text()
+        self.write()
+
+    def write(self, code: int | None = None) -> None:
+        _write_json(self.out_json, {"pytest_exit": code, "done": self.done,
+                                    "outcomes": [o.to_dict() for o in self.collector.results()],
+                                    "printed_lines": self.guard.output.total_lines})
+
+
 def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
     """Run the public tests of `stems` on `exercises_dir`; write the outcomes to `out_json`."""
     import pytest
     import torch
 
     from ppo_course.check_support.collect import OutcomeCollector
-    from ppo_course.check_support.local import PROVIDER_PLUGIN, LocalProvider
+    from ppo_course.check_support.guard import CallGuard
+    from ppo_course.check_support.local import CALL_CPU_SECONDS, LocalProvider
 
     torch.set_num_threads(1)
-    provider = LocalProvider(exercises_dir)
+    guard = CallGuard(float(os.environ.get("PPO_CHECK_CALL_SECONDS", CALL_CPU_SECONDS)))
+    guard.timed_out.update(filter(None, os.environ.get("PPO_CHECK_HUNG", "").splitlines()))
+    provider = LocalProvider(exercises_dir, guard=guard)
     collector = OutcomeCollector(provider.classify)
+    progress = _Progress(guard, collector, Path(out_json))
     files = public_test_files(stems or STEMS)
+    args = pytest_args(files)
+    for nodeid in filter(None, os.environ.get("PPO_CHECK_DESELECT", "").splitlines()):
+        args += ["--deselect", nodeid]
     log = io.StringIO()
     # pytest's own report is noise to a student: the parent prints the collected outcomes.
     with contextlib.redirect_stdout(log):
-        code = pytest.main(pytest_args(files), plugins=[(provider), collector]) if files else 5
-    outcomes = [o.to_dict() for o in collector.results()]
-    Path(out_json).write_text(json.dumps({"pytest_exit": int(code), "outcomes": outcomes,
-                                          "log": log.getvalue()[-20000:]}), encoding="utf-8")
+        code = pytest.main(args, plugins=[provider, collector, progress]) if files else 5
+    progress.write(int(code))
     return 0
 
 

@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ppo_course.check_support.guard import MANY_LINES
+
 HELP = "run the public tests on your exercise modules (default: ./exercises or the current folder)"
 
 STEMS = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer",
@@ -40,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CPU-time limit of the test run (default: 120)")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
                         help="wall-clock backstop of the test run (default: 600)")
+    parser.add_argument("--call-seconds", type=float, default=None, metavar="S",
+                        help="CPU-time limit of one call into your code (default: 10; a whole PPO step of "
+                             "exercise 7 gets 120)")
+    parser.add_argument("--show-output", action="store_true",
+                        help="show what your code printed in every test, passing ones included "
+                             "(failing tests always show it)")
 
 
 def default_dir(cwd: Path | None = None) -> Path:
@@ -64,36 +72,142 @@ def _limit_cpu(seconds: int):
     return apply
 
 
-def run_public_tests(exercises_dir: Path, stems: list[str], cpu_seconds: int = 120,
-                     timeout: float = 600.0) -> dict:
-    """Run the public tests in a child process; returns {"outcomes": [...], "error": str | None}.
+#: Fresh child processes started after one died (each one is charged to a single test).
+MAX_RESTARTS = 20
 
-    Raises nothing for a failing student module: a crash, a time-out or a missing
-    result becomes `error` (with what the child printed last).
+
+def _test_doc(nodeid: str) -> str:
+    """The first docstring line of the public test `nodeid` ("test_ex1_ratio.py::test_x[...]"), read with ast."""
+    import ast
+
+    from ppo_course.check_support.runner import PUBLIC_TESTS
+
+    file, _, name = nodeid.partition("::")
+    try:
+        tree = ast.parse((PUBLIC_TESTS / Path(file).name).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return ""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name.split("[")[0]:
+            return ((ast.get_docstring(node) or "").strip().splitlines() or [""])[0]
+    return ""
+
+
+def _merge(merged: dict, outcome: dict) -> None:
+    """Fold one child's outcome of a test function into `merged` (all items must pass)."""
+    key = (outcome["exercise"], outcome["test"])
+    have = merged.get(key)
+    if have is None:
+        merged[key] = dict(outcome)
+        return
+    have["items"] = have.get("items", 0) + outcome.get("items", 0)
+    have["failed_items"] = have.get("failed_items", []) + outcome.get("failed_items", [])
+    have["printed_lines"] = have.get("printed_lines", 0) + outcome.get("printed_lines", 0)
+    if have["passed"] and not outcome["passed"]:
+        for k in ("passed", "diagnosis", "detail", "output"):
+            have[k] = outcome.get(k)
+    have["passed_output"] = have.get("passed_output") or outcome.get("passed_output", "")
+
+
+def _died_outcome(nodeid: str, function: str, returncode: int | None, call_seconds: float, cpu_seconds: int,
+                  timeout: float | None) -> dict:
+    """The failed outcome of the test during which a child process died (or was stopped)."""
+    file, _, name = nodeid.partition("::")
+    exercise = Path(file).stem.removeprefix("test_")
+    who = f"`{function}`" if function else "your code"
+    if timeout is not None:
+        diagnosis = "timeout"
+        detail = f"{who} did not return within {timeout:g} s (an endless loop?); the test run was stopped"
+    elif returncode is not None and returncode in (-24, 152, -9, 137):  # SIGXCPU / SIGKILL: the CPU-time limit
+        diagnosis = "timeout"
+        detail = (f"{who} did not return within {cpu_seconds:g} s (an endless loop?); the process hit its "
+                  f"CPU-time limit (it may ignore the per-call limit of {call_seconds:g} s, e.g. with a bare except)")
+    else:
+        diagnosis = "crash"
+        detail = f"the process running {who} ended (exit status {returncode}): a crash in native code?"
+    detail += "; the remaining tests ran in a fresh process"
+    return {"exercise": exercise, "kind": "public", "test": name.split("[")[0], "doc": _test_doc(nodeid),
+            "passed": False, "diagnosis": diagnosis, "detail": detail, "items": 1, "failed_items": [nodeid],
+            "output": "", "passed_output": "", "printed_lines": 0}
+
+
+def run_public_tests(exercises_dir: Path, stems: list[str], cpu_seconds: int = 120,
+                     timeout: float = 600.0, call_seconds: float | None = None) -> dict:
+    """Run the public tests in child processes; returns {"outcomes": [...], "error": str | None,
+    "printed_lines": int}.
+
+    Each call into the student's code has a CPU-time limit (`call_seconds`, default
+    `local.CALL_CPU_SECONDS`); when a child still dies (a hang that ignores it, a crash), the test
+    it was running fails with what it was calling, and a fresh child runs the remaining tests.
+
+    Raises nothing for a failing student module: a crash outside any test, or a missing
+    result, becomes `error` (with what the child printed last).
     """
+    from ppo_course.check_support.local import CALL_CPU_SECONDS
+
+    call_seconds = CALL_CPU_SECONDS if call_seconds is None else float(call_seconds)
+    merged: dict = {}
+    deselect: list[str] = []
+    hung: list[str] = []  # functions that took a child down: not called again
+    printed = 0
     with tempfile.TemporaryDirectory(prefix="ppo-check-") as tmp:
         out_json = Path(tmp) / "outcomes.json"
+        progress = Path(tmp) / "outcomes.json.progress"
         cmd = [sys.executable, "-m", "ppo_course.check_support.runner", str(exercises_dir), str(out_json), *stems]
-        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
+                   PPO_CHECK_CALL_SECONDS=repr(call_seconds))
         # The child must import this very ppo_course (also from a source checkout that is not installed).
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        kwargs: dict = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "env": env, "cwd": tmp}
+        kwargs: dict = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "cwd": tmp}
         preexec = _limit_cpu(cpu_seconds)
         if preexec is not None and os.name == "posix":
             kwargs["preexec_fn"] = preexec
-        try:
-            proc = subprocess.run(cmd, timeout=timeout, **kwargs)
-        except subprocess.TimeoutExpired:
-            return {"outcomes": [], "error": f"the tests ran past {timeout:g} s of wall-clock time (an endless loop?)"}
-        if out_json.is_file():
-            data = json.loads(out_json.read_text(encoding="utf-8"))
-            return {"outcomes": data.get("outcomes", []), "error": None}
-        tail = proc.stdout.decode("utf-8", "replace").strip().splitlines()[-15:] if proc.stdout else []
-        why = f"exit status {proc.returncode}"
-        if proc.returncode < 0 or proc.returncode in (152, 137):
-            why += " (stopped: CPU-time limit or a crash)"
-        return {"outcomes": [], "error": f"the test run died ({why}):\n" + "\n".join(tail)}
+        for _ in range(MAX_RESTARTS + 1):
+            for f in (out_json, progress):
+                f.unlink(missing_ok=True)
+            env["PPO_CHECK_DESELECT"] = "\n".join(deselect)
+            env["PPO_CHECK_HUNG"] = "\n".join(hung)
+            timed_out = None
+            try:
+                proc = subprocess.run(cmd, timeout=timeout, env=env, **kwargs)
+                returncode, stdout = proc.returncode, proc.stdout
+            except subprocess.TimeoutExpired as exc:
+                returncode, stdout, timed_out = None, exc.stdout, timeout
+            data = {}
+            if out_json.is_file():
+                try:
+                    data = json.loads(out_json.read_text(encoding="utf-8"))
+                except ValueError:
+                    data = {}
+            for o in data.get("outcomes", []):
+                _merge(merged, o)
+            printed += int(data.get("printed_lines", 0) or 0)
+            if data.get("pytest_exit") is not None:
+                return {"outcomes": list(merged.values()), "error": None, "printed_lines": printed}
+            try:
+                now = json.loads(progress.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                now = {}
+            if not now.get("nodeid") or now["nodeid"] in data.get("done", []):  # outside any test
+                if merged and now.get("nodeid"):  # after its last test (at the session's end): results stand
+                    return {"outcomes": list(merged.values()), "error": None, "printed_lines": printed}
+                if timed_out is not None:
+                    return {"outcomes": [], "error": f"the tests ran past {timeout:g} s of wall-clock time "
+                            "(an endless loop?)", "printed_lines": printed}
+                tail = stdout.decode("utf-8", "replace").strip().splitlines()[-15:] if stdout else []
+                why = f"exit status {returncode}"
+                if returncode is not None and (returncode < 0 or returncode in (152, 137)):
+                    why += " (stopped: CPU-time limit or a crash)"
+                return {"outcomes": [], "error": f"the test run died ({why}):\n" + "\n".join(tail),
+                        "printed_lines": printed}
+            _merge(merged, _died_outcome(now["nodeid"], now.get("function", ""), returncode, call_seconds,
+                                         cpu_seconds, timed_out))
+            deselect += [*data.get("done", []), now["nodeid"]]
+            if now.get("function") and (timed_out is not None or returncode in (-24, 152, -9, 137)):
+                hung.append(now.get("function", ""))
+        return {"outcomes": list(merged.values()), "error": f"the test run died {MAX_RESTARTS + 1} times; "
+                "the remaining tests did not run", "printed_lines": printed}
 
 
 _UNAVAILABLE = ("module_missing", "module_broken")
@@ -156,9 +270,14 @@ def summarise(outcomes: list[dict], exercises_dir: Path, stems: list[str]) -> li
             row["lines"].append(f"{stem}.py: {row['status']}; its {len(mine)} test(s) did not run{said}")
             continue
         not_impl = [o for o in failed if o.get("diagnosis") == "not_implemented"]
+        wrong_sig = [o for o in failed if o.get("diagnosis") == "wrong_signature"]
+        # The signatures are compared with the stubs' before a function runs: one line per function.
+        for problem in dict.fromkeys((o.get("detail") or "").split("\n")[0] for o in wrong_sig):
+            count = sum((o.get("detail") or "").split("\n")[0] == problem for o in wrong_sig)
+            row["lines"].append(f"{stem}: {problem} ({count} test{'s' if count != 1 else ''} could not call it)")
         # A sibling module that is missing or broken (e.g. ex7 using your ex1-ex6): said once per reason.
         unavailable = [o for o in failed if o.get("diagnosis") in _UNAVAILABLE]
-        row["panels"] = [o for o in failed if o not in not_impl and o not in unavailable]
+        row["panels"] = [o for o in failed if o not in not_impl and o not in unavailable and o not in wrong_sig]
         if not_impl:
             names = _not_implemented_names(stem, not_impl)
             row["lines"].append(f"{stem} [not_implemented]: {', '.join(names)} still raise"
@@ -177,12 +296,30 @@ def summarise(outcomes: list[dict], exercises_dir: Path, stems: list[str]) -> li
             row["status"] = f"{row['passed']}/{len(mine)} passed"
             if not_impl:
                 row["status"] += f", {len(not_impl)} not implemented"
+            if wrong_sig:
+                row["status"] += f", {len(wrong_sig)} wrong signature"
     return rows
 
 
-def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: str | None, console=None) -> int:
-    """Print the notes, one box per test that ran and failed, then the summary table (last, so it
-    stays on screen); return the exit status (0 all passed, 1 otherwise)."""
+#: Lines of printed output shown per test (the child keeps at most `guard.KEEP_CHARS` characters).
+SHOWN_OUTPUT_LINES = 40
+
+
+def _printed(text: str) -> str:
+    """What a test printed, cut to `SHOWN_OUTPUT_LINES` lines (not yet escaped)."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) > SHOWN_OUTPUT_LINES:
+        lines = lines[:SHOWN_OUTPUT_LINES] + [f"[... {len(lines) - SHOWN_OUTPUT_LINES} more lines not shown]"]
+    return "\n".join(lines)
+
+
+def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: str | None, console=None,
+           show_output: bool = False, printed_lines: int = 0, signatures: dict | None = None) -> int:
+    """Print the notes, one box per test that ran and failed (with what the code printed in it),
+    then the summary table (last, so it stays on screen); return the exit status (0 all passed,
+    1 otherwise). `show_output`: also show what passing tests printed. `printed_lines`: lines
+    printed over the run (a warning above `guard.MANY_LINES`). `signatures`: {stem: {function: problem}}
+    from `signatures.signature_problems` (said even when no test failed because of it)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.panel import Panel
@@ -201,8 +338,20 @@ def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: s
             body = f"{escape(o.get('doc', ''))}\n\n[bold]{diagnosis}[/]: {escape(DIAGNOSES.get(diagnosis, ''))}"
             if o.get("detail"):
                 body += "\n\n" + escape(o["detail"])
+            if o.get("output"):
+                body += "\n\n[bold]your code printed:[/]\n" + escape(_printed(o["output"]))
             console.print(Panel(body, title=f"{o['exercise']} · {o['test']}", border_style="red"))
+    if show_output:
+        for o in outcomes:
+            text = o.get("passed_output") if o.get("passed") else (o.get("output") if not o.get("detail") else "")
+            if text:
+                console.print(Panel(escape(_printed(text)), title=f"{o['exercise']} · {o['test']}: printed",
+                                    border_style="blue"))
     for row in rows:
+        said = " ".join(row["lines"])
+        for problem in (signatures or {}).get(row["stem"], {}).values():
+            if problem not in said:
+                row["lines"].append(f"{row['stem']}: {problem} (the tests that call it by position still ran)")
         for line in row["lines"]:
             console.print(f"[yellow]•[/] {escape(line)}")
     table = Table(title=f"Public tests on {exercises_dir}")
@@ -217,6 +366,9 @@ def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: s
         passed = f"{row['passed']}/{row['total']}" if row["total"] else "-"
         table.add_row(row["stem"], passed, f"[{colour}]{escape(row['status'])}[/]")
     console.print(table)
+    if printed_lines > MANY_LINES:
+        console.print(f"[yellow]Warning:[/] your code printed {printed_lines:,} lines; printing slows grading "
+                      "(and the graders stop a test that prints more than 32 MiB): remove debug prints.")
     if not failed_any:
         console.print("[green]All public tests passed.[/] The hidden tests check more cases (dtypes, gradients, "
                       "padding, edge cases); see the exercise docstrings.")
@@ -251,6 +403,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     stems = stems or list(STEMS)
     present = [s for s in stems if (exercises_dir / f"{s}.py").is_file()]
-    got = run_public_tests(exercises_dir, present, args.cpu_seconds, args.timeout) if present else \
-        {"outcomes": [], "error": None}
-    return render(got["outcomes"], exercises_dir, stems, got["error"])
+    from ppo_course.check_support.signatures import signature_problems
+
+    # Compared with the stubs' before anything runs (the files are parsed, never imported here).
+    signatures = {stem: signature_problems(stem, exercises_dir / f"{stem}.py") for stem in present}
+    got = run_public_tests(exercises_dir, present, args.cpu_seconds, args.timeout,
+                           getattr(args, "call_seconds", None)) if present else {"outcomes": [], "error": None}
+    return render(got["outcomes"], exercises_dir, stems, got["error"], show_output=getattr(args, "show_output", False),
+                  printed_lines=got.get("printed_lines", 0), signatures=signatures)

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     write_log(out_dir / "train_log.json", history, config, summary)
     plot_run(out_dir / "train.png", history, config)
     console.print(
-        f"score {summary['score_start']:.3f} → {summary['score_end']:.3f} (first 5 vs last 10 steps), "
+        f"score {summary['score_start']:.3f} → {summary['score_end']:.3f} (first {summary['steps_start']} vs last {summary['steps_end']} steps), "
         f"gold {summary['gold_start']:.3f} → {summary['gold_end']:.3f}, KL {summary['kl_end']:.2f} nats; "
         f"{summary['seconds']:.1f} s, {100 * summary['generation_frac']:.0f}% generating"
     )

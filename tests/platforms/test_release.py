@@ -22,7 +22,8 @@ STEMS = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollo
 def test_bundle_layout(bundle: Path):
     """The bundle holds the stubs, the public package, the key-less bank and a student pyproject, nothing else."""
     top = {p.name for p in bundle.iterdir()}
-    assert top == {"exercises", "ppo_course", "quiz_bank", "pyproject.toml", "README.md", ".ppo-course-release"}
+    assert top == {"exercises", "ppo_course", "quiz_bank", "pyproject.toml", "README.md", "install.sh",
+                   ".ppo-course-release"}
     assert sorted(p.stem for p in (bundle / "exercises").glob("*.py")) == sorted(STEMS)
     for stem in STEMS:
         stub = (bundle / "exercises" / f"{stem}.py").read_text(encoding="utf-8")
