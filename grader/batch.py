@@ -107,6 +107,13 @@ class BatchLimits(BaseModel):
     timeout_s: float = Field(600.0, gt=0, description="hard wall-clock limit for grading one submission, seconds")
 
 
+class BatchAborted(RuntimeError):
+    """The batch cannot go on (its grading back end is gone, e.g. a Dask scheduler); ``str(exc)`` says why.
+
+    Raised out of :func:`run_batch` after the gradebook of what was written; rerunning resumes.
+    """
+
+
 class Rejected(Exception):
     """A submission that cannot be graded; ``str(exc)`` is the reason for the TA and student."""
 
@@ -309,7 +316,7 @@ def _walk_lstat(root: Path) -> Iterable[tuple[bytes, os.stat_result]]:
         ]
 
 
-_SKIP_FROM_FINGERPRINT = {"batch.py", "report.py"}
+_SKIP_FROM_FINGERPRINT = {"batch.py", "report.py", "cluster.py", "cluster_worker.py"}
 _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "gradescope", "__pycache__"}
 
 
@@ -752,6 +759,8 @@ def worker_main(argv: list[str]) -> int:
     result = grade(args.submission, exercises=exercises, profile=args.profile)
     atomic_write_text(args.out / "feedback.md", result.feedback_markdown())
     atomic_write_json(args.out / "results.json", result.to_results_json())
+    # The typed result itself, for a grader on a cluster node to send back (grader/cluster_worker.py).
+    atomic_write_text(args.out / "result.json", result.model_dump_json())
     return 0
 
 
@@ -781,6 +790,7 @@ def grade_entry(
     zero_template: Callable[[], dict | None],
     grade_fn: str | None = None,
     workers: _Workers | None = None,
+    runner: Callable[..., WorkerOutcome] | None = None,
 ) -> GradedEntry:
     """Check, stage and grade one submission in a worker process; never raises for a bad submission.
 
@@ -789,7 +799,8 @@ def grade_entry(
     ``rejected`` (failed a check, or ``grade_submission`` could not read it),
     ``empty`` (no Python file), ``timed-out``, ``crashed`` (the worker died, or the grader
     reported ``grader_error`` on some test) or ``graded``. The
-    staging and scratch folders are removed afterwards.
+    staging and scratch folders are removed afterwards. ``runner`` replaces
+    :func:`run_worker` (same signature; ``grader.cluster.ClusterRunner``).
     """
     notes: list[str] = []
     try:
@@ -800,7 +811,7 @@ def grade_entry(
         results = _zero_results(zero_template(), f"Submission rejected: {message}")
         status, seconds, feedback = "rejected", 0.0, ""
     else:
-        outcome = run_worker(
+        outcome = (runner or run_worker)(
             staged.root,
             scratch,
             profile=profile,
@@ -894,8 +905,10 @@ class ZeroTemplate:
     """
 
     def __init__(self, cache: Path, *, profile: str, exercises: list[str] | None, timeout_s: float,
-                 grade_fn: str | None = None, workers: _Workers | None = None) -> None:
+                 grade_fn: str | None = None, workers: _Workers | None = None,
+                 runner: Callable[..., WorkerOutcome] | None = None) -> None:
         self.cache, self.profile, self.exercises = cache, profile, exercises
+        self.runner = runner or run_worker
         self.timeout_s, self.grade_fn, self.workers = timeout_s, grade_fn, workers
         self._lock = threading.Lock()
         self._done = False
@@ -916,7 +929,7 @@ class ZeroTemplate:
                 empty = Path(tempfile.mkdtemp(prefix="empty-", dir=self.cache.parent))
                 try:
                     (empty / "submission").mkdir()
-                    outcome = run_worker(empty / "submission", empty / "out", profile=self.profile,
+                    outcome = self.runner(empty / "submission", empty / "out", profile=self.profile,
                                          exercises=self.exercises, timeout_s=self.timeout_s,
                                          grade_fn=self.grade_fn, workers=self.workers)
                 finally:
@@ -1161,6 +1174,7 @@ def run_batch(
     report: bool = True,
     grade_fn: str | None = None,
     log: Callable[[str], None] | None = None,
+    cluster: str | None = None,
 ) -> BatchSummary:
     """Grade every student of ``submissions_dir`` into ``out_dir``; resumable, crash-isolated, parallel.
 
@@ -1180,6 +1194,8 @@ def run_batch(
         report: write the class report when done.
         grade_fn: ``"module:function"`` replacing ``grader.grade.grade_submission`` (tests).
         log: where warnings go (default: stderr).
+        cluster: a Dask scheduler's address: each submission is graded as a task there
+            (``grader.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
 
     Returns:
         a :class:`BatchSummary`.
@@ -1188,10 +1204,12 @@ def run_batch(
         NotADirectoryError: if ``submissions_dir`` is not a folder.
         BatchBusy: if another batch is writing to ``out_dir``.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
+        BatchAborted: the cluster is unreachable, gone, or refuses (``grader.cluster.ClusterUnavailable``),
+            after writing the gradebook so far.
     """
     t_start = time.monotonic()
     limits = limits or BatchLimits()
-    jobs = jobs or default_jobs()
+    requested_jobs, jobs = jobs, jobs or default_jobs()
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     submissions_dir = Path(submissions_dir)
@@ -1242,6 +1260,12 @@ def run_batch(
                 continue
         todo.append((entry, h))
 
+    runner: Callable[..., WorkerOutcome] = run_worker
+    if cluster and todo:  # the one swap: each staged submission is graded as a Dask task
+        from grader.cluster import ClusterRunner
+
+        runner = ClusterRunner(cluster, fingerprint=fingerprint, log=say)
+        jobs = requested_jobs or runner.default_jobs()
     zero_template = ZeroTemplate(
         state / f"empty-{fingerprint}-{profile}-{'_'.join(key_common['exercises'] or ['all'])}.json",
         profile=profile,
@@ -1249,6 +1273,7 @@ def run_batch(
         timeout_s=limits.timeout_s,
         grade_fn=grade_fn,
         workers=workers,
+        runner=runner,
     )
 
     def grade_one(entry: Entry, h: str) -> StudentRecord:
@@ -1271,7 +1296,10 @@ def run_batch(
                 grade_fn=grade_fn,
                 workers=workers,
                 zero_template=zero_template,
+                runner=runner,
             )
+        except BatchAborted:
+            raise  # the cluster is gone: nobody's fault in the class, record nothing
         except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
             if disk_full(exc):
                 raise  # a full output disk is nobody's fault in the class: stop, keep what is whole
@@ -1304,7 +1332,7 @@ def run_batch(
                     sid = futures[fut]
                     try:
                         record = fut.result()
-                    except KeyboardInterrupt:
+                    except (KeyboardInterrupt, BatchAborted):
                         raise
                     except Exception as exc:  # a bug in the batch layer itself: say so, keep going
                         if disk_full(exc):
@@ -1324,6 +1352,7 @@ def run_batch(
                     )
         except BaseException as exc:
             workers.kill_all()
+            getattr(runner, "close", lambda: None)()
             for fut in futures:
                 fut.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
@@ -1335,6 +1364,7 @@ def run_batch(
                 # the old gradebook stays whole (atomic writes); the rerun rebuilds it
             raise exc
         pool.shutdown(wait=True)
+    getattr(runner, "close", lambda: None)()
     records = rebuild_gradebook()
     lock.close()
     shutil.rmtree(state / "staging", ignore_errors=True)
