@@ -72,7 +72,6 @@ class ClusterRunner:
         fingerprint: the client's ``grader_fingerprint()``; workers must have the same.
         log: where warnings go (a refused worker, one line each).
         retries: Dask retries of a task that raised (default :data:`TASK_RETRIES`).
-        connect_timeout_s: how long to try to reach the scheduler, seconds.
         wait_for_workers_s: how long to wait for a first worker to join, seconds.
 
     Raises:
@@ -82,8 +81,7 @@ class ClusterRunner:
     """
 
     def __init__(self, address: str, *, fingerprint: str, log: Callable[[str], None],
-                 retries: int = TASK_RETRIES, connect_timeout_s: float = 30.0,
-                 wait_for_workers_s: float = 120.0) -> None:
+                 retries: int = TASK_RETRIES, wait_for_workers_s: float = 120.0) -> None:
         try:
             from distributed import Client
         except ImportError as exc:
@@ -92,7 +90,9 @@ class ClusterRunner:
         self.address, self.fingerprint, self.log, self.retries = address, fingerprint, log, retries
         self.refused: dict[str, str] = {}  # worker address -> reason
         try:
-            self.client = Client(address, timeout=connect_timeout_s, set_as_default=False)
+            # How long to keep trying: Dask's own `distributed.comm.timeouts.connect` (30 s by default;
+            # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s to shorten it).
+            self.client = Client(address, set_as_default=False)
         except Exception as exc:  # OSError, TimeoutError, ValueError (a bad address): all say the same
             raise ClusterUnavailable(f"cannot reach the Dask scheduler at {address!r} ({type(exc).__name__}: "
                                      f"{_short(exc)}); start it (docs/cluster.md) or check --cluster / "

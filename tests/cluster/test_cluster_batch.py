@@ -1,0 +1,206 @@
+"""grade-batch --cluster on a loopback Dask cluster: the local pool's gradebook, faults included.
+
+One ``LocalCluster`` of two worker processes (one thread each, 127.0.0.1 only)
+serves the whole module. The cohort is a subset of the demo cohort graded on
+``ex4_gae`` in the fast profile: a full solution (ada), a syntax error (ivan),
+an empty folder (lea) and a zip under one top folder (max). Expected values
+come from two independent places: the local pool's own run (a different
+path: no Dask, no transfer) and ``examples/cohort/EXPECTED.md`` (ex4_gae
+column, measured and reasoned by hand when the cohort was made).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")  # in the `test` extra: present wherever make test runs
+
+from grader import cluster_worker  # noqa: E402
+from grader.batch import RECORD, grader_fingerprint, run_batch  # noqa: E402
+from grader.cluster import ClusterUnavailable  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]
+
+ROOT = Path(__file__).resolve().parents[2]
+COHORT = ROOT / "examples" / "cohort" / "submissions"
+STUDENTS = ("ada", "ivan", "lea", "max.zip")
+EXERCISES = ["ex4_gae"]
+OPTIONS = dict(profile="fast", exercises=EXERCISES, progress=False, report=False)
+# examples/cohort/EXPECTED.md, column ex4_gae, and the status column.
+EXPECTED = {"ada": ("10", "graded"), "ivan": ("0", "graded"), "lea": ("0", "empty"), "max": ("10", "graded")}
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory) -> Path:
+    """Four demo students (three folders, one zip), copied so that nothing writes into examples/."""
+    subs = tmp_path_factory.mktemp("cluster-cohort") / "subs"
+    subs.mkdir()
+    for name in STUDENTS:
+        src = COHORT / name
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, subs / name)
+    return subs
+
+
+@pytest.fixture(scope="module")
+def local_batch(cohort, tmp_path_factory) -> Path:
+    """The same batch graded by the local pool (two worker processes), the reference of every comparison."""
+    out = tmp_path_factory.mktemp("local") / "out"
+    run_batch(cohort, out, jobs=2, log=lambda m: None, **OPTIONS)
+    return out
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """A loopback LocalCluster: 2 worker processes (each under a nanny that restarts it), 1 thread each."""
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield cluster, client
+
+
+def _rows(out: Path) -> dict[str, dict]:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as fh:
+        return {r["student_id"]: r for r in csv.DictReader(fh)}
+
+
+def _without_timing(results_path: Path) -> dict:
+    results = json.loads(results_path.read_text(encoding="utf-8"))
+    results["extra_data"].pop("timing", None)  # wall-clock seconds: the only part allowed to differ
+    return results
+
+
+def _assert_same_as_local(out: Path, local: Path) -> None:
+    assert (out / "gradebook.csv").read_bytes() == (local / "gradebook.csv").read_bytes()
+    for sid in EXPECTED:
+        assert (out / sid / "feedback.md").read_bytes() == (local / sid / "feedback.md").read_bytes(), sid
+        assert _without_timing(out / sid / "results.json") == _without_timing(local / sid / "results.json"), sid
+        record = json.loads((out / sid / RECORD).read_text(encoding="utf-8"))
+        want = json.loads((local / sid / RECORD).read_text(encoding="utf-8"))
+        record.pop("seconds"), want.pop("seconds")
+        assert record == want, sid
+
+
+def test_local_pool_matches_the_hand_made_table(local_batch):
+    """The reference run itself agrees with EXPECTED.md (else every comparison below is moot)."""
+    rows = _rows(local_batch)
+    assert {sid: (r["ex4_gae"], r["status"]) for sid, r in rows.items()} == EXPECTED
+
+
+def test_cluster_gradebook_is_byte_identical_to_the_local_pool(cohort, local_batch, dask_cluster, tmp_path):
+    cluster, _ = dask_cluster
+    out = tmp_path / "out"
+    summary = run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
+    assert sorted(summary.graded_now) == sorted(EXPECTED)
+    _assert_same_as_local(out, local_batch)
+    # Resume works as locally: a rerun against the cluster grades nobody.
+    again = run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
+    assert again.graded_now == [] and sorted(again.skipped) == sorted(EXPECTED)
+
+
+def _executing(dask_worker) -> list[str]:
+    """Runs on a worker (``Client.run``): the keys of the tasks it is executing now."""
+    return [ts.key for ts in dask_worker.state.executing]
+
+
+def test_worker_killed_mid_task_is_retried_elsewhere(cohort, local_batch, dask_cluster, tmp_path):
+    cluster, client = dask_cluster
+    out = tmp_path / "out"
+    # Keep the empty-submission template from the local run: one task less, same content.
+    shutil.copytree(local_batch / ".batch", out / ".batch", ignore=shutil.ignore_patterns("lock"))
+    killed: list[str] = []
+
+    def kill_one_grading_worker() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            running = client.run(_executing)
+            busy = [w for w, keys in running.items() if any(k.startswith("ppo-course-grade-") for k in keys)]
+            if busy:
+                time.sleep(1.0)  # well inside the task: its grading process is running
+                pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(busy[0])
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_one_grading_worker, daemon=True)
+    killer.start()
+    summary = run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
+    killer.join(timeout=5)
+    assert killed, "no worker was seen grading, so none was killed"
+    assert sorted(summary.graded_now) == sorted(EXPECTED)  # each student written once
+    _assert_same_as_local(out, local_batch)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted it, for the next tests
+
+
+def test_client_killed_with_sigkill_then_resumed(cohort, local_batch, dask_cluster, tmp_path):
+    cluster, _ = dask_cluster
+    out = tmp_path / "out"
+    shutil.copytree(local_batch / ".batch", out / ".batch", ignore=shutil.ignore_patterns("lock"))
+    cmd = [sys.executable, "-c", "import sys; from ppo_course.cli import main; sys.exit(main(sys.argv[1:]))",
+           "grade-batch", str(cohort), "--out", str(out), "--cluster", cluster.scheduler_address,
+           "--profile", "fast", "--exercises", ",".join(EXERCISES), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 180
+        while not list(out.glob(f"*/{RECORD}")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+    done_at_kill = sorted(p.parent.name for p in out.glob(f"*/{RECORD}"))
+    assert 1 <= len(done_at_kill) < len(EXPECTED), done_at_kill
+    resumed = run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
+    assert set(done_at_kill) <= set(resumed.skipped)
+    assert sorted(resumed.graded_now + resumed.skipped) == sorted(EXPECTED)
+    _assert_same_as_local(out, local_batch)
+
+
+def _pretend_other_version(fingerprint: str | None) -> None:
+    """Runs on a worker: make its grader fingerprint ``fingerprint`` (None: compute it again)."""
+    cluster_worker._FINGERPRINT = fingerprint
+
+
+def test_workers_of_another_grader_version_are_refused(cohort, dask_cluster, tmp_path):
+    cluster, client = dask_cluster
+    other = "0123456789abcdef"
+    client.run(_pretend_other_version, other)
+    out = tmp_path / "out"
+    try:
+        with pytest.raises(ClusterUnavailable) as caught:
+            run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
+    finally:
+        client.run(_pretend_other_version, None)
+    message = str(caught.value)
+    assert other in message and grader_fingerprint() in message
+    assert not list(out.glob(f"*/{RECORD}"))  # nothing graded, nothing recorded
+
+
+def test_one_refused_worker_leaves_the_batch_to_the_others(local_batch, dask_cluster, tmp_path):
+    cluster, client = dask_cluster
+    subs = tmp_path / "subs"
+    shutil.copytree(COHORT / "lea", subs / "lea")
+    shutil.copytree(COHORT / "ivan", subs / "ivan")
+    bad = sorted(client.scheduler_info()["workers"])[0]
+    client.run(_pretend_other_version, "fedcba9876543210", workers=[bad])
+    warnings: list[str] = []
+    try:
+        summary = run_batch(subs, tmp_path / "out", cluster=cluster.scheduler_address, log=warnings.append,
+                            **OPTIONS)
+    finally:
+        client.run(_pretend_other_version, None, workers=[bad])
+    assert [w for w in warnings if bad in w and "fedcba9876543210" in w]
+    local_rows = _rows(local_batch)
+    assert _rows(summary.out_dir) == {sid: local_rows[sid] for sid in ("ivan", "lea")}
