@@ -1,18 +1,24 @@
 """grade-batch --cluster on a loopback Dask cluster: the local pool's gradebook, faults included.
 
 One ``LocalCluster`` of two worker processes (one thread each, 127.0.0.1 only)
-serves the whole module. The cohort is a subset of the demo cohort graded on
-``ex4_gae`` in the fast profile: a full solution (ada), a syntax error (ivan),
-an empty folder (lea) and a zip under one top folder (max). Expected values
-come from two independent places: the local pool's own run (a different
-path: no Dask, no transfer) and ``examples/cohort/EXPECTED.md`` (ex4_gae
-column, measured and reasoned by hand when the cohort was made).
+serves the whole module. The real-grader cohort is a subset of the demo
+cohort graded on ``ex4_gae`` in the fast profile: a full solution (ada), a
+syntax error (ivan), an empty folder (lea) and a zip under one top folder
+(max). Expected values come from two independent places: the local pool's
+own run (a different path: no Dask, no transfer) and
+``examples/cohort/EXPECTED.md`` (ex4_gae column, measured and reasoned by
+hand when the cohort was made).
+
+The fault tests (a worker killed, the client killed, a refused worker) are
+about the batch's mechanics, so, as in tests/batch, they grade with the
+stand-in grader (tests/batch/stand_in_grader.py: the real ``GradeResult``,
+~2-3 s a student with its ``STANDIN_SLOW`` markers) and compare with the local
+pool grading the same cohort with the same stand-in.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import shutil
@@ -35,6 +41,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
 ROOT = Path(__file__).resolve().parents[2]
 COHORT = ROOT / "examples" / "cohort" / "submissions"
+STAND_IN_DIR = ROOT / "tests" / "batch"
+STAND_IN = "stand_in_grader:grade_submission"
+# Stand-in cohort: four modules sleep 0.4 s each (a task lasts ~2-3 s), with assorted scores.
+SLOW_STUDENTS = {
+    "s0": {},
+    "s1": {"ex2_clipped_loss.py": "BUG_VALUE"},
+    "s2": {"ex4_gae.py": "BUG_GRAD BUG_VALUE"},
+    "s3": {"ex7_ppo_step.py": None},  # missing module
+}
+STAND_IN_OPTIONS = dict(grade_fn=STAND_IN, progress=False, report=False)
 STUDENTS = ("ada", "ivan", "lea", "max.zip")
 EXERCISES = ["ex4_gae"]
 OPTIONS = dict(profile="fast", exercises=EXERCISES, progress=False, report=False)
@@ -62,7 +78,39 @@ def local_batch(cohort, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def dask_cluster():
+def slow_cohort(tmp_path_factory) -> Path:
+    """Four stand-in students (see SLOW_STUDENTS), the first four modules marked STANDIN_SLOW."""
+    from grader.points import EXERCISES as STEMS
+
+    subs = tmp_path_factory.mktemp("slow-cohort") / "subs"
+    for sid, edits in SLOW_STUDENTS.items():
+        (subs / sid).mkdir(parents=True)
+        for stem in STEMS:
+            extra = edits.get(f"{stem}.py", "")
+            if extra is not None:
+                slow = "STANDIN_SLOW" if stem in STEMS[:4] else ""  # 4 × 0.4 s: the task lasts ~2-3 s
+                (subs / sid / f"{stem}.py").write_text(f"{slow} {extra}\n")
+    return subs
+
+
+@pytest.fixture(scope="module")
+def stand_in_path():
+    """Worker processes (local pool, Dask workers and their grading processes) can import the stand-in."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(STAND_IN_DIR), os.environ.get("PYTHONPATH")])))
+        yield
+
+
+@pytest.fixture(scope="module")
+def local_slow(slow_cohort, stand_in_path, tmp_path_factory) -> Path:
+    """The stand-in cohort graded by the local pool."""
+    out = tmp_path_factory.mktemp("local-slow") / "out"
+    run_batch(slow_cohort, out, jobs=2, log=lambda m: None, **STAND_IN_OPTIONS)
+    return out
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(stand_in_path):
     """A loopback LocalCluster: 2 worker processes (each under a nanny that restarts it), 1 thread each."""
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster, \
@@ -81,9 +129,9 @@ def _without_timing(results_path: Path) -> dict:
     return results
 
 
-def _assert_same_as_local(out: Path, local: Path) -> None:
+def _assert_same_as_local(out: Path, local: Path, students=tuple(EXPECTED)) -> None:
     assert (out / "gradebook.csv").read_bytes() == (local / "gradebook.csv").read_bytes()
-    for sid in EXPECTED:
+    for sid in students:
         assert (out / sid / "feedback.md").read_bytes() == (local / sid / "feedback.md").read_bytes(), sid
         assert _without_timing(out / sid / "results.json") == _without_timing(local / sid / "results.json"), sid
         record = json.loads((out / sid / RECORD).read_text(encoding="utf-8"))
@@ -114,11 +162,9 @@ def _executing(dask_worker) -> list[str]:
     return [ts.key for ts in dask_worker.state.executing]
 
 
-def test_worker_killed_mid_task_is_retried_elsewhere(cohort, local_batch, dask_cluster, tmp_path):
+def test_worker_killed_mid_task_is_retried_elsewhere(slow_cohort, local_slow, dask_cluster, tmp_path):
     cluster, client = dask_cluster
     out = tmp_path / "out"
-    # Keep the empty-submission template from the local run: one task less, same content.
-    shutil.copytree(local_batch / ".batch", out / ".batch", ignore=shutil.ignore_patterns("lock"))
     killed: list[str] = []
 
     def kill_one_grading_worker() -> None:
@@ -127,7 +173,7 @@ def test_worker_killed_mid_task_is_retried_elsewhere(cohort, local_batch, dask_c
             running = client.run(_executing)
             busy = [w for w, keys in running.items() if any(k.startswith("ppo-course-grade-") for k in keys)]
             if busy:
-                time.sleep(1.0)  # well inside the task: its grading process is running
+                time.sleep(0.5)  # well inside the ~2-3 s task: its grading process is running
                 pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
                 os.kill(pid, signal.SIGKILL)
                 killed.append(busy[0])
@@ -136,21 +182,31 @@ def test_worker_killed_mid_task_is_retried_elsewhere(cohort, local_batch, dask_c
 
     killer = threading.Thread(target=kill_one_grading_worker, daemon=True)
     killer.start()
-    summary = run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
+    summary = run_batch(slow_cohort, out, cluster=cluster.scheduler_address, log=lambda m: None,
+                        **STAND_IN_OPTIONS)
     killer.join(timeout=5)
     assert killed, "no worker was seen grading, so none was killed"
-    assert sorted(summary.graded_now) == sorted(EXPECTED)  # each student written once
-    _assert_same_as_local(out, local_batch)
+    assert sorted(summary.graded_now) == sorted(SLOW_STUDENTS)  # each student written once
+    assert {r.status for r in summary.records} == {"graded"}  # the killed task was graded elsewhere
+    _assert_same_as_local(out, local_slow, SLOW_STUDENTS)
     client.wait_for_workers(2, timeout=60)  # the nanny restarted it, for the next tests
 
 
-def test_client_killed_with_sigkill_then_resumed(cohort, local_batch, dask_cluster, tmp_path):
+# `ppo-course grade-batch` itself, with the stand-in grader slipped into run_batch (as tests/hostile does).
+CLI_WITH_STAND_IN = (
+    "import functools, sys\n"
+    "from grader import batch\n"
+    f"batch.run_batch = functools.partial(batch.run_batch, grade_fn={STAND_IN!r})\n"
+    "from ppo_course.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def test_client_killed_with_sigkill_then_resumed(slow_cohort, local_slow, dask_cluster, tmp_path):
     cluster, _ = dask_cluster
     out = tmp_path / "out"
-    shutil.copytree(local_batch / ".batch", out / ".batch", ignore=shutil.ignore_patterns("lock"))
-    cmd = [sys.executable, "-c", "import sys; from ppo_course.cli import main; sys.exit(main(sys.argv[1:]))",
-           "grade-batch", str(cohort), "--out", str(out), "--cluster", cluster.scheduler_address,
-           "--profile", "fast", "--exercises", ",".join(EXERCISES), "--no-progress"]
+    cmd = [sys.executable, "-c", CLI_WITH_STAND_IN, "grade-batch", str(slow_cohort), "--out", str(out),
+           "--cluster", cluster.scheduler_address, "--no-progress"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 180
@@ -161,11 +217,12 @@ def test_client_killed_with_sigkill_then_resumed(cohort, local_batch, dask_clust
         proc.kill()
         proc.wait()
     done_at_kill = sorted(p.parent.name for p in out.glob(f"*/{RECORD}"))
-    assert 1 <= len(done_at_kill) < len(EXPECTED), done_at_kill
-    resumed = run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
+    assert 1 <= len(done_at_kill) < len(SLOW_STUDENTS), done_at_kill
+    resumed = run_batch(slow_cohort, out, cluster=cluster.scheduler_address, log=lambda m: None,
+                        **STAND_IN_OPTIONS)
     assert set(done_at_kill) <= set(resumed.skipped)
-    assert sorted(resumed.graded_now + resumed.skipped) == sorted(EXPECTED)
-    _assert_same_as_local(out, local_batch)
+    assert sorted(resumed.graded_now + resumed.skipped) == sorted(SLOW_STUDENTS)
+    _assert_same_as_local(out, local_slow, SLOW_STUDENTS)
 
 
 def _pretend_other_version(fingerprint: str | None) -> None:
@@ -188,19 +245,15 @@ def test_workers_of_another_grader_version_are_refused(cohort, dask_cluster, tmp
     assert not list(out.glob(f"*/{RECORD}"))  # nothing graded, nothing recorded
 
 
-def test_one_refused_worker_leaves_the_batch_to_the_others(local_batch, dask_cluster, tmp_path):
+def test_one_refused_worker_leaves_the_batch_to_the_others(slow_cohort, local_slow, dask_cluster, tmp_path):
     cluster, client = dask_cluster
-    subs = tmp_path / "subs"
-    shutil.copytree(COHORT / "lea", subs / "lea")
-    shutil.copytree(COHORT / "ivan", subs / "ivan")
     bad = sorted(client.scheduler_info()["workers"])[0]
     client.run(_pretend_other_version, "fedcba9876543210", workers=[bad])
     warnings: list[str] = []
     try:
-        summary = run_batch(subs, tmp_path / "out", cluster=cluster.scheduler_address, log=warnings.append,
-                            **OPTIONS)
+        summary = run_batch(slow_cohort, tmp_path / "out", cluster=cluster.scheduler_address,
+                            log=warnings.append, **STAND_IN_OPTIONS)
     finally:
         client.run(_pretend_other_version, None, workers=[bad])
     assert [w for w in warnings if bad in w and "fedcba9876543210" in w]
-    local_rows = _rows(local_batch)
-    assert _rows(summary.out_dir) == {sid: local_rows[sid] for sid in ("ivan", "lea")}
+    _assert_same_as_local(summary.out_dir, local_slow, SLOW_STUDENTS)
