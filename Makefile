@@ -29,6 +29,7 @@ train: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_reference.py
 	$(PY) benchmarks/bench_grading.py
+	$(PY) benchmarks/bench_cluster.py
 
 exercises: $(STAMP)
 	$(PY) tools/make_exercises.py

@@ -1264,7 +1264,7 @@ def run_batch(
     if cluster and todo:  # the one swap: each staged submission is graded as a Dask task
         from grader.cluster import ClusterRunner
 
-        runner = ClusterRunner(cluster, fingerprint=fingerprint, log=say)
+        runner = ClusterRunner(cluster, fingerprint=fingerprint, log=say, sandboxed=not grade_fn)
         jobs = requested_jobs or runner.default_jobs()
     zero_template = ZeroTemplate(
         state / f"empty-{fingerprint}-{profile}-{'_'.join(key_common['exercises'] or ['all'])}.json",

@@ -42,7 +42,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader.batch import BatchAborted, WorkerOutcome
-from grader.cluster_worker import TaskOutcome, WorkerRefused, grade_task, pack_submission, worker_report
+from grader.cluster_worker import (
+    REQUIRED_ISOLATION,
+    TaskOutcome,
+    WorkerRefused,
+    grade_task,
+    pack_submission,
+    worker_report,
+)
 
 #: Environment variable holding the scheduler's address when ``--cluster`` is not given.
 CLUSTER_ENV = "PPO_COURSE_CLUSTER"
@@ -72,6 +79,8 @@ class ClusterRunner:
         fingerprint: the client's ``grader_fingerprint()``; workers must have the same.
         log: where warnings go (a refused worker, one line each).
         retries: Dask retries of a task that raised (default :data:`TASK_RETRIES`).
+        sandboxed: False for a stand-in grader that runs no student code (tests): workers then
+            need no isolation, as in the local pool.
         wait_for_workers_s: how long to wait for a first worker to join, seconds.
 
     Raises:
@@ -81,13 +90,14 @@ class ClusterRunner:
     """
 
     def __init__(self, address: str, *, fingerprint: str, log: Callable[[str], None],
-                 retries: int = TASK_RETRIES, wait_for_workers_s: float = 120.0) -> None:
+                 retries: int = TASK_RETRIES, sandboxed: bool = True, wait_for_workers_s: float = 120.0) -> None:
         try:
             from distributed import Client
         except ImportError as exc:
             raise ImportError("grade-batch --cluster needs Dask's `distributed` package: "
                               "pip install 'ppo-course[cluster]'") from exc
         self.address, self.fingerprint, self.log, self.retries = address, fingerprint, log, retries
+        self.sandboxed = sandboxed
         self.refused: dict[str, str] = {}  # worker address -> reason
         try:
             # How long to keep trying: Dask's own `distributed.comm.timeouts.connect` (30 s by default;
@@ -122,7 +132,12 @@ class ClusterRunner:
             if report["fingerprint"] != self.fingerprint:
                 self._refuse(address, f"its grader fingerprint is {report['fingerprint']}, the client's is "
                                       f"{self.fingerprint}: install the client's exact version of ppo-course there")
-            # Isolation is checked in each task too; a stand-in grader (tests) runs no student code.
+                continue
+            missing = [f.replace("_", " ") for f in REQUIRED_ISOLATION if not report["isolation"].get(f)]
+            if self.sandboxed and missing:  # checked in each task too (cluster_worker.refusal)
+                self._refuse(address, f"this node cannot isolate student code (the kernel refuses a "
+                                      f"{' and a '.join(missing)}), so it would run it unconfined; run the worker "
+                                      "as root or on a kernel with unprivileged user namespaces (docs/cluster.md)")
         self._raise_if_none_left()
 
     def _refuse(self, address: str, reason: str) -> None:

@@ -245,6 +245,23 @@ def test_workers_of_another_grader_version_are_refused(cohort, dask_cluster, tmp
     assert not list(out.glob(f"*/{RECORD}"))  # nothing graded, nothing recorded
 
 
+def _pretend_no_namespaces(granted: dict | None) -> None:
+    """Runs on a worker: make its isolation probe's answer ``granted`` (None: probe again)."""
+    cluster_worker._ISOLATION = granted
+
+
+def test_workers_that_cannot_isolate_are_refused(cohort, dask_cluster, tmp_path):
+    cluster, client = dask_cluster
+    client.run(_pretend_no_namespaces, {"network_namespace": False, "mount_namespace": True})
+    out = tmp_path / "out"
+    try:
+        with pytest.raises(ClusterUnavailable, match="cannot isolate student code .* network namespace"):
+            run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
+    finally:
+        client.run(_pretend_no_namespaces, None)
+    assert not list(out.glob(f"*/{RECORD}"))
+
+
 def test_one_refused_worker_leaves_the_batch_to_the_others(slow_cohort, local_slow, dask_cluster, tmp_path):
     cluster, client = dask_cluster
     bad = sorted(client.scheduler_info()["workers"])[0]
