@@ -11,8 +11,9 @@ fingerprint. On the worker it
    grades) or when this node cannot isolate student code (the kernel refuses
    the network or mount namespace of the sandbox, ``docs/threat_model.md``):
    it never grades unconfined;
-2. unpacks the bytes into a fresh temporary folder of its own
-   (:func:`unpack_submission`);
+2. unpacks the bytes into a fresh folder beside the other submissions graded
+   on this node (:func:`grading_root`, :func:`unpack_submission`), as the
+   local pool stages every student in one folder, which the sandbox hides;
 3. grades them with ``grader.batch.run_worker``, the local pool's own step:
    a fresh ``python -m grader.batch worker`` process in its own process group,
    the same time-out, the same sandbox, sharing one warm fork server per Dask
@@ -32,7 +33,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -177,6 +180,30 @@ def node_isolation() -> dict[str, bool]:
         return dict(_ISOLATION)
 
 
+def grading_root() -> Path:
+    """This node's folder for staged submissions and scratch, shared by every worker process of this user.
+
+    ``<temp dir>/ppo-course-cluster-<uid>`` with ``staging/`` and ``work/`` inside, mode 0700 (under
+    /tmp it is also out of the children's sight: they get a private /tmp).
+
+    Raises:
+        PermissionError: if the folder exists but is not this user's own, private folder (someone else
+            made it first, or it is a link).
+    """
+    root = Path(tempfile.gettempdir()) / f"ppo-course-cluster-{os.getuid()}"
+    try:
+        root.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(root)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise PermissionError(f"{root} is not a private folder of this user (mode {stat.filemode(st.st_mode)}, "
+                              f"owner {st.st_uid}); remove it and restart the worker")
+    for sub in ("staging", "work"):
+        (root / sub).mkdir(mode=0o700, exist_ok=True)
+    return root
+
+
 def _address() -> str:
     try:
         from distributed import get_worker
@@ -242,18 +269,15 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
     why = refusal(fingerprint, sandboxed=not grade_fn)
     if why:
         raise WorkerRefused(address, why)
-    base = None
+    if not student_id or "/" in student_id or "\0" in student_id or student_id in (".", ".."):
+        raise ValueError(f"{student_id!r} is not a student id")
+    root = grading_root()
+    # Every task of this node stages beside the others, in one folder: the sandbox covers a
+    # submission's parent folder (other students), so no child sees a classmate graded at the same time.
+    submission = Path(tempfile.mkdtemp(prefix=f"{student_id}.", dir=root / "staging"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"{student_id}.", dir=root / "work"))
     try:
-        from distributed import get_worker
-
-        base = get_worker().local_directory
-    except (ImportError, ValueError):
-        pass
-    task_dir = Path(tempfile.mkdtemp(prefix="ppo-course-task-", dir=base))
-    try:
-        submission = task_dir / "staging" / student_id
         unpack_submission(archive, submission)
-        scratch = task_dir / "work" / student_id
         outcome = run_worker(submission, scratch, profile=profile, exercises=exercises, timeout_s=timeout_s,
                              grade_fn=grade_fn)
         result = None
@@ -266,5 +290,6 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
         return TaskOutcome(status=status, result=result, message=message, seconds=round(outcome.seconds, 3),
                            worker=address).model_dump_json()
     finally:
-        shutil.rmtree(task_dir, ignore_errors=True)
+        shutil.rmtree(submission, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 

@@ -52,6 +52,18 @@ def test_unpack_refuses_paths_leaving_the_folder(tmp_path, name):
     assert not (tmp_path / "escape.py").exists()
 
 
+def test_grading_root_is_private_and_refuses_a_folder_made_by_someone_else(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    root = cluster_worker.grading_root()
+    assert root.parent == tmp_path and (root.stat().st_mode & 0o777) == 0o700
+    assert (root / "staging").is_dir() and (root / "work").is_dir()
+    root.chmod(0o777)  # as if another user had made it first, open to all
+    with pytest.raises(PermissionError, match="not a private folder"):
+        cluster_worker.grading_root()
+
+
 def test_task_with_another_fingerprint_is_refused_before_grading(tmp_path):
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "ex1_ratio.py").write_text("raise SystemExit('must not run')\n")
