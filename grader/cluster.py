@@ -55,6 +55,8 @@ from grader.cluster_worker import (
 CLUSTER_ENV = "PPO_COURSE_CLUSTER"
 #: Times a task that raised (not a student's failure: a node's fault) is retried by Dask.
 TASK_RETRIES = 2
+#: Refusing workers met by one task before the batch stops (workers that joined with another version).
+MAX_REFUSALS_PER_TASK = 20
 #: Longest reason kept from a cluster fault in the gradebook's message column, characters.
 MAX_REASON_CHARS = 300
 
@@ -184,7 +186,7 @@ class ClusterRunner:
 
         archive = pack_submission(submission)
         t0 = time.monotonic()
-        while True:
+        for _ in range(MAX_REFUSALS_PER_TASK):
             refused = bool(self.refused)
             allowed = self._raise_if_none_left() if refused else None
             future = self.client.submit(
@@ -196,7 +198,7 @@ class ClusterRunner:
                 text = self._result(future, workers)
             except WorkerRefused as exc:
                 self._refuse(exc.address, exc.reason)
-                continue
+                continue  # to the workers not refused yet
             except KilledWorker as exc:
                 return WorkerOutcome("crashed", None, "", _short(
                     f"the cluster lost every worker that tried to grade this submission (Dask KilledWorker: "
@@ -208,6 +210,9 @@ class ClusterRunner:
                     f"grading failed on the cluster in {self.retries + 1} attempts "
                     f"({type(exc).__name__}: {exc})"), time.monotonic() - t0)
             break
+        else:
+            raise ClusterUnavailable(f"{MAX_REFUSALS_PER_TASK} workers of the Dask cluster at {self.address} in a row "
+                                     "refused to grade: " + "; ".join(f"{w}: {r}" for w, r in self.refused.items()))
         outcome = TaskOutcome.model_validate_json(text)
         if outcome.result is None:
             return WorkerOutcome(outcome.status, None, "", outcome.message, outcome.seconds)
