@@ -274,3 +274,41 @@ def test_one_refused_worker_leaves_the_batch_to_the_others(slow_cohort, local_sl
         client.run(_pretend_other_version, None, workers=[bad])
     assert [w for w in warnings if bad in w and "fedcba9876543210" in w]
     _assert_same_as_local(summary.out_dir, local_slow, SLOW_STUDENTS)
+
+
+def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_path, tmp_path):
+    """Past the scheduler's allowed-failures (0 here: the first death), the student is `crashed`, with the reason."""
+    import dask
+
+    subs = tmp_path / "subs"
+    (subs / "s0").mkdir(parents=True)
+    (subs / "s0" / "ex1_ratio.py").write_text("STANDIN_SLOW\n")
+    (subs / "s0" / "ex2_clipped_loss.py").write_text("STANDIN_SLOW\n")
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
+                                     dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        killed: list[int] = []
+
+        def kill_the_grading_worker() -> None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                running = client.run(_executing)
+                busy = [w for w, keys in running.items() if any(k.startswith("ppo-course-grade-") for k in keys)]
+                if busy:
+                    time.sleep(0.3)
+                    pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+                time.sleep(0.05)
+
+        killer = threading.Thread(target=kill_the_grading_worker, daemon=True)
+        killer.start()
+        summary = run_batch(subs, tmp_path / "out", cluster=cluster.scheduler_address, log=lambda m: None,
+                            **STAND_IN_OPTIONS)
+        killer.join(timeout=5)
+    assert killed
+    (record,) = summary.records
+    assert record.status == "crashed" and "KilledWorker" in record.message and len(record.message) <= 300
+    assert summary.graded_now == ["s0"]
