@@ -1352,10 +1352,10 @@ def run_batch(
                     )
         except BaseException as exc:
             workers.kill_all()
-            getattr(runner, "close", lambda: None)()
             for fut in futures:
                 fut.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
+            getattr(runner, "close", lambda: None)()
             try:
                 rebuild_gradebook()
             except OSError as again:

@@ -226,7 +226,10 @@ class ClusterRunner:
         """The task's result, polling so that Ctrl-C and a lost scheduler are noticed within a second."""
         while not future.done():
             if workers is not None and getattr(workers, "stopping", False):
-                future.cancel()
+                try:
+                    future.cancel()
+                except Exception:  # the client is closing too: the scheduler drops the task with it
+                    pass
                 raise KeyboardInterrupt
             if self.client.status in ("closing", "closed"):
                 break
