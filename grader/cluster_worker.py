@@ -51,8 +51,7 @@ from grader.results import GradeResult
 #: Features of the sandbox a grading node must grant (``ppo_course.sandbox.forkserver.probe``).
 REQUIRED_ISOLATION: tuple[str, ...] = ("network_namespace", "mount_namespace")
 
-# Per worker process: computed once, reused by every task (a test may pre-set them, see tests/cluster).
-_FINGERPRINT: str | None = None
+# Per worker process: probed once, reused by every task (a test may pre-set it, see tests/cluster).
 _ISOLATION: dict[str, bool] | None = None
 _STATE_LOCK = threading.Lock()
 
@@ -149,14 +148,15 @@ def unpack_submission(data: bytes, dest: Path) -> None:
 
 
 def worker_fingerprint() -> str:
-    """``grader.batch.grader_fingerprint()`` of this node, computed once per process."""
-    global _FINGERPRINT
-    with _STATE_LOCK:
-        if _FINGERPRINT is None:
-            from grader.batch import grader_fingerprint
+    """``grader.batch.grader_fingerprint()`` of this node's files, now (about 10 ms).
 
-            _FINGERPRINT = grader_fingerprint()
-        return _FINGERPRINT
+    Computed for every task, not once per worker: the grading process of each
+    task imports the files as they are then, so a node upgraded under a running
+    worker is judged by what will actually grade.
+    """
+    from grader.batch import grader_fingerprint
+
+    return grader_fingerprint()
 
 
 def node_isolation() -> dict[str, bool]:

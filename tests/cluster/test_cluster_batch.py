@@ -226,8 +226,9 @@ def test_client_killed_with_sigkill_then_resumed(slow_cohort, local_slow, dask_c
 
 
 def _pretend_other_version(fingerprint: str | None) -> None:
-    """Runs on a worker: make its grader fingerprint ``fingerprint`` (None: compute it again)."""
-    cluster_worker._FINGERPRINT = fingerprint
+    """Runs on a worker: make it report the grader fingerprint ``fingerprint`` (None: its own again)."""
+    real = cluster_worker.__dict__.setdefault("_real_worker_fingerprint", cluster_worker.worker_fingerprint)
+    cluster_worker.worker_fingerprint = real if fingerprint is None else (lambda: fingerprint)
 
 
 def test_workers_of_another_grader_version_are_refused(cohort, dask_cluster, tmp_path):
