@@ -80,10 +80,13 @@ def test_node_without_namespaces_refuses_to_grade(monkeypatch):
     assert cluster_worker.refusal(grader_fingerprint(), sandboxed=False) is None
 
 
-def test_this_node_can_isolate():
-    """The machine running the tests grants the sandbox's namespaces (else the cluster tests would refuse)."""
+def test_node_isolation_is_the_kernels_answer():
+    """The worker's probe (a fresh ``python -I`` process) says what the sandbox's own probe says here."""
+    from ppo_course.sandbox.forkserver import probe
+
     granted = cluster_worker.node_isolation()
-    assert all(granted.get(f) for f in cluster_worker.REQUIRED_ISOLATION), granted
+    assert set(cluster_worker.REQUIRED_ISOLATION) <= set(granted)
+    assert granted == probe()
 
 
 def _free_port() -> int:
