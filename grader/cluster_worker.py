@@ -162,7 +162,7 @@ def worker_fingerprint() -> str:
 def node_isolation() -> dict[str, bool]:
     """Which sandbox features this node grants, probed once per process.
 
-    Runs ``ppo_course.sandbox.forkserver.probe`` in a fresh ``python -I``
+    Runs ``ppo_course.sandbox.forkserver.probe`` in a fresh Python
     process (as the fork server that forks the students' children would), so
     the answer is the kernel's, for this user. A probe that cannot run counts
     as granting nothing.
