@@ -95,7 +95,7 @@ def _overhead(tasks: int, profile: str, exercises: list[str] | None) -> dict:
         local.append(time.perf_counter() - t0)
     remote = []
     with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         client.submit(_echo_task, archive, outcome_json, pure=False).result()  # warm
         for _ in range(tasks):
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             walls[f"local pool --jobs {jobs}"] = _run(subs, tmp / f"local{jobs}", jobs=jobs, **opts)
         for workers in (1, 2):
             with distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
-                                          host="127.0.0.1", dashboard_address=None) as cluster:
+                                          host="127.0.0.1", dashboard_address=":0") as cluster:
                 walls[f"cluster, {workers} worker{'s' * (workers > 1)}"] = _run(
                     subs, tmp / f"cluster{workers}", cluster=cluster.scheduler_address, **opts)
         same = len({(tmp / d / "gradebook.csv").read_bytes()

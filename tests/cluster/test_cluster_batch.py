@@ -113,7 +113,7 @@ def local_slow(slow_cohort, stand_in_path, tmp_path_factory) -> Path:
 def dask_cluster(stand_in_path):
     """A loopback LocalCluster: 2 worker processes (each under a nanny that restarts it), 1 thread each."""
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         yield cluster, client
 
@@ -291,7 +291,7 @@ def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_p
     (subs / "s0" / "ex2_clipped_loss.py").write_text("STANDIN_SLOW\n")
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
             distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                     dashboard_address=None) as cluster, \
+                                     dashboard_address=":0") as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         killed: list[int] = []
 
