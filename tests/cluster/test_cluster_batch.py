@@ -317,3 +317,29 @@ def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_p
     (record,) = summary.records
     assert record.status == "crashed" and "KilledWorker" in record.message and len(record.message) <= 300
     assert summary.graded_now == ["s0"]
+
+
+def test_workers_that_change_version_after_connection_are_refused_in_the_task(dask_cluster, stand_in_path, tmp_path):
+    """The check inside each task: workers vetted at connection, then upgraded (or replaced) under the batch."""
+    from grader.cluster import ClusterRunner
+
+    cluster, client = dask_cluster
+    client.wait_for_workers(2, timeout=60)
+    warnings: list[str] = []
+    runner = ClusterRunner(cluster.scheduler_address, fingerprint=grader_fingerprint(), log=warnings.append,
+                           sandboxed=False)
+    staged = tmp_path / "s0"
+    staged.mkdir()
+    (staged / "ex1_ratio.py").write_text("x = 1\n")
+    try:
+        assert runner.refused == {}
+        client.run(_pretend_other_version, "00000000deadbeef")
+        with pytest.raises(ClusterUnavailable, match="no worker of the Dask cluster .* may grade"):
+            runner(staged, tmp_path / "scratch", profile="fast", exercises=["ex1_ratio"], timeout_s=60,
+                   grade_fn=STAND_IN)
+    finally:
+        client.run(_pretend_other_version, None)
+        runner.close()
+    assert sorted(runner.refused) == sorted(client.scheduler_info()["workers"])
+    assert all("00000000deadbeef" in reason for reason in runner.refused.values())
+    assert len(warnings) == 2
