@@ -250,7 +250,8 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
 
     Args:
         archive: :func:`pack_submission` bytes of the staged submission.
-        student_id: the folder name the submission is unpacked under (as the local pool's staging).
+        student_id: the student, the start of the folder name the submission is unpacked under
+            (``<id>.<random>``: two batches may grade the same id on one node at once).
         fingerprint: the client's ``grader_fingerprint()``; this node must have the same.
         profile, exercises: passed to ``grade_submission`` (``"full"``/``"fast"``; stems or None).
         timeout_s: hard wall-clock limit of the grading process, seconds (``BatchLimits.timeout_s``).
@@ -274,8 +275,9 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
     root = grading_root()
     # Every task of this node stages beside the others, in one folder: the sandbox covers a
     # submission's parent folder (other students), so no child sees a classmate graded at the same time.
-    submission = Path(tempfile.mkdtemp(prefix=f"{student_id}.", dir=root / "staging"))
-    scratch = Path(tempfile.mkdtemp(prefix=f"{student_id}.", dir=root / "work"))
+    prefix = f"{student_id[:200]}."  # + 8 random characters, within a file name's 255 bytes
+    submission = Path(tempfile.mkdtemp(prefix=prefix, dir=root / "staging"))
+    scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=root / "work"))
     try:
         unpack_submission(archive, submission)
         outcome = run_worker(submission, scratch, profile=profile, exercises=exercises, timeout_s=timeout_s,
