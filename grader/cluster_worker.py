@@ -275,7 +275,7 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
     root = grading_root()
     # Every task of this node stages beside the others, in one folder: the sandbox covers a
     # submission's parent folder (other students), so no child sees a classmate graded at the same time.
-    prefix = f"{student_id[:200]}."  # + 8 random characters, within a file name's 255 bytes
+    prefix = student_id.encode()[:200].decode("utf-8", "ignore") + "."  # + 8 random: within 255 bytes
     submission = Path(tempfile.mkdtemp(prefix=prefix, dir=root / "staging"))
     scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=root / "work"))
     try:
