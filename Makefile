@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_reference.py
 	$(PY) benchmarks/bench_grading.py
 	$(PY) benchmarks/bench_quiz.py
+	$(PY) benchmarks/bench_cluster.py
 
 exercises: $(STAMP)
 	$(PY) tools/make_exercises.py

@@ -93,6 +93,13 @@ NBGRADER_COLUMNS: tuple[str, ...] = (
     "max_score",
 )
 
+class BatchAborted(RuntimeError):
+    """The batch cannot go on (its grading back end is gone, e.g. a Dask scheduler); ``str(exc)`` says why.
+
+    Raised out of :func:`run_batch` after the gradebook of what was written; rerunning resumes.
+    """
+
+
 class StudentRecord(BaseModel):
     """``OUT_DIR/<student>/batch.json``: the outcome of one student, written last (commit marker).
 
@@ -196,8 +203,9 @@ def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
 
 
 # TA-side layers that never change a score (batch, report and its analytics, regrade report,
-# exports, similarity): editing them must not regrade a class.
-_SKIP_FROM_FINGERPRINT = {"batch.py", "report.py", "analytics.py", "regrade.py", "export.py", "similarity.py"}
+# exports, similarity, the cluster transport): editing them must not regrade a class.
+_SKIP_FROM_FINGERPRINT = {"batch.py", "report.py", "analytics.py", "regrade.py", "export.py", "similarity.py",
+                          "cluster.py", "cluster_worker.py"}
 _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "gradescope", "__pycache__"}
 
 
@@ -542,6 +550,8 @@ def worker_main(argv: list[str]) -> int:
     result = grade(args.submission, exercises=exercises, profile=args.profile, **kwargs)
     atomic_write_text(args.out / "feedback.md", result.feedback_markdown())
     atomic_write_json(args.out / "results.json", result.to_results_json())
+    # The typed result itself, for a grader on a cluster node to send back (grader/cluster_worker.py).
+    atomic_write_text(args.out / "result.json", result.model_dump_json())
     return 0
 
 
@@ -571,6 +581,7 @@ def grade_entry(
     zero_template: Callable[[], dict | None],
     grade_fn: str | None = None,
     workers: _Workers | None = None,
+    runner: Callable[..., WorkerOutcome] | None = None,
 ) -> GradedEntry:
     """Check, stage and grade one submission in a worker process; never raises for a bad submission.
 
@@ -579,7 +590,8 @@ def grade_entry(
     ``rejected`` (failed a check, or ``grade_submission`` could not read it),
     ``empty`` (no Python file), ``timed-out``, ``crashed`` (the worker died, or the grader
     reported ``grader_error`` on some test) or ``graded``. The
-    staging and scratch folders are removed afterwards.
+    staging and scratch folders are removed afterwards. ``runner`` replaces
+    :func:`run_worker` (same signature; ``grader.cluster.ClusterRunner``).
     """
     notes: list[str] = []
     try:
@@ -590,7 +602,7 @@ def grade_entry(
         results = _zero_results(zero_template(), f"Submission rejected: {message}")
         status, seconds, feedback = "rejected", 0.0, ""
     else:
-        outcome = run_worker(
+        outcome = (runner or run_worker)(
             staged.root,
             scratch,
             profile=profile,
@@ -685,8 +697,10 @@ class ZeroTemplate:
     """
 
     def __init__(self, cache: Path, *, profile: str, exercises: list[str] | None, timeout_s: float,
-                 grade_fn: str | None = None, workers: _Workers | None = None) -> None:
+                 grade_fn: str | None = None, workers: _Workers | None = None,
+                 runner: Callable[..., WorkerOutcome] | None = None) -> None:
         self.cache, self.profile, self.exercises = cache, profile, exercises
+        self.runner = runner or run_worker
         self.timeout_s, self.grade_fn, self.workers = timeout_s, grade_fn, workers
         self._lock = threading.Lock()
         self._done = False
@@ -707,7 +721,7 @@ class ZeroTemplate:
                 empty = Path(tempfile.mkdtemp(prefix="empty-", dir=self.cache.parent))
                 try:
                     (empty / "submission").mkdir()
-                    outcome = run_worker(empty / "submission", empty / "out", profile=self.profile,
+                    outcome = self.runner(empty / "submission", empty / "out", profile=self.profile,
                                          exercises=self.exercises, timeout_s=self.timeout_s,
                                          grade_fn=self.grade_fn, workers=self.workers)
                 finally:
@@ -969,6 +983,7 @@ def run_batch(
     log: Callable[[str], None] | None = None,
     never_lower: bool = False,
     latest_only: bool = False,
+    cluster: str | None = None,
 ) -> BatchSummary:
     """Grade every student of ``submissions_dir`` into ``out_dir``; resumable, crash-isolated, parallel.
 
@@ -991,6 +1006,8 @@ def run_batch(
         never_lower: after a grader change, keep each exercise's published score where the
             regrade gives less (``grader.regrade.never_lower``).
         latest_only: grade only each student's latest submission (``grader.regrade.parse_attempt``).
+        cluster: a Dask scheduler's address: each submission is graded as a task there
+            (``grader.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
 
     A student regraded because the grader fingerprint changed has the published results kept
     first; ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.regrade``).
@@ -1002,10 +1019,12 @@ def run_batch(
         NotADirectoryError: if ``submissions_dir`` is not a folder.
         BatchBusy: if another batch is writing to ``out_dir``.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
+        BatchAborted: the cluster is unreachable, gone, or refuses (``grader.cluster.ClusterUnavailable``),
+            after writing the gradebook so far.
     """
     t_start = time.monotonic()
     limits = limits or BatchLimits()
-    jobs = jobs or default_jobs()
+    requested_jobs, jobs = jobs, jobs or default_jobs()
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     submissions_dir = Path(submissions_dir)
@@ -1069,6 +1088,12 @@ def run_batch(
         regrade.keep_published(out_dir, entry.student_id, fingerprint, rec[0] if rec else None)
         todo.append((entry, h))
 
+    runner: Callable[..., WorkerOutcome] = run_worker
+    if cluster and todo:  # the one swap: each staged submission is graded as a Dask task
+        from grader.cluster import ClusterRunner
+
+        runner = ClusterRunner(cluster, fingerprint=fingerprint, log=say, sandboxed=not grade_fn)
+        jobs = requested_jobs or runner.default_jobs()
     zero_template = ZeroTemplate(
         state / f"empty-{fingerprint}-{profile}-{'_'.join(key_common['exercises'] or ['all'])}.json",
         profile=profile,
@@ -1076,6 +1101,7 @@ def run_batch(
         timeout_s=limits.timeout_s,
         grade_fn=grade_fn,
         workers=workers,
+        runner=runner,
     )
 
     def grade_one(entry: Entry, h: str) -> StudentRecord:
@@ -1098,7 +1124,10 @@ def run_batch(
                 grade_fn=grade_fn,
                 workers=workers,
                 zero_template=zero_template,
+                runner=runner,
             )
+        except BatchAborted:
+            raise  # the cluster is gone: nobody's fault in the class, record nothing
         except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
             if disk_full(exc):
                 raise  # a full output disk is nobody's fault in the class: stop, keep what is whole
@@ -1133,7 +1162,7 @@ def run_batch(
                     sid = futures[fut]
                     try:
                         record = fut.result()
-                    except KeyboardInterrupt:
+                    except (KeyboardInterrupt, BatchAborted):
                         raise
                     except Exception as exc:  # a bug in the batch layer itself: say so, keep going
                         if disk_full(exc):
@@ -1156,6 +1185,7 @@ def run_batch(
             for fut in futures:
                 fut.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
+            getattr(runner, "close", lambda: None)()
             try:
                 rebuild_gradebook()
             except OSError as again:
@@ -1164,6 +1194,7 @@ def run_batch(
                 # the old gradebook stays whole (atomic writes); the rerun rebuilds it
             raise exc
         pool.shutdown(wait=True)
+    getattr(runner, "close", lambda: None)()
     records = rebuild_gradebook()
     regrade.write_regrade_report(out_dir, records, fingerprint, never_lower)
     lock.close()

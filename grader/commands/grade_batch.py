@@ -35,13 +35,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grade only each student's latest submission (alice, alice_2, alice_<timestamp>: "
                              "see the TA guide)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--cluster", default=None, metavar="ADDRESS",
+                        help="grade each submission as a task on the Dask scheduler at ADDRESS "
+                             "(tcp://host:8786; default: $PPO_COURSE_CLUSTER, else this machine's own pool; "
+                             "docs/cluster.md); --jobs is then the tasks in flight")
 
 
 def run(args: argparse.Namespace) -> int:
     """Grade the batch, print where the files are; exit 0 when the batch ran, 2 on a usage error."""
     import sys
 
-    from grader.batch import BatchBusy, BatchLimits
+    from grader.batch import BatchAborted, BatchBusy, BatchLimits
     from grader.points import EXERCISES
 
     if not args.submissions.is_dir():
@@ -69,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
     except BatchBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except BatchAborted as exc:  # the cluster is gone or refuses: what was written stays
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except ImportError as exc:
+        if "distributed" not in str(exc):
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         from grader.batch import disk_full
 
@@ -96,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args, limits, exercises):
     from grader.batch import run_batch
+    from grader.cluster import resolve_address
 
     return run_batch(
         args.submissions,
@@ -110,4 +123,5 @@ def _run(args, limits, exercises):
         progress=not args.no_progress,
         never_lower=args.never_lower,
         latest_only=args.latest_only,
+        cluster=resolve_address(getattr(args, "cluster", None)),
     )
