@@ -17,7 +17,8 @@ import socket
 import time
 from typing import Any, Callable
 
-from grader.sandbox.errors import SandboxError, StudentCrash, StudentError, StudentImportError, StudentTimeout
+from grader.sandbox.errors import (SandboxError, StudentCrash, StudentError, StudentImportError,
+                                   StudentIteratorExhausted, StudentTimeout)
 from grader.sandbox.forkserver import ForkServerClient
 from grader.sandbox.limits import Limits
 from grader.sandbox.shared_args import SharedArgs
@@ -264,7 +265,7 @@ class ChildProcess:
 
         Raises:
             StudentError: the student's code raised.
-            StopIteration: a ``next`` on an exhausted iterator.
+            StudentIteratorExhausted: a ``next`` on an exhausted iterator (a StopIteration).
             StudentTimeout: past the deadline (the child is killed).
             StudentCrash: the child died or broke the protocol.
         """
@@ -324,7 +325,7 @@ class ChildProcess:
                     raise StudentError(str(reply.get("type", "Exception")), str(reply.get("message", "")),
                                        str(reply.get("traceback", "")))
                 if kind == "stop":
-                    raise StopIteration
+                    raise StudentIteratorExhausted("the submission's iterator ended")
                 raise _Died(f"the submission's process sent an unknown reply {kind!r}")
         except TimeoutError:
             self.close()

@@ -62,6 +62,34 @@ def build_setting(payload: dict) -> tuple:
     return policy, ref_policy, optimizer, generator, config, payload["queries"]
 
 
+def buffer_graph_probe(module: Any) -> dict:
+    """Exercise 5's "stores detached copies", observed where the student's buffer runs.
+
+    Adds one field computed from a leaf that requires grad (so it carries a ``grad_fn``) and one
+    plain field, then reads them back through one mini-batch. Only facts leave: how many
+    fields came back and whether any still carries the graph.
+
+    Args:
+        module: the student's imported ``ex5_rollout_buffer``.
+
+    Returns:
+        ``{"fields": int, "keeps_graph": bool}``.
+
+    Raises:
+        Whatever the student's code raises.
+    """
+    g = torch.Generator().manual_seed(5)
+    leaf = torch.rand(4, 3, generator=g, dtype=torch.float64).requires_grad_(True)
+    buf = module.RolloutBuffer()
+    buf.add(ids=torch.arange(4), values=leaf * 2.0)
+    buf.start_training()
+    batches = list(buf.minibatches(4, generator=torch.Generator().manual_seed(0)))
+    fields = {name for mb in batches if isinstance(mb, dict) for name in mb}
+    keeps = any(isinstance(t, torch.Tensor) and (t.requires_grad or t.grad_fn is not None)
+                for mb in batches if isinstance(mb, dict) for t in mb.values())
+    return {"fields": len(fields), "keeps_graph": bool(keeps)}
+
+
 def run_ppo_step(module: Any, payload: dict) -> dict:
     """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
 
@@ -79,6 +107,8 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
         Whatever the student's code raises (reported to the parent as StudentError);
         ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
     """
+    if payload.get("probe") == "buffer_graph":  # exercise 5's detach check rides on the same operation
+        return buffer_graph_probe(module)
     from ppo_course.toy_task import score
 
     policy, ref_policy, optimizer, generator, config, queries = build_setting(payload)
