@@ -335,8 +335,9 @@ DIAGNOSES: dict[str, str] = {
         "(read the controller's value once, before updating it)."
     ),
     "ppo_step_rewards_wrong": (
-        "Your shaped rewards differ from kl_shaped_rewards(scores, logp_old, ref_logp, mask, kl_ctl.value, "
-        "config.kl_placement) (check the KL direction: logp_old minus ref_logp, and the placement)."
+        "The rewards your PPO step feeds to GAE differ from the stub's: kl_shaped_rewards(scores, logp_old, "
+        "ref_logp, mask, kl_ctl.value, config.kl_placement) (KL of logp_old against ref_logp, the config's "
+        "placement), then, only if config.whiten_rewards, whiten(rewards, mask, shift_mean=False)."
     ),
     "ppo_step_gae_arguments": (
         "Your PPO step calls compute_gae with other arguments than (rewards, values, mask, config.gamma, "

@@ -101,7 +101,9 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
 
     Returns:
         ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
-        "kl_coef": <kl_ctl.value after the step>}``.
+        "kl_coef": <kl_ctl.value after the step>, "trace": <the observed stages>}`` (the trace:
+        ``ppo_course.sandbox.observe``; payload ``{"probe": "buffer_graph"}`` runs exercise 5's
+        :func:`buffer_graph_probe` instead).
 
     Raises:
         Whatever the student's code raises (reported to the parent as StudentError);
@@ -109,14 +111,25 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
     """
     if payload.get("probe") == "buffer_graph":  # exercise 5's detach check rides on the same operation
         return buffer_graph_probe(module)
+    import sys
+
+    from ppo_course.sandbox.observe import MODULE_NAMES, StepObserver
+    from ppo_course.sandbox.worker import seed_globals
     from ppo_course.toy_task import score
 
+    seed_globals(int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible
     policy, ref_policy, optimizer, generator, config, queries = build_setting(payload)
     kl_module = importlib.import_module("ex6_kl_reward")
     kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
-    stats = module.ppo_step(policy, ref_policy, optimizer, queries, score, kl_ctl, config, generator)
+    # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
+    modules = {stem: sys.modules.get(stem) for stem in MODULE_NAMES}
+    observer = StepObserver(policy, ref_policy, optimizer, generator, score, kl_ctl, modules)
+    with observer:
+        stats = module.ppo_step(policy, ref_policy, optimizer, queries, observer.reward_fn, observer.kl_ctl, config,
+                                generator)
     return {
         "state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()},
         "stats": stats,
         "kl_coef": kl_ctl.value,
+        "trace": observer.events,
     }
