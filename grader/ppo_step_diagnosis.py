@@ -228,7 +228,7 @@ def _optimizer(g: _Trace, w: _Trace, cfg: dict, got: dict, want: dict) -> str | 
             since_step = 0
         elif ev == "zero_grad" and 0 < since_step < gas and gas > 1:
             return "ppo_step_accumulation_broken"
-    if len(steps) != len(ref_steps):
+    if len(steps) != len(ref_steps) or _losses_per_step(g) != _losses_per_step(w):
         return "ppo_step_optimizer_steps"
     if not steps:
         return None
@@ -239,6 +239,18 @@ def _optimizer(g: _Trace, w: _Trace, cfg: dict, got: dict, want: dict) -> str | 
     if norm > max_norm * (1 + 1e-4) and ref_norm <= max_norm * (1 + 1e-4):
         return "ppo_step_no_grad_clip"
     return None
+
+
+def _losses_per_step(t: _Trace) -> list[int]:
+    """How many mini-batch losses precede each optimizer step (since the previous one)."""
+    out, since = [], 0
+    for e in t.events:
+        if e.get("ev") == "loss":
+            since += 1
+        elif e.get("ev") == "step":
+            out.append(since)
+            since = 0
+    return out
 
 
 def _controller(g: _Trace, w: _Trace, cfg: dict, got: dict, want: dict) -> str | None:

@@ -266,3 +266,16 @@ def test_buffer_stores_detached(student):
         raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", "minibatches() after add()")
     if got.get("keeps_graph") is not False:
         raise Mismatch("buffer_keeps_graph", "", "a field added with a grad_fn")
+
+
+def test_add_rejects_malformed_fields(student, error_name):
+    """(0 points, reported) add()'s other ValueErrors: a field that is not a tensor, a 0-dim tensor (no batch
+    dimension)."""
+    from grader.hidden.documented_errors import expect_value_errors
+
+    def add(**fields):
+        return lambda: student.new("RolloutBuffer").add(**fields)
+
+    expect_value_errors({"a list field": add(ids=torch.arange(2), values=[1.0, 2.0]),
+                         "a 0-dim field": add(ids=torch.arange(2), values=torch.tensor(1.0))},
+                        error_name, "RolloutBuffer.add")

@@ -27,7 +27,7 @@ ints, bools, strings, detached CPU tensor copies):
 
 =================  ===============================================================
 ``generate``       ``temperature, top_p, max_new_tokens, given_generator, responses, mask``
-``reward``         ``same_responses`` (bool), ``scores``
+``reward``         ``same_responses`` (bool: the generated responses and mask), ``scores``
 ``forward``        ``who`` ("policy" | "ref"), ``temperature``, ``grad`` (bool), ``rows``
 ``kl_rewards``     ``kl_coef, placement, logp, ref_logp, out``
 ``whiten``         ``shift_mean``, ``out``
@@ -182,6 +182,7 @@ class StepObserver:
         self._saved: list[tuple[Any, str, Any]] = []
         self._hook: Any = None
         self._last_responses: torch.Tensor | None = None
+        self._last_mask: torch.Tensor | None = None
         self.reward_fn = self._wrap_reward(reward_fn)
         self.kl_ctl = _ObservedController(self, kl_ctl)
 
@@ -194,9 +195,11 @@ class StepObserver:
     def _wrap_reward(self, reward_fn: Callable) -> Callable:
         def reward(responses: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
             scores = reward_fn(responses, mask, *rest, **kw)
-            last = self._last_responses
+            last, last_mask = self._last_responses, self._last_mask
             same = isinstance(responses, torch.Tensor) and last is not None and responses.shape == last.shape \
-                and bool(torch.equal(responses.detach().cpu(), last))
+                and bool(torch.equal(responses.detach().cpu(), last)) and isinstance(mask, torch.Tensor) \
+                and last_mask is not None and mask.shape == last_mask.shape \
+                and bool(torch.equal(mask.detach().cpu().bool(), last_mask.bool()))
             self.record("reward", same_responses=same, scores=_tensor(scores))
             return scores
         return reward
@@ -206,7 +209,7 @@ class StepObserver:
             a = _arguments("generate", args, kwargs)
             out = fn(*args, **kwargs)
             responses, mask = getattr(out, "responses", None), getattr(out, "mask", None)
-            self._last_responses = _tensor(responses)
+            self._last_responses, self._last_mask = _tensor(responses), _tensor(mask)
             self.record("generate", temperature=_number(a.get("temperature")), top_p=_number(a.get("top_p")),
                         max_new_tokens=_number(a.get("max_new_tokens")),
                         given_generator=a.get("generator") is self.generator, responses=_tensor(responses),
