@@ -338,7 +338,8 @@ TRAIN_PARAM_ATOL = PARAM_ATOL * TRAIN_LR / 3e-4
 
 
 def test_training_run_raises_mean_score(provider):
-    """Five seeded PPO steps (lr 3e-3, β 0.01) raise the toy task's mean score by ≥ 0.15 (the reference: ~+0.5).
+    """Five seeded PPO steps (lr 3e-3, β 0.01) raise the toy task's mean score by ≥ 0.15 (or as much as the
+    reference's steps do on the drawn seeds; the reference: +0.2 ... +0.5 on most draws).
 
     Points only together with parity (issue 10, class 2): every step must give the reference's
     parameters from the same weights and seed, and its stats must be the reference's (the mean score
@@ -364,6 +365,11 @@ def test_training_run_raises_mean_score(provider):
             if type(g) is not float or not abs(g - w) <= STAT_RTOL * (1.0 + abs(w)):
                 raise Mismatch("ppo_step_stats_inconsistent", "", f"stats[{key!r}] of {what}")
         state = got["state_dict"]
-    after = evaluate_mean_score(state, seed=draw_int("ex7.train.eval", 0, 10**6))
-    if not after - before >= MIN_SCORE_GAIN:
-        raise Mismatch("ppo_step_no_learning", f"mean score {before:.3f} -> {after:.3f}", "a 5-step training run")
+        reference_state = want["state_dict"]
+    evaluation = draw_int("ex7.train.eval", 0, 10**6)
+    after = evaluate_mean_score(state, seed=evaluation)
+    # Drawn seeds make some runs learn less (measured reference gains +0.18 ... +0.52 on most draws, below
+    # 0 on one of six): the bar is MIN_SCORE_GAIN, or what the reference's last step reached on this draw.
+    reference_gain = evaluate_mean_score(reference_state, seed=evaluation) - before
+    if not after - before >= min(MIN_SCORE_GAIN, reference_gain - 0.05):
+        raise Mismatch("ppo_step_no_learning", "", "a 5-step training run")

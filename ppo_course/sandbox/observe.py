@@ -94,6 +94,8 @@ def _tensor(x: Any) -> torch.Tensor | None:
 
 
 def _number(x: Any) -> float | None:
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
     try:
         return float(x)
     except Exception:  # noqa: BLE001 - a tensor of several values, None, a string: not a number
