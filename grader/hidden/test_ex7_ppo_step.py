@@ -251,7 +251,8 @@ def test_ppo_step_stats_match_reference(provider, runs, tracking):
         raise Mismatch("ppo_step_stats_missing", f"ppo_step returned {type(stats).__name__}", "ppo_step stats")
     for key in STAT_KEYS + TIME_KEYS:
         if type(stats.get(key)) is not float:
-            raise Mismatch("ppo_step_stats_missing", f"stats[{key!r}] is {stats.get(key)!r}", "ppo_step stats")
+            raise Mismatch("ppo_step_stats_missing", f"stats[{key!r}] is a {type(stats.get(key)).__name__}",
+                           "ppo_step stats")
     params_match = max_param_diff(got["state_dict"], want["state_dict"]) <= PARAM_ATOL
     for key in STAT_KEYS:
         g, w = stats[key], float(want["stats"][key])

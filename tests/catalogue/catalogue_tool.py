@@ -281,7 +281,10 @@ def _outcomes_for(group: list[Entry], result: Optional[dict], error: Optional[st
             out.diagnoses_seen = sorted({t["diagnosis"] for t in failed if t.get("diagnosis")})
             out.diagnosed = bool(e.diagnosis) and any(
                 t.get("diagnosis") == e.diagnosis or f"[{e.diagnosis}]" in (t.get("output") or "") for t in failed)
-            specific = set(out.diagnoses_seen) - GENERIC_DIAGNOSES
+            # Only tests worth points: a 0-point report (e.g. the docstrings' input validation, which many
+            # entries skip on top of their mistake) is not a diagnosis of the entry's mistake.
+            specific = {t["diagnosis"] for t in failed if t.get("diagnosis") and t.get("max_score", 1) > 0}
+            specific -= GENERIC_DIAGNOSES
             out.specific_and_correct = out.diagnosed and specific <= {e.diagnosis, *e.also}
         outs.append(out)
     return outs
