@@ -58,10 +58,10 @@ PUBLIC_NAMES = {
 PROPOSED_DIAGNOSES: dict[str, str] = {
     "ppo_step_temperature_ignored": "log-probs recomputed without the sampling temperature (forward_response at T = 1)",
 }
-# Ids that name no specific mistake (the catch-all) or only a consequence that is true of every wrong step
+# Ids that name no specific mistake (the catch-alls: a wrong value, an exception on valid input) or only a consequence that is true of every wrong step
 # (the 0-point own-pieces report of a wrong ex7 step; a step that does not learn): never "a wrong specific
 # diagnosis" in the specific-and-correct rate.
-GENERIC_DIAGNOSES = frozenset({"wrong_value", "ppo_step_own_pieces_differ", "ppo_step_no_learning"})
+GENERIC_DIAGNOSES = frozenset({"wrong_value", "raises_error", "ppo_step_own_pieces_differ", "ppo_step_no_learning"})
 ENTRY_SEPARATOR = "\n\n# ---- mistake-catalogue entry: {name} (overrides the definitions above) ----\n"
 
 
