@@ -1,10 +1,11 @@
 """Exercise 7 scored without doing PPO (issue 10, class 2): attacks a80/a81 against their honest twin.
 
-The twin (``twins/ex7_no_optimizer_step.py``) is the stub's step that forgets
-``optimizer.step()``: it never learns, so it earns no training-run points.
-Each attack runs the twin and then sets the weights by hand towards the toy
-reward model's favourite tokens, with made-up stats (a81 only where it thinks
-a call is a training step). Graded in the FULL profile (the fast one skips
+The twin (``twins/ex7_no_advantage_whitening.py``) is the stub's step without
+the advantage whitening: real PPO that learns, but not the reference's, so
+(parity being required) it earns no training-run points. Each attack runs the
+twin and then sets the weights by hand towards the toy reward model's
+favourite tokens, with made-up stats (a81 only where it thinks a call is a
+training step): before the fix, that earned the training run's points. Graded in the FULL profile (the fast one skips
 the 5-step training run, the target of this class). For each attack:
 
 * on every test of exercise 7 the hostile score is at most the twin's, and
@@ -58,7 +59,7 @@ def test_ex7_attack_gains_nothing(attack, tmp_path, twin, fork_server):
     assert hostile.status == "graded", hostile.message
     got, want = scores_by_test(hostile), scores_by_test(twin)
     assert set(got) == set(want)
-    assert want[TRAINING][0] == 0.0, "the honest twin never updates the policy: it cannot earn training points"
+    assert want[TRAINING][0] == 0.0, "the twin is not the reference's step: without parity, no training points"
     assert got[TRAINING][0] == 0.0, f"{attack.name} earned training-run points without PPO"
     gained = {k: (got[k][0], want[k][0]) for k in want if got[k][0] > want[k][0]}
     assert not gained, f"{attack.name} scored above its honest twin: {gained}"

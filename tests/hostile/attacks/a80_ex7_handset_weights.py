@@ -1,6 +1,6 @@
 """Exercise 7: weights set by hand towards the reward model's favourite tokens, and made-up stats.
 
-Tries: run the honest twin's step (which never updates the policy), then push
+Tries: run the honest twin's step (PPO without the advantage whitening), then push
 the policy towards the toy reward model's positive words directly (a few
 gradient steps on the log-probability of those words, no PPO at all) and
 return invented stats (a high ppo/mean_scores, a zero KL), hoping that the
@@ -12,7 +12,7 @@ reference's for the batch actually generated (issue 10, class 2).
 """
 
 TARGET = "ex7_ppo_step"
-TWIN = "ex7_no_optimizer_step.py"
+TWIN = "ex7_no_advantage_whitening.py"
 
 import torch
 

@@ -11,7 +11,7 @@ reference from the same weights and seed, so recognising it gains nothing.
 """
 
 TARGET = "ex7_ppo_step"
-TWIN = "ex7_no_optimizer_step.py"
+TWIN = "ex7_no_advantage_whitening.py"
 
 import torch
 

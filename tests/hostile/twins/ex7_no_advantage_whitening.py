@@ -1,4 +1,5 @@
-"""Honest twin (exercise 7): the stub's step that forgets optimizer.step() (clips, zeroes, never updates).
+"""Honest twin (exercise 7): the stub's step without the advantage whitening (a real PPO step that learns,
+but not the reference's).
 
 Exercise 7 (stops 5–7): one full PPO step for RLHF, from your exercises 1–6.
 
@@ -116,7 +117,6 @@ def ppo_step(
         rewards = ex4_gae.whiten(rewards, mask, shift_mean=False)
     # (5) GAE, then whitened advantages (Book §5.5).
     advantages, returns = ex4_gae.compute_gae(rewards, values, mask, config.gamma, config.lam)
-    advantages = ex4_gae.whiten(advantages, mask)
 
     # (6) the rollout buffer of eq. 5.13: collect, then train.
     buf = ex5_rollout_buffer.RolloutBuffer()
@@ -143,6 +143,7 @@ def ppo_step(
             (loss / gas).backward()
             if (i + 1) % gas == 0:
                 torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+                optimizer.step()
                 optimizer.zero_grad()
             # Monitoring only: the contract fixes just approx_kl and clipfrac in `stats`.
             with torch.no_grad():
