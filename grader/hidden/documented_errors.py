@@ -17,7 +17,7 @@ from ppo_course.check_support.feedback import Mismatch
 
 def expect_value_errors(cases: dict[str, Callable[[], object]], error_name: Callable[[BaseException], str | None],
                         what: str) -> None:
-    """Mismatch('no_input_validation') unless every case raises ValueError (the docstring's promise).
+    """Mismatch('missing_documented_error') unless every case raises ValueError (the docstring's promise).
 
     Args:
         cases: {label (no hidden value in it): a call of the student's code on malformed input}.
@@ -38,5 +38,5 @@ def expect_value_errors(cases: dict[str, Callable[[], object]], error_name: Call
                 continue
             if name == "NotImplementedError":
                 raise Mismatch("not_implemented", name, what) from None
-            raise Mismatch("no_input_validation", f"{label}: expected ValueError, got {name}", what) from None
-        raise Mismatch("no_input_validation", f"{label}: expected ValueError, nothing was raised", what)
+            raise Mismatch("missing_documented_error", f"{label}: {name} instead of ValueError", what) from None
+        raise Mismatch("missing_documented_error", f"{label}: no ValueError", what)

@@ -440,8 +440,8 @@ DIAGNOSES: dict[str, str] = {
     "module_broken": (
         "This exercise's module cannot be imported (syntax error or an exception at import time)."
     ),
-    "no_input_validation": (
-        "The docstring promises a ValueError for this malformed input (e.g. mismatched shapes); your "
+    "missing_documented_error": (
+        "The docstring promises a ValueError for this malformed call (e.g. mismatched shapes); your "
         "function accepted it or raised another error. Check the shapes first and raise ValueError."
     ),
     "iterator_ended_early": (
