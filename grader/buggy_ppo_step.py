@@ -13,6 +13,7 @@ matched against the mistake that produced them (diagnosis ids in
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -22,24 +23,49 @@ import ppo_reference as ref
 
 # The same builder as the child's harness, so the reference run and the student's run start equal.
 from ppo_course.sandbox.harness import build_setting  # noqa: E402
+from ppo_course.sandbox.observe import StepObserver  # noqa: E402
 
 
-def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_grad: bool = True,
-                       scale_loss: bool = True, zero_grad_every_minibatch: bool = False,
-                       logp_old_recomputed: bool = False, logp_old_refreshed_each_epoch: bool = False,
-                       epochs_delta: int = 0, kl_per_token_units: bool = False,
-                       kl_update_first: bool = False, whiten_rewards_shift: bool = False,
-                       ignore_temperature: bool = False, own_minibatch_generator: bool = False,
-                       whiten_per_minibatch: bool = False) -> dict[str, Any]:
-    """One PPO step (all switches off: the reference algorithm) → {"state_dict", "stats", "kl_coef"}.
+def reference_namespaces() -> dict[str, SimpleNamespace]:
+    """ppo_reference's pieces as the stub's sibling modules (patchable by the observer)."""
+    return {"ex3_full_loss": SimpleNamespace(ppo_loss=ref.ppo_loss),
+            "ex4_gae": SimpleNamespace(compute_gae=ref.compute_gae, whiten=ref.whiten),
+            "ex5_rollout_buffer": SimpleNamespace(RolloutBuffer=ref.RolloutBuffer),
+            "ex6_kl_reward": SimpleNamespace(kl_shaped_rewards=ref.kl_shaped_rewards)}
+
+
+def run_reference_step(payload: dict, **switches: bool | int) -> dict[str, Any]:
+    """One PPO step (no switch: the reference algorithm) → {"state_dict", "stats", "kl_coef", "trace"}.
+
+    Each switch of `_step` turns on one known mistake; the trace is the observer's
+    (`ppo_course.sandbox.observe`), in the same format as the child's harness.
 
     Raises:
-        pydantic.ValidationError / KeyError: on a malformed payload.
+        pydantic.ValidationError / KeyError: on a malformed payload; TypeError on an unknown switch.
     """
     from ppo_course.toy_task import score
 
     policy, ref_policy, optimizer, generator, config, queries = build_setting(payload)
-    kl_ctl = ref.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+    kl_ctl_inner = ref.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+    ns = reference_namespaces()
+    observer = StepObserver(policy, ref_policy, optimizer, generator, score, kl_ctl_inner, ns)
+    with observer:
+        out = _step(policy, ref_policy, optimizer, generator, config, queries, observer.reward_fn, observer.kl_ctl, ns,
+                    **switches)
+    out["trace"] = observer.events
+    out["kl_coef"] = kl_ctl_inner.value
+    return out
+
+
+def _step(policy, ref_policy, optimizer, generator, config, queries, score, kl_ctl, ns, *,
+          whiten_advantages: bool = True, clip_grad: bool = True,
+          scale_loss: bool = True, zero_grad_every_minibatch: bool = False,
+          logp_old_recomputed: bool = False, logp_old_refreshed_each_epoch: bool = False,
+          epochs_delta: int = 0, kl_per_token_units: bool = False,
+          kl_update_first: bool = False, whiten_rewards_shift: bool = False,
+          ignore_temperature: bool = False, own_minibatch_generator: bool = False,
+          whiten_per_minibatch: bool = False, kl_coef_after_update: bool = False) -> dict[str, Any]:
+    """The step itself, with ppo_reference's pieces reached through `ns` (so that the observer sees them)."""
     rollout = policy.generate(queries, config.max_new_tokens, config.temperature, config.top_p, generator)
     responses, mask = rollout.responses, rollout.mask
     scores = score(responses, mask)
@@ -60,13 +86,13 @@ def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_gr
     if kl_update_first:
         update_kl()
     kl_coef = kl_ctl.value
-    rewards = ref.kl_shaped_rewards(scores, logp_old, ref_logp, mask, kl_coef, config.kl_placement)
+    rewards = ns['ex6_kl_reward'].kl_shaped_rewards(scores, logp_old, ref_logp, mask, kl_coef, config.kl_placement)
     if config.whiten_rewards:
-        rewards = ref.whiten(rewards, mask, shift_mean=whiten_rewards_shift)
-    advantages, returns = ref.compute_gae(rewards, values, mask, config.gamma, config.lam)
+        rewards = ns['ex4_gae'].whiten(rewards, mask, shift_mean=whiten_rewards_shift)
+    advantages, returns = ns['ex4_gae'].compute_gae(rewards, values, mask, config.gamma, config.lam)
     if whiten_advantages and not whiten_per_minibatch:
-        advantages = ref.whiten(advantages, mask)
-    buf = ref.RolloutBuffer()
+        advantages = ns['ex4_gae'].whiten(advantages, mask)
+    buf = ns['ex5_rollout_buffer'].RolloutBuffer()
     buf.add(queries=queries, responses=responses, mask=mask, logp_old=logp_old, values=values,
             advantages=advantages, returns=returns)
     buf.start_training()
@@ -91,8 +117,8 @@ def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_gr
             logits_mb, vpred = policy.forward_response(mb["queries"], mb["responses"], temperature)
             logp = ref.logprobs_from_logits(logits_mb, mb["responses"])
             old = logp.detach() if logp_old_recomputed else mb["logp_old"]
-            mb_adv = ref.whiten(mb["advantages"], mb["mask"]) if whiten_per_minibatch else mb["advantages"]
-            loss, stats = ref.ppo_loss(logp, old, mb_adv, vpred, mb["values"], mb["returns"], logits_mb,
+            mb_adv = ns['ex4_gae'].whiten(mb["advantages"], mb["mask"]) if whiten_per_minibatch else mb["advantages"]
+            loss, stats = ns['ex3_full_loss'].ppo_loss(logp, old, mb_adv, vpred, mb["values"], mb["returns"], logits_mb,
                                        mb["mask"], clip_eps=config.cliprange, clip_range_value=config.cliprange_value,
                                        vf_coef=config.vf_coef, ent_coef=config.ent_coef)
             (loss / accumulate if scale_loss else loss).backward()
@@ -111,15 +137,16 @@ def run_reference_step(payload: dict, *, whiten_advantages: bool = True, clip_gr
     out_stats = {
         "ppo/mean_scores": scores.float().mean().item(),
         "objective/kl": kl_seq.mean().item(),
-        "objective/kl_coef": float(kl_coef),
+        "objective/kl_coef": float(kl_ctl.value if kl_coef_after_update else kl_coef),
         "ppo/loss/total": totals["loss"] / max(n, 1),
         "ppo/loss/value": totals["value_loss"] / max(n, 1),
         "ppo/policy/entropy": totals["entropy"] / max(n, 1),
         "ppo/policy/approx_kl": totals["approx_kl"] / max(n, 1),
         "ppo/policy/clipfrac": totals["clipfrac"] / max(n, 1),
     }
-    return {"state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()},
-            "stats": out_stats, "kl_coef": kl_ctl.value}
+    return {"state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()}, "stats": out_stats}
+
+
 
 
 # (diagnosis id, switches) in the order tried; the first whose parameters match the student's wins.

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.sandbox import (Limits, Sandbox, SandboxError, StudentCrash, StudentError, StudentImportError,
-                            StudentTimeout)
+from grader.sandbox import (Limits, Sandbox, SandboxError, StudentCrash, StudentError, StudentFailure,
+                            StudentImportError, StudentIteratorExhausted, StudentTimeout)
 from grader.sandbox.remote import RemoteFunction
 from ppo_course.check_support.local import ModuleUnavailable, is_inplace_error
 from ppo_course.check_support.signatures import WrongSignature, problem_for_call, signature_problems
@@ -215,7 +215,19 @@ class SandboxProvider:
 
     @staticmethod
     def classify(exc: BaseException) -> tuple[str, str] | None:
-        """(diagnosis, detail) for the sandbox's exceptions; None for anything else."""
+        """(diagnosis, detail) for the sandbox's exceptions; None for anything else.
+
+        Whatever the submission caused (a ``StudentFailure``, also when it reaches the test
+        wrapped: a generator turns an escaping StopIteration into RuntimeError with it as the
+        cause) is the student's: never ``grader_error``.
+        """
+        cause = exc
+        while isinstance(cause, RuntimeError) and not isinstance(cause, StudentFailure) \
+                and isinstance(cause.__cause__, StudentFailure):
+            cause = cause.__cause__
+        exc = cause
+        if isinstance(exc, StudentIteratorExhausted):
+            return "iterator_ended_early", "the iterator ended (StopIteration) where an item or an error was expected"
         if isinstance(exc, ModuleUnavailable):
             return exc.diagnosis, exc.detail
         if isinstance(exc, WrongSignature):
@@ -247,4 +259,6 @@ class SandboxProvider:
             return ("timeout" if "SIGXCPU" in text or "CPU time" in text else "crash"), text
         if isinstance(exc, SandboxError):
             return "grader_error", f"sandbox: {exc}"
+        if isinstance(exc, StudentFailure):  # any other failure the submission caused
+            return "raises_error", type(exc).__name__
         return None

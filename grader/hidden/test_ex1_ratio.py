@@ -107,3 +107,18 @@ def test_ratio_gradient_flows(student, reference):
     # float64 products of ≤ e^3-sized ratios with N(0,1): 1e-9 is far above rounding.
     compare_grads(student, reference, "probability_ratio", (logp_new, logp_old), {}, ("logp_new",),
                   rtol=1e-9, atol=1e-9, grad_output=upstream, detached_diagnosis="ratio_detached")
+
+
+def test_ratio_rejects_malformed_input(student, error_name):
+    """(0 points, reported) The docstrings' ValueErrors: logits not 3-D, float tokens, tokens not [B, T] of
+    the logits, logp_new and logp_old of different shapes."""
+    from grader.hidden.documented_errors import expect_value_errors
+
+    logits = torch.randn(2, 3, 5, dtype=torch.float64)
+    tokens = torch.randint(0, 5, (2, 3))
+    expect_value_errors({"2-D logits": lambda: student.logprobs_from_logits(logits[0], tokens[0]),
+                         "float tokens": lambda: student.logprobs_from_logits(logits, tokens.double()),
+                         "tokens of another shape": lambda: student.logprobs_from_logits(logits, tokens[:, :2])},
+                        error_name, "logprobs_from_logits")
+    a, b = torch.randn(2, 3, dtype=torch.float64), torch.randn(2, 4, dtype=torch.float64)
+    expect_value_errors({"two shapes": lambda: student.probability_ratio(a, b)}, error_name, "probability_ratio")

@@ -89,3 +89,14 @@ def test_surrogate_inputs_untouched(student, error_name):
 
     args = _case(Batch(2, 4, (4, 2), "float", "float64", 8), 0.2)
     expect_inputs_untouched(student, NAME, args, {}, ("logp_new", "logp_old", "advantages"), error_name)
+
+
+def test_surrogate_rejects_mismatched_shapes(student, error_name):
+    """(0 points, reported) The docstring's ValueError: the four tensors do not share one shape."""
+    from grader.hidden.documented_errors import expect_value_errors
+
+    x = torch.randn(2, 3, dtype=torch.float64)
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    expect_value_errors({"advantages of another shape": lambda: student.clipped_surrogate_loss(x, x, x[:, :2], mask),
+                         "mask of another shape": lambda: student.clipped_surrogate_loss(x, x, x, mask[:1])},
+                        error_name, "clipped_surrogate_loss")

@@ -201,3 +201,20 @@ def test_losses_inputs_untouched(student, error_name):
     expect_inputs_untouched(student, "ppo_loss", args, {},
                             ("logp_new", "logp_old", "advantages", "values", "old_values", "returns", "logits"),
                             error_name)
+
+
+def test_losses_reject_mismatched_shapes(student, error_name):
+    """(0 points, reported) The docstrings' ValueErrors: value-loss tensors of different shapes, a mask not
+    [B, T] of the logits, ppo_loss's token-level shapes or logits that do not match them."""
+    from grader.hidden.documented_errors import expect_value_errors
+
+    x = torch.randn(2, 3, dtype=torch.float64)
+    logits = torch.randn(2, 3, 5, dtype=torch.float64)
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    expect_value_errors({"returns of another shape": lambda: student.clipped_value_loss(x, x, x[:, :2], mask)},
+                        error_name, "clipped_value_loss")
+    expect_value_errors({"mask of another shape": lambda: student.entropy_from_logits(logits, mask[:, :2])},
+                        error_name, "entropy_from_logits")
+    expect_value_errors({"logits of another length": lambda: student.ppo_loss(x, x, x, x, x, x, logits[:, :2], mask),
+                         "advantages of another shape": lambda: student.ppo_loss(x, x, x[:1], x, x, x, logits, mask)},
+                        error_name, "ppo_loss")

@@ -129,3 +129,15 @@ def test_gae_whiten_inputs_untouched(student, error_name):
     rewards, values, mask = _gae_case(batch)
     expect_inputs_untouched(student, "compute_gae", (rewards, values, mask), {}, ("rewards", "values"), error_name)
     expect_inputs_untouched(student, "whiten", (rewards, mask), {}, ("x",), error_name)
+
+
+def test_gae_whiten_reject_malformed_input(student, error_name):
+    """(0 points, reported) The docstrings' ValueErrors: compute_gae's three shapes differ or are not 2-D;
+    whiten's shapes differ."""
+    from grader.hidden.documented_errors import expect_value_errors
+
+    x = torch.randn(2, 3, dtype=torch.float64)
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    expect_value_errors({"values of another shape": lambda: student.compute_gae(x, x[:, :2], mask),
+                         "1-D tensors": lambda: student.compute_gae(x[0], x[0], mask[0])}, error_name, "compute_gae")
+    expect_value_errors({"mask of another shape": lambda: student.whiten(x, mask[:, :2])}, error_name, "whiten")

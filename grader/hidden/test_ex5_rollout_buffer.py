@@ -65,12 +65,40 @@ def test_add_during_train_raises(student, error_name):
                   what="add() in the train phase", is_error=error_name)
 
 
+def _raises_at_call(call, drain_it, error_names, diagnosis: str, what: str, error_name) -> None:
+    """The docstring's "raised at call time": `call()` itself must raise one of `error_names`.
+
+    An error raised only at the first `next()` (a generator method that validates inside its
+    body) is named `buffer_errors_not_at_call`; no error at all is `diagnosis`.
+    """
+    try:
+        iterator = call()
+    except Exception as exc:  # the student's exception, reported by type name
+        name = error_name(exc)
+        if name is None:
+            raise
+        if name in error_names:
+            return
+        if name == "NotImplementedError":
+            raise Mismatch("not_implemented", name, what) from None
+        raise Mismatch(diagnosis, f"expected {' or '.join(error_names)}, got {name}", what) from None
+    try:
+        drain_it(iterator)
+    except Exception as exc:  # raised later, at the first next()
+        if error_name(exc) in error_names:
+            raise Mismatch("buffer_errors_not_at_call", "raised at the first next(), not when called", what) from None
+        if error_name(exc) is None:
+            raise
+    raise Mismatch(diagnosis, f"expected {' or '.join(error_names)}, but nothing was raised", what)
+
+
 def test_minibatches_during_collect_raise(student, error_name):
-    """Iterating mini-batches in the collect phase raises RuntimeError (at the call or the first step)."""
+    """Calling minibatches() in the collect phase raises RuntimeError at call time (the docstring's
+    "RuntimeError: if not in the train phase (at call time)"), not at the first next()."""
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(4, seed=5))
-    expect_raises(lambda: drain(buf.minibatches(2, generator=torch.Generator().manual_seed(0))), ("RuntimeError",),
-                  "buffer_minibatches_during_collect", what="minibatches() in the collect phase", is_error=error_name)
+    _raises_at_call(lambda: buf.minibatches(2, generator=torch.Generator().manual_seed(0)), drain, ("RuntimeError",),
+                    "buffer_minibatches_during_collect", "minibatches() in the collect phase", error_name)
 
 
 def test_use_after_purge_raises(student, error_name):
@@ -83,8 +111,9 @@ def test_use_after_purge_raises(student, error_name):
     buf.purge()
     expect_raises(lambda: next(stale), ("RuntimeError",), "buffer_use_after_purge",
                   what="advancing a mini-batch iterator made before purge()", is_error=error_name)
-    expect_raises(lambda: drain(buf.minibatches(2)), ("RuntimeError",), "buffer_use_after_purge",
-                  what="minibatches() after purge()", is_error=error_name)
+    # After purge the buffer is collecting again: minibatches() raises when called.
+    _raises_at_call(lambda: buf.minibatches(2), drain, ("RuntimeError",), "buffer_use_after_purge",
+                    "minibatches() after purge()", error_name)
 
 
 def _epochs_of(buffer_factory, fields_list, plan):
@@ -192,3 +221,61 @@ def test_invalid_use_raises(student, error_name):
                   what="add() with different batch sizes", is_error=error_name)
     expect_raises(lambda: buf.add(), ("ValueError",), "buffer_no_validation", what="add() with no fields",
                   is_error=error_name)
+
+
+def test_add_inconsistent_fields_raises(student, error_name):
+    """Every add() of a cycle must use the first call's keys and trailing shapes: other keys or another
+    trailing shape raise ValueError (the docstring of add, "Raises")."""
+    cases = {
+        "a missing key": lambda f: {k: v for k, v in f.items() if k != "values"},
+        "an extra key": lambda f: {**f, "returns": f["values"].clone()},
+        "another trailing shape": lambda f: {**f, "logp_old": torch.cat([f["logp_old"], f["logp_old"][:, :1]], 1)},
+    }
+    for label, change in cases.items():
+        buf = student.new("RolloutBuffer")
+        buf.add(**_rollout(3, seed=20))
+        second = change(_rollout(2, seed=21, start=3))
+        expect_raises(lambda: buf.add(**second), ("ValueError",), "buffer_inconsistent_fields",
+                      what=f"a second add() with {label}", is_error=error_name)
+
+
+def test_invalid_mini_batch_size_raises(student, error_name):
+    """minibatches(mini_batch_size) with mini_batch_size < 1 raises ValueError, at call time."""
+    for size in (-2, 0):
+        buf = student.new("RolloutBuffer")
+        buf.add(**_rollout(4, seed=22))
+        buf.start_training()
+        _raises_at_call(lambda: buf.minibatches(size, generator=torch.Generator().manual_seed(0)), drain,
+                        ("ValueError",), "buffer_bad_minibatch_size", f"minibatches({size})", error_name)
+
+
+def test_buffer_stores_detached(student):
+    """add() stores detached copies: a field that carries the caller's autograd graph comes back from
+    minibatches() without it (the docstring: "stores copies"; the stub: detached copies).
+
+    The graph must exist where the student's buffer runs, so the check runs in the child
+    (`ppo_course.sandbox.harness.buffer_graph_probe`); it only reports what the buffer returned.
+    """
+    from ppo_course.sandbox import harness
+
+    if callable(getattr(type(student), "ppo_step_harness", None)) and hasattr(student, "_request"):
+        got = student._request("harness_ex7", {"payload": {"probe": "buffer_graph"}}, None)  # the sandbox
+    else:
+        got = harness.buffer_graph_probe(student._module)  # ppo-course check's local module
+    if not isinstance(got, dict) or got.get("fields") != 2:
+        raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", "minibatches() after add()")
+    if got.get("keeps_graph") is not False:
+        raise Mismatch("buffer_keeps_graph", "", "a field added with a grad_fn")
+
+
+def test_add_rejects_malformed_fields(student, error_name):
+    """(0 points, reported) add()'s other ValueErrors: a field that is not a tensor, a 0-dim tensor (no batch
+    dimension)."""
+    from grader.hidden.documented_errors import expect_value_errors
+
+    def add(**fields):
+        return lambda: student.new("RolloutBuffer").add(**fields)
+
+    expect_value_errors({"a list field": add(ids=torch.arange(2), values=[1.0, 2.0]),
+                         "a 0-dim field": add(ids=torch.arange(2), values=torch.tensor(1.0))},
+                        error_name, "RolloutBuffer.add")

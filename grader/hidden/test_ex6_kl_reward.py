@@ -125,3 +125,23 @@ def test_kl_inputs_untouched(student, error_name):
     expect_inputs_untouched(student, "per_token_kl", (logp, ref_logp, mask), {}, ("logp", "ref_logp"), error_name)
     expect_inputs_untouched(student, "kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask),
                             {"placement": "last_token"}, ("scores", "logp", "ref_logp"), error_name)
+
+
+def test_kl_reward_rejects_malformed_input(student, error_name):
+    """(0 points, reported) The docstrings' ValueErrors: per_token_kl's shapes differ; kl_shaped_rewards with
+    an unknown placement, scores not [batch] or token shapes that differ; a controller with target or
+    horizon ≤ 0."""
+    from grader.hidden.documented_errors import expect_value_errors
+
+    x = -torch.rand(2, 3, dtype=torch.float64)
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    scores = torch.randn(2, dtype=torch.float64)
+    expect_value_errors({"ref_logp of another shape": lambda: student.per_token_kl(x, x[:, :2], mask)}, error_name,
+                        "per_token_kl")
+    expect_value_errors({"unknown placement": lambda: student.kl_shaped_rewards(scores, x, x, mask, 0.1, "middle"),
+                         "scores of shape [B, 1]": lambda: student.kl_shaped_rewards(scores[:, None], x, x, mask),
+                         "ref_logp of another shape": lambda: student.kl_shaped_rewards(scores, x, x[:, :2], mask)},
+                        error_name, "kl_shaped_rewards")
+    expect_value_errors({"target 0": lambda: student.new("AdaptiveKLController", 0.05, 0.0, 10000.0),
+                         "horizon -1": lambda: student.new("AdaptiveKLController", 0.05, 6.0, -1.0)},
+                        error_name, "AdaptiveKLController")

@@ -16,6 +16,7 @@ from grader.sandbox.errors import (
     StudentError,
     StudentFailure,
     StudentImportError,
+    StudentIteratorExhausted,
     StudentTimeout,
 )
 from grader.sandbox.forkserver import ForkServerClient
@@ -37,5 +38,6 @@ __all__ = [
     "StudentTimeout",
     "StudentCrash",
     "StudentImportError",
+    "StudentIteratorExhausted",
     "SandboxError",
 ]

@@ -91,6 +91,16 @@ class StudentError(StudentFailure):
         return cls(reply.get("type"), reply.get("message"), base=reply.get("base"), echo=echo)
 
 
+class StudentIteratorExhausted(StudentFailure, StopIteration):
+    """The student's iterator ended (``next`` in the child raised StopIteration).
+
+    Still a ``StopIteration``, so that ``for`` loops and ``list()`` over a remote
+    iterator end normally; when it escapes a test (a ``next()`` where the test
+    expected an item or an error), the provider classifies it as the student's
+    (``iterator_ended_early``), never as a grader error.
+    """
+
+
 class StudentTimeout(StudentFailure):
     """A call (or the import) ran past its wall-clock limit; the child was killed."""
 

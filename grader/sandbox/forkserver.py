@@ -49,6 +49,7 @@ def _server_env() -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1",
         "CUDA_VISIBLE_DEVICES": "",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
     }
 
 
@@ -90,7 +91,9 @@ class ForkServerClient:
         root = str(Path(spec.origin).parent.parent) if spec and spec.origin else ""
         try:
             self.proc: subprocess.Popen | None = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOT, str(child_sock.fileno()), str(os.getpid()), root,
+                # -P -s and a fixed environment (-I's isolation) without -E, so that PYTHONHASHSEED
+                # applies: str hashes, hence set order, are the same in every child on every run.
+                [sys.executable, "-P", "-s", "-c", _BOOT, str(child_sock.fileno()), str(os.getpid()), root,
                  "warm" if warm_up else "cold", self.listen_path or ""],
                 pass_fds=[child_sock.fileno()],
                 stdin=subprocess.DEVNULL,

@@ -27,7 +27,8 @@ import socket
 import time
 from typing import Any, Callable, Iterator
 
-from grader.sandbox.errors import SandboxError, StudentCrash, StudentError, StudentImportError, StudentTimeout
+from grader.sandbox.errors import (SandboxError, StudentCrash, StudentError, StudentImportError,
+                                   StudentIteratorExhausted, StudentTimeout)
 from grader.sandbox.forkserver import ForkServerClient
 from grader.sandbox.limits import Limits
 from grader.sandbox.shared_args import SharedArgs
@@ -340,7 +341,7 @@ class ChildProcess:
 
         Raises:
             StudentError: the student's code raised.
-            StopIteration: a ``next`` on an exhausted iterator.
+            StudentIteratorExhausted: a ``next`` on an exhausted iterator (a StopIteration).
             StudentTimeout: past the deadline (the child is killed).
             StudentCrash: the child died or broke the protocol.
         """
@@ -403,7 +404,7 @@ class ChildProcess:
                 if kind == "err":
                     raise StudentError.from_reply(reply, echo=self.on_callback is None)
                 if kind == "stop":
-                    raise StopIteration
+                    raise StudentIteratorExhausted("the submission's iterator ended")
                 raise _Died("the submission's process sent an unknown reply")
         except TimeoutError:
             self.close()

@@ -251,6 +251,21 @@ DIAGNOSES: dict[str, str] = {
         "it (an unmasked KL leaks the padding's junk into the rewards, and into the row mean for "
         "placement='last_token')."
     ),
+    "buffer_inconsistent_fields": (
+        "add() must raise ValueError when a call of the same cycle has other keys, trailing shapes or "
+        "dtypes than the first one (the fields of one rollout must stack into one tensor each)."
+    ),
+    "buffer_bad_minibatch_size": (
+        "minibatches(mini_batch_size) must raise ValueError for a size below 1 (or not an int), when called."
+    ),
+    "buffer_errors_not_at_call": (
+        "minibatches() must raise its errors when it is CALLED (validate before returning the iterator), "
+        "not at the first next(): write it as a normal method that checks, then returns a generator."
+    ),
+    "buffer_keeps_graph": (
+        "add() stores tensors that still carry the caller's autograd graph; store detached copies "
+        "(value.detach().clone())."
+    ),
     # --- exercise 7: the PPO step (Book fig. 5.1, §5.8) ---
     "ppo_step_no_advantage_whitening": (
         "Your PPO step does not whiten the advantages before the updates (TRL whitens them "
@@ -293,6 +308,65 @@ DIAGNOSES: dict[str, str] = {
     "ppo_step_wrong_order": (
         "Your PPO step does its steps in a different order (or draws a different number of random "
         "numbers) than the stub fixes, so it cannot match the reference: follow the stub's order."
+    ),
+    "ppo_step_generation_differs": (
+        "The responses your PPO step samples differ from the stub's: call policy.generate(queries, "
+        "config.max_new_tokens, config.temperature, config.top_p, generator) once, first, with the given "
+        "generator (not the global RNG, not a new generator) and the config's temperature and top_p."
+    ),
+    "ppo_step_scores_wrong": (
+        "Your PPO step scores something other than the sampled responses: scores = reward_fn(responses, mask) "
+        "on the generated batch."
+    ),
+    "ppo_step_logp_old_from_reference": (
+        "Your logp_old comes from the reference policy; logp_old is the log-prob of the sampled tokens under "
+        "the policy itself (before any update), and ref_policy gives only ref_logp, the KL anchor (Book §5.7)."
+    ),
+    "ppo_step_logp_old_wrong": (
+        "The log-probs you store in the buffer (logp_old) are not the policy's no-grad log-probs of the "
+        "sampled tokens at the config's temperature, taken before any update (Book §5.7)."
+    ),
+    "ppo_step_values_wrong": (
+        "The values you store (and feed to GAE) are not the policy's value head on the rollout, taken "
+        "without gradient before any update."
+    ),
+    "ppo_step_kl_coef_wrong": (
+        "The shaped rewards use a different KL coefficient than kl_ctl.value at the start of the step "
+        "(read the controller's value once, before updating it)."
+    ),
+    "ppo_step_rewards_wrong": (
+        "The rewards your PPO step feeds to GAE differ from the stub's: kl_shaped_rewards(scores, logp_old, "
+        "ref_logp, mask, kl_ctl.value, config.kl_placement) (KL of logp_old against ref_logp, the config's "
+        "placement), then, only if config.whiten_rewards, whiten(rewards, mask, shift_mean=False)."
+    ),
+    "ppo_step_gae_arguments": (
+        "Your PPO step calls compute_gae with other arguments than (rewards, values, mask, config.gamma, "
+        "config.lam): check the order and that gamma and lam come from the config."
+    ),
+    "ppo_step_optimizer_steps": (
+        "Your PPO step calls optimizer.step() a different number of times than the stub fixes: once after "
+        "every gradient_accumulation_steps mini-batches ((i + 1) % gas == 0), for config.ppo_epochs epochs."
+    ),
+    "ppo_step_minibatch_size": (
+        "Your PPO step does not train on mini-batches of config.mini_batch_size sequences from "
+        "buf.minibatches(config.mini_batch_size, generator)."
+    ),
+    "ppo_step_loss_hyperparameters": (
+        "Your PPO step passes other hyper-parameters to ppo_loss than the config's: clip_eps=config.cliprange, "
+        "clip_range_value=config.cliprange_value, vf_coef=config.vf_coef, ent_coef=config.ent_coef."
+    ),
+    "ppo_step_kl_controller_not_updated": (
+        "Your PPO step never calls kl_ctl.update (once per step, after the updates: the adaptive KL "
+        "controller must see this step's KL)."
+    ),
+    "ppo_step_kl_coef_reported_after_update": (
+        "stats['objective/kl_coef'] must be the coefficient used for this step's rewards, read before "
+        "kl_ctl.update(...): you report the updated one."
+    ),
+    "ppo_step_stats_inconsistent": (
+        "A returned stat does not agree with what your step actually did (ppo/mean_scores is the mean "
+        "reward of the generated batch, objective/kl the mean summed KL of the rollout, the ppo/* means "
+        "over all mini-batches of all epochs)."
     ),
     "ppo_step_stats_missing": (
         "Your PPO step does not return all the TRL-named stats the stub lists (float values)."
@@ -365,6 +439,14 @@ DIAGNOSES: dict[str, str] = {
     ),
     "module_broken": (
         "This exercise's module cannot be imported (syntax error or an exception at import time)."
+    ),
+    "missing_documented_error": (
+        "The docstring promises a ValueError for this malformed call (e.g. mismatched shapes); your "
+        "function accepted it or raised another error. Check the shapes first and raise ValueError."
+    ),
+    "iterator_ended_early": (
+        "Your iterator ended (StopIteration) where the docstring asks for another item or an error; "
+        "check when your generator returns."
     ),
     "raises_error": (
         "Your code raised an exception on a valid input."

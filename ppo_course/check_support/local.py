@@ -304,6 +304,10 @@ class LocalProvider:
                 f"NotImplementedError: {text}".rstrip(": ")
         if isinstance(exc, AssertionError):
             return None  # a test's own assertion: reported by the collector
+        if isinstance(exc, StopIteration) or (isinstance(exc, RuntimeError)
+                                              and isinstance(exc.__cause__, StopIteration)):
+            # Tests call next() only on the student's iterators: one that ends early is the student's.
+            return "iterator_ended_early", "the iterator ended (StopIteration) where an item or an error was expected"
         if is_inplace_error(type(exc).__name__, str(exc)):
             return "modifies_input", f"{type(exc).__name__}: {exc}"
         if isinstance(exc, AttributeError) and "has no attribute" in str(exc):

@@ -62,6 +62,34 @@ def build_setting(payload: dict) -> tuple:
     return policy, ref_policy, optimizer, generator, config, payload["queries"]
 
 
+def buffer_graph_probe(module: Any) -> dict:
+    """Exercise 5's "stores detached copies", observed where the student's buffer runs.
+
+    Adds one field computed from a leaf that requires grad (so it carries a ``grad_fn``) and one
+    plain field, then reads them back through one mini-batch. Only facts leave: how many
+    fields came back and whether any still carries the graph.
+
+    Args:
+        module: the student's imported ``ex5_rollout_buffer``.
+
+    Returns:
+        ``{"fields": int, "keeps_graph": bool}``.
+
+    Raises:
+        Whatever the student's code raises.
+    """
+    g = torch.Generator().manual_seed(5)
+    leaf = torch.rand(4, 3, generator=g, dtype=torch.float64).requires_grad_(True)
+    buf = module.RolloutBuffer()
+    buf.add(ids=torch.arange(4), values=leaf * 2.0)
+    buf.start_training()
+    batches = list(buf.minibatches(4, generator=torch.Generator().manual_seed(0)))
+    fields = {name for mb in batches if isinstance(mb, dict) for name in mb}
+    keeps = any(isinstance(t, torch.Tensor) and (t.requires_grad or t.grad_fn is not None)
+                for mb in batches if isinstance(mb, dict) for t in mb.values())
+    return {"fields": len(fields), "keeps_graph": bool(keeps)}
+
+
 def run_ppo_step(module: Any, payload: dict) -> dict:
     """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
 
@@ -73,20 +101,35 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
 
     Returns:
         ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
-        "kl_coef": <kl_ctl.value after the step>}``.
+        "kl_coef": <kl_ctl.value after the step>, "trace": <the observed stages>}`` (the trace:
+        ``ppo_course.sandbox.observe``; payload ``{"probe": "buffer_graph"}`` runs exercise 5's
+        :func:`buffer_graph_probe` instead).
 
     Raises:
         Whatever the student's code raises (reported to the parent as StudentError);
         ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
     """
+    if payload.get("probe") == "buffer_graph":  # exercise 5's detach check rides on the same operation
+        return buffer_graph_probe(module)
+    import sys
+
+    from ppo_course.sandbox.observe import MODULE_NAMES, StepObserver
+    from ppo_course.sandbox.worker import seed_globals
     from ppo_course.toy_task import score
 
+    seed_globals(int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible
     policy, ref_policy, optimizer, generator, config, queries = build_setting(payload)
     kl_module = importlib.import_module("ex6_kl_reward")
     kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
-    stats = module.ppo_step(policy, ref_policy, optimizer, queries, score, kl_ctl, config, generator)
+    # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
+    modules = {stem: sys.modules.get(stem) for stem in MODULE_NAMES}
+    observer = StepObserver(policy, ref_policy, optimizer, generator, score, kl_ctl, modules)
+    with observer:
+        stats = module.ppo_step(policy, ref_policy, optimizer, queries, observer.reward_fn, observer.kl_ctl, config,
+                                generator)
     return {
         "state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()},
         "stats": stats,
         "kl_coef": kl_ctl.value,
+        "trace": observer.events,
     }

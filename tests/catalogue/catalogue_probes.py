@@ -407,6 +407,20 @@ def probe_ex7(mod, steps: int = 2) -> Record:
                     rec[f"step{step}.{key}"] = float(value)
             rec[f"step{step}.kl_coef_after"] = float(kl_ctl.value)
         rec["params"] = torch.cat([p.detach().flatten() for p in policy.parameters()]).to(torch.float64)
+        # One more step in a setting where every config field differs from a default (γ, λ, placement,
+        # reward whitening off, the loss coefficients): a step that ignores one of them shows here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            other = PPOConfig.toy(batch_size=16, mini_batch_size=4, gradient_accumulation_steps=2, temperature=0.7,
+                                  gamma=0.9, lam=0.8, kl_placement="last_token", whiten_rewards=False,
+                                  cliprange=0.15, cliprange_value=0.3, vf_coef=0.3, ent_coef=0.02, init_kl_coef=0.1)
+        policy2, ref2 = toy_task.sft_policy(seed=0), toy_task.sft_policy(seed=1)
+        opt2 = torch.optim.Adam(policy2.parameters(), lr=other.learning_rate)
+        kl_ctl2 = mod.ex6_kl_reward.AdaptiveKLController(other.init_kl_coef, other.target_kl, other.kl_horizon)
+        stats = _call(rec, "other", lambda: mod.ppo_step(policy2, ref2, opt2, queries, toy_task.score, kl_ctl2,
+                                                         other, _gen(1)))
+        if stats is not None:
+            rec["other.params"] = torch.cat([p.detach().flatten() for p in policy2.parameters()]).to(torch.float64)
     finally:
         mod.ex5_rollout_buffer = saved
     rec["buffers_made"] = events["buffers"]

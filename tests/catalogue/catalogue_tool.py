@@ -58,6 +58,10 @@ PUBLIC_NAMES = {
 PROPOSED_DIAGNOSES: dict[str, str] = {
     "ppo_step_temperature_ignored": "log-probs recomputed without the sampling temperature (forward_response at T = 1)",
 }
+# Ids that name no specific mistake (the catch-alls: a wrong value, an exception on valid input) or only a consequence that is true of every wrong step
+# (the 0-point own-pieces report of a wrong ex7 step; a step that does not learn): never "a wrong specific
+# diagnosis" in the specific-and-correct rate.
+GENERIC_DIAGNOSES = frozenset({"wrong_value", "raises_error", "ppo_step_own_pieces_differ", "ppo_step_no_learning"})
 ENTRY_SEPARATOR = "\n\n# ---- mistake-catalogue entry: {name} (overrides the definitions above) ----\n"
 
 
@@ -72,6 +76,9 @@ class Entry(BaseModel):
     diagnosis: Optional[str] = Field(default=None, description="expected diagnosis id (buggy entries)")
     seen_in: Optional[str] = None
     mode: Literal["append", "module"] = "append"
+    also: list[str] = Field(default_factory=list,
+                            description="ids of further real mistakes of the entry (ALSO = 'id id'), so that "
+                                        "naming them is not counted as a wrong specific diagnosis")
 
 
 def _constants(path: Path) -> dict[str, str]:
@@ -103,7 +110,8 @@ def load_entry(path: Path) -> Entry:
         raise ValueError(f"{path}: file name must start with '{consts['EXERCISE']}__'")
     return Entry(name=path.stem, path=path, kind=kind, exercise=consts["EXERCISE"],
                  description=consts["DESCRIPTION"], diagnosis=consts.get("DIAGNOSIS"),
-                 seen_in=consts.get("SEEN_IN"), mode=consts.get("MODE", "append"))
+                 seen_in=consts.get("SEEN_IN"), mode=consts.get("MODE", "append"),
+                 also=consts.get("ALSO", "").split())
 
 
 def load_entries(kind: Optional[str] = None) -> list[Entry]:
@@ -205,6 +213,8 @@ class Outcome(BaseModel):
     diagnoses_seen: list[str] = Field(default_factory=list, description="ids of the exercise's failed tests")
     failed_tests: list[str] = Field(default_factory=list)
     diagnosed: bool = False
+    specific_and_correct: bool = Field(default=False, description="buggy: the expected id is seen and every "
+                                       "specific id seen is a real mistake of the entry (GENERIC ids aside)")
     error: Optional[str] = None
     seconds: float = 0.0
 
@@ -271,6 +281,11 @@ def _outcomes_for(group: list[Entry], result: Optional[dict], error: Optional[st
             out.diagnoses_seen = sorted({t["diagnosis"] for t in failed if t.get("diagnosis")})
             out.diagnosed = bool(e.diagnosis) and any(
                 t.get("diagnosis") == e.diagnosis or f"[{e.diagnosis}]" in (t.get("output") or "") for t in failed)
+            # Only tests worth points: a 0-point report (e.g. the docstrings' input validation, which many
+            # entries skip on top of their mistake) is not a diagnosis of the entry's mistake.
+            specific = {t["diagnosis"] for t in failed if t.get("diagnosis") and t.get("max_score", 1) > 0}
+            specific -= GENERIC_DIAGNOSES
+            out.specific_and_correct = out.diagnosed and specific <= {e.diagnosis, *e.also}
         outs.append(out)
     return outs
 
@@ -342,6 +357,7 @@ def kill_rate_markdown(outcomes: list[Outcome], entries: list[Entry], profile: s
     killed = [o for o in buggy if o.lost_points and not o.error]
     diagnosed = [o for o in buggy if o.lost_points and o.diagnosed and not o.error]
     full = [o for o in correct if not o.lost_points and not o.error]
+    specific = [o for o in buggy if o.lost_points and o.specific_and_correct and not o.error]
     pct = lambda a, b: f"{100 * a / b:.0f}%" if b else "n/a"  # noqa: E731
     lines = [
         "# Mistake catalogue: kill rate",
@@ -352,24 +368,32 @@ def kill_rate_markdown(outcomes: list[Outcome], entries: list[Entry], profile: s
         f"- buggy entries that lose points: **{len(killed)} / {len(buggy)}** ({pct(len(killed), len(buggy))})",
         f"- buggy entries that lose points with the expected diagnosis: **{len(diagnosed)} / {len(buggy)}** "
         f"({pct(len(diagnosed), len(buggy))})",
+        f"- buggy entries with a specific and correct diagnosis (the expected id, and no specific id that is "
+        f"not a real mistake of the entry): **{len(specific)} / {len(buggy)}** ({pct(len(specific), len(buggy))})",
         f"- correct variants with full marks: **{len(full)} / {len(correct)}**",
         "",
-        "## Per exercise (buggy: killed / diagnosed / total)",
+        "## Per exercise (buggy: killed / diagnosed / specific and correct / total)",
         "",
-        "| exercise | killed | diagnosed | total | correct variants at full marks |",
-        "| --- | --- | --- | --- | --- |",
+        "| exercise | killed | diagnosed | specific and correct | total | specific and correct diagnosis rate "
+        "| correct variants at full marks |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for ex in EXERCISES:
         b = [o for o in buggy if o.exercise == ex]
         c = [o for o in correct if o.exercise == ex]
-        lines.append(f"| `{ex}` | {sum(o in killed for o in b)} | {sum(o in diagnosed for o in b)} | {len(b)} | "
-                     f"{sum(o in full for o in c)} / {len(c)} |")
+        n_specific = sum(o in specific for o in b)
+        lines.append(f"| `{ex}` | {sum(o in killed for o in b)} | {sum(o in diagnosed for o in b)} | {n_specific} | "
+                     f"{len(b)} | {pct(n_specific, len(b))} | {sum(o in full for o in c)} / {len(c)} |")
+    lines += [""] + [f"- `{ex}`: specific and correct diagnosis rate "
+                     f"{pct(sum(o in specific for o in buggy if o.exercise == ex), sum(o.exercise == ex for o in buggy))}"
+                     for ex in EXERCISES]
     lines += ["", "## Not caught or misdiagnosed (the lead's to-do list)", "",
               "| entry | expected | score | diagnoses seen | note |", "| --- | --- | --- | --- | --- |"]
     for o in buggy:
-        if o in diagnosed:
+        if o in diagnosed and o in specific:
             continue
-        note = o.error or ("not caught: full marks" if not o.lost_points else "caught, other diagnosis")
+        note = o.error or ("not caught: full marks" if not o.lost_points else "caught, other diagnosis"
+                           if o not in diagnosed else "also a specific id that is not a mistake of the entry")
         lines.append(f"| `{o.entry}` | `{o.expected_diagnosis}` | {o.score:g} / {o.max_score:g} | "
                      f"{', '.join(f'`{d}`' for d in o.diagnoses_seen) or '-'} | {note} |")
     for o in correct:
@@ -406,9 +430,11 @@ def summary_line(outcomes: list[Outcome]) -> str:
     correct = [o for o in outcomes if o.kind == "correct"]
     killed = sum(o.lost_points and not o.error for o in buggy)
     diagnosed = sum(o.lost_points and o.diagnosed and not o.error for o in buggy)
+    specific = sum(o.lost_points and o.specific_and_correct and not o.error for o in buggy)
     full = sum(not o.lost_points and not o.error for o in correct)
     return (f"kill rate: {killed}/{len(buggy)} buggy entries lose points, {diagnosed}/{len(buggy)} with the "
-            f"expected diagnosis; {full}/{len(correct)} correct variants at full marks")
+            f"expected diagnosis, {specific}/{len(buggy)} specific and correct; {full}/{len(correct)} correct "
+            f"variants at full marks")
 
 
 def main(argv: Optional[list[str]] = None) -> int:

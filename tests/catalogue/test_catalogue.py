@@ -97,3 +97,14 @@ def test_kill_rate_report_written(graded):
     assert f"**{killed} / {len(buggy)}**" in text
     for name in graded:
         assert f"`{name}`" in text
+
+
+def test_ex7_mistakes_are_named_specifically(graded):
+    """Issue 16's goal: at least 80% of the realistic ex7 mistakes get a specific and correct diagnosis, and
+    no ex7 entry is named with a specific id that is not one of its mistakes (when in doubt, say less)."""
+    ex7 = [o for o in graded.values() if o.kind == "buggy" and o.exercise == "ex7_ppo_step"]
+    assert len(ex7) >= 25
+    named = [o for o in ex7 if o.specific_and_correct]
+    assert len(named) >= 0.8 * len(ex7), f"{len(named)}/{len(ex7)} named specifically and correctly"
+    wrong = {o.entry: o.diagnoses_seen for o in ex7 if o.diagnosed and not o.specific_and_correct}
+    assert not wrong, f"ex7 entries with a wrong specific diagnosis: {wrong}"

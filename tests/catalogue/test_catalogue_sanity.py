@@ -120,7 +120,7 @@ def ex7_solution_record(tmp_path_factory):
 def test_ex7_solution_purges_and_learns_something(ex7_solution_record):
     """The ex7 probe itself: the solution makes one buffer per step, purges it, and moves the policy."""
     rec = ex7_solution_record
-    assert rec["buffers_made"] == 2 and rec["purges"] == 2
+    assert rec["buffers_made"] == 3 and rec["purges"] == 3  # two steps, then one in the other config
     assert all(not str(v).startswith("raised") for v in rec.values())
     # Hand check of the controller (contract: e = clip(kl/6 − 1, ±0.2); the toy KL is far below 6 nats,
     # so e = −0.2 and β ← 0.05 · (1 − 0.2 · 16 / 10000) after step 0).

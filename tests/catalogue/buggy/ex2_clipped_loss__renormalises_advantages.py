@@ -9,6 +9,7 @@ EXERCISE = "ex2_clipped_loss"
 DIAGNOSIS = "advantages_renormalised"
 DESCRIPTION = "clipped_surrogate_loss standardises the advantages over the mini-batch before using them"
 SEEN_IN = "DLR-RM/stable-baselines3 PPO.train (normalize_advantage per mini-batch); MarcoMeter/recurrent-ppo-truncated-bptt#10"
+ALSO = "not_finite"  # a one-token mini-batch has zero variance: the standardised advantages are nan
 
 import torch
 

@@ -4,6 +4,7 @@ EXERCISE = "ex5_rollout_buffer"
 DIAGNOSIS = "buffer_minibatches_during_collect"
 DESCRIPTION = "RolloutBuffer.minibatches works in the collect phase (no RuntimeError)"
 SEEN_IN = "Book §5.5; classroom mistake"
+ALSO = "buffer_use_after_purge"  # minibatches() after purge (collect phase) is served too
 
 import torch
 

@@ -7,6 +7,7 @@ EXERCISE = "ex5_rollout_buffer"
 DIAGNOSIS = "buffer_no_validation"
 DESCRIPTION = "RolloutBuffer.add accepts fields with different batch sizes, new keys or other trailing shapes"
 SEEN_IN = "classroom mistake (validation left for later); torch.cat then fails far from the cause"
+ALSO = "buffer_inconsistent_fields"  # the same missing checks, across add() calls
 
 import torch
 

@@ -7,6 +7,7 @@ EXERCISE = "ex5_rollout_buffer"
 DIAGNOSIS = "buffer_aliases_inputs"
 DESCRIPTION = "RolloutBuffer.add stores the caller's tensors, not copies: later in-place edits by the caller change the rollout"
 SEEN_IN = "michaelnny/deep_rl_zoo#5 (rollout quantities must stay fixed across the K epochs); classroom mistake"
+ALSO = "buffer_keeps_graph"  # the caller's tensors, graph included, are stored
 
 import torch
 

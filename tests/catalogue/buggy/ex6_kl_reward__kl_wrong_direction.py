@@ -7,6 +7,7 @@ EXERCISE = "ex6_kl_reward"
 DIAGNOSIS = "kl_wrong_direction"
 DESCRIPTION = "per_token_kl returns ref_logp - logp instead of logp - ref_logp"
 SEEN_IN = "tatsu-lab/alpaca_farm#67 (asks whether the KL term should be ref_logprobs - logprobs); huggingface/trl#463"
+ALSO = "kl_penalty_sign"  # for k1, -beta*(ref - logp) is the penalty with its sign flipped: the same numbers
 
 import torch
 

@@ -7,6 +7,7 @@ EXERCISE = "ex7_ppo_step"
 DIAGNOSIS = "ppo_step_kl_units"
 DESCRIPTION = "ppo_step feeds the controller the mean per-token KL instead of the mean per-sequence summed KL"
 SEEN_IN = "verl-project/verl#1984 (units of the adaptive controller's inputs); huggingface/trl#2562"
+ALSO = "ppo_step_stats_inconsistent"  # stats["objective/kl"] is the per-token mean too
 
 import time
 

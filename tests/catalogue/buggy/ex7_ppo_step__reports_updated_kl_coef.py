@@ -1,7 +1,7 @@
 """Buggy ppo_step: stats['objective/kl_coef'] is read after the controller's update.
 """
 EXERCISE = "ex7_ppo_step"
-DIAGNOSIS = "ppo_step_wrong_order"
+DIAGNOSIS = "ppo_step_kl_coef_reported_after_update"
 DESCRIPTION = "ppo_step reports objective/kl_coef after kl_ctl.update (next step's beta), not the beta used in this step"
 SEEN_IN = "NVIDIA-NeMo/labs-molt#14 (log the coefficient applied to this step, captured before the update)"
 

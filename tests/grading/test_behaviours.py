@@ -1,0 +1,99 @@
+"""Every documented behaviour has a grading test (issue 16): grader/behaviours.yaml against the docstrings.
+
+The promises are extracted by rule from solutions/ex*.py (`grader.behaviours`); each must be listed in
+grader/behaviours.yaml with at least one hidden test that exists in grader/hidden/test_<exercise>.py and
+has points (or a 0-point "informational" entry) in grader/points.yaml.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from grader.behaviours import (REPO, Behaviour, _doc_promises, extract_promises, hidden_test_names, load_behaviours,
+                               normalise)
+from grader.points import load_points
+
+CONTRACT = Path("/work/shared/CONTRACT.md")  # outside the repository: checked where it exists
+ARCHITECTURE = REPO / "docs" / "ARCHITECTURE.md"
+
+
+def _key(exercise: str, where: str, promise: str) -> tuple[str, str, str]:
+    return exercise, where, normalise(promise)
+
+
+def test_every_docstring_promise_has_a_grading_test():
+    """A promise of a docstring that behaviours.yaml does not list (with a test) fails here, by name."""
+    listed = {_key(b.exercise, b.where, b.promise) for b in load_behaviours() if b.source == "docstring" and b.tests}
+    missing = [p for p in extract_promises() if _key(p.exercise, p.where, p.promise) not in listed]
+    assert not missing, "docstring promises without a grading test in grader/behaviours.yaml:\n" + "\n".join(
+        f"  {p.exercise} {p.where}: {p.promise[:120]}" for p in missing)
+
+
+def test_every_listed_test_exists_and_counts():
+    """Each listed test is defined in its hidden module and has an entry in grader/points.yaml."""
+    points = load_points()
+    problems = []
+    for b in load_behaviours():
+        assert b.tests, f"{b.exercise} {b.where}: no test listed"
+        defined = hidden_test_names(b.exercise)
+        in_points = set(points.exercises[b.exercise].hidden)
+        for test in b.tests:
+            if test not in defined or test not in in_points:
+                problems.append(f"{b.exercise}.{test} ({'not defined' if test not in defined else 'no points entry'})")
+    assert not problems, "\n".join(problems)
+
+
+def _flat(text: str) -> str:
+    return normalise(text.replace("#", " "))
+
+
+def test_every_quote_is_in_its_source():
+    """Docstring entries quote a current docstring sentence; architecture (and, where present, contract)
+    entries quote their document, so that an edited promise cannot keep a stale entry."""
+    docstring_promises = {_key(p.exercise, p.where, p.promise) for p in extract_promises()}
+    sources = {"architecture": _flat(ARCHITECTURE.read_text(encoding="utf-8"))}
+    if CONTRACT.is_file():
+        sources["contract"] = _flat(CONTRACT.read_text(encoding="utf-8"))
+    stale = []
+    for b in load_behaviours():
+        if b.source == "docstring":
+            extracted = _key(b.exercise, b.where, b.promise) in docstring_promises
+            in_module = normalise(b.promise).split(": ", 1)[-1][:60] in normalise(
+                (REPO / "solutions" / f"{b.exercise}.py").read_text(encoding="utf-8"))
+            if not (extracted or in_module):
+                stale.append(f"{b.exercise} {b.where}: {b.promise[:80]}")
+        elif b.source in sources and _flat(b.promise) not in sources[b.source]:
+            stale.append(f"{b.source}: {b.promise[:80]}")
+        elif b.source not in ("docstring", "contract", "architecture"):
+            stale.append(f"unknown source {b.source!r}")
+    assert not stale, "entries that quote nothing current:\n" + "\n".join(stale)
+
+
+def test_the_rule_finds_promises():
+    """The extraction rule itself: a summary, a 'must' sentence, a numbered step and each Raises entry."""
+    doc = ("Do a thing.\n\nIt must keep x. It is blue.\n\n1. first step\n   continued.\n\n"
+           "Raises:\n    ValueError: if bad\n        really bad.\n    RuntimeError: if late.\n")
+    assert _doc_promises(doc) == ["Do a thing.", "It must keep x.", "1. first step continued.",
+                                  "ValueError: if bad really bad.", "RuntimeError: if late."]
+    assert len(extract_promises()) >= 50
+
+
+def test_an_unlisted_promise_is_reported(tmp_path):
+    """The check can fail: a solution with one more Raises entry yields a promise that is not listed."""
+    for path in (REPO / "solutions").glob("ex*.py"):
+        (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    target = tmp_path / "ex4_gae.py"
+    text = target.read_text(encoding="utf-8")
+    text = re.sub(r"(\n\s+Raises:\n)", r"\1        TypeError: if gamma is a string.\n", text, count=1)
+    target.write_text(text, encoding="utf-8")
+    listed = {_key(b.exercise, b.where, b.promise) for b in load_behaviours()}
+    extra = [p for p in extract_promises(tmp_path) if _key(p.exercise, p.where, p.promise) not in listed]
+    assert [p.promise for p in extra] == ["TypeError: if gamma is a string."]
+
+
+@pytest.mark.parametrize("behaviour", load_behaviours(), ids=lambda b: f"{b.exercise}:{b.where}:{b.promise[:30]}")
+def test_entries_are_well_formed(behaviour: Behaviour):
+    assert behaviour.promise.strip() and behaviour.exercise.startswith("ex")
