@@ -10,11 +10,13 @@ the way would escape that sum: this process makes itself a child subreaper
 reaped (and counted) after the command ends. CPU-seconds, unlike wall time,
 hardly depend on how loaded a shared machine is.
 
-Peak memory is sampled every 100 ms over every descendant of this process:
+Peak memory is sampled over every descendant of this process: every 100 ms
 the sum of resident set sizes (RSS, pages shared between forked processes
-counted once per process: an upper bound) and the sum of proportional set
-sizes (PSS, each shared page split among its users: what the tree really
-holds).
+counted once per process: an upper bound) and the largest single RSS; every
+500 ms the sum of proportional set sizes (PSS, each shared page split among
+its users: what the tree really holds). PSS is sampled less often because
+reading ``smaps_rollup`` of a process that imported torch costs a few
+milliseconds, CPU taken from the run being measured on a small machine.
 """
 
 from __future__ import annotations
@@ -60,27 +62,36 @@ def _pss_bytes(pid: int) -> int:
 
 
 class PeakMemory:
-    """Peak memory of this process's descendants (not this process), sampled every `interval` seconds.
+    """Peak memory of this process's descendants (not this process), sampled as the module docstring says.
+
+    Args:
+        interval: seconds between RSS samples.
+        pss_every: sample PSS on every n-th RSS sample (0: never).
 
     Attributes:
         peak_rss: bytes, the largest sum of RSS over the descendants seen.
         peak_pss: bytes, the largest sum of PSS over the descendants seen.
+        peak_one_rss: bytes, the largest RSS of a single descendant seen.
     """
 
-    def __init__(self, interval: float = 0.1, pss: bool = True) -> None:
+    def __init__(self, interval: float = 0.1, pss_every: int = 5) -> None:
         import psutil
 
         self._psutil = psutil
         self._interval = interval
-        self._pss = pss
+        self._pss_every = pss_every
         self.peak_rss = 0
         self.peak_pss = 0
+        self.peak_one_rss = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         me = self._psutil.Process()
+        tick = 0
         while not self._stop.is_set():
+            with_pss = self._pss_every > 0 and tick % self._pss_every == 0
+            tick += 1
             rss = pss = 0
             try:
                 procs = me.children(recursive=True)
@@ -88,10 +99,12 @@ class PeakMemory:
                 procs = []
             for p in procs:
                 try:
-                    rss += p.memory_info().rss
+                    one = p.memory_info().rss
                 except self._psutil.Error:
                     continue
-                if self._pss:
+                rss += one
+                self.peak_one_rss = max(self.peak_one_rss, one)
+                if with_pss:
                     pss += _pss_bytes(p.pid)
             self.peak_rss = max(self.peak_rss, rss)
             self.peak_pss = max(self.peak_pss, pss)
@@ -113,7 +126,7 @@ class Measured:
     Attributes:
         cpu_s: CPU-seconds (user + system) of the command and every descendant.
         wall_s: seconds from start to exit.
-        peak_rss, peak_pss: bytes (0 when memory was not sampled).
+        peak_rss, peak_pss, peak_one_rss: bytes, as ``PeakMemory``'s (0 when memory was not sampled).
         returncode: the command's exit status.
         stdout, stderr: its output (text).
         strays: descendants still alive 10 s after it exited (then killed, reaped and counted).
@@ -127,6 +140,7 @@ class Measured:
     stderr: str = ""
     peak_rss: int = 0
     peak_pss: int = 0
+    peak_one_rss: int = 0
     strays: int = 0
     timed_out: bool = False
 
@@ -191,7 +205,8 @@ def measure(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None,
     strays = _reap_orphans()
     return Measured(cpu_s=_cpu_children() - cpu0, wall_s=wall, returncode=124 if timed_out else proc.returncode,
                     stdout=out, stderr=err, peak_rss=mem.peak_rss if mem else 0,
-                    peak_pss=mem.peak_pss if mem else 0, strays=strays, timed_out=timed_out)
+                    peak_pss=mem.peak_pss if mem else 0,
+                    peak_one_rss=mem.peak_one_rss if mem else 0, strays=strays, timed_out=timed_out)
 
 
 def load_average() -> str:
