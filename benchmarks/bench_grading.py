@@ -29,8 +29,8 @@ wall seconds do):
 
 The floor and nbgrader run the students' code unconfined: give this script
 trusted cohorts only (the demo cohort is ours). ``--quick`` grades two
-students (one for nbgrader) once in the fast profile: about a minute on an idle
-2-core machine; the lines it prints are those of a full run.
+students (one for nbgrader) once in the fast profile: about 90 CPU-seconds, a
+minute or two on an idle 2-core machine; the lines it prints are those of a full run.
 """
 
 from __future__ import annotations
@@ -243,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
                                   for k, v in sorted(nb_scores["legacy"].items())))
                 print(f"ratio nbgrader-legacy-ex1-6/ppo-course per submission (CPU): "
                       f"{med['legacy'] / med['ours']:.2f} (medians)")
+        from grading_bench import measure as measure_mod
+
+        if measure_mod.STRAYS_KILLED:
+            print(f"warning: {measure_mod.STRAYS_KILLED} process(es) outlived their command by 10 s and were killed "
+                  "(their CPU is counted)")
         print(f"end: {load_average()}; benchmark wall {time.monotonic() - started:.0f} s")
     finally:
         if args.keep:

@@ -145,6 +145,10 @@ class Measured:
     timed_out: bool = False
 
 
+# Descendants that outlived their command by the grace period, killed so far (reported by the benchmark).
+STRAYS_KILLED = 0
+
+
 def _reap_orphans(grace_s: float = 10.0) -> int:
     """Reap re-parented orphans; after `grace_s` kill those still running. Returns how many had to be killed."""
     import psutil
@@ -203,6 +207,8 @@ def measure(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None,
             mem.__exit__(None, None, None)
     wall = time.monotonic() - t0
     strays = _reap_orphans()
+    global STRAYS_KILLED
+    STRAYS_KILLED += strays
     return Measured(cpu_s=_cpu_children() - cpu0, wall_s=wall, returncode=124 if timed_out else proc.returncode,
                     stdout=out, stderr=err, peak_rss=mem.peak_rss if mem else 0,
                     peak_pss=mem.peak_pss if mem else 0,
