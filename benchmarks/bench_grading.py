@@ -1,358 +1,259 @@
-"""Benchmark of batch grading on the demo cohort (a runnable script, not a test).
+"""Benchmark of grading on the demo cohort, with its floor and nbgrader (a runnable script, not a test).
 
-    python benchmarks/bench_grading.py [--profile full|fast] [--skip-nbgrader]
+    python benchmarks/bench_grading.py [--quick] [--profile full|fast] [--repeat N] [--skip-nbgrader]
 
-Measures, in one run, on ``examples/cohort/submissions``:
+Measures, in one run, on ``examples/cohort/submissions`` (CPU-seconds are
+user + system of the command and every process under it, see
+``grading_bench/measure.py``; they hardly depend on how loaded the machine is,
+wall seconds do):
 
-1. ``ppo-course`` at ``--jobs 1``: median seconds per submission (each
-   student's worker wall time, from ``OUT/<student>/batch.json``) and the
-   batch's wall time;
-2. ``ppo-course`` at ``--jobs 2``: wall time, throughput (submissions per
-   second) and its speed-up over ``--jobs 1`` (goal ≥ 1.7× on 2 cores), and
-   the peak memory of the whole process tree (goal < 3 GB), sampled every
-   100 ms: PSS (shared pages split among the processes that share them) and,
-   as an upper bound, the sum of RSS;
-3. the same submissions graded by ``nbgrader autograde`` (one run per
-   student, as a TA would): a minimal nbgrader course built in a temporary
-   folder, one notebook whose cells hold each module's code and whose
-   autograded test cells compare exercises 1-6 with ``ppo_reference`` on
-   seeded inputs (exercise 7 needs sibling modules, which a notebook does not
-   have, so nbgrader grades ex1-ex6 only: the ratio is a lower bound of
-   nbgrader's cost). nbgrader has no memory limit of its own, so its process
-   runs under RLIMIT_AS = 3 GiB, or the cohort's memory hog would take 4 GiB.
+1. ``ppo-course grade-batch --jobs 1`` and ``--jobs 2`` on the cohort (run as
+   the command a TA types, so the fork server's start and the workers' starts
+   are in "per submission"): CPU-seconds and wall per submission, the
+   throughput ratio of --jobs 2 over --jobs 1, and the peak memory of the
+   process tree at --jobs 2 (RSS summed over the processes, and PSS);
+2. the floor (``grading_bench/floor.py``): the same public and hidden tests,
+   selected as ``grader.grade`` selects them, run in one warm process on
+   trusted, directly imported modules (no sandbox), after one untimed warm-up,
+   on the floor's students (trusted, well-behaved submissions: the correct one
+   and a few others); ``ppo-course grade-batch --jobs 1`` on exactly those
+   students gives ``ratio ppo-course/floor`` (CPU per submission; the floor's
+   scores must equal ppo-course's, or the floor ran something else);
+3. nbgrader: ``nbgrader autograde`` of a minimal course whose notebook runs the
+   same tests per student (``grading_bench/nbgrader_course.py``), one student
+   per command, interleaved student by student with ``ppo-course grade`` of the
+   same student (one command each, every start included; the order alternates
+   so that load drift hits both), giving ``ratio nbgrader/ppo-course per
+   submission (CPU)`` (ratio of the medians); and, labelled as such, the earlier
+   ex1-ex6 fixed-seed notebook (not the same tests).
 
-The last line reads ``ratio nbgrader/ppo-course per submission: X.XX`` (median
-seconds per submission of nbgrader over that of ppo-course at --jobs 1).
+The floor and nbgrader run the students' code unconfined: give this script
+trusted cohorts only (the demo cohort is ours). ``--quick`` grades two
+students (one for nbgrader) once in the fast profile: about 90 CPU-seconds, a
+minute or two on an idle 2-core machine; the lines it prints are those of a full run.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import math
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+
+from grading_bench import cohort as cohort_mod  # noqa: E402
+from grading_bench.measure import Measured, become_subreaper, load_average, measure  # noqa: E402
+from grading_bench.nbgrader_course import NbgraderCourse, nbgrader_env  # noqa: E402
+
 COHORT = ROOT / "examples" / "cohort" / "submissions"
-NB_STEMS = ["ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer", "ex6_kl_reward"]
-NB_MEMORY_LIMIT = 3 * 2**30
-
-# Autograded test cells: the same behaviours as the hidden tests, on seeded inputs, against the reference.
-NB_SETUP = """\
-import torch
-import ppo_reference as ref
-torch.manual_seed(0)
-def case(B=3, T=6, dtype=torch.float64, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(2, T + 1, (B,), generator=g)
-    mask = torch.arange(T)[None, :] < lengths[:, None]
-    junk = lambda: torch.where(mask, torch.randn(B, T, generator=g, dtype=dtype), 17 + 3 * torch.randn(B, T, generator=g, dtype=dtype))
-    return mask, junk
-def close(a, b, mask=None, tol=1e-6):
-    a, b = torch.as_tensor(a), torch.as_tensor(b)
-    if mask is not None:
-        a, b = a[mask.bool()], b[mask.bool()]
-    assert a.shape == b.shape and torch.allclose(a, b, rtol=tol, atol=tol), (a, b)
-"""
-NB_TESTS = {
-    "ex1_ratio": """\
-for seed in range(4):
-    mask, junk = case(seed=seed)
-    g = torch.Generator().manual_seed(seed)
-    logits = torch.randn(3, 6, 7, generator=g, dtype=torch.float64) * (1 if seed < 2 else 1000)
-    tokens = torch.randint(0, 7, (3, 6), generator=g)
-    close(logprobs_from_logits(logits, tokens), ref.logprobs_from_logits(logits, tokens), tol=1e-6)
-    a, b = junk(), junk()
-    close(probability_ratio(a, b), ref.probability_ratio(a, b), mask)
-close(probability_ratio(torch.full((1, 2), -1000.0), torch.full((1, 2), -1000.0)), torch.ones(1, 2))
-""",
-    "ex2_clipped_loss": """\
-for seed in range(4):
-    mask, junk = case(seed=seed)
-    args = (junk() * 0.3, junk() * 0.3, junk(), mask)
-    close(clipped_surrogate_loss(*args), ref.clipped_surrogate_loss(*args))
-    new = args[0].clone().requires_grad_(True)
-    clipped_surrogate_loss(new, *args[1:]).backward()
-    new_ref = args[0].clone().requires_grad_(True)
-    ref.clipped_surrogate_loss(new_ref, *args[1:]).backward()
-    close(new.grad, new_ref.grad, mask)
-""",
-    "ex3_full_loss": """\
-for seed in range(3):
-    mask, junk = case(seed=seed)
-    g = torch.Generator().manual_seed(seed)
-    logits = torch.randn(3, 6, 5, generator=g, dtype=torch.float64)
-    v = (junk(), junk(), junk(), mask)
-    close(clipped_value_loss(*v), ref.clipped_value_loss(*v))
-    close(entropy_from_logits(logits, mask), ref.entropy_from_logits(logits, mask))
-    args = (junk() * 0.3, junk() * 0.3, junk(), junk(), junk(), junk(), logits, mask)
-    loss, stats = ppo_loss(*args)
-    loss_ref, stats_ref = ref.ppo_loss(*args)
-    close(loss, loss_ref)
-    close(stats["approx_kl"], stats_ref["approx_kl"]); close(stats["clipfrac"], stats_ref["clipfrac"])
-""",
-    "ex4_gae": """\
-for seed in range(4):
-    mask, junk = case(seed=seed)
-    r, v = junk(), junk()
-    for a, b in zip(compute_gae(r, v, mask, 0.99, 0.95), ref.compute_gae(r, v, mask, 0.99, 0.95)):
-        close(a, b, mask)
-    close(whiten(r, mask), ref.whiten(r, mask), mask)
-    close(whiten(r, mask, shift_mean=False), ref.whiten(r, mask, shift_mean=False), mask)
-""",
-    "ex5_rollout_buffer": """\
-buf = RolloutBuffer()
-assert buf.phase == "collect"
-buf.add(x=torch.arange(10.0).reshape(5, 2), y=torch.arange(5))
-assert len(buf) == 5
-buf.start_training()
-g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
-r1 = RolloutBuffer(); r1.add(x=torch.arange(10.0).reshape(5, 2), y=torch.arange(5)); r1.start_training()
-got = [mb["y"].tolist() for mb in buf.minibatches(2, generator=g1)]
-want_buf = ref.RolloutBuffer(); want_buf.add(x=torch.arange(10.0).reshape(5, 2), y=torch.arange(5)); want_buf.start_training()
-want = [mb["y"].tolist() for mb in want_buf.minibatches(2, generator=g2)]
-assert got == want, (got, want)
-try:
-    buf.add(x=torch.zeros(1, 2), y=torch.zeros(1)); raise AssertionError("add during training must raise")
-except RuntimeError:
-    pass
-buf.purge()
-assert buf.phase == "collect" and len(buf) == 0
-""",
-    "ex6_kl_reward": """\
-for seed in range(3):
-    mask, junk = case(seed=seed)
-    a, b = junk(), junk()
-    close(per_token_kl(a, b, mask), ref.per_token_kl(a, b, mask))
-    scores = torch.randn(3, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-    for placement in ("per_token", "last_token"):
-        close(kl_shaped_rewards(scores, a, b, mask, 0.05, placement), ref.kl_shaped_rewards(scores, a, b, mask, 0.05, placement), mask)
-ctl, ctl_ref = AdaptiveKLController(0.05, 6.0, 10000), ref.AdaptiveKLController(0.05, 6.0, 10000)
-for kl in (1.0, 12.0, 6.5):
-    ctl.update(kl, 64); ctl_ref.update(kl, 64)
-close(ctl.value, ctl_ref.value)
-""",
-}
+# Trusted, well-behaved students of the demo cohort (no endless loop, no memory hog): the correct one,
+# a partial one with a stub, a wrong clip, a GAE mistake, a syntax error and a helper module.
+FLOOR_STUDENTS = ["ada", "ben", "chen", "eli", "ivan", "ola"]
+QUICK_STUDENTS = ["ada", "chen"]
+QUICK_NB_STUDENTS = ["ada"]
+GB = 1e9
 
 
-def _pss_bytes(pid: int) -> int:
-    """Proportional set size of one process (shared pages split among their users), from smaps_rollup."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ppo_course.cli", *args]
 
 
-class PeakMemory:
-    """Peak memory of this process and all its descendants, sampled every 100 ms.
-
-    ``peak_rss`` sums resident sizes (counts pages shared between forked
-    children once per child: an upper bound); ``peak_pss`` sums proportional
-    set sizes (each shared page split among its users: the memory the tree
-    really holds). The sandbox forks its children from a server that has
-    imported torch, so the two differ a lot.
-    """
-
-    def __init__(self) -> None:
-        import psutil
-
-        self._psutil = psutil
-        self.peak_rss = 0
-        self.peak_pss = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        me = self._psutil.Process()
-        while not self._stop.is_set():
-            rss = pss = 0
-            try:
-                procs = [me, *me.children(recursive=True)]
-            except self._psutil.Error:
-                procs = [me]
-            for p in procs:
-                try:
-                    rss += p.memory_info().rss
-                except self._psutil.Error:
-                    continue
-                pss += _pss_bytes(p.pid)
-            self.peak_rss = max(self.peak_rss, rss)
-            self.peak_pss = max(self.peak_pss, pss)
-            time.sleep(0.1)
-
-    def __enter__(self) -> "PeakMemory":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+def _check(m: Measured, what: str) -> Measured:
+    if m.returncode != 0:
+        raise SystemExit(f"{what} failed (exit {m.returncode}):\n{m.stdout[-2000:]}\n{m.stderr[-3000:]}")
+    return m
 
 
-def grade_with_ppo_course(out: Path, jobs: int, profile: str, exercises=None):
-    """(wall seconds, per-student worker seconds, PeakMemory, summary) of one forced batch over the cohort."""
-    from grader.batch import run_batch
-
-    t0 = time.monotonic()
-    with PeakMemory() as mem:
-        summary = run_batch(COHORT, out, jobs=jobs, force=True, profile=profile, exercises=exercises,
-                            progress=False, report=False, log=lambda m: None)
-    wall = time.monotonic() - t0
-    per_student = [r.seconds for r in summary.records if r.status != "rejected" and r.seconds > 0]
-    return wall, per_student, mem, summary
+def grade_batch(folder: Path, out: Path, jobs: int, profile: str, memory: bool = False) -> Measured:
+    """``ppo-course grade-batch FOLDER --out OUT --jobs N --force``, measured."""
+    m = measure(_cli("grade-batch", str(folder), "--out", str(out), "--jobs", str(jobs), "--force", "--no-progress",
+                     "--profile", profile), env=nbgrader_env(), memory=memory)
+    return _check(m, f"ppo-course grade-batch --jobs {jobs}")
 
 
-# ----------------------------------------------------------------------------- nbgrader
+def run_floor(staged: dict[str, Path], students: list[str], profile: str, cwd: Path) -> tuple[Measured, list[dict]]:
+    """The floor worker (one process: warm-up on the first student, then each student timed)."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    env = dict(nbgrader_env(), PYTHONPATH=os.pathsep.join(filter(None, [str(BENCH_DIR),
+                                                                         os.environ.get("PYTHONPATH", "")])))
+    cmd = [sys.executable, "-m", "grading_bench.floor", "--profile", profile, "--warmup", str(staged[students[0]]),
+           *(str(staged[s]) for s in students)]
+    m = _check(measure(cmd, cwd=cwd, env=env), "the floor")
+    lines = [json.loads(line) for line in m.stdout.splitlines() if line.startswith("{")]
+    return m, lines
 
 
-def _nb_cell(kind: str, source: str, grade_id: str | None = None, points: float = 0.0, solution=False, grade=False):
-    import nbformat
-
-    cell = nbformat.v4.new_code_cell(source) if kind == "code" else nbformat.v4.new_markdown_cell(source)
-    if grade_id:
-        cell.metadata["nbgrader"] = {"grade_id": grade_id, "schema_version": 3, "solution": solution,
-                                     "grade": grade, "locked": not solution, "task": False}
-        if grade:
-            cell.metadata["nbgrader"]["points"] = points
-    return cell
+def _per(values: list[float]) -> str:
+    return f"min {min(values):.2f}, max {max(values):.2f}" if values else "none"
 
 
-def build_nbgrader_course(root: Path, submissions: dict[str, dict[str, str]]) -> None:
-    """A minimal nbgrader course in ``root`` with the assignment ``ppo`` released and every student submitted."""
-    import nbformat
-
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "nbgrader_config.py").write_text(
-        "c = get_config()\n"
-        f"c.CourseDirectory.root = {str(root)!r}\n"
-        "c.CourseDirectory.course_id = 'ppo'\n"
-        "c.Execute.timeout = 30\n"
-    )
-    cells = [_nb_cell("markdown", "# PPO exercises 1-6 (benchmark notebook)"),
-             _nb_cell("code", NB_SETUP, "setup")]
-    for stem in NB_STEMS:
-        solution = (ROOT / "solutions" / f"{stem}.py").read_text(encoding="utf-8")
-        # The solutions already hold ### BEGIN/END SOLUTION regions: nbgrader strips them for the release.
-        cells.append(_nb_cell("code", solution, stem, solution=True))
-        cells.append(_nb_cell("code", NB_TESTS[stem], f"test_{stem}", points=10, grade=True))
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    (root / "source" / "ppo").mkdir(parents=True)
-    nbformat.write(nb, root / "source" / "ppo" / "ppo.ipynb")
-    _nbgrader(root, "generate_assignment", "ppo", "--create", "--force")
-    release = nbformat.read(root / "release" / "ppo" / "ppo.ipynb", as_version=4)
-    for sid, modules in submissions.items():
-        student_nb = nbformat.from_dict(json.loads(json.dumps(release)))
-        for cell in student_nb.cells:
-            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if gid in modules:
-                cell.source = modules[gid]
-        folder = root / "submitted" / sid / "ppo"
-        folder.mkdir(parents=True)
-        nbformat.write(student_nb, folder / "ppo.ipynb")
-
-
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (NB_MEMORY_LIMIT, NB_MEMORY_LIMIT))
-
-
-def _nbgrader(root: Path, *args: str) -> float:
-    t0 = time.monotonic()
-    # nbgrader runs `alembic` by name to set up its database: the venv's bin must be on PATH even when the
-    # venv is not activated (`make bench` calls .venv/bin/python directly).
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, capture_output=True, text=True,
-                          preexec_fn=_limit_memory, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return time.monotonic() - t0
-
-
-def cohort_modules() -> dict[str, dict[str, str]]:
-    """{student: {module stem: source}} of the cohort, staged by the batch's own checks (zip included)."""
-    from grader.batch import BatchLimits, Rejected, discover, stage_submission
-
-    entries, _ = discover(COHORT)
-    out: dict[str, dict[str, str]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for entry in entries:
-            try:
-                staged = stage_submission(entry, Path(tmp) / entry.student_id, BatchLimits())
-            except Rejected:
-                out[entry.student_id] = {}
-                continue
-            modules = {}
-            for path in staged.root.rglob("*.py"):
-                if path.stem in NB_STEMS:
-                    # A notebook cell holds text: NUL bytes (a UTF-16 file) cannot be in it.
-                    modules[path.stem] = path.read_bytes().decode("utf-8", "replace").replace("\x00", "")
-            out[entry.student_id] = modules
-    return out
-
-
-def grade_with_nbgrader(root: Path) -> tuple[list[float], dict[str, float]]:
-    """Per-student seconds of ``nbgrader autograde ppo --student S`` and the scores from nbgrader's gradebook."""
-    submissions = cohort_modules()
-    build_nbgrader_course(root, submissions)
-    seconds = [_nbgrader(root, "autograde", "ppo", "--student", sid, "--create", "--force") for sid in submissions]
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        scores = {sid: gb.find_submission("ppo", sid).score for sid in submissions}
-    return seconds, scores
+def _scores(out: Path) -> dict[str, float]:
+    """``{student: total}`` from a batch's gradebook.csv."""
+    with open(out / "gradebook.csv", newline="") as fh:
+        return {row["student_id"]: float(row["total"]) for row in csv.DictReader(fh)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print the numbers (see the module docstring)."""
-    global COHORT
+    """Run the benchmark and print the numbers (see the module docstring). Exit 0 when every run worked."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", choices=["full", "fast"], default="full")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"students {','.join(QUICK_STUDENTS)} (nbgrader: {','.join(QUICK_NB_STUDENTS)}), "
+                             "fast profile, one repetition, no legacy notebook")
+    parser.add_argument("--profile", choices=["full", "fast"], default=None, help="default full (fast with --quick)")
+    parser.add_argument("--repeat", type=int, default=1, help="repetitions of the --jobs 1/--jobs 2 batches (medians)")
+    parser.add_argument("--cohort", type=Path, default=COHORT, help="submissions folder (trusted code only)")
+    parser.add_argument("--students", default=None, help="comma-separated students of the batches (default: all)")
+    parser.add_argument("--floor-students", default=None,
+                        help=f"comma-separated trusted students of the floor (default: {','.join(FLOOR_STUDENTS)})")
+    parser.add_argument("--nb-students", default=None,
+                        help="comma-separated students of the nbgrader comparison (default: the batch's)")
     parser.add_argument("--skip-nbgrader", action="store_true")
-    parser.add_argument("--cohort", type=Path, default=None, help="submissions folder (default: the demo cohort)")
+    parser.add_argument("--no-legacy", action="store_true", help="leave out the fixed-seed ex1-ex6 notebook")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (printed)")
     args = parser.parse_args(argv)
-    COHORT = (args.cohort or COHORT).resolve()
-    n = sum(1 for p in COHORT.iterdir() if not p.name.startswith("."))
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    profile = args.profile or ("fast" if args.quick else "full")
+    split = lambda s: [x.strip() for x in s.split(",") if x.strip()]  # noqa: E731
+    entries = cohort_mod.entries(args.cohort)
+    students = split(args.students) if args.students else (QUICK_STUDENTS if args.quick else list(entries))
+    floor_students = split(args.floor_students) if args.floor_students else (
+        QUICK_STUDENTS if args.quick else [s for s in FLOOR_STUDENTS if s in students])
+    nb_students = split(args.nb_students) if args.nb_students else (QUICK_NB_STUDENTS if args.quick else students)
+    legacy = not (args.no_legacy or args.quick or args.skip_nbgrader)
+    unknown = sorted(set(students + floor_students + nb_students) - set(entries))
+    if unknown or not floor_students or not students:
+        parser.error(f"unknown or no students: {unknown} (the cohort holds {', '.join(entries)})")
+
+    subreaper = become_subreaper()
     work = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+    started = time.monotonic()
     try:
-        print(f"cohort: {n} submissions in {COHORT}; profile {args.profile}")
-        wall1, per1, mem1, s1 = grade_with_ppo_course(work / "jobs1", 1, args.profile)
-        med1 = statistics.median(per1)
-        print(f"ppo-course --jobs 1: wall {wall1:.1f} s, median {med1:.2f} s per submission "
-              f"(min {min(per1):.2f}, max {max(per1):.2f}); peak memory PSS {mem1.peak_pss / 1e9:.2f} GB "
-              f"(RSS sum {mem1.peak_rss / 1e9:.2f} GB)")
-        wall2, per2, mem2, s2 = grade_with_ppo_course(work / "jobs2", 2, args.profile)
-        speedup = wall1 / wall2
-        print(f"ppo-course --jobs 2: wall {wall2:.1f} s, throughput {n / wall2:.3f} submissions/s "
-              f"({speedup:.2f}x of --jobs 1; goal >= 1.7x); peak memory PSS {mem2.peak_pss / 1e9:.2f} GB "
-              f"(goal < 3 GB; RSS sum {mem2.peak_rss / 1e9:.2f} GB)")
-        book1 = (work / "jobs1" / "gradebook.csv").read_text().splitlines()
-        book2 = (work / "jobs2" / "gradebook.csv").read_text().splitlines()
-        print(f"gradebooks of --jobs 1 and --jobs 2 identical: {book1 == book2}")
-        for a, b in zip(book1, book2):
-            if a != b:
-                print(f"  differs: --jobs 1 {a!r}\n           --jobs 2 {b!r}")
-        if args.skip_nbgrader:
-            return 0
-        nb_seconds, nb_scores = grade_with_nbgrader(work / "nbgrader")
-        med_nb = statistics.median(nb_seconds)
-        print(f"nbgrader autograde (ex1-ex6, one student per run): wall {sum(nb_seconds):.1f} s, "
-              f"median {med_nb:.2f} s per submission (min {min(nb_seconds):.2f}, max {max(nb_seconds):.2f})")
-        print("nbgrader scores (of 60): " + ", ".join(f"{k} {v:g}" for k, v in sorted(nb_scores.items())))
-        print(f"ratio nbgrader/ppo-course per submission: {med_nb / med1:.2f}")
+        print(f"start: {load_average()}; CPU-seconds include every child process"
+              + ("" if subreaper else " (no subreaper: orphans escape the count)"))
+        print(f"cohort: {len(students)} submissions from {args.cohort}; profile {profile}; repeat {args.repeat}")
+        staged = {s: cohort_mod.stage(entries[s], work / "staged" / s)
+                  for s in dict.fromkeys(floor_students + nb_students)}
+        batch_dir = cohort_mod.subset(args.cohort, students, work / "cohort")
+        courses = {}
+        if not args.skip_nbgrader:
+            t0 = time.monotonic()
+            courses["same"] = NbgraderCourse(work / "nbgrader", "same", profile)
+            courses["same"].build({s: staged[s] for s in nb_students})
+            if legacy:
+                courses["legacy"] = NbgraderCourse(work / "nbgrader-legacy", "legacy", profile)
+                courses["legacy"].build({s: staged[s] for s in nb_students})
+            print(f"nbgrader course(s) built and released in {time.monotonic() - t0:.1f} s (not counted)")
+
+        # 1. The batches, --jobs 1 and --jobs 2 alternating (each repetition swaps the order).
+        runs: dict[int, list[Measured]] = {1: [], 2: []}
+        for r in range(args.repeat):
+            for jobs in ((1, 2) if r % 2 == 0 else (2, 1)):
+                runs[jobs].append(grade_batch(batch_dir, work / f"jobs{jobs}-{r}", jobs, profile, memory=jobs == 2))
+        n = len(students)
+        cpu = {j: statistics.median(m.cpu_s for m in runs[j]) / n for j in runs}
+        wall = {j: statistics.median(m.wall_s for m in runs[j]) for j in runs}
+        for j in (1, 2):
+            print(f"ppo-course grade-batch --jobs {j}: {cpu[j]:.2f} CPU-s and {wall[j] / n:.2f} s wall per submission "
+                  f"({n} submissions, wall {wall[j]:.1f} s, throughput {n / wall[j]:.3f} submissions/s; "
+                  "fork-server and worker starts included)")
+        print(f"throughput --jobs 2 / --jobs 1: {wall[1] / wall[2]:.2f} (goal >= 1.8 on an idle 2-core machine)")
+        peak_rss = max(m.peak_rss for m in runs[2])
+        peak_pss = max(m.peak_pss for m in runs[2])
+        peak_one = max(m.peak_one_rss for m in runs[2])
+        print(f"peak memory at --jobs 2: {peak_pss / GB:.2f} GB PSS over the process tree (goal < 2 GB; RSS "
+              f"summed over the tree {peak_rss / GB:.2f} GB, counting pages shared by forked processes once per "
+              f"process; largest single process {peak_one / GB:.2f} GB RSS)")
+        books = [(work / f"jobs{j}-{r}" / "gradebook.csv").read_text() for j in runs for r in range(len(runs[j]))]
+        print(f"gradebooks of every batch run identical: {all(b == books[0] for b in books)}")
+
+        # 2. The floor, and ppo-course on exactly the floor's students.
+        floor_m, floor_lines = run_floor(staged, floor_students, profile, work / "floor-cwd")
+        warm = [x for x in floor_lines if "warmup" in x]
+        per_student = [x for x in floor_lines if "student" in x]
+        if len(per_student) != len(floor_students):
+            raise SystemExit(f"the floor graded {len(per_student)} of {len(floor_students)} students:\n"
+                             f"{floor_m.stderr[-3000:]}")
+        floor_cpu = statistics.fmean(x["cpu_s"] for x in per_student)
+        if set(floor_students) == set(students):
+            matched, matched_out = cpu[1], work / "jobs1-0"
+        else:
+            fb = grade_batch(cohort_mod.subset(args.cohort, floor_students, work / "floor-cohort"),
+                             work / "floor-batch", 1, profile)
+            matched, matched_out = fb.cpu_s / len(floor_students), work / "floor-batch"
+        ours = _scores(matched_out)
+        differ = [f"{x['student']} floor {x['score']:g} vs ppo-course {ours.get(x['student'])}"
+                  for x in per_student if ours.get(x["student"]) is None
+                  or not math.isclose(x["score"], ours[x["student"]], abs_tol=1e-6)]
+        print(f"floor (same tests, one warm process, trusted modules, no sandbox): {floor_cpu:.2f} CPU-s per "
+              f"submission over {', '.join(floor_students)} ({_per([x['cpu_s'] for x in per_student])}; "
+              f"warm-up {warm[0]['cpu_s']:.1f} CPU-s not counted; the whole process {floor_m.cpu_s:.1f} CPU-s)")
+        print(f"floor scores equal ppo-course's: {not differ}" + (f" ({'; '.join(differ)})" if differ else ""))
+        print(f"ppo-course grade-batch --jobs 1 on the floor's students: {matched:.2f} CPU-s per submission")
+        print(f"ratio ppo-course/floor: {matched / floor_cpu:.2f} (goal <= 2)")
+
+        # 3. nbgrader, interleaved student by student with `ppo-course grade`.
+        if courses:
+            pairs: dict[str, dict[str, Measured]] = {}
+            for i, sid in enumerate(nb_students):
+                order = ["ours", *courses] if i % 2 == 0 else [*courses, "ours"]
+                pairs[sid] = {}
+                for side in order:
+                    if side == "ours":
+                        out = work / "grade" / sid
+                        out.mkdir(parents=True)
+                        pairs[sid][side] = _check(measure(_cli("grade", str(entries[sid]), "--out",
+                                                               str(out / "results.json"), "--profile", profile,
+                                                               "--quiet"), env=nbgrader_env()),
+                                                  f"ppo-course grade {sid}")
+                    else:
+                        pairs[sid][side] = courses[side].autograde(sid)
+            nb_scores = {side: course.scores() for side, course in courses.items()}
+            med = {side: statistics.median(p[side].cpu_s for p in pairs.values()) for side in ["ours", *courses]}
+            mean = {side: statistics.fmean(p[side].cpu_s for p in pairs.values()) for side in ["ours", *courses]}
+            walls = [p["ours"].wall_s for p in pairs.values()]
+            print(f"ppo-course grade (one student per command, interleaved with nbgrader): median "
+                  f"{med['ours']:.2f} CPU-s ({_per([p['ours'].cpu_s for p in pairs.values()])}), "
+                  f"median {statistics.median(walls):.2f} s wall, over {len(pairs)} students")
+            failed = [sid for sid, p in pairs.items() if p["same"].returncode != 0]
+            print(f"nbgrader autograde, the same tests (one student per command, a notebook each): median "
+                  f"{med['same']:.2f} CPU-s ({_per([p['same'].cpu_s for p in pairs.values()])})"
+                  + (f"; autograde failed for {', '.join(failed)}" if failed else ""))
+            print("nbgrader scores (cells all or nothing): "
+                  + ", ".join(f"{k} {v:g}" if v is not None else f"{k} -" for k, v in sorted(nb_scores["same"].items())))
+            print(f"ratio nbgrader/ppo-course per submission (CPU): {med['same'] / med['ours']:.2f} "
+                  f"(medians; means {mean['same'] / mean['ours']:.2f}; goal >= 4)")
+            if set(nb_students) == set(students):
+                print(f"ratio nbgrader/ppo-course-batch per submission (CPU, nbgrader's mean over grade-batch "
+                      f"--jobs 1's): {mean['same'] / cpu[1]:.2f}")
+            if "legacy" in courses:
+                print(f"nbgrader autograde, legacy ex1-ex6 fixed-seed cells (NOT the same tests): median "
+                      f"{med['legacy']:.2f} CPU-s; scores (of 60): "
+                      + ", ".join(f"{k} {v:g}" if v is not None else f"{k} -"
+                                  for k, v in sorted(nb_scores["legacy"].items())))
+                print(f"ratio nbgrader-legacy-ex1-6/ppo-course per submission (CPU): "
+                      f"{med['legacy'] / med['ours']:.2f} (medians)")
+        from grading_bench import measure as measure_mod
+
+        if measure_mod.STRAYS_KILLED:
+            print(f"warning: {measure_mod.STRAYS_KILLED} process(es) outlived their command by 10 s and were killed "
+                  "(their CPU is counted)")
+        print(f"end: {load_average()}; benchmark wall {time.monotonic() - started:.0f} s")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"work folder kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
