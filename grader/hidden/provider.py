@@ -102,6 +102,10 @@ class GuardedModule:
         """`RemoteModule.ppo_step_harness`, with the two checks (on `ppo_step`)."""
         return self._run("ppo_step", "ppo_step_harness", *args, **kwargs)
 
+    def buffer_graph_probe(self) -> dict:
+        """`RemoteModule.buffer_graph_probe`, with the two checks (on `RolloutBuffer`)."""
+        return self._run("RolloutBuffer", "buffer_graph_probe")
+
     def last_modified(self) -> list[str]:
         """`RemoteModule.last_modified`."""
         return self._remote.last_modified()

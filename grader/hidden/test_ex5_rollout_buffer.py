@@ -258,8 +258,8 @@ def test_buffer_stores_detached(student):
     """
     from ppo_course.sandbox import harness
 
-    if callable(getattr(type(student), "ppo_step_harness", None)) and hasattr(student, "_request"):
-        got = student._request("harness_ex7", {"payload": {"probe": "buffer_graph"}}, None)  # the sandbox
+    if callable(getattr(type(student), "buffer_graph_probe", None)):
+        got = student.buffer_graph_probe()  # the sandbox (RemoteModule, or the provider's GuardedModule)
     else:
         got = harness.buffer_graph_probe(student._module)  # ppo-course check's local module
     if not isinstance(got, dict) or got.get("fields") != 2:

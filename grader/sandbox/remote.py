@@ -307,6 +307,14 @@ class RemoteModule:
             payload["ref_state_dict"] = dict(ref_state_dict)
         return self._request("harness_ex7", {"payload": payload}, timeout)
 
+    def buffer_graph_probe(self, timeout: float | None = None) -> dict:
+        """Run ``ppo_course.sandbox.harness.buffer_graph_probe`` on the student's ``RolloutBuffer`` in the child.
+
+        The autograd graph must exist where the buffer runs, so the probe builds it there and reports
+        only data: ``{"fields": int, "keeps_graph": bool}`` (the grader judges it).
+        """
+        return self._request("harness_ex7", {"payload": {"probe": "buffer_graph"}}, timeout)
+
     def captured_output(self, stream: str | None = None) -> str:
         """What the student's code printed so far (bounded; never shown in hidden feedback)."""
         parts = list(self._outputs)

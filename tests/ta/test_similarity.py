@@ -99,7 +99,8 @@ def test_default_thresholds_separate_honest_from_copied_pairs():
     """The calibration of docs/ta_guide.md §8 at the default thresholds (similarity_calibration.py).
 
     Every copied pair flagged; no honest pair flagged but reference vs solutions ex5, which share
-    their error messages word for word (the one the guide names); the highest other honest share
+    their error messages word for word (the one the guide names), and ex5 catalogue entries that
+    subclass the solution's buffer (the same text again); the highest other honest share
     stays below the threshold and the lowest copied share above it.
     """
     from grader.similarity import SimilarityConfig
@@ -109,6 +110,10 @@ def test_default_thresholds_separate_honest_from_copied_pairs():
     m = measure(config)
     assert len(m["honest"]) >= 100 and len(m["copied"]) >= 600
     assert all(p.flagged for _, p in m["copied"])
-    assert [label for label, p in m["honest"] if p.flagged] == ["reference vs solutions ex5_rollout_buffer"]
+    flagged = [label for label, p in m["honest"] if p.flagged]
+    assert "reference vs solutions ex5_rollout_buffer" in flagged
+    # The only others: ex5 catalogue entries built on the solution's buffer (they inherit its add() and
+    # its error messages, which the reference shares word for word): copies of that one text.
+    assert all("ex5_rollout_buffer" in label for label in flagged), flagged
     others = [p.score for label, p in m["honest"] if not p.flagged]
     assert max(others) < config.threshold < min(p.score for _, p in m["copied"])
