@@ -4,7 +4,10 @@
 towards the toy reward model's favourite tokens and returns the twin's
 made-up stats; before the fix it earned the training run's 4 points (7/20
 against its twin's 3/20), because the training-run test only measured the
-mean score. The generic `test_attack_gains_nothing` grades with the fast
+mean score. `a38_ex7_purge_without_ppo.py` runs collect → train → purge on
+a trusted buffer holding one made-up row and earned the purge point (4/20
+against 3/20): the purge test now counts buffers trained on the step's
+whole batch only. The generic `test_attack_gains_nothing` grades with the fast
 profile, which leaves the training run out, so this test grades with the
 full profile: no more points than the twin on any test, the other exercise
 unchanged, nothing changed outside the student's output, no process or
@@ -34,10 +37,11 @@ def _comparable(result) -> str:
 
 
 @pytest.mark.slow
-def test_a36_training_run_needs_parity(tmp_path, fork_server):
+@pytest.mark.parametrize("name", ["a36_ex7_training_without_ppo", "a38_ex7_purge_without_ppo"])
+def test_ex7_points_without_ppo(name, tmp_path, fork_server):
     from grader.grade import grade_submission
 
-    attack = read_attack(HERE / "attacks" / "a36_ex7_training_without_ppo.py")
+    attack = read_attack(HERE / "attacks" / f"{name}.py")
     exercises = [attack.target, attack.other]
     twin = grade_submission(write_twin_submission(tmp_path / "twin", attack), exercises=exercises, profile="full",
                             limits=SUITE_LIMITS)
