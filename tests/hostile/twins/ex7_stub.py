@@ -5,8 +5,8 @@ shrinks every weight by 0.1 % (a stand-in for "something moved"), without
 generating, scoring or updating anything with the optimizer. The public
 "runs and reports" test passes (the weights moved; the stats are floats and 0
 with lr 0); parity, the KL controller, the buffer purge and the training run
-fail. A hostile version has the training run's points to gain by moving the
-weights towards the reward some other way.
+fail. A hostile version has the purge point to gain by purging a buffer
+that never held the step's rollout (a38).
 """
 
 import torch

@@ -1,17 +1,14 @@
-"""Exercise 7 gamed without doing PPO (issue 10, class 2; red-team round after issue 10).
+"""Exercise 7's buffer-purge point without a rollout (red-team round after issue 10, class 2).
 
-`attacks/a36_ex7_training_without_ppo.py` hand-sets the policy's weights
-towards the toy reward model's favourite tokens and returns the twin's
-made-up stats; before the fix it earned the training run's 4 points (7/20
-against its twin's 3/20), because the training-run test only measured the
-mean score. `a38_ex7_purge_without_ppo.py` runs collect → train → purge on
-a trusted buffer holding one made-up row and earned the purge point (4/20
-against 3/20): the purge test now counts buffers trained on the step's
-whole batch only. The generic `test_attack_gains_nothing` grades with the fast
-profile, which leaves the training run out, so this test grades with the
-full profile: no more points than the twin on any test, the other exercise
-unchanged, nothing changed outside the student's output, no process or
-kernel object left, and the same grade on three reruns.
+`attacks/a38_ex7_purge_without_ppo.py` runs collect → train → purge on a
+trusted RolloutBuffer holding one made-up row, beside its twin's stats-only
+step (`twins/ex7_stub.py`); before the fix it earned the purge point (4/20
+against 3/20, fast profile), because the purge test only asked that every
+trained buffer ends purged: it now counts buffers trained on the step's
+whole batch only. Graded with the full profile (the training run too): no
+more points than the twin on any test, the other exercise unchanged,
+nothing changed outside the student's output, no process or kernel object
+left, and the same grade on three reruns.
 """
 
 from __future__ import annotations
@@ -37,11 +34,10 @@ def _comparable(result) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["a36_ex7_training_without_ppo", "a38_ex7_purge_without_ppo"])
-def test_ex7_points_without_ppo(name, tmp_path, fork_server):
+def test_a38_purge_point_needs_the_steps_rollout(tmp_path, fork_server):
     from grader.grade import grade_submission
 
-    attack = read_attack(HERE / "attacks" / f"{name}.py")
+    attack = read_attack(HERE / "attacks" / "a38_ex7_purge_without_ppo.py")
     exercises = [attack.target, attack.other]
     twin = grade_submission(write_twin_submission(tmp_path / "twin", attack), exercises=exercises, profile="full",
                             limits=SUITE_LIMITS)
@@ -68,4 +64,4 @@ def test_ex7_points_without_ppo(name, tmp_path, fork_server):
     assert ("ex7_ppo_step", "hidden", "test_training_run_raises_mean_score") in want  # the full profile ran it
     gained = {k: (got[k][0], want[k][0]) for k in want if got[k][0] > want[k][0]}
     assert not gained, f"scored above the honest twin on (test: hostile, twin): {gained}"
-    assert runs[0].exercises[attack.other].score == twin.exercises[attack.other].score == 10
+    assert runs[0].exercises[attack.other].score == twin.exercises[attack.other].score
