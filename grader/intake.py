@@ -33,6 +33,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from grader.points import EXERCISES
+from ppo_course.text_safety import cap
 
 # Files and folders that carry no student work: never staged.
 _JUNK_NAMES = frozenset({"__pycache__", "__MACOSX", ".DS_Store", ".git", ".ipynb_checkpoints"})
@@ -59,7 +60,14 @@ class SubmissionLimits(BaseModel):
 
 
 class Rejected(Exception):
-    """A submission that cannot be graded; ``str(exc)`` is the reason for the TA and student."""
+    """A submission that cannot be graded; ``str(exc)`` is the reason for the TA and student.
+
+    The reason quotes the submission's own names (a zip entry's name may be 64 KiB), so it is
+    capped where it is made (``ppo_course.text_safety.cap``), before any writer sees it.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(cap(reason))
 
 
 @dataclass
@@ -190,6 +198,8 @@ def stage_submission(entry: Entry, dest: Path, limits: SubmissionLimits) -> Stag
     else:
         _stage_dir(source, dest, limits, staged)
     for path in sorted(dest.rglob("*.py")):
+        if not path.is_file():  # a folder named `notes.py/` is no Python file
+            continue
         staged.n_python_files += 1
         if b"\x00" in path.read_bytes():
             rel = path.relative_to(dest).as_posix()
@@ -242,8 +252,8 @@ def _stage_dir(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
             raise Rejected(f"the submission holds more than {limits.max_files} files; submit the exercise modules only")
     for rel, src in plan:
         out = dest / rel
-        out.parent.mkdir(parents=True, exist_ok=True)
         try:
+            out.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, out)
         except OSError as exc:
             raise Rejected(f"the file {rel!r} cannot be read ({exc.strerror or exc}); fix its permissions")
@@ -312,8 +322,8 @@ def _stage_zip(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
         written = 0
         for name, info in files:
             out = dest / name
-            out.parent.mkdir(parents=True, exist_ok=True)
             try:
+                out.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(info) as src, open(out, "wb") as dst:
                     while chunk := src.read(1 << 16):
                         written += len(chunk)
@@ -325,7 +335,11 @@ def _stage_zip(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
                         dst.write(chunk)
             except Rejected:
                 raise
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            except OSError as exc:  # a name too long, a file that is also a folder (`a.py` and `a.py/b`) ...
+                # strerror only: the exception's text holds the grader's own staging path
+                raise Rejected(f"{source.name} holds {cap(name, 200)!r}, which cannot be unpacked "
+                               f"({exc.strerror or type(exc).__name__}); re-create the zip with plain, short names")
+            except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as exc:
                 raise Rejected(f"{source.name} is damaged: {name!r} cannot be read ({exc}); re-create the zip")
 
 

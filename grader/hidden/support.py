@@ -170,7 +170,8 @@ def expect_inputs_untouched(student, name: str, args: tuple, kwargs: dict | None
     The check that counts is made by the provider outside the student's reach
     (`modified_inputs`): the sandbox passes the arguments in shared memory and the
     grading process compares their bytes after an ordinary call (plain inputs, no
-    `requires_grad`, nothing to tell it from any other call; `grader.sandbox.shared_args`);
+    `requires_grad`, nothing to tell it from any other call; `grader.sandbox.shared_args`),
+    and after every earlier call of `name` in the grading (`inputs_modified_before`);
     the local provider of `ppo-course check` compares clones. A provider without
     `modified_inputs` falls back to passing the float inputs as leaves that require
     grad, where autograd refuses (and reports) an in-place change made with grad enabled.
@@ -182,6 +183,13 @@ def expect_inputs_untouched(student, name: str, args: tuple, kwargs: dict | None
         changed = student.modified_inputs(name, args, kwargs)
         if changed:
             raise Mismatch("modifies_input", f"changed in place: {', '.join(changed)}", f"{name}(...)")
+        # Any earlier call of the grading counts too: the probe's fixed input must not be the only one
+        # watched (a function could recognise it and behave only then).
+        earlier = student.inputs_modified_before(name) if callable(getattr(type(student), "inputs_modified_before",
+                                                                              None)) else []
+        if earlier:
+            raise Mismatch("modifies_input", f"changed in place on an earlier call: {', '.join(earlier)}",
+                           f"{name}(...)")
         return
     out = getattr(student, name)(*args, **kwargs)
     head = out[0] if isinstance(out, (tuple, list)) and out else out

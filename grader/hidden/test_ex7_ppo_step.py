@@ -174,11 +174,13 @@ class Tracking:
             def __init__(self):
                 super().__init__()
                 self.trained = False
+                self.trained_on = 0  # sequences held when training started
                 created.append(self)
 
             def start_training(self):
                 super().start_training()
                 self.trained = True
+                self.trained_on = len(self)
 
         self.known_good = KnownGood.reference()
         self.known_good.table["ex5_rollout_buffer"]["RolloutBuffer"] = TrackingBuffer
@@ -287,11 +289,17 @@ def test_ppo_step_other_config(provider, runs):
 
 
 def test_ppo_step_purges_buffer(provider, runs, tracking):
-    """Every rollout buffer the step creates is purged at the end (collect → train → purge)."""
-    _parity(provider, runs, tracking)
-    trained = [b for b in tracking.created if b.trained]
+    """Every rollout buffer the step creates is purged at the end (collect → train → purge).
+
+    Only buffers trained on the step's whole batch (one sequence per prompt) count: a buffer that
+    held a made-up row and was purged is not the step's rollout (hostile attack a38).
+    """
+    payload, _, _ = _parity(provider, runs, tracking)
+    batch = int(payload["queries"].shape[0])
+    trained = [b for b in tracking.created if b.trained and b.trained_on == batch]
     if not trained:
-        raise Mismatch("wrong_value", "no rollout buffer was trained on", "ppo_step's rollout buffer")
+        raise Mismatch("wrong_value", f"no rollout buffer was trained on the step's {batch} sequences",
+                       "ppo_step's rollout buffer")
     if any(b.phase != "collect" or len(b) != 0 for b in trained):
         raise Mismatch("ppo_step_no_purge", "", "ppo_step's rollout buffer after the step")
 

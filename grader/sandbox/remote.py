@@ -153,6 +153,7 @@ class RemoteModule:
         self._respawns = 0
         self._import_failure: StudentImportError | None = None
         self._outputs: list[str] = []
+        self._modified_history: dict[str, set[str]] = {}  # function name -> inputs it ever changed in place
         self.info: dict = {}
         self._spawn(first=True)
 
@@ -202,7 +203,21 @@ class RemoteModule:
         Raises:
             StudentError, StudentTimeout, StudentCrash, StudentImportError.
         """
-        return self._request("call", {"name": name, "args": list(args), "kwargs": dict(kwargs or {})}, timeout)
+        try:
+            return self._request("call", {"name": name, "args": list(args), "kwargs": dict(kwargs or {})}, timeout)
+        finally:
+            changed = self.last_modified()
+            if changed:
+                self._modified_history.setdefault(name, set()).update(changed)
+
+    def inputs_modified_before(self, name: str) -> list[str]:
+        """Paths (``args[i]`` / ``kwargs['name']``) of the inputs that any call of ``name`` so far changed in place.
+
+        Every call's shared-memory arguments are checked by the parent (``last_modified``), so a
+        grader's in-place test can count every call of the grading, not only its own probe: a
+        function that recognises the probe's input (hostile attack a39) still fails.
+        """
+        return sorted(self._modified_history.get(name, ()))
 
     def __getattr__(self, name: str) -> RemoteFunction:
         if name.startswith("_"):
