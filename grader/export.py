@@ -54,6 +54,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ppo_course.text_safety import csv_cell
+
 Format = Literal["canvas", "moodle", "csv"]
 FORMATS: tuple[str, ...] = ("canvas", "moodle", "csv")
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -61,19 +63,16 @@ CANVAS_POINTS_POSSIBLE = "Points Possible"
 MOODLE_ID_COLUMNS = {"email": "Email address", "idnumber": "ID number", "username": "Username"}
 COMPLETION = "chapter_complete"
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def neutralise_cell(text: object) -> str:
-    """A CSV cell that no spreadsheet runs as a formula (OWASP "CSV injection").
+    """A CSV cell that no spreadsheet runs as a formula (OWASP "CSV injection"), capped.
 
-    A text starting with ``=``, ``+``, ``-``, ``@``, tab or a line break gets a
-    leading ``'``; other characters pass unchanged. Numbers are formatted by
-    the callers and never pass through here. (Minimal local version: to be
-    unified with the shared ``grader/text_safety.py`` when it lands.)
+    The shared rule of every CSV this package writes (``ppo_course.text_safety.csv_cell``): text
+    starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return gets a leading ``'``. Numbers
+    are formatted by the callers and never pass through here.
     """
-    s = str(text)
-    return "'" + s if s.startswith(_FORMULA_START) else s
+    return str(csv_cell(str(text)))
 
 
 class RosterEntry(BaseModel):

@@ -319,7 +319,7 @@ def regrade_markdown(regrades: list[StudentRegrade], fingerprint: str, never_low
 
 def regrade_csv(regrades: list[StudentRegrade]) -> str:
     """regrade.csv: one row per moved test (:data:`CSV_COLUMNS`); ids neutralised against formulas."""
-    from grader.export import neutralise_cell
+    from ppo_course.text_safety import csv_cell as neutralise_cell
 
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")

@@ -98,9 +98,9 @@ def summarise(out_dir: Path, records: Iterable) -> ClassSummary:
                 seen.add(did)
                 diag[did] += 1
                 diag_students.setdefault(did, []).append(r.student_id)
-    from grader.batch import CONTRACT_STEMS
+    from grader.points import EXERCISES
 
-    order = {s: i for i, s in enumerate(CONTRACT_STEMS)}
+    order = {s: i for i, s in enumerate(EXERCISES)}
     exercise_max = dict(sorted(exercise_max.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
     return ClassSummary(
         n_students=len(records),

@@ -269,7 +269,7 @@ def default_stubs_dir() -> Path | None:
 
 
 def _row(p: PairResult) -> list[str]:
-    from grader.export import neutralise_cell
+    from ppo_course.text_safety import csv_cell as neutralise_cell
 
     module = p.a.module if p.b.kind != "reference" else f"{p.a.module} vs {p.b.module}"
     return [neutralise_cell(p.a.owner), neutralise_cell(p.b.owner), neutralise_cell(module),

@@ -436,39 +436,9 @@ def _child_main(config: dict, fds: list[int], server_pid: int) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     sock_fd = isolate.reset_descriptors(*fds)
-    seed_global_generators()
-    from ppo_course.sandbox import worker
+    from ppo_course.sandbox import worker  # seeds the global RNGs before the import and every call (seeding.py)
 
     worker.run_child(sock_fd, config)
-
-
-#: The seed of every global random generator in a child (Python's `random`, numpy's legacy one, torch's default).
-CHILD_SEED = 0
-
-
-def seed_global_generators() -> None:
-    """Seed the global random generators of a fresh child with ``CHILD_SEED`` (before any student code runs).
-
-    Grading is deterministic (same submission, same grade on any machine, whatever ran before): a
-    module that draws from a global generator (``random.random()``, ``np.random.rand()``,
-    ``torch.randperm(n)`` without a generator) would otherwise get its numbers from the OS's entropy
-    (``random``, numpy: seeded at the fork server's start) or from whatever the fork server's warm-up
-    drew (torch), and could be graded differently on every run, which a "never lower" regrade turns
-    into the best of many draws. numpy is imported here when installed, so a student's later
-    ``import numpy`` finds the seeded generator. Not covered (see docs/threat_model.md):
-    ``os.urandom``, the clock, addresses (``id``) and str hashing (``python -I`` ignores PYTHONHASHSEED).
-    """
-    import random
-
-    random.seed(CHILD_SEED)
-    torch_module = sys.modules.get("torch")
-    if torch_module is not None:
-        torch_module.manual_seed(CHILD_SEED)
-    try:
-        import numpy
-    except ImportError:  # numpy is optional
-        return
-    numpy.random.seed(CHILD_SEED)
 
 
 def _warm_up() -> None:
@@ -506,7 +476,7 @@ def _warm_up() -> None:
     except Exception as exc:  # noqa: BLE001 - warm-up is an optimisation only
         isolate.warn(f"fork server warm-up on the toy model failed: {type(exc).__name__}: {exc}")
     try:
-        import numpy  # noqa: F401 - imported once here, seeded in every child (seed_global_generators)
+        import numpy  # noqa: F401 - imported once here, seeded in every child (ppo_course.sandbox.seeding)
     except ImportError:
         pass
     threads = len(os.listdir("/proc/self/task"))

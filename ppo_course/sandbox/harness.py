@@ -114,7 +114,7 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
     import sys
 
     from ppo_course.sandbox.observe import MODULE_NAMES, StepObserver
-    from ppo_course.sandbox.worker import seed_globals
+    from ppo_course.sandbox.seeding import seed_globals
     from ppo_course.toy_task import score
 
     seed_globals(int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible

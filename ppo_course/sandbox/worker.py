@@ -53,6 +53,7 @@ from typing import Any
 import torch
 
 from ppo_course.sandbox import codec
+from ppo_course.sandbox.seeding import seed_globals
 
 #: Packages that never hold anything a student may import (instructor side).
 #: Best effort only: the real barrier is the mount namespace + uid drop.
@@ -394,20 +395,6 @@ def request_seed(req: dict) -> int:
     if isinstance(seed, int) and not isinstance(seed, bool):
         return seed % (2**63)
     return zlib.crc32(f"{req.get('op')}:{req.get('name')}".encode("utf-8", "backslashreplace"))
-
-
-def seed_globals(seed: int) -> None:
-    """Seed torch's, numpy's and ``random``'s global RNGs (a student who samples without the given
-    generator gets the same draws on every run and machine; issue 16, determinism of feedback)."""
-    import random
-
-    random.seed(seed)
-    torch.manual_seed(seed)
-    try:
-        import numpy
-    except ImportError:  # numpy is optional for the exercises
-        return
-    numpy.random.seed(seed % (2**32))
 
 
 def run_child(sock_fd: int, config: dict) -> None:

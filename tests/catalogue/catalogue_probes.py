@@ -262,15 +262,23 @@ def probe_ex5(mod) -> Record:
     _call(rec, "add.2", lambda: buf.add(**fields(4, 3, 51))) or rec.setdefault("add.2", "ok")
     _call(rec, "add.bad_keys", lambda: buf.add(ids=torch.arange(2))) or rec.setdefault("add.bad_keys", "ok")
     _call(rec, "add.empty", lambda: buf.add()) or rec.setdefault("add.empty", "ok")
+    # Same keys, another trailing shape than this cycle's: a ValueError (the docstring's promise).
+    _call(rec, "add.bad_trailing", lambda: buf.add(ids=torch.arange(2), logp_old=_randn(2, 4, seed=54),
+                                                   mask=torch.ones(2, 3, dtype=torch.bool))) \
+        or rec.setdefault("add.bad_trailing", "ok")
     rec["len.7"] = _call(rec, "len.7", lambda: len(buf))
     _call(rec, "minibatches.collect", lambda: next(iter(buf.minibatches(2)))) or rec.setdefault(
         "minibatches.collect", "ok")
+    _called(rec, "minibatches.collect.call", lambda: buf.minibatches(2))  # the error at the call, not at next()
     _call(rec, "start_training", lambda: buf.start_training()) or rec.setdefault("start_training", "ok")
     rec["phase.train"] = _call(rec, "phase.train", lambda: str(buf.phase))
     _call(rec, "start_training.again", lambda: buf.start_training()) or rec.setdefault("start_training.again", "ok")
     _call(rec, "add.train", lambda: buf.add(**fields(7, 1, 52))) or rec.setdefault("add.train", "ok")
     _call(rec, "minibatches.zero", lambda: next(iter(buf.minibatches(0)))) or rec.setdefault(
         "minibatches.zero", "ok")
+    _called(rec, "minibatches.zero.call", lambda: buf.minibatches(0))
+    _call(rec, "minibatches.negative", lambda: next(iter(buf.minibatches(-1)))) or rec.setdefault(
+        "minibatches.negative", "ok")
     for epoch, seed in enumerate((0, 1)):
         batches = _call(rec, f"epoch{epoch}", lambda: list(buf.minibatches(3, generator=_gen(seed))))
         if batches is None:
@@ -293,7 +301,27 @@ def probe_ex5(mod) -> Record:
     got = _call(rec, "cycle2.epoch", lambda: list(buf.minibatches(5, generator=_gen(4))))
     if got is not None:
         rec["cycle2.ids"] = _cat(got, "ids")
+    # A field that carries the caller's autograd graph must come back detached ("stores detached copies").
+    graph = _call(rec, "graph.new", lambda: mod.RolloutBuffer())
+    if graph is not None:
+        leaf = torch.ones(2, 3, requires_grad=True)
+        _call(rec, "graph.add", lambda: graph.add(ids=torch.arange(2), logp_old=leaf * 2.0,
+                                                  mask=torch.ones(2, 3, dtype=torch.bool)))
+        _call(rec, "graph.start", lambda: graph.start_training())
+        mb = _call(rec, "graph.minibatch", lambda: next(iter(graph.minibatches(2, generator=_gen(5)))))
+        if isinstance(mb, dict) and isinstance(mb.get("logp_old"), torch.Tensor):
+            rec["graph.keeps_graph"] = bool(mb["logp_old"].requires_grad or mb["logp_old"].grad_fn is not None)
     return rec
+
+
+def _called(rec: Record, name: str, fn: Callable[[], Any]) -> None:
+    """Record "ok" when fn() returns (whatever it returns), else what it raised (`_call`)."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - a student's code may raise anything
+        rec[name] = f"raised {type(exc).__name__}"
+    else:
+        rec[name] = "ok"
 
 
 # ---------------------------------------------------------------- ex6

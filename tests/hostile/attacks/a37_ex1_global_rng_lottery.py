@@ -7,7 +7,7 @@ OS's entropy when the fork server starts) and torch's default generator
 same folder then gave another score (measured 6.5, 5.5, 6.0), so repeated
 regrades with `--never-lower` keep the luckiest.
 Must achieve: nothing. Every child seeds the global generators before the
-student's code runs (`ppo_course.sandbox.forkserver.seed_global_generators`):
+student's code runs (`ppo_course.sandbox.seeding.seed_globals`):
 the same grade on every run, never above the twin.
 """
 
