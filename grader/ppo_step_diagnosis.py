@@ -238,7 +238,25 @@ def _optimizer(g: _Trace, w: _Trace, cfg: dict, got: dict, want: dict) -> str | 
     max_norm = float(cfg["max_grad_norm"])
     if norm > max_norm * (1 + 1e-4) and ref_norm <= max_norm * (1 + 1e-4):
         return "ppo_step_no_grad_clip"
-    return None
+    return gradient_scaled(got, want, cfg)
+
+
+def gradient_scaled(got: dict, want: dict, config: dict) -> str | None:
+    """``ppo_step_no_accumulation_scaling`` when the first optimizer step's gradient norm (before
+    clipping) is ``gradient_accumulation_steps`` times the reference's, else None.
+
+    Adam's update is invariant to a constant scale of the gradient (up to ε) and clipping
+    normalises it, so parameter parity can hide an unscaled accumulated loss; the pre-clip norm
+    recorded by the observer cannot. Read only from the trace: a forged trace can only lose points.
+    """
+    gas = int(config["gradient_accumulation_steps"])
+    steps, ref_steps = _Trace(got.get("trace")).all("step"), _Trace(want.get("trace")).all("step")
+    if gas < 2 or not steps or not ref_steps:
+        return None
+    norm, ref_norm = steps[0].get("grad_norm"), ref_steps[0].get("grad_norm")
+    if not isinstance(norm, float) or not isinstance(ref_norm, float) or not ref_norm > 0:
+        return None
+    return "ppo_step_no_accumulation_scaling" if _num_close(norm / ref_norm, float(gas), 1e-3) else None
 
 
 def _losses_per_step(t: _Trace) -> list[int]:

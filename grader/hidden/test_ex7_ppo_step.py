@@ -280,12 +280,20 @@ def test_ppo_step_updates_kl_controller(provider, runs, tracking):
 def test_ppo_step_other_config(provider, runs):
     """Parity with last-token KL placement, no reward whitening, γ = 0.9, 3 epochs, 4 accumulation steps,
     sampling temperature 0.7 (also in every forward pass: ppo_step_temperature_ignored), a reference policy
-    that differs from the policy, and config.seed 7 (the mini-batch order must come from the given generator)."""
+    that differs from the policy, config.seed 7 (the mini-batch order must come from the given generator),
+    and no effective gradient clipping, so that the accumulated gradient's scale shows."""
     payload, got, want = _parity(provider, runs, None, key="other", kl_placement="last_token", whiten_rewards=False,
                                  gamma=0.9, ppo_epochs=3, mini_batch_size=2, gradient_accumulation_steps=4,
-                                 cliprange=0.1, vf_coef=0.5, temperature=0.7, config_seed=7)
+                                 cliprange=0.1, vf_coef=0.5, temperature=0.7, config_seed=7, max_grad_norm=1e6)
     if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
         raise Mismatch(_named(runs, "other", payload, got), "", "parameters after one ppo_step (other config)")
+    # Adam hides a gradient scaled by a constant (and clipping would normalise it): with clipping off here,
+    # the norm the observer records at the optimizer step is the raw one.
+    scaled = ppo_step_diagnosis.gradient_scaled(got, runs.get(("reference_trace", "other"),
+                                                               lambda: buggy_ppo_step.run_reference_step(payload)),
+                                                payload["ppo_config"])
+    if scaled:
+        raise Mismatch(scaled, "", "the gradient before clipping (other config)")
 
 
 def test_ppo_step_purges_buffer(provider, runs, tracking):
