@@ -102,6 +102,10 @@ class GuardedModule:
         """`RemoteModule.ppo_step_harness`, with the two checks (on `ppo_step`)."""
         return self._run("ppo_step", "ppo_step_harness", *args, **kwargs)
 
+    def inputs_modified_before(self, name: str) -> list[str]:
+        """`RemoteModule.inputs_modified_before`: inputs `name` changed in place on any earlier call."""
+        return self._remote.inputs_modified_before(name)
+
     def buffer_graph_probe(self) -> dict:
         """`RemoteModule.buffer_graph_probe`, with the two checks (on `RolloutBuffer`)."""
         return self._run("RolloutBuffer", "buffer_graph_probe")
