@@ -109,7 +109,7 @@ def _overhead(tasks: int, profile: str, exercises: list[str] | None) -> dict:
 
 
 def _gradebook_rebuild_s(n: int) -> float:
-    from grader.batch import RECORD, StudentRecord, gradebook_csv, read_records
+    from grader.records import RECORD, StudentRecord, gradebook_csv, read_records
     from grader.points import EXERCISES
 
     with tempfile.TemporaryDirectory() as tmp:

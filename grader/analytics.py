@@ -6,7 +6,7 @@ it, and, when the class has resubmissions, the mean number of attempts to
 full marks) and draws ``report_tests.png``, one heat map per exercise of its
 hidden tests × pass rate (matplotlib, Agg).
 
-Data: the batch's ``StudentRecord`` list (``grader.batch``) and each
+Data: the batch's ``StudentRecord`` list (``grader.records``) and each
 student's ``results.json`` validated into :class:`ResultsView` (the
 contract's schema: ``tests[].name/score/max_score/status/tags``; the module
 stem is ``tags[0]``, the kind ``tags[1]``, a diagnosis the tag

@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.batch import BatchAborted, WorkerOutcome
+from grader.workers import BatchAborted, WorkerOutcome
 from grader.cluster_worker import (
     REQUIRED_ISOLATION,
     TaskOutcome,
@@ -74,7 +74,7 @@ def _short(text: str) -> str:
 
 
 class ClusterRunner:
-    """A stand-in for ``grader.batch.run_worker`` that grades on a Dask distributed cluster.
+    """A stand-in for ``grader.workers.run_worker`` that grades on a Dask distributed cluster.
 
     Args:
         address: the scheduler, ``tcp://host:8786`` (anything ``distributed.Client`` accepts).

@@ -14,8 +14,8 @@ fingerprint. On the worker it
 2. unpacks the bytes into a fresh folder beside the other submissions graded
    on this node (:func:`grading_root`, :func:`unpack_submission`), as the
    local pool stages every student in one folder, which the sandbox hides;
-3. grades them with ``grader.batch.run_worker``, the local pool's own step:
-   a fresh ``python -m grader.batch worker`` process in its own process group,
+3. grades them with ``grader.workers.run_worker``, the local pool's own step:
+   a fresh ``python -m grader.workers worker`` process in its own process group,
    the same time-out, the same sandbox, sharing one warm fork server per Dask
    worker process (``import torch`` and the toy model's warm-up paid once per
    worker, not per task), so that a crash of student code never takes the
@@ -101,7 +101,7 @@ def pack_submission(root: Path) -> bytes:
     Entries are the regular files under ``root`` (relative POSIX paths,
     sorted), deflated, with a fixed timestamp and mode 0644, so that the
     bytes depend on the content only. Staging already dropped links and
-    special files (``grader.batch.stage_submission``).
+    special files (``grader.intake.stage_submission``).
 
     Raises:
         NotADirectoryError: if ``root`` is not a folder.
@@ -148,13 +148,13 @@ def unpack_submission(data: bytes, dest: Path) -> None:
 
 
 def worker_fingerprint() -> str:
-    """``grader.batch.grader_fingerprint()`` of this node's files, now (about 10 ms).
+    """``grader.fingerprint.grader_fingerprint()`` of this node's files, now (about 10 ms).
 
     Computed for every task, not once per worker: the grading process of each
     task imports the files as they are then, so a node upgraded under a running
     worker is judged by what will actually grade.
     """
-    from grader.batch import grader_fingerprint
+    from grader.fingerprint import grader_fingerprint
 
     return grader_fingerprint()
 
@@ -267,7 +267,7 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
         WorkerRefused: another grader fingerprint here, or no isolation (nothing is graded).
         ValueError: bytes that are not a submission archive.
     """
-    from grader.batch import run_worker
+    from grader.workers import run_worker
 
     address = _address()
     why = refusal(fingerprint, sandboxed=not grade_fn)

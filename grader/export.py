@@ -2,7 +2,7 @@
 
 ``ppo-course export BATCH_DIR --format canvas|moodle|csv --out FILE`` lands
 here (:func:`export_batch`). The rows come from the batch's typed records
-(``grader.batch.read_records`` → ``StudentRecord``), one column per exercise
+(``grader.records.read_records`` → ``StudentRecord``), one column per exercise
 (that exercise's score), then a chapter-completion column.
 
 Layouts (what each LMS's CSV import documents):
@@ -272,7 +272,7 @@ def batch_records(batch_dir: Path) -> list:
         NotADirectoryError: if ``batch_dir`` is not a folder.
         ValueError: if it holds no student record (not a grade-batch output).
     """
-    from grader.batch import RECORD, read_records
+    from grader.records import RECORD, read_records
 
     batch_dir = Path(batch_dir)
     if not batch_dir.is_dir():

@@ -1,7 +1,7 @@
 """Regrades that explain themselves: what a grader change did to each student, test by test.
 
 ``grade-batch`` regrades a student whenever the grader fingerprint
-(``grader.batch.grader_fingerprint``) differs from the one in the student's
+(``grader.fingerprint.grader_fingerprint``) differs from the one in the student's
 ``batch.json``. Before the new grading replaces them, the published
 ``results.json`` and ``batch.json`` are kept in ``OUT_DIR/.batch/published/``
 (:func:`keep_published`); after the batch, :func:`write_regrade_report`
@@ -114,7 +114,7 @@ def keep_published(out_dir: Path, student_id: str, fingerprint: str, record) -> 
 
 def published(out_dir: Path, student_id: str):
     """(published ``StudentRecord``, published results.json dict) of a student, or None."""
-    from grader.batch import StudentRecord
+    from grader.records import StudentRecord
 
     folder = Path(out_dir) / ".batch" / PUBLISHED_DIR / student_id
     try:

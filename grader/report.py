@@ -71,7 +71,7 @@ def summarise(out_dir: Path, records: Iterable) -> ClassSummary:
 
     Args:
         out_dir: the batch output folder (``<student>/results.json`` inside).
-        records: ``grader.batch.StudentRecord`` objects (one per gradebook row).
+        records: ``grader.records.StudentRecord`` objects (one per gradebook row).
     """
     records = list(records)
     status_counts = Counter(r.status for r in records)

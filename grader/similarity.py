@@ -3,7 +3,7 @@
 ``ppo-course similarity SUBMISSIONS_DIR --out DIR`` lands here
 (:func:`run_similarity`). Student code is only *read as text*: every
 submission goes through the batch's own intake (``grader.batch.discover`` and
-``grader.batch.stage_submission``: the same size, zip-bomb, path and symlink
+``grader.intake.stage_submission``: the same size, zip-bomb, path and symlink
 checks as grading) into a temporary folder, and each ``.py`` file is decoded
 and fingerprinted by copydetect (pygments tokens, winnowing; Schleimer et al.
 2003, "Winnowing: local algorithms for document fingerprinting"). Nothing is
@@ -145,13 +145,14 @@ def read_cohort(submissions_dir: Path, *, kind: str = "class", prefix: str = "",
     """The units of every student of a submissions folder, through the batch's intake checks.
 
     Each student (sub-folder or zip, ``grader.batch.discover``) is staged with
-    ``grader.batch.stage_submission`` into a temporary folder and read as
+    ``grader.intake.stage_submission`` into a temporary folder and read as
     text; a submission the intake rejects is left out with a note.
 
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
     """
-    from grader.batch import BatchLimits, Rejected, discover, stage_submission
+    from grader.batch import discover
+    from grader.intake import BatchLimits, Rejected, stage_submission
 
     notes = notes if notes is not None else []
     entries, warnings = discover(Path(submissions_dir))

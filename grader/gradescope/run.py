@@ -1,7 +1,7 @@
 """Entry point of the Gradescope autograder: ``python -m grader.gradescope.run``.
 
 Grades ``/autograder/submission`` exactly as one student of a batch is graded
-(``grader.batch.grade_entry``: the one intake of ``grader.intake``, a fresh
+(``grader.outcome.grade_entry``: the one intake of ``grader.intake``, a fresh
 isolated worker process, one wall-clock limit) and writes Gradescope's results.json:
 the contract's schema plus ``stdout_visibility: "hidden"`` (the log may show
 what student code printed), ``execution_time`` (seconds), and every hidden
@@ -150,7 +150,7 @@ def safe_outputs(results: dict) -> dict:
 def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str | None = None,
                          metadata: SubmissionMetadata | None = None) -> dict:
     """Grade one Gradescope submission and return its results.json dict (see the module docstring)."""
-    from grader.batch import ZeroTemplate, grade_entry
+    from grader.outcome import grade_entry
     from grader.intake import SubmissionLimits
 
     profile = choose_profile(config, metadata)
@@ -159,10 +159,8 @@ def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str |
     limits = SubmissionLimits(timeout_s=config.timeout_s, max_bytes=config.max_bytes)
     work = Path(tempfile.mkdtemp(prefix="ppo-course-gradescope-"))
     try:
-        zero = ZeroTemplate(work / "empty.json", profile=config.profile, exercises=None,
-                            timeout_s=config.timeout_s, grade_fn=grade_fn)
         graded = grade_entry(_find_entry(submission), work / "staging", work / "scratch", limits=limits,
-                             profile=config.profile, exercises=None, zero_template=zero, grade_fn=grade_fn)
+                             profile=config.profile, exercises=None, grade_fn=grade_fn)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     results = safe_outputs(apply_visibility(graded.results, hidden_visibility_for(config, metadata)))
@@ -180,7 +178,7 @@ def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str |
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m grader.gradescope.run --submission DIR --results FILE [--config FILE]``."""
-    from grader.batch import atomic_write_json
+    from grader.records import atomic_write_json
 
     parser = argparse.ArgumentParser(prog="python -m grader.gradescope.run")
     parser.add_argument("--submission", type=Path, default=Path("/autograder/submission"))

@@ -12,15 +12,27 @@ times); handles from the dead child raise ``StudentCrash`` when used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 import torch
 
 from grader.sandbox.errors import StudentCrash, StudentError, StudentImportError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from grader.sandbox.limits import Limits
     from grader.sandbox.process import ChildProcess
-    from grader.sandbox.sandbox import Sandbox
+
+
+class ChildSpawner(Protocol):
+    """What a :class:`RemoteModule` needs of its owner (``grader.sandbox.sandbox.Sandbox``): limits and new children.
+
+    A protocol rather than an import, so that this module does not import the
+    sandbox that imports it.
+    """
+
+    limits: "Limits"
+
+    def _spawn_child(self, module: "RemoteModule", known_good: Any) -> "ChildProcess": ...
 
 
 def _safe_qualname(name: object, limit: int = 80) -> str:
@@ -144,7 +156,7 @@ class RemoteModule:
         info: the child's isolation report (uid, network/mount isolation, notes).
     """
 
-    def __init__(self, sandbox: "Sandbox", name: str, known_good: Any) -> None:
+    def __init__(self, sandbox: ChildSpawner, name: str, known_good: Any) -> None:
         self._sandbox = sandbox
         self.name = name
         self._known_good = known_good
