@@ -244,6 +244,28 @@ def worker_report() -> dict:
 # ------------------------------------------------------------------ the task
 
 
+_POOLS: dict = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _runner(grade_fn: str | None, root: Path):
+    """This Dask worker process's warm graders (``grader.warm.WarmPool``, one per Dask thread), or a fresh worker.
+
+    One pool per process and ``grade_fn``, kept for the life of the Dask worker: its warm workers
+    watch this process and die with it. ``PPO_COURSE_WARM_WORKERS=0`` grades each task in a fresh worker.
+    """
+    from grader.warm import WarmPool, warm_workers_enabled
+    from grader.workers import run_worker
+
+    if not warm_workers_enabled():
+        return run_worker
+    with _POOLS_LOCK:
+        pool = _POOLS.get(grade_fn)
+        if pool is None:
+            pool = _POOLS[grade_fn] = WarmPool(root / f"warm-{os.getpid()}", grade_fn=grade_fn)
+        return pool.run
+
+
 def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, exercises: list[str] | None,
                timeout_s: float, grade_fn: str | None = None, limits_json: str | None = None) -> str:
     """Grade one staged submission on this Dask worker; returns a :class:`TaskOutcome` as JSON.
@@ -267,8 +289,6 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
         WorkerRefused: another grader fingerprint here, or no isolation (nothing is graded).
         ValueError: bytes that are not a submission archive.
     """
-    from grader.workers import run_worker
-
     address = _address()
     why = refusal(fingerprint, sandboxed=not grade_fn)
     if why:
@@ -286,8 +306,8 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
         from grader.intake import SubmissionLimits
 
         limits = SubmissionLimits.model_validate_json(limits_json) if limits_json else None
-        outcome = run_worker(submission, scratch, profile=profile, exercises=exercises, timeout_s=timeout_s,
-                             grade_fn=grade_fn, submission_limits=limits)
+        outcome = _runner(grade_fn, root)(submission, scratch, profile=profile, exercises=exercises,
+                                          timeout_s=timeout_s, grade_fn=grade_fn, submission_limits=limits)
         result = None
         status, message = outcome.status, outcome.message
         if status == "graded":

@@ -96,9 +96,10 @@ class _WarmWorker:
         hello = self._read_line(time.monotonic() + START_TIMEOUT_S)
         if hello is None or "ready" not in hello:
             self.kill()
-            raise _WorkerGone(f"the worker did not start ({self._why_gone()})")
+            raise _WorkerGone(f"the worker did not start: {self._why_gone()}")
 
     def _why_gone(self) -> str:
+        """How the worker ended, worded as a fresh worker's death (``grader.workers.run_worker``)."""
         rc = self.proc.poll()
         try:
             tail = self.log_path.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
@@ -106,7 +107,7 @@ class _WarmWorker:
             tail = []
         last = tail[-1] if tail else ""
         why = "still running" if rc is None else (f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
-        return f"{why}{': ' + last if last else ''}"
+        return f"the grader process died ({why}){': ' + last if last else ''}"
 
     def _read_line(self, deadline: float) -> dict | None:
         """The next JSON line from the worker; None at ``deadline``. Raises _WorkerGone on EOF."""
@@ -121,7 +122,7 @@ class _WarmWorker:
             chunk = os.read(fd, 65536)
             if not chunk:
                 self.proc.wait()
-                raise _WorkerGone(f"the grader process died ({self._why_gone()})")
+                raise _WorkerGone(self._why_gone())
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
         try:
@@ -137,7 +138,7 @@ class _WarmWorker:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             self.proc.wait()
-            raise _WorkerGone(f"the grader process died ({self._why_gone()})") from None
+            raise _WorkerGone(self._why_gone()) from None
         return self._read_line(t_end)
 
     def rss_mb(self) -> float:
@@ -249,11 +250,14 @@ class WarmPool:
                 f"grading took longer than the limit of {timeout_s:g} s and was stopped "
                 "(look for an infinite loop or very slow code)", seconds)
         worker.graded += 1
-        if not reply.get("ok"):
+        if not reply.get("ok"):  # a grader fault: the worker logged it and exits with status 1
+            try:
+                worker.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            message = worker._why_gone()
             self._retire(worker)
-            last = str(reply.get("error", ""))[-300:]
-            return WorkerOutcome("crashed", None, "", f"the grader process failed{': ' + last if last else ''}",
-                                 seconds)
+            return WorkerOutcome("crashed", None, "", message, seconds)
         if worker.graded >= self.max_students or worker.rss_mb() > self.max_rss_mb:
             self._retire(worker)
         try:

@@ -98,6 +98,8 @@ def stand_in_path():
     """Worker processes (local pool, Dask workers and their grading processes) can import the stand-in."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(STAND_IN_DIR), os.environ.get("PYTHONPATH")])))
+        # Local workers run `python -I` (PYTHONPATH ignored): they find the stand-in where this process does.
+        mp.syspath_prepend(str(STAND_IN_DIR))
         yield
 
 
