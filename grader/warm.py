@@ -30,7 +30,8 @@ Protocol (newline-delimited JSON on the worker's stdin/stdout; its own prints
 and the grader's log go to stderr, a log file):
 
 - worker → ``{"ready": pid}`` once imports and warm-up are done;
-- parent → ``{"submission", "out", "profile", "exercises", "grade_fn", "limits", "deadline"}``;
+- parent → ``{"submission", "out", "profile", "exercises", "grade_fn", "limits", "deadline", "env"}``
+  (``env``: where the batch's fork server listens, ``grader.workers._shared_forkserver_env``);
 - worker → ``{"ok": true}`` once ``out/results.json``, ``feedback.md`` and ``result.json`` are written,
   or ``{"ok": false, "error": "..."}`` (then it exits: a grader fault, the student is ``crashed``).
 """
@@ -53,6 +54,7 @@ from grader.workers import (
     WorkerOutcome,
     _boot_paths,
     _kill_group,
+    _shared_forkserver_env,
     _watch_parent,
     _worker_env,
     _Workers,
@@ -86,8 +88,9 @@ class _WarmWorker:
             cmd += ["--grade-fn", grade_fn]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
+            # The batch's fork server is named per request (it may still be starting while this worker warms up).
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                         env=_worker_env(shared_server=not grade_fn, stand_in=bool(grade_fn)),
+                                         env=_worker_env(shared_server=False, stand_in=bool(grade_fn)),
                                          cwd=cwd, start_new_session=True)
         self._workers = workers
         if workers is not None:
@@ -189,6 +192,8 @@ class WarmPool:
         self._lock = threading.Lock()
         self._count = 0
         self.started = 0  # workers started (a figure for tests and the benchmark)
+        if not grade_fn:  # start the batch's fork server now, while the first workers import and warm up
+            threading.Thread(target=_shared_forkserver_env, daemon=True, name="start-forkserver").start()
 
     def _worker(self) -> _WarmWorker:
         worker = getattr(self._local, "worker", None)
@@ -229,9 +234,11 @@ class WarmPool:
             worker = self._worker()
         except _WorkerGone as exc:
             return WorkerOutcome("crashed", None, "", str(exc), time.monotonic() - t_start)
-        t0 = time.monotonic()  # the student's clock starts at a ready worker
+        env = {} if self.grade_fn else _shared_forkserver_env()  # waits for the batch's fork server
+        t0 = time.monotonic()  # the student's clock starts at a ready worker and fork server
         payload = {"submission": str(Path(submission).resolve()), "out": str(scratch.resolve()), "profile": profile,
-                   "exercises": exercises, "grade_fn": grade_fn, "limits": None, "deadline": None}
+                   "exercises": exercises, "grade_fn": grade_fn, "limits": None, "deadline": None,
+                   "env": env}
         if submission_limits is not None:
             margin = min(30.0, 0.1 * timeout_s)  # as run_worker: time to write the results
             payload["limits"] = submission_limits.model_copy(
@@ -316,6 +323,7 @@ def serve_main(argv: list[str]) -> int:
             continue
         try:
             req = json.loads(line)
+            os.environ.update(req.get("env") or {})  # the batch's fork server (PPO_COURSE_FORKSERVER)
             grade_request(Path(req["submission"]), Path(req["out"]), profile=req["profile"],
                           exercises=req.get("exercises"), grade_fn=req.get("grade_fn"),
                           limits_json=req.get("limits"), deadline=req.get("deadline"))
