@@ -44,16 +44,20 @@ def enabled() -> bool:
 
 
 @lru_cache(maxsize=1)
-def version_key() -> bytes:
+def version_key() -> bytes | None:
     """SHA-256 of the grader's fingerprint (`grader.fingerprint`) and the hidden draws' key (`grader.hidden.draws`).
 
     Computed once per process: the code a process runs is the code it imported, so a grader change
-    is a new process and a new key. Raises FileNotFoundError when the grader secret is missing.
+    is a new process and a new key. None when there is no key (e.g. the grader secret is missing or
+    too short): nothing is cached then, and everything is computed as without a cache.
     """
     from grader.fingerprint import grader_fingerprint
     from grader.hidden.draws import _key
 
-    return hashlib.sha256(grader_fingerprint().encode("ascii") + b"\0" + _key()).digest()
+    try:
+        return hashlib.sha256(grader_fingerprint().encode("ascii") + b"\0" + _key()).digest()
+    except (OSError, ValueError):
+        return None
 
 
 def _feed(h: "hashlib._Hash", x: Any) -> None:
@@ -97,8 +101,15 @@ def _feed(h: "hashlib._Hash", x: Any) -> None:
 
 
 def digest(*parts: Any) -> bytes:
-    """SHA-256 of the version key and `parts` (see `_feed`). Raises TypeError for an unhashable part."""
-    h = hashlib.sha256(version_key())
+    """SHA-256 of the version key and `parts` (see `_feed`).
+
+    Raises:
+        TypeError: a part without an exact encoding, or no version key (`version_key` is None).
+    """
+    version = version_key()
+    if version is None:
+        raise TypeError("no grader version key: nothing is cached")
+    h = hashlib.sha256(version)
     for p in parts:
         _feed(h, p)
     return h.digest()
@@ -130,7 +141,7 @@ def cached(kind: str, key: tuple, compute: Callable[[], Any], *, copy: Callable[
         compute: the trusted computation; must be a function of `key` alone.
         copy: how a stored value is handed out (default: tensors cloned).
     """
-    if not enabled():
+    if not enabled() or version_key() is None:
         return _isolated(compute)
     try:
         k = digest(kind, key)

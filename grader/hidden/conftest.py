@@ -61,10 +61,11 @@ def reference():
 def pytest_pyfunc_call(pyfuncitem: pytest.Function):
     """Run a hidden `@given` test on its replayed examples (`grader.hidden.hypothesis_replay`): the same
     calls in the same order as hypothesis' own run, without generating them again for every student."""
+    from grader.hidden.cache import version_key
     from grader.hidden.hypothesis_replay import replay_enabled, replayable, run_replayed
 
     test = pyfuncitem.obj
-    if not (replay_enabled() and replayable(test)):
+    if not (replay_enabled() and replayable(test) and version_key() is not None):
         return None
     testargs = {arg: pyfuncitem.funcargs[arg] for arg in pyfuncitem._fixtureinfo.argnames}
     run_replayed(test, testargs)

@@ -131,3 +131,12 @@ def test_reference_call_cached_only_for_ppo_reference():
     fake = types.SimpleNamespace(__name__="ppo_reference", probability_ratio=lambda x, y: x - y)
     assert torch.equal(reference_call(fake, "probability_ratio", (a, b)), a - b)
     assert cache.stats()["hits"] == 1
+
+
+def test_no_version_key_means_no_cache(monkeypatch):
+    """Without a version key (no grader secret) everything is computed, nothing is stored."""
+    monkeypatch.setattr(cache, "version_key", lambda: None)
+    calls, compute = _counting()
+    cache.cached("t", (1,), compute(1))
+    cache.cached("t", (1,), compute(1))
+    assert calls == [1, 1] and cache.stats()["entries"] == 0
