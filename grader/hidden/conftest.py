@@ -2,7 +2,8 @@
 
 `grader.grade` registers the provider (a plugin with `is_student_provider =
 True`); the fixtures below only ask it for modules. Each test module declares
-`EXERCISE` (the module stem) and `KIND = "hidden"`.
+`EXERCISE` (the module stem) and `KIND = "hidden"`. Their `@given` tests run on examples replayed from one
+recording per grader version (`pytest_pyfunc_call` below).
 """
 
 from __future__ import annotations
@@ -54,3 +55,18 @@ def reference():
     import ppo_reference
 
     return ppo_reference
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function):
+    """Run a hidden `@given` test on its replayed examples (`grader.hidden.hypothesis_replay`): the same
+    calls in the same order as hypothesis' own run, without generating them again for every student."""
+    from grader.hidden.cache import version_key
+    from grader.hidden.hypothesis_replay import replay_enabled, replayable, run_replayed
+
+    test = pyfuncitem.obj
+    if not (replay_enabled() and replayable(test) and version_key() is not None):
+        return None
+    testargs = {arg: pyfuncitem.funcargs[arg] for arg in pyfuncitem._fixtureinfo.argnames}
+    run_replayed(test, testargs)
+    return True

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from grader import buggy_variants
+from grader.hidden.cache import cached
 from ppo_course.check_support.compare import any_nonzero
 from ppo_course.check_support.feedback import Mismatch, expect_close
 from ppo_course.check_support.inputs import batches as _batches
@@ -61,10 +62,25 @@ def part(index: int, what: str) -> Callable[[Any], Any]:
     return pick
 
 
+def _is_reference(reference) -> bool:
+    """True for the trusted `ppo_reference` module itself (the only reference whose answers are cached)."""
+    import sys
+
+    return reference is sys.modules.get("ppo_reference")
+
+
 def reference_call(reference, name: str, args: tuple, kwargs: dict | None = None) -> Any:
-    """The reference's answer on copies of the arguments (detached)."""
-    out = getattr(reference, name)(*_copy(args), **_copy(kwargs or {}))
-    return _copy(out)
+    """The reference's answer on copies of the arguments (detached).
+
+    Cached per grader version and the arguments' exact contents (`grader.hidden.cache`): the hidden
+    inputs are the same for every student, so a warm worker computes each answer once.
+    """
+    def run():
+        return _copy(getattr(reference, name)(*_copy(args), **_copy(kwargs or {})))
+
+    if not _is_reference(reference):
+        return run()
+    return cached("reference_call", (name, tuple(args), dict(kwargs or {})), run)
 
 
 def compare(student, reference, name: str, args: tuple, kwargs: dict | None = None, *, rtol: float, atol: float,
@@ -222,7 +238,20 @@ def away_from_kinks(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: 
 
 def reference_grads(reference, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...],
                     grad_output: torch.Tensor | None = None, output_index: int = 0) -> dict[str, torch.Tensor | None]:
-    """Gradients of the reference's output w.r.t. the named parameters (same rule as call_with_grad)."""
+    """Gradients of the reference's output w.r.t. the named parameters (same rule as call_with_grad).
+
+    Cached per grader version and the call's exact contents, like `reference_call`."""
+    def run():
+        return _reference_grads(reference, name, args, kwargs, wrt, grad_output, output_index)
+
+    if not _is_reference(reference):
+        return run()
+    return cached("reference_grads", (name, tuple(args), dict(kwargs or {}), tuple(wrt), grad_output, output_index),
+                  run)
+
+
+def _reference_grads(reference, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...],
+                     grad_output: torch.Tensor | None, output_index: int) -> dict[str, torch.Tensor | None]:
     import inspect
 
     fn = getattr(reference, name)

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from grader import buggy_ppo_step, ppo_step_diagnosis
+from grader.hidden.cache import cached
 from grader.hidden.draws import draw_choice, draw_int
 from ppo_course.check_support import compare
 from ppo_course.check_support.feedback import Mismatch
@@ -49,7 +50,11 @@ def _ppo_config(**overrides) -> dict:
 
 
 def _initial_state(seed: int) -> dict[str, torch.Tensor]:
-    """A freshly initialised toy policy (seeded; no SFT needed to compare one step)."""
+    """A freshly initialised toy policy (seeded; no SFT needed to compare one step). Cached per grader version."""
+    return cached("ex7", ("initial_state", seed), lambda: _fresh_state(seed))
+
+
+def _fresh_state(seed: int) -> dict[str, torch.Tensor]:
     from ppo_course import toy_task
     from ppo_course.model import CausalLMWithValueHead
 
@@ -97,7 +102,17 @@ def run_student(module, payload: dict) -> dict:
 
 
 def run_reference(payload: dict) -> dict:
-    """ppo_reference.ppo_step on the same setting as the harness."""
+    """ppo_reference.ppo_step on the same setting as the harness (cached per grader version and payload)."""
+    return cached("ex7", ("run_reference", payload), lambda: _run_reference(payload))
+
+
+def reference_step(payload: dict, **switches) -> dict:
+    """`buggy_ppo_step.run_reference_step` (trace included), cached per grader version, payload and switches."""
+    return cached("ex7", ("reference_step", payload, switches),
+                  lambda: buggy_ppo_step.run_reference_step(payload, **switches))
+
+
+def _run_reference(payload: dict) -> dict:
     import ppo_reference
 
     policy, ref_policy, optimizer, generator, config, queries = buggy_ppo_step.build_setting(payload)
@@ -118,7 +133,7 @@ def diagnose_step(got: dict, payload: dict, reference_trace: dict | None = None)
     """Name the mistake of a step that differs from the reference: the first stage whose intermediate
     quantities differ (`grader.ppo_step_diagnosis`, from the observed trace), else the known buggy variant
     whose parameters match (`diagnose_params`), else "wrong_value"."""
-    want = reference_trace if reference_trace is not None else buggy_ppo_step.run_reference_step(payload)
+    want = reference_trace if reference_trace is not None else reference_step(payload)
     found = ppo_step_diagnosis.diagnose(got, want, payload["ppo_config"])
     if found:
         return found
@@ -130,7 +145,7 @@ def diagnose_step(got: dict, payload: dict, reference_trace: dict | None = None)
 def diagnose_params(student_state: dict, payload: dict) -> str:
     """The known mistake whose parameters match the student's, else "wrong_value"."""
     for diagnosis, switches in buggy_ppo_step.PPO_STEP_VARIANTS:
-        variant = buggy_ppo_step.run_reference_step(payload, **switches)
+        variant = reference_step(payload, **switches)
         if compare.params_close(student_state, variant["state_dict"], atol=PARAM_ATOL):
             return diagnosis
     return "wrong_value"
@@ -225,7 +240,7 @@ def _parity(provider, runs, tracking=None, key="default", **config):
 
 def _named(runs, key: str, payload: dict, got: dict) -> str:
     """The diagnosis of a setting's step (computed once per session; the reference trace cached too)."""
-    trace = runs.get(("reference_trace", key), lambda: buggy_ppo_step.run_reference_step(payload))
+    trace = runs.get(("reference_trace", key), lambda: reference_step(payload))
     return runs.get(("diagnosis", key), lambda: diagnose_step(got, payload, trace))
 
 
@@ -270,7 +285,7 @@ def test_ppo_step_updates_kl_controller(provider, runs, tracking):
         diagnosis = _named(runs, "default", payload, got)
         if diagnosis == "wrong_value":
             for d, switches in buggy_ppo_step.KL_COEF_VARIANTS:
-                variant = buggy_ppo_step.run_reference_step(payload, **switches)
+                variant = reference_step(payload, **switches)
                 if compare.close_scalar(value, variant["kl_coef"], rtol=1e-9, atol=1e-9):
                     diagnosis = d
                     break
@@ -290,7 +305,7 @@ def test_ppo_step_other_config(provider, runs):
     # Adam hides a gradient scaled by a constant (and clipping would normalise it): with clipping off here,
     # the norm the observer records at the optimizer step is the raw one.
     scaled = ppo_step_diagnosis.gradient_scaled(got, runs.get(("reference_trace", "other"),
-                                                               lambda: buggy_ppo_step.run_reference_step(payload)),
+                                                               lambda: reference_step(payload)),
                                                 payload["ppo_config"])
     if scaled:
         raise Mismatch(scaled, "", "the gradient before clipping (other config)")
@@ -325,7 +340,12 @@ def test_ppo_step_with_own_pieces(provider, runs, tracking):
 
 
 def evaluate_mean_score(state: dict, n: int = 64, seed: int = 999) -> float:
-    """Mean toy score of n sampled responses (temperature 1) from a policy with these weights."""
+    """Mean toy score of n sampled responses (temperature 1) from a policy with these weights
+    (cached per grader version and the weights' bytes)."""
+    return cached("ex7", ("evaluate_mean_score", state, n, seed), lambda: _evaluate_mean_score(state, n, seed))
+
+
+def _evaluate_mean_score(state: dict, n: int, seed: int) -> float:
     from ppo_course import toy_task
     from ppo_course.model import CausalLMWithValueHead
 

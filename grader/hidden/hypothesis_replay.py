@@ -1,0 +1,132 @@
+"""Hypothesis' examples of the hidden tests, generated once per grader version and replayed for every student.
+
+The hidden tests run hypothesis derandomised (`grading_settings`: seed from the
+test function's digest, no database, no shrinking, one bug reported). Their
+example sequence is then fixed: it depends on the strategies, the settings and
+the seed, never on the student. For a test that passes, hypothesis runs the
+body on examples 1..n; for one that fails first on example k, it stops
+generating (no shrink phase, ``report_multiple_bugs=False``) and runs example k
+once more (the "final" run) to raise its error, or a ``FlakyFailure`` holding
+the first error when the final run passes.
+
+`run_replayed` does the same without the engine: the examples come from one
+recording run of hypothesis itself (a body that only records its arguments,
+with the real test's seed and settings), cached per grader version in this
+trusted process (`grader.hidden.cache.version_key`); each body call runs under
+hypothesis' own per-example context (its settings and its deterministic
+``random`` seeding). So the student's functions receive the same calls in the
+same order, a failure is raised from the same example after the same final
+re-run, and grades and feedback do not change (tests/grading/test_hypothesis_replay.py
+checks the call sequences against hypothesis' own run for every hidden test).
+
+The file name holds "hypothesis" on purpose: the collector leaves its frames
+out of a grader error's traceback, as it does hypothesis' own.
+
+Not replayed (hypothesis runs them as usual): a test with explicit examples,
+a seed or a database, shrinking, `report_multiple_bugs`, a deadline or the
+explain phase, i.e. anything whose example sequence may depend on the outcome.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+from typing import Any, Callable
+
+from hypothesis import Phase, given
+from hypothesis.errors import FlakyFailure
+from hypothesis.internal.entropy import deterministic_PRNG
+from hypothesis.internal.reflection import function_digest
+from hypothesis._settings import local_settings
+
+_EXAMPLES: dict[bytes, list[dict[str, Any]]] = {}
+
+
+def replay_enabled() -> bool:
+    """False when ``PPO_COURSE_NO_HYPOTHESIS_REPLAY`` is set (hypothesis then runs every test itself)."""
+    return not os.environ.get("PPO_COURSE_NO_HYPOTHESIS_REPLAY")
+
+
+def replayable(test: Callable) -> bool:
+    """True for a `@given` test whose example sequence cannot depend on the test's outcome (see the module doc)."""
+    if not getattr(test, "is_hypothesis_test", False):
+        return False
+    s = getattr(test, "_hypothesis_internal_use_settings", None)
+    handle = getattr(test, "hypothesis", None)
+    if s is None or handle is None or not hasattr(handle, "inner_test") or not hasattr(handle, "_given_kwargs"):
+        return False
+    inner = handle.inner_test
+    return (s.derandomize and s.database is None and s.deadline is None and not s.report_multiple_bugs
+            and set(s.phases) <= {Phase.explicit, Phase.reuse, Phase.generate}
+            and not getattr(test, "hypothesis_explicit_examples", None)
+            and not getattr(inner, "hypothesis_explicit_examples", None)
+            and getattr(test, "_hypothesis_internal_use_seed", None) is None
+            and getattr(test, "_hypothesis_internal_use_reproduce_failure", None) is None
+            and all(not str(a).startswith("_") for a in handle._given_kwargs))
+
+
+def _record(test: Callable) -> list[dict[str, Any]]:
+    """The examples hypothesis gives `test`'s body, in order: one run of the engine on a recording body."""
+    handle = test.hypothesis
+    inner = handle.inner_test
+    given_kwargs = dict(handle._given_kwargs)
+    seen: list[dict[str, Any]] = []
+    signature = inspect.signature(inner)
+
+    def recorder(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs).arguments
+        seen.append({k: copy.deepcopy(bound[k]) for k in given_kwargs})
+
+    recorder.__signature__ = signature  # the same parameters (fixtures + given)
+    recorder.__name__ = inner.__name__
+    wrapped = given(**given_kwargs)(recorder)
+    # The seed derandomize would take from the real test's digest (hypothesis.core.get_random_for_wrapped_test).
+    wrapped._hypothesis_internal_use_seed = int.from_bytes(function_digest(inner), "big")
+    test._hypothesis_internal_use_settings(wrapped)
+    fixtures = {name: None for name in inspect.signature(wrapped).parameters}
+    wrapped(**fixtures)
+    return seen
+
+
+def examples(test: Callable) -> list[dict[str, Any]]:
+    """`test`'s example sequence (recorded once per grader version and test; see `_record`)."""
+    from grader.hidden.cache import digest
+
+    inner = test.hypothesis.inner_test
+    key = digest("hypothesis_examples", inner.__module__, inner.__qualname__, function_digest(inner).hex(),
+                 repr(test._hypothesis_internal_use_settings))
+    if key not in _EXAMPLES:
+        _EXAMPLES[key] = _record(test)
+    return _EXAMPLES[key]
+
+
+def _once(test: Callable, testargs: dict[str, Any], example: dict[str, Any]) -> None:
+    """One body call, in hypothesis' per-example context (`StateForActualGivenExecution.execute_once`)."""
+    with local_settings(test._hypothesis_internal_use_settings), deterministic_PRNG():
+        test.hypothesis.inner_test(**testargs, **copy.deepcopy(example))
+
+
+def run_replayed(test: Callable, testargs: dict[str, Any]) -> None:
+    """Run the `@given` test `test` with fixtures `testargs` on its replayed examples, as hypothesis would.
+
+    Raises:
+        The first failing example's error from its final re-run (as hypothesis); a `FlakyFailure`
+        holding the first error when the re-run passes; a BaseException other than hypothesis'
+        failure exceptions (e.g. pytest's skip) at once.
+    """
+    from hypothesis.core import failure_exceptions_to_catch
+
+    caught = failure_exceptions_to_catch()
+    sequence = examples(test)
+    for number, example in enumerate(sequence, 1):
+        try:
+            _once(test, testargs, example)
+        except caught as first:
+            try:
+                _once(test, testargs, example)
+            except BaseException as final:
+                final.add_note(f"Failing test case: example {number} of {len(sequence)} (replayed)")
+                raise
+            raise FlakyFailure(f"Hypothesis {test.__name__}(...) produces unreliable results: "
+                               "Failed on the first call but did not on a subsequent one", [first]) from None
