@@ -6,7 +6,7 @@ student to the next must not change the next student's grade or feedback, and
 must carry nothing from one student to the next. Each test grades a real batch
 (``grader.batch.run_batch``, ``jobs=1``: every student through the same warm
 worker) with a victim whose results are compared, byte for byte (timings aside),
-across batches whose earlier students differ:
+across batches whose earlier students differ, and with a batch of fresh workers:
 
 * ``a82``: the victim's answers hinge on every example it is shown; hypothesis
   mined constants from the modules the worker had imported, so an earlier
@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.warm import WARM_ENV
 from hostile_helpers import ATTACKS, SOLUTIONS, TWINS, Guards, read_attack
 
 pytestmark = pytest.mark.xdist_group("hostile")
@@ -75,7 +76,7 @@ def _twin(folder: Path) -> Path:
     return folder
 
 
-def _batch(root: Path, name: str, before: dict[str, list[Path]]) -> tuple[dict, dict, dict]:
+def _batch(root: Path, name: str, before: dict[str, list[Path]], warm: bool = True) -> tuple[dict, dict, dict]:
     """Grade ``before`` (id -> files) then the victim ("5-victim") and its twin ("6-twin") in one warm worker.
 
     Returns:
@@ -84,7 +85,7 @@ def _batch(root: Path, name: str, before: dict[str, list[Path]]) -> tuple[dict, 
     from grader import batch
     from grader.warm import warm_workers_enabled
 
-    assert warm_workers_enabled(), "these tests are about the warm graders"
+    assert warm_workers_enabled() == warm, "warm graders on (or off, for the fresh-worker comparison)"
     subs, out = root / name / "submissions", root / name / "out"
     for sid, files in before.items():
         (subs / sid).mkdir(parents=True)
@@ -111,8 +112,8 @@ def _batch(root: Path, name: str, before: dict[str, list[Path]]) -> tuple[dict, 
 
 @pytest.mark.slow
 def test_warm_a_classmate_graded_before_changes_nothing(cohort_root, monkeypatch):
-    """a82 + a83: the victim's results.json is the same alone, after an exercise-7 stub, and after
-    correct modules; never above its twin; every student graded."""
+    """a82 + a83: the victim's results.json is the same alone, after an exercise-7 stub, after correct
+    modules, and in fresh workers (``PPO_COURSE_WARM_WORKERS=0``); never above its twin; every student graded."""
     from grader import batch
 
     monkeypatch.setattr(batch, "grader_fingerprint", lambda: "pinned")
@@ -123,10 +124,14 @@ def test_warm_a_classmate_graded_before_changes_nothing(cohort_root, monkeypatch
         "alone": {},
         "after an exercise-7 stub": {"1-stub": [ex7_stub]},
         "after correct modules": {"1-good": [SOLUTIONS / "ex1_ratio.py", SOLUTIONS / "ex2_clipped_loss.py"]},
+        "fresh workers, after an exercise-7 stub": {"1-stub": [ex7_stub]},
     }
     seen = {}
     for i, (label, before) in enumerate(runs.items()):
-        victim, twin, statuses = _batch(cohort_root, f"b{i}", before)
+        fresh = label.startswith("fresh")
+        if fresh:
+            monkeypatch.setenv(WARM_ENV, "0")  # the old way: one fresh worker per student
+        victim, twin, statuses = _batch(cohort_root, f"b{i}", before, warm=not fresh)
         assert set(statuses.values()) == {"graded"}, statuses
         got = {t["name"]: float(t["score"]) for t in victim["tests"]}
         want = {t["name"]: float(t["score"]) for t in twin["tests"]}
