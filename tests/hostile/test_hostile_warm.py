@@ -51,7 +51,7 @@ def cohort_root():
 
 
 def _stable(results: dict) -> str:
-    """results.json without its timings (the only part allowed to differ between two gradings)."""
+    """results.json (and feedback.md) without the timings, the only part allowed to differ between two gradings."""
     data = json.loads(json.dumps(results))
     data.pop("execution_time", None)
     data.get("extra_data", {}).pop("timing", None)
@@ -107,7 +107,9 @@ def _batch(root: Path, name: str, before: dict[str, list[Path]], warm: bool = Tr
     assert not leftovers, "\n".join(leftovers)
     statuses = {r.student_id: r.status for r in summary.records}
     read = lambda sid: json.loads((out / sid / "results.json").read_text())  # noqa: E731
-    return read("5-victim"), read("6-twin"), statuses
+    victim = read("5-victim")
+    victim["feedback.md"] = (out / "5-victim" / "feedback.md").read_text()  # compared too
+    return victim, read("6-twin"), statuses
 
 
 @pytest.mark.slow
@@ -155,3 +157,39 @@ def test_hypothesis_mines_no_constants_while_grading():
     no_local_constants()
     pool = providers._get_local_constants()
     assert len(pool) == 0, f"hypothesis would mix {len(pool)} constants from local modules into the examples"
+
+
+def test_every_test_starts_from_the_same_global_random_state(tmp_path):
+    """The collector seeds torch's, numpy's and ``random``'s global generators before each test: what the
+    process drew before (another student's grading) does not reach a test's unseeded draws (a83's root)."""
+    import random
+
+    import torch
+
+    from ppo_course.check_support.collect import OutcomeCollector
+
+    (tmp_path / "test_draws.py").write_text(
+        "import random, torch\n"
+        "def test_draw(record):\n"
+        "    record.append((torch.randn(3).tolist(), random.random()))\n"
+        "def test_draw_again(record):\n"
+        "    record.append((torch.randn(3).tolist(), random.random()))\n")
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\nRECORD = []\n@pytest.fixture\ndef record():\n    return RECORD\n")
+
+    def run() -> list:
+        import sys
+
+        sys.modules.pop("conftest", None)
+        sys.modules.pop("test_draws", None)
+        pytest.main([str(tmp_path), "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist",
+                     "--rootdir", str(tmp_path)], plugins=[OutcomeCollector(lambda exc: None)])
+        return list(sys.modules["conftest"].RECORD)
+
+    first = run()
+    torch.manual_seed(12345)  # what an earlier grading could leave
+    torch.randn(100)
+    random.seed(999)
+    second = run()
+    assert len(first) == 2 and first == second
+    assert first[0] != first[1], "two tests draw from their own seeds, not one shared stream"
