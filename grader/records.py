@@ -80,6 +80,15 @@ class StudentRecord(BaseModel):
 DIAGNOSIS_TAG = "diagnosis:"
 
 
+def tag_diagnosis(tags: Iterable[object]) -> str | None:
+    """The diagnosis id of a published test's ``tags`` (its ``diagnosis:<id>`` tag), or None.
+
+    The one reader of that tag (``GradeResult.to_results_json`` writes it): for results published by
+    any grader version, where no typed ``TestResult`` exists.
+    """
+    return next((str(t)[len(DIAGNOSIS_TAG):] for t in tags if str(t).startswith(DIAGNOSIS_TAG)), None)
+
+
 class PublishedTest(BaseModel):
     """One entry of a published results.json's ``tests``, read back with the names of ``grader.results.TestResult``.
 
@@ -115,8 +124,8 @@ class PublishedTest(BaseModel):
 
     @property
     def diagnosis(self) -> str | None:
-        """The ``diagnosis:<id>`` tag's id, or None."""
-        return next((t[len(DIAGNOSIS_TAG):] for t in self.tags if t.startswith(DIAGNOSIS_TAG)), None)
+        """The ``diagnosis:<id>`` tag's id, or None (:func:`tag_diagnosis`)."""
+        return tag_diagnosis(self.tags)
 
 
 class PublishedResults(BaseModel):
