@@ -68,13 +68,11 @@ def _echo_task(archive: bytes, outcome_json: str) -> str:
 
 
 def _client_side(text: str) -> None:
-    """What ClusterRunner does with a task's result."""
-    import json
-
+    """What ClusterRunner (and grade_entry after it) does with a task's result."""
     from grader.cluster_worker import TaskOutcome
 
     outcome = TaskOutcome.model_validate_json(text)
-    json.loads(json.dumps(outcome.result.to_results_json(), ensure_ascii=False))
+    outcome.result.to_results_json()
     outcome.result.feedback_markdown()
 
 

@@ -7,10 +7,9 @@ full marks) and draws ``report_tests.png``, one heat map per exercise of its
 hidden tests × pass rate (matplotlib, Agg).
 
 Data: the batch's ``StudentRecord`` list (``grader.records``) and each
-student's ``results.json`` validated into :class:`ResultsView` (the
-contract's schema: ``tests[].name/score/max_score/status/tags``; the module
-stem is ``tags[0]``, the kind ``tags[1]``, a diagnosis the tag
-``diagnosis:<id>``, as ``GradeResult.to_results_json`` writes them).
+student's typed result: the ``GradeResult`` the batch still holds, else the
+published results.json read by ``grader.records.load_result`` (the one
+reader of that format).
 
 Resubmissions follow the naming rule of ``grader.regrade.parse_attempt``
 (``alice``, ``alice_2``, ``alice_<timestamp>``): rates and diagnoses are
@@ -25,51 +24,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from grader.records import load_result
 
 HEATMAP = "report_tests.png"
-DIAGNOSIS_TAG = "diagnosis:"
-
-
-class TestView(BaseModel):
-    """One entry of results.json's ``tests`` (the fields the analytics read)."""
-
-    __test__ = False
-    model_config = ConfigDict(extra="ignore")
-
-    name: str
-    score: float
-    max_score: float
-    status: str
-    tags: list[str] = Field(default_factory=list)
-
-    @property
-    def exercise(self) -> str:
-        """The module stem (``tags[0]``)."""
-        return self.tags[0] if self.tags else ""
-
-    @property
-    def kind(self) -> str:
-        """``hidden`` or ``public`` (``tags[1]``)."""
-        return self.tags[1] if len(self.tags) > 1 else ""
-
-    @property
-    def diagnosis(self) -> str | None:
-        """The ``diagnosis:<id>`` tag's id, or None."""
-        return next((t[len(DIAGNOSIS_TAG):] for t in self.tags if t.startswith(DIAGNOSIS_TAG)), None)
-
-    @property
-    def short_name(self) -> str:
-        """The test function's name (the last part of "<stem> · <kind> · <test>")."""
-        return self.name.rsplit(" · ", 1)[-1]
-
-
-class ResultsView(BaseModel):
-    """A results.json as the analytics read it."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    tests: list[TestView] = Field(default_factory=list)
 
 
 @dataclass
@@ -94,29 +51,26 @@ class TestStats:
     reached_full: int = 0
 
 
-def load_results(out_dir: Path, student_id: str) -> ResultsView | None:
-    """The validated results.json of one student, or None when absent or not in the schema."""
-    try:
-        return ResultsView.model_validate_json((Path(out_dir) / student_id / "results.json").read_bytes())
-    except (OSError, ValidationError):
-        return None
+def per_test_stats(out_dir: Path, records, results: dict | None = None) -> tuple[list[TestStats], bool]:
+    """(stats of every hidden test, in the results' order; whether the class has resubmissions).
 
-
-def per_test_stats(out_dir: Path, records) -> tuple[list[TestStats], bool]:
-    """(stats of every hidden test, in the results' order; whether the class has resubmissions)."""
+    ``results``: {student id: typed ``GradeResult``} the batch still holds; any other student's
+    published results.json is read with ``grader.records.load_result``.
+    """
     from grader.regrade import attempts_by_student
 
     graded = {r.student_id for r in records if r.status == "graded"}
     history = attempts_by_student(sorted(graded))
     resubmissions = any(len(ids) > 1 for ids in history.values())
-    views = {sid: load_results(out_dir, sid) for sid in graded}
+    results = results or {}
+    views = {sid: results.get(sid) or load_result(out_dir, sid) for sid in graded}
     order: dict[tuple[str, str], int] = {}
-    latest: dict[tuple[str, str], list[TestView]] = {}
+    latest: dict[tuple[str, str], list] = {}  # TestResult or PublishedTest (same attribute names)
     for ids in history.values():
         view = views.get(ids[-1])
         for t in view.tests if view else []:
             if t.kind == "hidden":
-                key = (t.exercise, t.short_name)
+                key = (t.exercise, t.test)
                 order.setdefault(key, len(order))
                 latest.setdefault(key, []).append(t)
     stats = []
@@ -132,7 +86,7 @@ def per_test_stats(out_dir: Path, records) -> tuple[list[TestStats], bool]:
             for ids in history.values():
                 for attempt, sid in enumerate(ids, 1):
                     view = views.get(sid)
-                    hit = [t for t in (view.tests if view else []) if (t.exercise, t.short_name) == key]
+                    hit = [t for t in (view.tests if view else []) if (t.exercise, t.test) == key]
                     if hit and hit[0].max_score > 0 and hit[0].score >= hit[0].max_score - 1e-9:
                         firsts.append(attempt)
                         break
@@ -199,8 +153,9 @@ def plot_heatmap(stats: list[TestStats], path: Path) -> Path | None:
     return path
 
 
-def per_test_section(out_dir: Path, records) -> str:
-    """Draw ``report_tests.png`` into ``out_dir`` and return the markdown section for report.md."""
-    stats, resubmissions = per_test_stats(out_dir, records)
+def per_test_section(out_dir: Path, records, results: dict | None = None) -> str:
+    """Draw ``report_tests.png`` into ``out_dir`` and return the markdown section for report.md (``results``: as
+    :func:`per_test_stats`)."""
+    stats, resubmissions = per_test_stats(out_dir, records, results)
     png = plot_heatmap(stats, Path(out_dir) / HEATMAP)
     return analytics_markdown(stats, resubmissions, HEATMAP if png else None)

@@ -63,7 +63,7 @@ from grader.records import (  # noqa: F401 - the records and gradebooks (grader/
     nbgrader_csv,
     read_records,
 )
-from grader.results import atomic_write_text
+from grader.results import GradeResult, atomic_write_text
 from grader.warm import WarmPool, warm_workers_enabled
 from grader.workers import (  # noqa: F401 - the worker processes (grader/workers.py)
     _WORKER_ENV_KEEP,
@@ -369,6 +369,8 @@ def run_batch(
     elif todo and warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/warm.py)
         runner = WarmPool(state / "warm", grade_fn=grade_fn, workers=workers)
 
+    typed: dict[str, GradeResult] = {}  # the typed result of each student graded now (for the class report)
+
     def grade_one(entry: Entry, h: str) -> StudentRecord:
         sid = entry.student_id
         student_dir = out_dir / sid
@@ -401,8 +403,10 @@ def run_batch(
             graded = GradedEntry("crashed", message, results, f"**Status: crashed.** {message}\n", [], 0.0)
         if workers.stopping:
             raise KeyboardInterrupt
-        if never_lower:
-            _keep_published_scores(out_dir, sid, h, fingerprint, graded)
+        if never_lower and _keep_published_scores(out_dir, sid, h, fingerprint, graded):
+            graded.result = None  # the published tests were kept: the report reads results.json, as published
+        if graded.result is not None:
+            typed[sid] = graded.result  # the report reads it from here, not from disk
         atomic_write_text(student_dir / "feedback.md", graded.feedback)
         atomic_write_json(student_dir / "results.json", graded.results)
         key = {"submission_hash": h, **key_common}
@@ -467,20 +471,26 @@ def run_batch(
     if report:
         from grader.report import write_class_report
 
-        write_class_report(out_dir, records)
+        write_class_report(out_dir, records, typed)
     return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
 
 
-def _keep_published_scores(out_dir: Path, sid: str, h: str, fingerprint: str, graded: GradedEntry) -> None:
-    """``--never-lower``: a regrade (same submission, other grader) keeps each exercise's published score if higher."""
+def _keep_published_scores(out_dir: Path, sid: str, h: str, fingerprint: str, graded: GradedEntry) -> bool:
+    """``--never-lower``: a regrade (same submission, other grader) keeps each exercise's published score if higher.
+
+    The published results come from another grader version, so they are compared in their contract
+    format (results.json), not as this version's ``GradeResult``. Returns True when some exercise kept
+    its published tests (``graded.results``, ``message`` and ``feedback`` are then patched in place).
+    """
     from grader import regrade
 
     before = regrade.published(out_dir, sid)
     if before is None or before[0].submission_hash != h or before[0].grader_fingerprint == fingerprint:
-        return
+        return False
     graded.results, notes = regrade.never_lower(graded.results, before[1])
     if notes:
         text = "never lower: " + "; ".join(notes)
         graded.message = "; ".join(filter(None, [graded.message, text]))
         graded.results["output"] = (str(graded.results.get("output", "")) + f"\n\n{text}.").strip()
         graded.feedback = f"**Regrade:** {text}.\n\n" + graded.feedback
+    return bool(notes)

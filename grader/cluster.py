@@ -34,7 +34,6 @@ Dask operator); this module schedules nothing itself.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
@@ -203,13 +202,13 @@ class ClusterRunner:
                 self._refuse(exc.address, exc.reason)
                 continue  # to the workers not refused yet
             except KilledWorker as exc:
-                return WorkerOutcome("crashed", None, "", _short(
+                return WorkerOutcome("crashed", None, _short(
                     f"the cluster lost every worker that tried to grade this submission (Dask KilledWorker: "
                     f"{exc}); a node may be short of memory"), time.monotonic() - t0)
             except (ClusterUnavailable, KeyboardInterrupt):
                 raise
             except Exception as exc:
-                return WorkerOutcome("crashed", None, "", _short(
+                return WorkerOutcome("crashed", None, _short(
                     f"grading failed on the cluster in {self.retries + 1} attempts "
                     f"({type(exc).__name__}: {exc})"), time.monotonic() - t0)
             break
@@ -217,13 +216,9 @@ class ClusterRunner:
             raise ClusterUnavailable(f"{MAX_REFUSALS_PER_TASK} workers of the Dask cluster at {self.address} in a row "
                                      "refused to grade: " + "; ".join(f"{w}: {r}" for w, r in self.refused.items()))
         outcome = TaskOutcome.model_validate_json(text)
-        if outcome.result is None:
-            return WorkerOutcome(outcome.status, None, "", outcome.message, outcome.seconds)
-        # The local pool's worker writes results.json with json.dumps and the batch reads it back
-        # with json.loads: the same round trip here gives the same dict, hence the same files.
-        results = json.loads(json.dumps(outcome.result.to_results_json(), ensure_ascii=False))
-        return WorkerOutcome(outcome.status, results, outcome.result.feedback_markdown(), outcome.message,
-                             outcome.seconds)
+        # The typed GradeResult as the node's worker wrote it, validated here: the local pool's path
+        # (grader.workers.read_result), so results.json and feedback.md come from one place.
+        return WorkerOutcome(outcome.status, outcome.result, outcome.message, outcome.seconds)
 
     def _result(self, future, workers) -> str:
         """The task's result, polling so that Ctrl-C and a lost scheduler are noticed within a second."""

@@ -308,14 +308,9 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
         limits = SubmissionLimits.model_validate_json(limits_json) if limits_json else None
         outcome = _runner(grade_fn, root)(submission, scratch, profile=profile, exercises=exercises,
                                           timeout_s=timeout_s, grade_fn=grade_fn, submission_limits=limits)
-        result = None
-        status, message = outcome.status, outcome.message
-        if status == "graded":
-            try:
-                result = GradeResult.model_validate_json((scratch / "result.json").read_bytes())
-            except (OSError, ValueError) as exc:
-                status, message = "crashed", f"the grader wrote unreadable results ({exc})"
-        return TaskOutcome(status=status, result=result, message=message, seconds=round(outcome.seconds, 3),
+        # The runner already validated the worker's result.json into the typed GradeResult.
+        return TaskOutcome(status=outcome.status, result=outcome.result, message=outcome.message,
+                           seconds=round(outcome.seconds, 3),
                            worker=address).model_dump_json()
     finally:
         shutil.rmtree(submission, ignore_errors=True)

@@ -30,6 +30,7 @@ from pathlib import Path
 from grader.points import EXERCISES, PointsConfig, load_points
 from grader.results import ExerciseResult, GradeResult, TestResult
 from ppo_course.check_support.diagnoses import DIAGNOSES
+from ppo_course.check_support.states import ExerciseState, import_failure_state
 
 HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
 
@@ -187,6 +188,24 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
     return result
 
 
+def _exercise_state(tests: list[TestResult], failure) -> ExerciseState:
+    """The typed state of an exercise whose module is present (``ppo_course.check_support.states``).
+
+    Args:
+        tests: the exercise's graded tests.
+        failure: the sandbox's ``StudentImportError`` of the module's graded load, or None.
+
+    Returns:
+        ``syntax_error``/``import_error`` from the failure's (allow-listed) type name; else
+        ``not_implemented`` when every test failed with that diagnosis; else ``graded``.
+    """
+    if failure is not None:
+        return import_failure_state(failure.type_name)
+    if tests and all(t.status != "passed" and t.diagnosis == "not_implemented" for t in tests):
+        return "not_implemented"
+    return "graded"
+
+
 def _rejected(path: Path, selected: list[str], points: PointsConfig, profile: str, why: str) -> GradeResult:
     exercises, tests = {}, []
     for stem in selected:
@@ -263,17 +282,22 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
                     tags=list(entry.tags), doc=doc,
                     # Hidden tests never show inputs or expected values, not even in the model.
                     detail=detail if (kind == "public" and not passed) else ""))
-        import_error = provider.primary_import_error(stem) if provider is not None else None
-        status = "broken" if import_error else "graded"
+        failure = provider.primary_import_failure(stem) if provider is not None else None
+        status = "broken" if failure is not None else "graded"
         ex_message = ""
-        if import_error:
+        state = _exercise_state(ex_tests, failure)
+        if failure is not None:
             ex_message = f"{stem}.py could not be imported, so every test of this exercise scores 0:\n\n    " + \
-                import_error.strip().replace("\n", "\n    ")
+                str(failure).strip().replace("\n", "\n    ")
         elif profile == "fast" and any(s == stem for s, _, _ in SLOW_TESTS):
             ex_message = "Fast profile: the short training run was not graded (left out of the max score)."
         score = round(sum(t.score for t in ex_tests), 6)
         max_score = round(sum(t.max_score for t in ex_tests), 6)
-        exercises[stem] = ExerciseResult(score=score, max_score=max_score, status=status, message=ex_message)
+        exercises[stem] = ExerciseResult(
+            score=score, max_score=max_score, status=status, message=ex_message, state=state,
+            error_type=failure.type_name if failure is not None else "",
+            error_line=failure.lineno if failure is not None else None,
+            error_file=failure.filename if failure is not None else None)
         tests += ex_tests
     return GradeResult(submission=original.name, status="graded", message=message,
                        grader_version=points.grader_version, profile=profile, exercises=exercises, tests=tests,

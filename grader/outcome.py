@@ -8,19 +8,31 @@ feedback that leads with the status. Used by the batch and the Gradescope runner
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.intake import BatchLimits, Entry, Rejected, stage_submission
+from grader.results import GradeResult
 from grader.workers import WorkerOutcome, _Workers, run_worker
 from ppo_course.text_safety import md_inline
 
 @dataclass
 class GradedEntry:
-    """One student's outcome: status, the message for the gradebook, results.json, feedback.md."""
+    """One student's outcome.
+
+    Attributes:
+        status: graded / timed-out / crashed / empty / rejected.
+        message: the gradebook's message column (the status's reason, the intake's notes, then one
+            short reason per exercise not really graded: :func:`exercise_reasons`).
+        results: the results.json dictionary to publish (contract format; the status leads its ``output``).
+        feedback: feedback.md to publish.
+        notes: the intake's notes (files it skipped, ...).
+        seconds: wall-clock seconds of the grading.
+        result: the typed ``GradeResult`` the worker returned (None when nothing was graded: rejected
+            by the intake, timed out, crashed); what the batch, the report and regrades read.
+    """
 
     status: str
     message: str
@@ -28,6 +40,7 @@ class GradedEntry:
     feedback: str
     notes: list[str]
     seconds: float
+    result: GradeResult | None = None
 
 
 def grade_entry(
@@ -53,6 +66,7 @@ def grade_entry(
     :func:`run_worker` (same signature; ``grader.cluster.ClusterRunner``).
     """
     notes: list[str] = []
+    result: GradeResult | None = None
     try:
         staged = stage_submission(entry, staging, limits)
         notes = staged.notes
@@ -72,17 +86,18 @@ def grade_entry(
             submission_limits=None if grade_fn else limits,
         )
         status, message, seconds, feedback = outcome.status, outcome.message, outcome.seconds, outcome.feedback
-        if outcome.results is None:
+        result = outcome.result
+        if result is None:
             results = _zero_results(zero_template(profile, exercises), message)
         else:
-            results = outcome.results
+            results = result.to_results_json()
             if staged.n_python_files == 0:
                 status, message = "empty", "the submission holds no Python file"
-            elif (results.get("extra_data") or {}).get("status") == "rejected":
-                # grade_submission could not read it (GradeResult.status); its output says why.
+            elif result.status == "rejected":
+                # grade_submission could not read it; its message says why (as results.json's output).
                 status = "rejected"
-                message = str(results.get("output", "")) or "the grader could not read the submission"
-            elif n_errors := _grader_errors(results):
+                message = results["output"] or "the grader could not read the submission"
+            elif n_errors := grader_errors(result):
                 # Not the student's fault: a low score here would be silently wrong.
                 status = "crashed"
                 message = (f"the grader itself failed on {n_errors} test(s) (diagnosis grader_error); "
@@ -95,55 +110,28 @@ def grade_entry(
         for note in notes:
             head += f"\n- {note}"
         results["output"] = (head + ("\n\n" + results["output"] if results.get("output") else "")).strip()
-    reasons = exercise_reasons(results) if status == "graded" else []
+    reasons = exercise_reasons(result) if status == "graded" and result is not None else []
     full_message = "; ".join(filter(None, [message, *notes, *reasons]))
     return GradedEntry(
-        status, full_message, results, _feedback_with_notes(entry.student_id, status, message, notes, feedback), notes, seconds
-    )
+        status, full_message, results, _feedback_with_notes(entry.student_id, status, message, notes, feedback), notes,
+        seconds, result)
 
 
-def _short_import_error(stem: str, output: str) -> str:
-    """ "SyntaxError line 12" (or "SyntaxError in ex4_gae.py line 12", "ImportError") from the last
-    line of a module_broken test's output, e.g. "SyntaxError: expected ':' (ex4_gae.py, line 12)"."""
-    last = (output.strip().splitlines() or [""])[-1]
-    kind = re.match(r"\s*([A-Za-z_][\w.]*)\s*:", last)
-    name = kind.group(1).rsplit(".", 1)[-1] if kind and kind.group(1) != "Diagnosis" else "does not import"
-    where = re.search(r"\(([^(),]+\.py), line (\d+)\)\s*$", last)
-    if not where:
-        return name
-    place = f"line {where.group(2)}" if where.group(1) == f"{stem}.py" else f"in {where.group(1)} line {where.group(2)}"
-    return f"{name} {place}"
-
-
-def exercise_reasons(results: dict) -> list[str]:
+def exercise_reasons(result: GradeResult) -> list[str]:
     """One short reason per exercise that was not really graded, for the gradebook's message column.
 
-    From a results.json dict: "ex7_ppo_step: missing" (module absent), "ex4_gae: SyntaxError line 12"
-    (import failed; the error's last line as the public tests report it), "ex5_rollout_buffer: not
-    implemented" (every failed test says not_implemented and none passed). Graded exercises give nothing.
+    From the typed result's exercise states (``ExerciseResult.reason``), in the result's order:
+    "ex7_ppo_step: missing", "ex4_gae: SyntaxError line 12", "ex6_kl_reward: SyntaxError in ex4_gae.py
+    line 12" (the error is in a file the module imports), "ex3_full_loss: ImportError", "ex2_clipped_loss:
+    does not import" (time-out or crash at import), "ex5_rollout_buffer: not implemented" (every test
+    failed with not_implemented). Graded exercises give nothing. Nothing is parsed from text.
     """
-    status = (results.get("extra_data") or {}).get("exercise_status") or {}
-    tests = results.get("tests") or []
-    reasons = []
-    for stem, st in status.items():
-        mine = [t for t in tests if (t.get("tags") or [None])[0] == stem]
-        if st == "missing":
-            reasons.append(f"{stem}: missing")
-        elif st == "broken":
-            broken = [t for t in mine if "diagnosis:module_broken" in (t.get("tags") or [])]
-            shown = next((t for t in broken if t.get("visibility") != "hidden" and "public" in t.get("tags", [])),
-                         broken[0] if broken else None)
-            reasons.append(f"{stem}: " + (_short_import_error(stem, shown.get("output", "")) if shown
-                                          else "does not import"))
-        elif mine and all(t.get("status") != "passed" and "diagnosis:not_implemented" in (t.get("tags") or [])
-                          for t in mine):
-            reasons.append(f"{stem}: not implemented")
-    return reasons
+    return [f"{stem}: {why}" for stem, e in result.exercises.items() if (why := e.reason(stem))]
 
 
-def _grader_errors(results: dict) -> int:
-    """Number of tests whose failure the grader blames on itself (tag ``diagnosis:grader_error``)."""
-    return sum("diagnosis:grader_error" in (t.get("tags") or []) for t in results.get("tests", []))
+def grader_errors(result: GradeResult) -> int:
+    """Number of tests whose failure the grader blames on itself (diagnosis ``grader_error``)."""
+    return sum(t.diagnosis == "grader_error" for t in result.tests)
 
 
 def zero_template(profile: str, exercises: list[str] | None) -> dict:
@@ -153,7 +141,7 @@ def zero_template(profile: str, exercises: list[str] | None) -> dict:
     submission's results would list them; :func:`_zero_results` scores them 0
     with the reason. Deterministic, so it needs no cache.
     """
-    from grader.grade import GradeResult, _rejected
+    from grader.grade import _rejected
     from grader.points import EXERCISES, load_points
 
     selected = [s for s in EXERCISES if exercises is None or s in exercises]

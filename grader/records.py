@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.points import EXERCISES
 from grader.results import atomic_write_text  # the shared atomic writer (tmp + fsync + os.replace)
@@ -74,6 +74,81 @@ class StudentRecord(BaseModel):
     seconds: float = 0.0
     sources: list[str] = Field(default_factory=list)
     source_mtime: float | None = None
+
+
+#: The tag that carries a failed test's diagnosis in results.json (written by ``GradeResult.to_results_json``).
+DIAGNOSIS_TAG = "diagnosis:"
+
+
+def tag_diagnosis(tags: Iterable[object]) -> str | None:
+    """The diagnosis id of a published test's ``tags`` (its ``diagnosis:<id>`` tag), or None.
+
+    The one reader of that tag (``GradeResult.to_results_json`` writes it): for results published by
+    any grader version, where no typed ``TestResult`` exists.
+    """
+    return next((str(t)[len(DIAGNOSIS_TAG):] for t in tags if str(t).startswith(DIAGNOSIS_TAG)), None)
+
+
+class PublishedTest(BaseModel):
+    """One entry of a published results.json's ``tests``, read back with the names of ``grader.results.TestResult``.
+
+    ``exercise`` (module stem), ``kind`` (hidden/public), ``test`` (function name) and ``diagnosis``
+    are the fields ``GradeResult.to_results_json`` folded into ``name`` and ``tags``; the report,
+    analytics and regrades read them from here (the one reader of that format), or from the typed
+    ``TestResult`` itself when the batch still holds it.
+    """
+
+    __test__ = False
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    score: float
+    max_score: float
+    status: str
+    tags: list[str] = Field(default_factory=list)
+
+    @property
+    def exercise(self) -> str:
+        """The module stem (``tags[0]``)."""
+        return self.tags[0] if self.tags else ""
+
+    @property
+    def kind(self) -> str:
+        """``hidden`` or ``public`` (``tags[1]``)."""
+        return self.tags[1] if len(self.tags) > 1 else ""
+
+    @property
+    def test(self) -> str:
+        """The test function's name (the last part of "<stem> · <kind> · <test>")."""
+        return self.name.rsplit(" · ", 1)[-1]
+
+    @property
+    def diagnosis(self) -> str | None:
+        """The ``diagnosis:<id>`` tag's id, or None (:func:`tag_diagnosis`)."""
+        return tag_diagnosis(self.tags)
+
+
+class PublishedResults(BaseModel):
+    """A student's published ``results.json`` as the report, analytics and regrades read it (typed)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    score: float = 0.0
+    tests: list[PublishedTest] = Field(default_factory=list)
+
+
+def load_result(out_dir: Path, student_id: str) -> PublishedResults | None:
+    """``OUT_DIR/<student>/results.json`` validated into :class:`PublishedResults`, or None (absent, unreadable, off-schema).
+
+    The one reader of published results for the class report (``grader.report``), the per-test
+    analytics (``grader.analytics``); a batch that still holds a student's typed
+    ``GradeResult`` passes that instead (same attribute names: ``tests[].exercise/kind/test/status/
+    score/max_score/diagnosis``).
+    """
+    try:
+        return PublishedResults.model_validate_json((Path(out_dir) / student_id / "results.json").read_bytes())
+    except (OSError, ValidationError):
+        return None
 
 
 def atomic_write_json(path: Path, data: object) -> None:

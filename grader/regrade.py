@@ -42,7 +42,6 @@ REGRADE_MD = "regrade.md"
 REGRADE_CSV = "regrade.csv"
 CSV_COLUMNS = ("student_id", "exercise", "test", "old_score", "new_score", "old_max_score", "max_score", "old_status",
                "new_status", "old_diagnosis", "new_diagnosis", "why", "kept_published")
-DIAGNOSIS_TAG = "diagnosis:"
 
 # <student>_<n> (n = 2..999, "alice_2") or <student>_<timestamp> ("alice_20261201T130500",
 # "alice_2026-12-01T13-05-00", "alice_20261201-1305").
@@ -200,7 +199,9 @@ class TestChange:
 
 
 def _diagnosis(test: dict) -> str:
-    return next((t[len(DIAGNOSIS_TAG):] for t in test.get("tags") or [] if str(t).startswith(DIAGNOSIS_TAG)), "")
+    from grader.records import tag_diagnosis
+
+    return tag_diagnosis(test.get("tags") or []) or ""
 
 
 def test_changes(student_id: str, old_results: dict, new_results: dict) -> list[TestChange]:

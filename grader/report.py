@@ -5,22 +5,20 @@ backend) summarise a graded batch: how many students per status, the
 distribution of total scores, the mean and median of each exercise, and the
 most common diagnosed mistakes across the class with their counts.
 
-Diagnoses come from the graders' results.json: a failed test carries the
-tag ``"diagnosis:<id>"`` (``grader/results.py``, ``GradeResult.to_results_json``),
-and the ids are the stable keys of ``grader.diagnose.DIAGNOSES``. A student
+Diagnoses come from each student's typed result (``TestResult.diagnosis``: the
+``GradeResult`` the batch holds, else the published results.json read by
+``grader.records.load_result``), and the ids are the stable keys of ``grader.diagnose.DIAGNOSES``. A student
 is counted once per diagnosis, however many tests reported it.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DIAGNOSIS_TAG = "diagnosis:"
 # Diagnoses that say a module was missing, unfinished or did not run, rather than a mistake in
 # the maths: reported on one line of their own, not in the re-teach table.
 _RUN_DIAGNOSES = frozenset(
@@ -48,31 +46,28 @@ class ClassSummary:
     diagnosis_students: dict[str, list[str]] = field(default_factory=dict)
 
 
-def diagnoses_in(results: dict) -> list[tuple[str, str]]:
-    """(diagnosis id, module stem) for every failed test of a results.json dict that carries a diagnosis.
+def diagnoses_in(result) -> list[tuple[str, str]]:
+    """(diagnosis id, module stem) for every failed test that carries a diagnosis.
 
-    The stem is the test's first tag (the contract puts the module stem in
-    ``tags``); tests without a ``diagnosis:`` tag are ignored.
+    Args:
+        result: a typed ``grader.results.GradeResult``, or the ``grader.records.PublishedResults``
+            of a published results.json (both give ``tests[].status/diagnosis/exercise``).
     """
-    found = []
-    for test in results.get("tests", []) or []:
-        if test.get("status") == "passed":
-            continue
-        tags = [str(t) for t in test.get("tags", []) or []]
-        stem = next((t for t in tags if t.startswith("ex")), "")
-        for tag in tags:
-            if tag.startswith(DIAGNOSIS_TAG):
-                found.append((tag[len(DIAGNOSIS_TAG):], stem))
-    return found
+    return [(t.diagnosis, t.exercise) for t in result.tests if t.status != "passed" and t.diagnosis]
 
 
-def summarise(out_dir: Path, records: Iterable) -> ClassSummary:
-    """Collect the class numbers from the batch records and each student's results.json.
+def summarise(out_dir: Path, records: Iterable, results: dict | None = None) -> ClassSummary:
+    """Collect the class numbers from the batch records and each student's typed result.
 
     Args:
         out_dir: the batch output folder (``<student>/results.json`` inside).
         records: ``grader.records.StudentRecord`` objects (one per gradebook row).
+        results: {student id: ``GradeResult``} the batch still holds (nothing is reread for them); any
+            other student's published results.json is read with ``grader.records.load_result``.
     """
+    from grader.records import load_result
+
+    results = results or {}
     records = list(records)
     status_counts = Counter(r.status for r in records)
     exercise_max: dict[str, float] = {}
@@ -87,12 +82,11 @@ def summarise(out_dir: Path, records: Iterable) -> ClassSummary:
             continue
         for stem, s in r.exercise_scores.items():
             exercise_scores.setdefault(stem, []).append(s["score"])
-        try:
-            results = json.loads((Path(out_dir) / r.student_id / "results.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        result = results.get(r.student_id) or load_result(out_dir, r.student_id)
+        if result is None:
             continue
         seen: set[str] = set()
-        for did, stem in diagnoses_in(results):
+        for did, stem in diagnoses_in(result):
             diag_stems.setdefault(did, set()).add(stem)
             if did not in seen:
                 seen.add(did)
@@ -263,14 +257,17 @@ def plot_report(summary: ClassSummary, path: Path) -> Path:
     return path
 
 
-def write_class_report(out_dir: Path, records: Iterable) -> Path:
-    """Write ``out_dir/report.md`` and ``out_dir/report.png``; returns the path of report.md."""
+def write_class_report(out_dir: Path, records: Iterable, results: dict | None = None) -> Path:
+    """Write ``out_dir/report.md`` and ``out_dir/report.png``; returns the path of report.md.
+
+    ``results``: {student id: typed ``GradeResult``} the batch still holds (see :func:`summarise`).
+    """
     from grader.results import atomic_write_text
 
     out_dir = Path(out_dir)
     records = list(records)
-    summary = summarise(out_dir, records)
+    summary = summarise(out_dir, records, results)
     plot_report(summary, out_dir / "report.png")
     from grader.analytics import per_test_section  # per hidden test + report_tests.png
 
-    return atomic_write_text(out_dir / "report.md", report_markdown(summary) + per_test_section(out_dir, records))
+    return atomic_write_text(out_dir / "report.md", report_markdown(summary) + per_test_section(out_dir, records, results))

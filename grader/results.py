@@ -20,9 +20,10 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grader.points import EXERCISES, Visibility
+from ppo_course.check_support.states import ExerciseState, error_place
 from ppo_course.text_safety import cap, fenced
 
 
@@ -52,7 +53,22 @@ class TestResult(BaseModel):
 
 
 class ExerciseResult(BaseModel):
-    """Score of one exercise and, where the module could not be graded, why."""
+    """Score of one exercise and, where the module could not be graded, why.
+
+    ``status`` is what results.json's ``extra_data.exercise_status`` shows (a contract format:
+    graded / missing / broken / not_selected). ``state`` is the typed reason
+    (``ppo_course.check_support.states.ExerciseState``, the words ``ppo-course check`` uses too):
+    graded, missing, syntax_error, import_error or not_implemented; when not given it follows
+    ``status`` (missing -> missing, broken -> import_error, else graded). Filled on the trusted
+    side from the sandbox's typed import failure (``grader.sandbox.errors.StudentImportError``),
+    never parsed from text:
+
+    * ``error_type``: the import's exception class name, one of
+      ``grader.sandbox.errors.ALLOWED_EXCEPTION_NAMES`` ("" when the import timed out or crashed);
+    * ``error_line`` (1-based, at most ``MAX_LINENO``) and ``error_file`` (a plain base name such as
+      "helper.py"): where a SyntaxError is, both or neither (None), and only where the student may
+      be shown it (never from a child that held known-good pieces).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -60,6 +76,36 @@ class ExerciseResult(BaseModel):
     max_score: float
     status: Literal["graded", "missing", "broken", "not_selected"]
     message: str = ""
+    state: ExerciseState | None = None
+    error_type: str = ""
+    error_line: int | None = Field(default=None, ge=1, le=1_000_000)  # = grader.sandbox.errors.MAX_LINENO
+    error_file: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}\.py$")
+
+    @model_validator(mode="after")
+    def _default_state(self) -> "ExerciseResult":
+        """Fill ``state`` from ``status`` when not given; check ``error_type`` against the allow-list."""
+        from grader.sandbox.errors import ALLOWED_EXCEPTION_NAMES  # (lazy: the package starts the sandbox's modules)
+
+        if self.state is None:
+            self.state = {"missing": "missing", "broken": "import_error"}.get(self.status, "graded")
+        if self.error_type and self.error_type not in ALLOWED_EXCEPTION_NAMES:
+            raise ValueError(f"error_type {self.error_type!r} is not an allowed exception name")
+        return self
+
+    def reason(self, stem: str) -> str:
+        """The gradebook's short reason for an exercise that was not really graded, or "".
+
+        "missing", "SyntaxError line 83", "SyntaxError in helper.py line 3", "ImportError",
+        "does not import" (time-out or crash at import: no exception name), "not implemented".
+        """
+        if self.state == "missing":
+            return "missing"
+        if self.state in ("syntax_error", "import_error"):
+            place = error_place(stem, self.error_line, self.error_file)
+            return " ".join(filter(None, [self.error_type or "does not import", place]))
+        if self.state == "not_implemented":
+            return "not implemented"
+        return ""
 
 
 class GradeResult(BaseModel):

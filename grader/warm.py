@@ -32,7 +32,7 @@ and the grader's log go to stderr, a log file):
 - worker → ``{"ready": pid}`` once imports and warm-up are done;
 - parent → ``{"submission", "out", "profile", "exercises", "grade_fn", "limits", "deadline", "env"}``
   (``env``: where the batch's fork server listens, ``grader.workers._shared_forkserver_env``);
-- worker → ``{"ok": true}`` once ``out/results.json``, ``feedback.md`` and ``result.json`` are written,
+- worker → ``{"ok": true}`` once ``out/result.json`` (the typed ``GradeResult``) is written,
   or ``{"ok": false, "error": "..."}`` (then it exits: a grader fault, the student is ``crashed``).
 """
 
@@ -52,6 +52,7 @@ from grader.intake import SubmissionLimits
 from grader.workers import (
     _WORKER_BOOT,
     WorkerOutcome,
+    read_result,
     _boot_paths,
     _kill_group,
     _shared_forkserver_env,
@@ -233,7 +234,7 @@ class WarmPool:
         try:
             worker = self._worker()
         except _WorkerGone as exc:
-            return WorkerOutcome("crashed", None, "", str(exc), time.monotonic() - t_start)
+            return WorkerOutcome("crashed", None, str(exc), time.monotonic() - t_start)
         env = {} if self.grade_fn else _shared_forkserver_env()  # waits for the batch's fork server
         t0 = time.monotonic()  # the student's clock starts at a ready worker and fork server
         payload = {"submission": str(Path(submission).resolve()), "out": str(scratch.resolve()), "profile": profile,
@@ -248,12 +249,12 @@ class WarmPool:
             reply = worker.request(payload, timeout_s)
         except _WorkerGone as exc:
             self._retire(worker)
-            return WorkerOutcome("crashed", None, "", str(exc), time.monotonic() - t0)
+            return WorkerOutcome("crashed", None, str(exc), time.monotonic() - t0)
         seconds = time.monotonic() - t0
         if reply is None:
             self._retire(worker)
             return WorkerOutcome(
-                "timed-out", None, "",
+                "timed-out", None,
                 f"grading took longer than the limit of {timeout_s:g} s and was stopped "
                 "(look for an infinite loop or very slow code)", seconds)
         worker.graded += 1
@@ -264,16 +265,10 @@ class WarmPool:
                 pass
             message = worker._why_gone()
             self._retire(worker)
-            return WorkerOutcome("crashed", None, "", message, seconds)
+            return WorkerOutcome("crashed", None, message, seconds)
         if worker.graded >= self.max_students or worker.rss_mb() > self.max_rss_mb:
             self._retire(worker)
-        try:
-            results = json.loads((scratch / "results.json").read_text(encoding="utf-8"))
-            feedback_path = scratch / "feedback.md"
-            feedback = feedback_path.read_text(encoding="utf-8") if feedback_path.is_file() else ""
-        except (OSError, ValueError) as exc:
-            return WorkerOutcome("crashed", None, "", f"the grader wrote unreadable results ({exc})", seconds)
-        return WorkerOutcome("graded", results, feedback, "", seconds)
+        return read_result(scratch, seconds)
 
     __call__ = run
 

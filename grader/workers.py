@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import os
 import signal
 import subprocess
@@ -23,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.intake import SubmissionLimits
-from grader.records import atomic_write_json
-from grader.results import atomic_write_text
+from grader.results import GradeResult, atomic_write_text
 
 class BatchAborted(RuntimeError):
     """The batch cannot go on (its grading back end is gone, e.g. a Dask scheduler); ``str(exc)`` says why.
@@ -114,13 +112,51 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 @dataclass
 class WorkerOutcome:
-    """What one worker run produced: ``status`` is graded/timed-out/crashed; results when graded."""
+    """What one worker run produced.
+
+    Attributes:
+        status: ``graded``, ``timed-out`` or ``crashed``.
+        result: the typed :class:`grader.results.GradeResult` when graded (validated back from the
+            worker's ``result.json`` with pydantic), else None.
+        message: why, for anything but ``graded`` ("" otherwise).
+        seconds: wall-clock seconds of the run.
+    """
 
     status: str
-    results: dict | None
-    feedback: str
+    result: GradeResult | None
     message: str
     seconds: float
+
+    @property
+    def results(self) -> dict | None:
+        """The results.json dictionary of :attr:`result` (``GradeResult.to_results_json``), or None."""
+        return None if self.result is None else self.result.to_results_json()
+
+    @property
+    def feedback(self) -> str:
+        """feedback.md of :attr:`result` (``GradeResult.feedback_markdown``), or ""."""
+        return "" if self.result is None else self.result.feedback_markdown()
+
+
+#: The typed result a worker writes in its scratch folder (the only file the batch reads back).
+RESULT_FILE = "result.json"
+
+
+def read_result(scratch: Path, seconds: float) -> WorkerOutcome:
+    """The ``graded`` outcome of the worker's ``scratch/result.json`` (pydantic-validated), or ``crashed``.
+
+    Raises nothing: a missing or invalid file is a grader fault, reported as ``crashed`` with why.
+    """
+    try:
+        result = GradeResult.model_validate_json((scratch / RESULT_FILE).read_bytes())
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        return WorkerOutcome("crashed", None, f"the grader wrote unreadable results ({_first_line(exc)})", seconds)
+    return WorkerOutcome("graded", result, "", seconds)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 class _Workers:
@@ -226,7 +262,6 @@ def run_worker(
             return WorkerOutcome(
                 "timed-out",
                 None,
-                "",
                 f"grading took longer than the limit of {timeout_s:g} s and was stopped "
                 "(look for an infinite loop or very slow code)",
                 time.monotonic() - t0,
@@ -237,20 +272,13 @@ def run_worker(
             if workers is not None:
                 workers.discard(proc)
     seconds = time.monotonic() - t0
-    results_path = scratch / "results.json"
-    if rc == 0 and results_path.is_file():
-        try:
-            results = json.loads(results_path.read_text(encoding="utf-8"))
-            feedback_path = scratch / "feedback.md"
-            feedback = feedback_path.read_text(encoding="utf-8") if feedback_path.is_file() else ""
-            return WorkerOutcome("graded", results, feedback, "", seconds)
-        except (OSError, ValueError) as exc:
-            return WorkerOutcome("crashed", None, "", f"the grader wrote unreadable results ({exc})", seconds)
+    if rc == 0 and (scratch / RESULT_FILE).is_file():
+        return read_result(scratch, seconds)
     tail = log_path.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
     last = tail[-1] if tail else ""
     why = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
     return WorkerOutcome(
-        "crashed", None, "", f"the grader process died ({why}){': ' + last if last else ''}", seconds
+        "crashed", None, f"the grader process died ({why}){': ' + last if last else ''}", seconds
     )
 
 
@@ -308,7 +336,7 @@ def _load_grade_fn(spec: str | None) -> Callable:
 
 def grade_request(submission: Path, out: Path, *, profile: str, exercises: list[str] | None,
                   grade_fn: str | None, limits_json: str | None, deadline: float | None) -> None:
-    """Grade one staged submission in this (worker) process; write ``feedback.md``, ``results.json``, ``result.json``.
+    """Grade one staged submission in this (worker) process; write the typed ``result.json`` (``GradeResult``).
 
     The one grading step of a fresh worker (:func:`worker_main`) and a warm one
     (``grader.warm``). ``limits_json`` is the batch's ``SubmissionLimits``; with
@@ -326,17 +354,16 @@ def grade_request(submission: Path, out: Path, *, profile: str, exercises: list[
             limits = limits.model_copy(update={"timeout_s": max(deadline - time.monotonic(), 0.001)})
         kwargs["submission_limits"] = limits
     result = grade(submission, exercises=exercises, profile=profile, **kwargs)
-    atomic_write_text(out / "feedback.md", result.feedback_markdown())
-    atomic_write_json(out / "results.json", result.to_results_json())
-    # The typed result itself, for a grader on a cluster node to send back (grader/cluster_worker.py).
-    atomic_write_text(out / "result.json", result.model_dump_json())
+    # The typed result only: the batch (and a cluster node's client, grader/cluster_worker.py) validates
+    # it back into GradeResult and writes results.json and feedback.md from it, in one place.
+    atomic_write_text(out / RESULT_FILE, result.model_dump_json())
 
 
 def worker_main(argv: list[str]) -> int:
-    """Entry of ``python -m grader.workers worker``: grade one submission, write results.json and feedback.md.
+    """Entry of ``python -m grader.workers worker``: grade one submission, write its typed ``result.json``.
 
     Trusted side: imports the grader, which runs the student's code in its
-    sandbox. Exit 0 after writing both files; any exception propagates
+    sandbox. Exit 0 after writing the file; any exception propagates
     (non-zero exit, traceback in the log) and the batch reports ``crashed``.
     """
     parser = argparse.ArgumentParser(prog="python -m grader.workers worker")

@@ -165,8 +165,9 @@ class SandboxProvider:
         self._sandbox = Sandbox(submission_dir, limits=self.limits)
         self._ex7_sandbox: Sandbox | None = None
         self._modules: dict[tuple[str, bool], object] = {}
-        # (stem, known_good) -> what the import said; the primary load's failure makes the exercise "broken".
-        self.import_errors: dict[tuple[str, bool], str] = {}
+        # (stem, known_good) -> the import's failure (already through the parent's filter: allowed type
+        # name, capped message, bounded line); the primary load's failure makes the exercise "broken".
+        self.import_failures: dict[tuple[str, bool], StudentImportError] = {}
 
     def _sandbox_for(self, stem: str) -> Sandbox:
         if stem != "ex7_ppo_step":
@@ -198,17 +199,21 @@ class SandboxProvider:
                 self._modules[key] = GuardedModule(sandbox.load(stem, known_good=kg), problems, sandbox.limits)
             except StudentImportError as exc:
                 diagnosis = "module_missing" if exc.cause == "missing" else "module_broken"
-                self.import_errors.setdefault((stem, known_good is not False), str(exc))
+                self.import_failures.setdefault((stem, known_good is not False), exc)
                 self._modules[key] = ModuleUnavailable(diagnosis, str(exc))
         got = self._modules[key]
         if isinstance(got, ModuleUnavailable):
             raise got
         return got
 
-    def primary_import_error(self, stem: str) -> str | None:
-        """Why the module's graded load failed, or None. Exercise 7 is graded in known-good mode, so its
-        own-pieces import (the 0-point report) does not make it broken."""
-        return self.import_errors.get((stem, stem == "ex7_ppo_step"))
+    def primary_import_failure(self, stem: str) -> StudentImportError | None:
+        """Why the module's graded load failed (typed: ``type_name``, ``lineno``, ``filename``, ``cause``), or None.
+
+        Exercise 7 is graded in known-good mode, so its own-pieces import (the 0-point report) does
+        not make it broken.
+        """
+        return self.import_failures.get((stem, stem == "ex7_ppo_step"))
+
 
     def close(self) -> None:
         """Stop every child (idempotent)."""

@@ -62,6 +62,29 @@ class StudentFailure(Exception):
     """Base of every failure caused by the submission (catch this to score 0 for one call)."""
 
 
+#: A file name the parent accepts from a child's SyntaxError: a plain module file name, no folder.
+_PY_FILE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\.py")
+#: The largest line number the parent accepts from a child (a bounded int: no covert channel beyond it).
+MAX_LINENO = 1_000_000
+
+
+def safe_location(lineno: object, filename: object) -> tuple[int | None, str | None]:
+    """(line, file) of a child's SyntaxError as the parent keeps them, or (None, None).
+
+    Args:
+        lineno: what the child sent (anything): kept only as an int 1..`MAX_LINENO` (not a bool).
+        filename: what the child sent: kept only as a plain module file name ("helper.py", `_PY_FILE`).
+
+    Returns:
+        both values, or (None, None) unless both pass (a place needs the two, as ``str(SyntaxError)``).
+    """
+    if type(lineno) is not int or not 1 <= lineno <= MAX_LINENO:
+        return None, None
+    if not isinstance(filename, str) or not _PY_FILE.fullmatch(filename):
+        return None, None
+    return lineno, filename
+
+
 class StudentError(StudentFailure):
     """The student's code raised an exception (any type, ``SystemExit`` included).
 
@@ -115,13 +138,17 @@ class StudentImportError(StudentFailure):
     Attributes:
         cause: ``"missing"``, ``"error"``, ``"timeout"`` or ``"crash"``.
         type_name: the exception's (allowed) class name when ``cause == "error"``, else "".
+        lineno, filename: where a SyntaxError is (a line 1..`MAX_LINENO`, a plain "name.py"), both
+            or neither (None); only from a child whose message may be shown (``echo``).
     """
 
-    def __init__(self, message: str, cause: str = "error", type_name: str = "", traceback: str = "") -> None:
+    def __init__(self, message: str, cause: str = "error", type_name: str = "", traceback: str = "", *,
+                 lineno: int | None = None, filename: str | None = None) -> None:
         super().__init__(safe_message(message, 2 * MAX_MESSAGE_CHARS))
         self.cause = cause
         self.type_name = safe_type_name(type_name) if type_name else ""
         self.traceback = ""
+        self.lineno, self.filename = safe_location(lineno, filename)
 
     @classmethod
     def from_reply(cls, header: dict, module_name: str, *, echo: bool = True) -> "StudentImportError":
@@ -135,7 +162,15 @@ class StudentImportError(StudentFailure):
         message = safe_message(header.get("message"))
         missing = type_name == "ModuleNotFoundError" and f"'{module_name}'" in message
         text = f"{type_name}: {message}" if echo else f"{type_name} (raised while importing the module)"
-        return cls(text, cause="missing" if missing else "error", type_name=type_name)
+        # Where a SyntaxError is: sent as fields (never parsed out of the text), and only where the
+        # message may be shown: in a child with known-good pieces a raised SyntaxError's line could
+        # carry what the reference computed.
+        from ppo_course.check_support.states import SYNTAX_ERROR_NAMES
+
+        shown = echo and type_name in SYNTAX_ERROR_NAMES
+        lineno, filename = (header.get("lineno"), header.get("filename")) if shown else (None, None)
+        return cls(text, cause="missing" if missing else "error", type_name=type_name, lineno=lineno,
+                   filename=filename)
 
 
 class SandboxError(RuntimeError):

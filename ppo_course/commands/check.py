@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from ppo_course.check_support.guard import MANY_LINES
+from ppo_course.check_support.states import ExerciseState, import_failure_state
 
 HELP = "run the public tests on your exercise modules (default: ./exercises or the current folder)"
 
@@ -213,16 +214,26 @@ def run_public_tests(exercises_dir: Path, stems: list[str], cpu_seconds: int = 1
 _UNAVAILABLE = ("module_missing", "module_broken")
 
 
-def _import_problem(stem: str, detail: str) -> str:
-    """A short reason from a "module_broken" detail: "syntax error line N", "does not import (TypeError)",
-    or, when the error is in a sibling module it imports, "does not import (syntax error in ex4_gae.py line N)"."""
+def _import_failure(stem: str, detail: str) -> tuple[ExerciseState, str, int | None, str | None]:
+    """(state, error type, line, file) of a "module_broken" detail (the local import's last traceback line).
+
+    The state is one of ``ppo_course.check_support.states`` (the grader's words): ``syntax_error`` or
+    ``import_error``. The student's own machine: the traceback is theirs, read as Python prints it.
+    """
     last = [ln.strip() for ln in detail.strip().splitlines() if ln.strip()]
     err = last[-1].split(":", 1)[0].split()[-1] if last else "error"
     where = re.findall(r'File "([^"]*)", line (\d+)', detail)
-    culprit = Path(where[-1][0]).name if where else f"{stem}.py"
-    if err in ("SyntaxError", "IndentationError", "TabError"):
-        what = f"syntax error line {where[-1][1]}" if where else "syntax error"
-        return what if culprit == f"{stem}.py" else f"does not import (syntax error in {culprit} {what[13:]})"
+    line, culprit = (int(where[-1][1]), Path(where[-1][0]).name) if where else (None, None)
+    return import_failure_state(err), err, line, culprit
+
+
+def _import_problem(stem: str, detail: str) -> str:
+    """A short reason from a "module_broken" detail: "syntax error line N", "does not import (TypeError)",
+    or, when the error is in a sibling module it imports, "does not import (syntax error in ex4_gae.py line N)"."""
+    state, err, line, culprit = _import_failure(stem, detail)
+    if state == "syntax_error":
+        what = f"syntax error line {line}" if line is not None else "syntax error"
+        return what if culprit in (None, f"{stem}.py") else f"does not import (syntax error in {culprit} {what[13:]})"
     return f"does not import ({err})"
 
 
@@ -240,7 +251,9 @@ def _not_implemented_names(stem: str, failed: list[dict]) -> list[str]:
 def summarise(outcomes: list[dict], exercises_dir: Path, stems: list[str]) -> list[dict]:
     """One row per exercise: {"stem", "passed", "total", "status", "lines", "panels"}.
 
-    `status` is one of "module not found", "syntax error line N", "does not import (Error)",
+    `state` is the exercise's state in the grader's words (``ppo_course.check_support.states``:
+    graded, missing, syntax_error, import_error, not_implemented); `status` shows it to the student:
+    one of "module not found", "syntax error line N", "does not import (Error)",
     "not implemented", "all passed" or "K/N passed" (plus ", M not implemented" when some of the
     module's functions still raise NotImplementedError). `lines` holds the one-line notes
     (a module that does not import or is not implemented: said once, not per test); `panels`
@@ -254,6 +267,7 @@ def summarise(outcomes: list[dict], exercises_dir: Path, stems: list[str]) -> li
                "panels": []}
         rows.append(row)
         if not (exercises_dir / f"{stem}.py").is_file():
+            row["state"] = "missing"
             row["status"] = "module not found"
             row["lines"].append(f"{stem}.py is not in {exercises_dir}")
             continue
@@ -262,6 +276,7 @@ def summarise(outcomes: list[dict], exercises_dir: Path, stems: list[str]) -> li
                       and f"importing {stem}.py " in o.get("detail", "")]
         if own_broken:
             detail = own_broken[0].get("detail", "")
+            row["state"] = _import_failure(stem, detail)[0]
             row["status"] = _import_problem(stem, detail)
             key = detail.split("failed: ", 1)[-1]  # the same error reached through a sibling import
             said = " (the error is shown above)" if key in shown else \
@@ -288,7 +303,9 @@ def summarise(outcomes: list[dict], exercises_dir: Path, stems: list[str]) -> li
             tests = [o["test"] for o in unavailable
                      if (o.get("detail", "").strip().splitlines() or [o.get("diagnosis", "")])[0] == reason]
             row["lines"].append(f"{stem}: {len(tests)} test(s) need another module: {reason}")
+        row["state"] = "graded"
         if mine and len(not_impl) == len(mine):
+            row["state"] = "not_implemented"
             row["status"] = "not implemented"
         elif mine and row["passed"] == len(mine):
             row["status"] = "all passed"
@@ -362,7 +379,7 @@ def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: s
     for row in rows:
         ok = row["status"] == "all passed"
         failed_any |= not ok
-        colour = "green" if ok else ("yellow" if row["status"] in ("not implemented", "module not found") else "red")
+        colour = "green" if ok else ("yellow" if row["state"] in ("not_implemented", "missing") else "red")
         passed = f"{row['passed']}/{row['total']}" if row["total"] else "-"
         table.add_row(row["stem"], passed, f"[{colour}]{escape(row['status'])}[/]")
     console.print(table)

@@ -101,6 +101,25 @@ def describe_exception(exc: BaseException) -> dict:
     return {"type": name, "base": name, "message": _safe_text(lambda: str(exc), 2000), "traceback": ""}
 
 
+def syntax_location(exc: BaseException) -> dict:
+    """``{"lineno": int, "filename": base name}`` of a SyntaxError at import, else ``{}``.
+
+    Sent with ``import_error`` so that the parent need not parse "(ex4_gae.py, line 12)" out of
+    the message. Only when ``str(exc)`` itself shows both (Python's ``SyntaxError.__str__``: a
+    file name and a line number); a pre-filter only: the parent accepts a bounded int and a
+    plain ``name.py`` (`grader.sandbox.errors.safe_location`), since this process is hostile.
+    """
+    if not isinstance(exc, SyntaxError):
+        return {}
+    try:
+        lineno, filename = exc.lineno, exc.filename
+        if type(lineno) is not int or not isinstance(filename, str) or not filename:
+            return {}
+        return {"lineno": lineno, "filename": os.path.basename(filename)[:200]}
+    except Exception:  # noqa: BLE001 - a student's SyntaxError subclass may raise from its properties
+        return {}
+
+
 class Channel:
     """The child's end of the protocol socket (blocking), with handle tables.
 
@@ -435,7 +454,7 @@ def run_child(sock_fd: int, config: dict) -> None:
         module = importlib.import_module(module_name)
     except BaseException as exc:  # noqa: BLE001 - SystemExit at import is an import failure too
         _flush_std()
-        channel.send({"m": "import_error", **describe_exception(exc), "info": info}, [])
+        channel.send({"m": "import_error", **describe_exception(exc), **syntax_location(exc), "info": info}, [])
         os._exit(0)
     _flush_std()
     channel.send({"m": "ready", "info": info}, [])

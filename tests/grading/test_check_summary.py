@@ -27,6 +27,13 @@ SIBLING = SYNTAX.replace("importing ex4_gae.py", "importing ex7_ppo_step.py")
 NOT_IMPL = "NotImplementedError: ex1_ratio.probability_ratio: implement r"
 
 
+def test_an_import_error_is_an_import_error_state(tmp_path):
+    detail = 'importing ex4_gae.py failed: File "/x/ex4_gae.py", line 3\nNameError: name \'x\' is not defined'
+    (row,) = summarise([_outcome("ex4_gae", "t0", False, "module_broken", detail)], _folder(tmp_path, "ex4_gae"),
+                       ["ex4_gae"])
+    assert (row["state"], row["status"]) == ("import_error", "does not import (NameError)")
+
+
 def test_statuses_per_exercise(tmp_path):
     folder = _folder(tmp_path, "ex1_ratio", "ex2_clipped_loss", "ex4_gae", "ex7_ppo_step")
     outcomes = [_outcome("ex1_ratio", f"t{i}", False, "not_implemented", NOT_IMPL) for i in range(3)]
@@ -44,6 +51,10 @@ def test_statuses_per_exercise(tmp_path):
     assert rows["ex3_full_loss"]["status"] == "module not found"
     assert rows["ex4_gae"]["status"] == "syntax error line 12" and rows["ex4_gae"]["panels"] == []
     assert rows["ex7_ppo_step"]["status"] == "does not import (syntax error in ex4_gae.py line 12)"
+    # The grader's state names (ppo_course/check_support/states.py), the same words as ExerciseResult.state.
+    assert {stem: r["state"] for stem, r in rows.items()} == {
+        "ex1_ratio": "not_implemented", "ex2_clipped_loss": "graded", "ex3_full_loss": "missing",
+        "ex4_gae": "syntax_error", "ex7_ppo_step": "syntax_error"}
     # the SyntaxError's text is printed once, not once per test or per module
     text = "\n".join(line for r in rows.values() for line in r["lines"])
     assert text.count("SyntaxError: invalid syntax") == 1
