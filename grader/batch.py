@@ -59,7 +59,9 @@ from grader.records import (  # noqa: F401 - the records and gradebooks (grader/
     StudentRecord,
     _record_from,
     atomic_write_json,
+    clear_incomplete,
     gradebook_csv,
+    mark_incomplete,
     nbgrader_csv,
     read_records,
 )
@@ -238,6 +240,19 @@ def _sweep_stale_temporaries(out_dir: Path) -> None:
                 tmp.unlink(missing_ok=True)
 
 
+def _check_out_dir(submissions_dir: Path, out_dir: Path) -> None:
+    """Refuse an output folder inside the submissions folder (or the same): the batch would write the class's
+    results into the submissions (a student's folder, even) and read its own outputs as students next time.
+
+    Raises:
+        ValueError: with both paths.
+    """
+    subs, out = Path(submissions_dir).resolve(), Path(out_dir).resolve()
+    if out == subs or subs in out.parents:
+        raise ValueError(f"the output folder {out_dir} is inside the submissions folder {submissions_dir}; "
+                         "give --out a folder outside it (e.g. next to it)")
+
+
 def run_batch(
     submissions_dir: Path,
     out_dir: Path,
@@ -289,6 +304,7 @@ def run_batch(
 
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
+        ValueError: if ``out_dir`` is ``submissions_dir`` or inside it.
         BatchBusy: if another batch is writing to ``out_dir``.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.cluster.ClusterUnavailable``),
@@ -302,6 +318,7 @@ def run_batch(
     submissions_dir = Path(submissions_dir)
     out_dir = Path(out_dir)
     say = log or (lambda msg: print(msg, file=sys.stderr))
+    _check_out_dir(submissions_dir, out_dir)
     entries, warnings = discover(submissions_dir)
     if latest_only:
         from grader.regrade import latest_only as _latest
@@ -414,6 +431,8 @@ def run_batch(
         atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
         return record
 
+    if todo:
+        mark_incomplete(out_dir, [e.student_id for e, _ in todo])  # `export` warns until the batch finishes
     graded_now: list[str] = []
     tally = {"failed": 0, "timed-out": 0}
     with _progress(progress) as bar:
@@ -464,6 +483,7 @@ def run_batch(
         pool.shutdown(wait=True)
     getattr(runner, "close", lambda: None)()
     records = rebuild_gradebook()
+    clear_incomplete(out_dir)
     regrade.write_regrade_report(out_dir, records, fingerprint, never_lower)
     lock.close()
     for scratch in ("staging", "work", "warm"):

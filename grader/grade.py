@@ -171,13 +171,14 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
     started = time.perf_counter()
     path = Path(path)
     from grader.intake import SubmissionLimits
-    from grader.sandbox.process import submission_deadline
+    from grader.sandbox.process import submission_deadline, submission_ran_out
 
     submission_limits = submission_limits or SubmissionLimits()
     try:
         with submission_deadline(submission_limits.timeout_s), _submission_folder(path, submission_limits) as (
                 folder, where, notes):
             result = _grade_folder(folder, path, selected, points, profile, limits)
+            result.out_of_time = submission_ran_out()
             found = ""
             if where != ".":
                 found = f"Found your exercise modules in '{where}/' and graded them from there."

@@ -97,6 +97,13 @@ def grade_entry(
                 # grade_submission could not read it; its message says why (as results.json's output).
                 status = "rejected"
                 message = results["output"] or "the grader could not read the submission"
+            elif result.out_of_time:
+                # Some calls were cut short by the submission's clock: which ones depends on the machine's
+                # load, so no partial score is published (deterministic: 0 with the reason, as a killed worker).
+                status = "timed-out"
+                message = (f"grading took longer than the limit of {limits.timeout_s:g} s and was stopped "
+                           "(look for an infinite loop or very slow code)")
+                results, feedback, result = _zero_results(zero_template(profile, exercises), message), "", None
             elif n_errors := grader_errors(result):
                 # Not the student's fault: a low score here would be silently wrong.
                 status = "crashed"

@@ -258,3 +258,29 @@ def nbgrader_csv(records: list[StudentRecord], assignment: str = "ppo") -> str:
              [assignment, "", ts, r.student_id, "", "", "", _fmt(r.score), "0.0", _fmt(r.score), _fmt(r.max_score or max_total)]]
         )
     return buf.getvalue()
+
+
+#: ``OUT/.batch/incomplete.json``: the ids still to grade while a batch runs; removed when it finishes.
+INCOMPLETE = "incomplete.json"
+
+
+def mark_incomplete(out_dir: Path, student_ids: Iterable[str]) -> None:
+    """Record (atomically) that a batch is grading ``student_ids`` into ``out_dir`` and has not finished."""
+    atomic_write_json(out_dir / STATE_DIR / INCOMPLETE, sorted(student_ids))
+
+
+def clear_incomplete(out_dir: Path) -> None:
+    """The batch finished: remove the marker of :func:`mark_incomplete`."""
+    (out_dir / STATE_DIR / INCOMPLETE).unlink(missing_ok=True)
+
+
+def incomplete_ids(out_dir: Path) -> list[str] | None:
+    """The students a batch in ``out_dir`` started but did not finish grading (it was interrupted or killed),
+    minus those whose record is written; None when the last batch finished (or none ran)."""
+    path = out_dir / STATE_DIR / INCOMPLETE
+    try:
+        pending = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return [sid for sid in pending if isinstance(sid, str) and not (out_dir / sid / RECORD).is_file()]
+

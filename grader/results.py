@@ -125,6 +125,9 @@ class GradeResult(BaseModel):
     profile: Literal["full", "fast"]
     exercises: dict[str, ExerciseResult]
     tests: list[TestResult]
+    #: True when the submission used up its grading time (``SubmissionLimits.timeout_s``) before every test
+    #: ran: the scores are then incomplete, and the batch records the student as ``timed-out``.
+    out_of_time: bool = False
     timing: dict[str, float] = Field(default_factory=dict)  # seconds; excluded from the determinism
 
     @property
@@ -163,6 +166,7 @@ class GradeResult(BaseModel):
                 "profile": self.profile,
                 "exercise_status": {stem: e.status for stem, e in self.exercises.items()},
                 "timing": dict(self.timing),
+                **({"out_of_time": True} if self.out_of_time else {}),
             },
         }
 

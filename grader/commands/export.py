@@ -47,4 +47,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path} ({args.fmt})")
+    from grader.records import incomplete_ids
+
+    pending = incomplete_ids(args.batch)
+    if pending:
+        shown = ", ".join(pending[:10]) + (f" and {len(pending) - 10} more" if len(pending) > 10 else "")
+        print(f"warning: the batch in {args.batch} did not finish (interrupted or killed): {len(pending)} "
+              f"student(s) are not in this export ({shown}); rerun the same grade-batch command to finish it, "
+              "then export again", file=sys.stderr)
     return 0

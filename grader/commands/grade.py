@@ -97,6 +97,9 @@ def _why(result) -> list[str]:
     """Lines saying why points are missing when it is not a test's verdict: the submission's message,
     the modules not found, the modules that do not import (empty for a submission whose tests all ran)."""
     lines = [result.message] if result.status == "graded" and result.message else []
+    if getattr(result, "out_of_time", False):
+        lines.append("WARNING: the submission used up its grading time, so some tests were stopped and scored 0; "
+                     "`grade-batch` records such a submission as timed-out with 0 points")
     missing = [stem for stem, ex in result.exercises.items() if ex.status == "missing"]
     broken = [stem for stem, ex in result.exercises.items() if ex.status == "broken"]
     if missing and result.status == "graded" and (len(missing) < len(result.exercises) or not result.message):

@@ -63,6 +63,13 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"error: unknown exercise(s) {unknown}; known: {', '.join(EXERCISES)}", file=sys.stderr)
         return 2
+    from grader.batch import _check_out_dir
+
+    try:
+        _check_out_dir(args.submissions, args.out)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         summary = _run(args, limits, exercises)
     except KeyboardInterrupt:

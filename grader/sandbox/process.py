@@ -40,6 +40,8 @@ from ppo_course.sandbox import codec
 #: process keep their own.
 _SUBMISSION: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("submission_deadline",
                                                                                      default=None)
+#: Set (one shared list per ``submission_deadline`` block) when a call was cut short or refused by it.
+_RAN_OUT: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("submission_ran_out", default=None)
 
 
 @contextlib.contextmanager
@@ -56,10 +58,20 @@ def submission_deadline(seconds: float) -> Iterator[float]:
     if current is None or deadline < current[0]:
         current = (deadline, float(seconds))
     token = _SUBMISSION.set(current)
+    ran_out = _RAN_OUT.get()
+    ran_out_token = _RAN_OUT.set(ran_out if ran_out is not None else [False])
     try:
         yield current[0]
     finally:
+        _RAN_OUT.reset(ran_out_token)
         _SUBMISSION.reset(token)
+
+
+def submission_ran_out() -> bool:
+    """True when, inside the current ``submission_deadline`` block, some sandboxed call or import was cut
+    short or refused because the submission's grading time was used up (its grade is then incomplete)."""
+    ran_out = _RAN_OUT.get()
+    return bool(ran_out and ran_out[0])
 
 
 def _past_deadline() -> bool:
@@ -76,6 +88,9 @@ def _capped(deadline: float) -> tuple[float, bool]:
 
 
 def _out_of_time() -> str:
+    ran_out = _RAN_OUT.get()
+    if ran_out is not None:
+        ran_out[0] = True
     current = _SUBMISSION.get()
     seconds = current[1] if current is not None else 0.0
     return (f"the submission used up its {seconds:g} s of grading time "
