@@ -27,9 +27,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from grader.points import EXERCISES, PointsConfig, load_points
+from grader.points import PointsConfig, load_points
 from grader.results import ExerciseResult, GradeResult, TestResult
 from ppo_course.check_support.diagnoses import DIAGNOSES
+from ppo_course.syllabus import EXERCISES
 
 HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
 

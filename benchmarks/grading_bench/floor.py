@@ -317,7 +317,7 @@ def grade_trusted(submission_dir: Path, profile: str) -> dict:
     """Grade one trusted submission in this process: ``{"score", "max_score", "exercises": {stem: ...}}``.
 
     Exercises whose module is absent score 0 without running (as ``grader.grade`` does)."""
-    from grader.points import EXERCISES
+    from ppo_course.syllabus import EXERCISES
 
     provider = TrustedProvider(submission_dir, profile)
     present = [s for s in EXERCISES if (provider.root / f"{s}.py").is_file()]

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     """Grade, write the files atomically, print a one-line summary; 0 when graded, 2 on a usage error."""
     import sys
 
-    from grader.points import EXERCISES
+    from ppo_course.syllabus import EXERCISES
 
     exercises = None
     if args.exercises:

@@ -25,12 +25,12 @@ import os
 import sys
 from pathlib import Path
 
+from ppo_course.syllabus import EXERCISES
+
 PUBLIC_TESTS = Path(__file__).resolve().parent.parent / "public_tests"
-STEMS = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer",
-         "ex6_kl_reward", "ex7_ppo_step")
 
 
-def public_test_files(stems: list[str] | tuple[str, ...] = STEMS) -> list[Path]:
+def public_test_files(stems: list[str] | tuple[str, ...] = EXERCISES) -> list[Path]:
     """The public test modules for the given exercise stems (those that exist)."""
     return [PUBLIC_TESTS / f"test_{stem}.py" for stem in stems if (PUBLIC_TESTS / f"test_{stem}.py").is_file()]
 
@@ -106,7 +106,7 @@ def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
     provider = LocalProvider(exercises_dir, guard=guard)
     collector = OutcomeCollector(provider.classify)
     progress = _Progress(guard, collector, Path(out_json))
-    files = public_test_files(stems or STEMS)
+    files = public_test_files(stems or EXERCISES)
     args = pytest_args(files)
     for nodeid in filter(None, os.environ.get("PPO_CHECK_DESELECT", "").splitlines()):
         args += ["--deselect", nodeid]

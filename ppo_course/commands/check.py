@@ -25,11 +25,10 @@ import tempfile
 from pathlib import Path
 
 from ppo_course.check_support.guard import MANY_LINES
+from ppo_course.syllabus import EXERCISES
 
 HELP = "run the public tests on your exercise modules (default: ./exercises or the current folder)"
 
-STEMS = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer",
-         "ex6_kl_reward", "ex7_ppo_step")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -383,7 +382,7 @@ def resolve_stems(requested: list[str]) -> tuple[list[str], list[str]]:
     stems: list[str] = []
     problems: list[str] = []
     for name in requested:
-        matches = [name] if name in STEMS else [s for s in STEMS if s.startswith(name)]
+        matches = [name] if name in EXERCISES else [s for s in EXERCISES if s.startswith(name)]
         if len(matches) == 1:
             stems.append(matches[0])
         else:
@@ -399,9 +398,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     stems, problems = resolve_stems(args.exercise)
     if problems:
-        print(f"error: exercise(s) {', '.join(problems)}; known: {', '.join(STEMS)}", file=sys.stderr)
+        print(f"error: exercise(s) {', '.join(problems)}; known: {', '.join(EXERCISES)}", file=sys.stderr)
         return 2
-    stems = stems or list(STEMS)
+    stems = stems or list(EXERCISES)
     present = [s for s in stems if (exercises_dir / f"{s}.py").is_file()]
     from ppo_course.check_support.signatures import signature_problems
 
