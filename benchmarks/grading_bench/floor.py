@@ -72,18 +72,10 @@ def _slow_tests() -> set:
 
 
 def pytest_args(files: list[Path], deselect: list[str]) -> list[str]:
-    """The pytest arguments of ``grader.grade`` (its own function when it still has one, else a copy)."""
-    try:
-        from grader.grade import _pytest_args
-        return list(_pytest_args(files, deselect))
-    except ImportError:
-        args = [*map(str, files), "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly",
-                "-p", "no:xdist", "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
-                "--capture=sys", "--assert=plain", "--tb=no", "--rootdir", str(ROOT), "-o", "addopts=",
-                "-W", "ignore::DeprecationWarning"]
-        for d in deselect:
-            args += ["--deselect", d]
-        return args
+    """The pytest arguments of ``grader.grade`` (the grading kit's one list, rooted where grade roots it)."""
+    from ppo_course.check_support.collect import pytest_args as grading_args
+
+    return grading_args(files, ROOT, deselect)
 
 
 def module_root(folder: Path) -> Path:
