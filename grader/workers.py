@@ -68,7 +68,7 @@ def _shared_forkserver_env() -> dict[str, str]:
         return {}
     with _BATCH_FORKSERVER_LOCK:
         try:
-            from grader.sandbox.forkserver import ForkServerClient
+            from grader.sandbox.forkserver_client import ForkServerClient
 
             if _BATCH_FORKSERVER is None or not _BATCH_FORKSERVER.alive():
                 _BATCH_FORKSERVER = ForkServerClient(share=True)
