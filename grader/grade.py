@@ -29,7 +29,7 @@ from pathlib import Path
 
 from grader.points import PointsConfig, load_points
 from grader.results import ExerciseResult, GradeResult, TestResult
-from ppo_course.check_support.diagnoses import DIAGNOSES
+from ppo_course.grading_kit.diagnoses import DIAGNOSES
 from ppo_course.syllabus import EXERCISES
 
 HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
@@ -193,7 +193,7 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
     import pytest
 
     from grader.hidden.provider import SandboxProvider
-    from ppo_course.check_support.collect import OutcomeCollector, pytest_args
+    from ppo_course.grading_kit.collect import OutcomeCollector, pytest_args
 
     root = folder
     present = [s for s in selected if (root / f"{s}.py").is_file()]

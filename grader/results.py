@@ -131,7 +131,7 @@ class GradeResult(BaseModel):
         for stem, e in self.exercises.items():
             lines.append(f"| `{stem}` | {e.score:g} / {e.max_score:g} | {e.status} |")
         lines.append("")
-        from ppo_course.check_support.diagnoses import DIAGNOSES
+        from ppo_course.grading_kit.diagnoses import DIAGNOSES
 
         for stem in [s for s in EXERCISES if s in self.exercises]:
             e = self.exercises[stem]

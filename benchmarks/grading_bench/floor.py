@@ -73,7 +73,7 @@ def _slow_tests() -> set:
 
 def pytest_args(files: list[Path], deselect: list[str]) -> list[str]:
     """The pytest arguments of ``grader.grade`` (the grading kit's one list, rooted where grade roots it)."""
-    from ppo_course.check_support.collect import pytest_args as grading_args
+    from ppo_course.grading_kit.collect import pytest_args as grading_args
 
     return grading_args(files, ROOT, deselect)
 
@@ -204,7 +204,7 @@ class TrustedProvider:
         Raises:
             ModuleUnavailable: "module_missing" or "module_broken" (cached, as the sandbox provider does).
         """
-        from ppo_course.check_support.local import ModuleUnavailable
+        from ppo_course.grading_kit.provider import ModuleUnavailable
 
         key = (stem, known_good if isinstance(known_good, bool) else id(known_good))
         if key not in self._modules:
@@ -229,7 +229,7 @@ class TrustedProvider:
         return out
 
     def _import(self, stem: str, known_good):
-        from ppo_course.check_support.local import ModuleUnavailable
+        from ppo_course.grading_kit.provider import ModuleUnavailable
 
         path = self.root / f"{stem}.py"
         if not path.is_file():
@@ -262,7 +262,7 @@ def run_tests(provider: TrustedProvider, stems: list[str]) -> dict:
     """
     import pytest
 
-    from ppo_course.check_support.collect import OutcomeCollector
+    from ppo_course.grading_kit.collect import OutcomeCollector
 
     files = []
     hidden = _hidden_dir()

@@ -89,7 +89,7 @@ def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
     import pytest
     import torch
 
-    from ppo_course.check_support.collect import OutcomeCollector, pytest_args
+    from ppo_course.grading_kit.collect import OutcomeCollector, pytest_args
     from ppo_course.check_support.guard import CallGuard
     from ppo_course.check_support.local import CALL_CPU_SECONDS, LocalProvider
 

@@ -324,7 +324,7 @@ def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: s
     from rich.panel import Panel
     from rich.table import Table
 
-    from ppo_course.check_support.diagnoses import DIAGNOSES
+    from ppo_course.grading_kit.diagnoses import DIAGNOSES
 
     console = console or Console()
     if error:
@@ -402,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     stems = stems or list(EXERCISES)
     present = [s for s in stems if (exercises_dir / f"{s}.py").is_file()]
-    from ppo_course.check_support.signatures import signature_problems
+    from ppo_course.grading_kit.signatures import signature_problems
 
     # Compared with the stubs' before anything runs (the files are parsed, never imported here).
     signatures = {stem: signature_problems(stem, exercises_dir / f"{stem}.py") for stem in present}

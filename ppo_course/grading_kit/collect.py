@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from ppo_course.check_support.feedback import Mismatch
+from ppo_course.grading_kit.feedback import Mismatch
 
 #: Parts of a file path that mark test machinery, left out of any traceback shown in feedback.
 FRAMEWORK_FILES = ("pluggy", "_pytest", "/inspect.py", "hypothesis", "/grader/sandbox/", "/ppo_course/sandbox/",
-                   "/check_support/", "/site-packages/torch/")
+                   "/check_support/", "/grading_kit/", "/site-packages/torch/")
 
 def pytest_args(files: Iterable[Path | str], rootdir: Path | str, deselect: Iterable[str] = ()) -> list[str]:
     """The arguments of one grading pytest run: independent of the caller's folder, config files and plugins.
