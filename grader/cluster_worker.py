@@ -15,7 +15,7 @@ fingerprint. On the worker it
    on this node (:func:`grading_root`, :func:`unpack_submission`), as the
    local pool stages every student in one folder, which the sandbox hides;
 3. grades them with ``grader.workers.run_worker``, the local pool's own step:
-   a fresh ``python -m grader.workers worker`` process in its own process group,
+   a fresh ``python -m grader.worker_process worker`` process in its own process group,
    the same time-out, the same sandbox, sharing one warm fork server per Dask
    worker process (``import torch`` and the toy model's warm-up paid once per
    worker, not per task), so that a crash of student code never takes the
