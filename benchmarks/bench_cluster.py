@@ -108,7 +108,7 @@ def _overhead(tasks: int, profile: str, exercises: list[str] | None) -> dict:
 
 def _gradebook_rebuild_s(n: int) -> float:
     from grader.records import RECORD, StudentRecord, gradebook_csv, read_records
-    from grader.points import EXERCISES
+    from ppo_course.syllabus import EXERCISES
 
     with tempfile.TemporaryDirectory() as tmp:
         ids = [f"student{i:04d}" for i in range(n)]

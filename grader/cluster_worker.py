@@ -15,7 +15,7 @@ fingerprint. On the worker it
    on this node (:func:`grading_root`, :func:`unpack_submission`), as the
    local pool stages every student in one folder, which the sandbox hides;
 3. grades them with ``grader.workers.run_worker``, the local pool's own step:
-   a fresh ``python -m grader.workers worker`` process in its own process group,
+   a fresh ``python -m grader.worker_process worker`` process in its own process group,
    the same time-out, the same sandbox, sharing one warm fork server per Dask
    worker process (``import torch`` and the toy model's warm-up paid once per
    worker, not per task), so that a crash of student code never takes the
@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict
 
 from grader.results import GradeResult
 
-#: Features of the sandbox a grading node must grant (``ppo_course.sandbox.forkserver.probe``).
+#: Features of the sandbox a grading node must grant (``ppo_course.sandbox.zygote.probe``).
 REQUIRED_ISOLATION: tuple[str, ...] = ("network_namespace", "mount_namespace")
 
 # Per worker process: probed once, reused by every task (a test may pre-set it, see tests/cluster).
@@ -162,7 +162,7 @@ def worker_fingerprint() -> str:
 def node_isolation() -> dict[str, bool]:
     """Which sandbox features this node grants, probed once per process.
 
-    Runs ``ppo_course.sandbox.forkserver.probe`` in a fresh Python
+    Runs ``ppo_course.sandbox.zygote.probe`` in a fresh Python
     process (as the fork server that forks the students' children would), so
     the answer is the kernel's, for this user. A probe that cannot run counts
     as granting nothing.
@@ -170,7 +170,7 @@ def node_isolation() -> dict[str, bool]:
     global _ISOLATION
     with _STATE_LOCK:
         if _ISOLATION is None:
-            code = "import json; from ppo_course.sandbox.forkserver import probe; print(json.dumps(probe()))"
+            code = "import json; from ppo_course.sandbox.zygote import probe; print(json.dumps(probe()))"
             try:
                 done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                                       stdin=subprocess.DEVNULL)

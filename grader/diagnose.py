@@ -9,13 +9,13 @@ instead of a bare "wrong value".
 `DIAGNOSES` (id -> message) is the team's stable list: the mistake catalogue
 (`tests/catalogue/`), the class report and the feedback all use these ids.
 Never rename or remove an id; add new ones freely. The table itself lives in
-`ppo_course/check_support/diagnoses.py` because `ppo-course check` (student
+`ppo_course/grading_kit/diagnoses.py` because `ppo-course check` (student
 side, which ships without `grader/`) prints the same messages; this module is
 the instructor-side name for it.
 """
 
 from __future__ import annotations
 
-from ppo_course.check_support.diagnoses import DIAGNOSES, describe, message
+from ppo_course.grading_kit.diagnoses import DIAGNOSES, describe, message
 
 __all__ = ["DIAGNOSES", "describe", "message"]

@@ -169,8 +169,8 @@ def _fmt(x: float) -> str:
 
 
 def _stems(records) -> list[str]:
-    """The exercises of the records: the contract's order (``grader.points.EXERCISES``), then any other stem."""
-    from grader.points import EXERCISES
+    """The exercises of the records: the contract's order (``ppo_course.syllabus.EXERCISES``), then any other stem."""
+    from ppo_course.syllabus import EXERCISES
 
     seen = {stem for r in records for stem in r.exercise_scores}
     return [s for s in EXERCISES if s in seen] + sorted(seen - set(EXERCISES))

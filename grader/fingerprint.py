@@ -13,8 +13,9 @@ from pathlib import Path
 
 # TA-side layers that never change a score (batch, report and its analytics, regrade report,
 # exports, similarity, the cluster transport): editing them must not regrade a class.
-_SKIP_FROM_FINGERPRINT = {"batch.py", "records.py", "outcome.py", "workers.py", "fingerprint.py", "report.py",
-                          "analytics.py", "regrade.py", "export.py", "similarity.py", "cluster.py", "cluster_worker.py"}
+_SKIP_FROM_FINGERPRINT = {"batch.py", "records.py", "outcome.py", "workers.py", "worker_process.py", "warm.py",
+                          "fingerprint.py", "report.py", "analytics.py", "regrade.py", "export.py", "similarity.py",
+                          "cluster.py", "cluster_worker.py"}
 _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "gradescope", "__pycache__"}
 
 

@@ -27,12 +27,14 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from grader.points import EXERCISES, PointsConfig, load_points
+from grader.points import PointsConfig, load_points
 from grader.results import ExerciseResult, GradeResult, TestResult
-from ppo_course.check_support.diagnoses import DIAGNOSES
-from ppo_course.check_support.states import ExerciseState, import_failure_state
+from ppo_course.grading_kit.diagnoses import DIAGNOSES
+from ppo_course.grading_kit.states import ExerciseState, import_failure_state
+from ppo_course.syllabus import EXERCISES
 
 HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
+REPO_ROOT = HIDDEN_DIR.parent.parent  # pytest's root: above grader/hidden/ and ppo_course/public_tests/
 
 # The slow part of exercise 7, skipped by profile="fast" (load tests).
 SLOW_TESTS = {("ex7_ppo_step", "hidden", "test_training_run_raises_mean_score")}
@@ -67,19 +69,6 @@ def _submission_folder(path: Path, intake_limits=None):
             yield found.root, found.where, staged.notes
     except intake.Rejected as exc:
         raise Unreadable(str(exc)) from None
-
-
-def _pytest_args(files: list[Path], deselect: list[str]) -> list[str]:
-    root = str(Path(__file__).resolve().parent.parent)
-    # The collector records outcomes and diagnoses itself: pytest's own reporting (tracebacks, log capture,
-    # gc passes for unraisable exceptions) would only cost time (--tb=no alone saves ~4 CPU s on a stub).
-    args = [*map(str, files), "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist",
-            "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
-            "--capture=sys", "--assert=plain", "--tb=no", "--rootdir", root, "-o", "addopts=",
-            "-W", "ignore::DeprecationWarning"]
-    for d in deselect:
-        args += ["--deselect", d]
-    return args
 
 
 def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str) -> str:
@@ -190,7 +179,7 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
 
 
 def _exercise_state(tests: list[TestResult], failure) -> ExerciseState:
-    """The typed state of an exercise whose module is present (``ppo_course.check_support.states``).
+    """The typed state of an exercise whose module is present (``ppo_course.grading_kit.states``).
 
     Args:
         tests: the exercise's graded tests.
@@ -224,7 +213,7 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
     import pytest
 
     from grader.hidden.provider import SandboxProvider
-    from ppo_course.check_support.collect import OutcomeCollector
+    from ppo_course.grading_kit.collect import OutcomeCollector, pytest_args
 
     root = folder
     present = [s for s in selected if (root / f"{s}.py").is_file()]
@@ -252,7 +241,7 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
         log = io.StringIO()
         try:
             with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                pytest.main(_pytest_args(files, deselect), plugins=[provider, collector])
+                pytest.main(pytest_args(files, REPO_ROOT, deselect), plugins=[provider, collector])
         finally:
             provider.close()
         timing["pytest_s"] = round(time.perf_counter() - t0, 3)

@@ -32,7 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grader.points import EXERCISES
+from ppo_course.syllabus import EXERCISES
 from ppo_course.text_safety import cap
 
 # Files and folders that carry no student work: never staged.

@@ -24,18 +24,10 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ppo_course.syllabus import EXERCISES  # the one list (student side); re-exported here for points.yaml's readers
+
 POINTS_FILE = Path(__file__).with_name("points.yaml")
 
-# The seven exercise modules of the contract, in teaching order.
-EXERCISES: tuple[str, ...] = (
-    "ex1_ratio",
-    "ex2_clipped_loss",
-    "ex3_full_loss",
-    "ex4_gae",
-    "ex5_rollout_buffer",
-    "ex6_kl_reward",
-    "ex7_ppo_step",
-)
 
 Visibility = Literal["hidden", "after_due_date", "after_published", "visible"]
 Kind = Literal["hidden", "public"]

@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grader.points import EXERCISES, Visibility
-from ppo_course.check_support.states import ExerciseState, error_place
+from ppo_course.grading_kit.states import ExerciseState, error_place
 from ppo_course.text_safety import cap, fenced
 
 
@@ -57,7 +57,7 @@ class ExerciseResult(BaseModel):
 
     ``status`` is what results.json's ``extra_data.exercise_status`` shows (a contract format:
     graded / missing / broken / not_selected). ``state`` is the typed reason
-    (``ppo_course.check_support.states.ExerciseState``, the words ``ppo-course check`` uses too):
+    (``ppo_course.grading_kit.states.ExerciseState``, the words ``ppo-course check`` uses too):
     graded, missing, syntax_error, import_error or not_implemented; when not given it follows
     ``status`` (missing -> missing, broken -> import_error, else graded). Filled on the trusted
     side from the sandbox's typed import failure (``grader.sandbox.errors.StudentImportError``),
@@ -181,7 +181,7 @@ class GradeResult(BaseModel):
         for stem, e in self.exercises.items():
             lines.append(f"| `{stem}` | {e.score:g} / {e.max_score:g} | {e.status} |")
         lines.append("")
-        from ppo_course.check_support.diagnoses import DIAGNOSES
+        from ppo_course.grading_kit.diagnoses import DIAGNOSES
 
         for stem in [s for s in EXERCISES if s in self.exercises]:
             e = self.exercises[stem]

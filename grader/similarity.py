@@ -44,7 +44,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grader.points import EXERCISES
+from ppo_course.syllabus import EXERCISES
 
 HELPERS = "(helpers)"
 CSV_NAME = "flagged_pairs.csv"

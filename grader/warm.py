@@ -289,7 +289,7 @@ def _warm_up() -> None:
 
     import grader.grade  # noqa: F401
     import grader.hidden.provider  # noqa: F401
-    import ppo_course.check_support.collect  # noqa: F401
+    import ppo_course.grading_kit.collect  # noqa: F401
 
     w = torch.nn.Parameter(torch.zeros(2))
     opt = torch.optim.Adam([w], lr=1e-3)

@@ -66,7 +66,7 @@ def _shared_forkserver_env() -> dict[str, str]:
         return {}
     with _BATCH_FORKSERVER_LOCK:
         try:
-            from grader.sandbox.forkserver import ForkServerClient
+            from grader.sandbox.forkserver_client import ForkServerClient
 
             if _BATCH_FORKSERVER is None or not _BATCH_FORKSERVER.alive():
                 _BATCH_FORKSERVER = ForkServerClient(share=True)
@@ -290,7 +290,7 @@ _WORKER_BOOT = (
     "for p in sys.argv[1:i]:\n"
     "    name, _, folder = p.partition('=')\n"
     "    if importlib.util.find_spec(name) is None: sys.path.append(folder)\n"
-    "from grader.workers import main\n"
+    "from grader.worker_process import main\n"
     "sys.exit(main(sys.argv[i + 1:]))\n"
 )
 
@@ -360,13 +360,13 @@ def grade_request(submission: Path, out: Path, *, profile: str, exercises: list[
 
 
 def worker_main(argv: list[str]) -> int:
-    """Entry of ``python -m grader.workers worker``: grade one submission, write its typed ``result.json``.
+    """Entry of ``python -m grader.worker_process worker``: grade one submission, write its typed ``result.json``.
 
     Trusted side: imports the grader, which runs the student's code in its
     sandbox. Exit 0 after writing the file; any exception propagates
     (non-zero exit, traceback in the log) and the batch reports ``crashed``.
     """
-    parser = argparse.ArgumentParser(prog="python -m grader.workers worker")
+    parser = argparse.ArgumentParser(prog="python -m grader.worker_process worker")
     parser.add_argument("--submission", required=True, type=Path)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--profile", default="full")
@@ -383,20 +383,3 @@ def worker_main(argv: list[str]) -> int:
                   exercises=args.exercises.split(",") if args.exercises else None,
                   grade_fn=args.grade_fn, limits_json=args.limits, deadline=args.deadline)
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m grader.workers worker ...`` (the per-submission worker)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["worker"]:
-        return worker_main(argv[1:])
-    if argv[:1] == ["serve"]:
-        from grader.warm import serve_main
-
-        return serve_main(argv[1:])
-    print("usage: python -m grader.workers worker --submission DIR --out DIR [--profile P]", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

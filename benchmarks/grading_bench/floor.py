@@ -72,18 +72,10 @@ def _slow_tests() -> set:
 
 
 def pytest_args(files: list[Path], deselect: list[str]) -> list[str]:
-    """The pytest arguments of ``grader.grade`` (its own function when it still has one, else a copy)."""
-    try:
-        from grader.grade import _pytest_args
-        return list(_pytest_args(files, deselect))
-    except ImportError:
-        args = [*map(str, files), "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly",
-                "-p", "no:xdist", "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
-                "--capture=sys", "--assert=plain", "--tb=no", "--rootdir", str(ROOT), "-o", "addopts=",
-                "-W", "ignore::DeprecationWarning"]
-        for d in deselect:
-            args += ["--deselect", d]
-        return args
+    """The pytest arguments of ``grader.grade`` (the grading kit's one list, rooted where grade roots it)."""
+    from ppo_course.grading_kit.collect import pytest_args as grading_args
+
+    return grading_args(files, ROOT, deselect)
 
 
 def module_root(folder: Path) -> Path:
@@ -212,7 +204,7 @@ class TrustedProvider:
         Raises:
             ModuleUnavailable: "module_missing" or "module_broken" (cached, as the sandbox provider does).
         """
-        from ppo_course.check_support.local import ModuleUnavailable
+        from ppo_course.grading_kit.provider import ModuleUnavailable
 
         key = (stem, known_good if isinstance(known_good, bool) else id(known_good))
         if key not in self._modules:
@@ -237,7 +229,7 @@ class TrustedProvider:
         return out
 
     def _import(self, stem: str, known_good):
-        from ppo_course.check_support.local import ModuleUnavailable
+        from ppo_course.grading_kit.provider import ModuleUnavailable
 
         path = self.root / f"{stem}.py"
         if not path.is_file():
@@ -270,7 +262,7 @@ def run_tests(provider: TrustedProvider, stems: list[str]) -> dict:
     """
     import pytest
 
-    from ppo_course.check_support.collect import OutcomeCollector
+    from ppo_course.grading_kit.collect import OutcomeCollector
 
     files = []
     hidden = _hidden_dir()
@@ -317,7 +309,7 @@ def grade_trusted(submission_dir: Path, profile: str) -> dict:
     """Grade one trusted submission in this process: ``{"score", "max_score", "exercises": {stem: ...}}``.
 
     Exercises whose module is absent score 0 without running (as ``grader.grade`` does)."""
-    from grader.points import EXERCISES
+    from ppo_course.syllabus import EXERCISES
 
     provider = TrustedProvider(submission_dir, profile)
     present = [s for s in EXERCISES if (provider.root / f"{s}.py").is_file()]

@@ -8,7 +8,9 @@ second, labelled line (``nbgrader-legacy-ex1-6``); the comparison that counts ru
 the same tests (``grading_bench.nbgrader_course``).
 """
 
-NB_STEMS = ["ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer", "ex6_kl_reward"]
+from ppo_course.syllabus import EXERCISES
+
+NB_STEMS = list(EXERCISES[:6])  # exercises 1-6: these cells have no exercise 7
 
 # Autograded test cells: the same behaviours as the hidden tests, on seeded inputs, against the reference.
 NB_SETUP = """\

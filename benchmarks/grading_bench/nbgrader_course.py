@@ -101,7 +101,7 @@ class NbgraderCourse:
                 cells.append(_cell("code", solution, stem, solution=True))
                 cells.append(_cell("code", NB_TESTS[stem], f"test_{stem}", points=10, grade=True))
         else:
-            from grader.points import EXERCISES
+            from ppo_course.syllabus import EXERCISES
             from grading_bench.floor import scores
 
             self.stems = list(EXERCISES)

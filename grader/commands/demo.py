@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from grader.batch import run_batch
-    from grader.points import EXERCISES
+    from ppo_course.syllabus import EXERCISES
 
     exercises = [s.strip() for s in args.exercises.split(",") if s.strip()] if args.exercises else None
     unknown = sorted(set(exercises or ()) - set(EXERCISES))

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     """Grade, write the files atomically, print a one-line summary; 0 when graded, 2 on a usage error."""
     import sys
 
-    from grader.points import EXERCISES
+    from ppo_course.syllabus import EXERCISES
 
     exercises = None
     if args.exercises:
@@ -84,7 +84,7 @@ def _prestart_forkserver() -> None:
 
     def start() -> None:
         try:
-            from grader.sandbox.forkserver import ForkServerClient
+            from grader.sandbox.forkserver_client import ForkServerClient
 
             ForkServerClient.shared()
         except Exception:  # the sandbox's own start reports it

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from grader.batch import BatchAborted, BatchBusy, BatchLimits
-    from grader.points import EXERCISES
+    from ppo_course.syllabus import EXERCISES
 
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ppo_course.check_support.feedback import Mismatch
+from ppo_course.grading_kit.feedback import Mismatch
 
 
 def expect_value_errors(cases: dict[str, Callable[[], object]], error_name: Callable[[BaseException], str | None],

@@ -14,8 +14,8 @@ from pathlib import Path
 from grader.sandbox import (Limits, Sandbox, SandboxError, StudentCrash, StudentError, StudentFailure,
                             StudentImportError, StudentIteratorExhausted, StudentTimeout)
 from grader.sandbox.remote import RemoteFunction
-from ppo_course.check_support.local import ModuleUnavailable, is_inplace_error
-from ppo_course.check_support.signatures import WrongSignature, problem_for_call, signature_problems
+from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error
+from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems
 
 # Time-outs are judged by CPU time (RLIMIT_CPU over a child's life: a correct module of exercises
 # 1-6 uses < 2 CPU s for all its tests) with a generous wall-clock backstop per call, so that a

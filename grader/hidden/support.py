@@ -22,9 +22,9 @@ import torch
 
 from grader import buggy_variants
 from grader.hidden.cache import cached
-from ppo_course.check_support.compare import any_nonzero
-from ppo_course.check_support.feedback import Mismatch, expect_close
-from ppo_course.check_support.inputs import batches as _batches
+from ppo_course.grading_kit.compare import any_nonzero
+from ppo_course.grading_kit.feedback import Mismatch, expect_close
+from ppo_course.grading_kit.inputs import batches as _batches
 
 
 def hidden_batches(**kw):
@@ -354,7 +354,7 @@ def _disambiguate(first: str, student, reference, name, got_part, want, candidat
     (same hyper-parameters); a small example often cannot tell, e.g., a max from an ignored clip_eps."""
     import inspect
 
-    from ppo_course.check_support.feedback import matching
+    from ppo_course.grading_kit.feedback import matching
 
     ids = matching(got_part, want, candidates, mask, rtol, atol)
     if len(ids) < 2:

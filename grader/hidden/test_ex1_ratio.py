@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.hidden.support import hidden_batches, compare, compare_grads, expect_inputs_untouched, tol
-from ppo_course.check_support.inputs import grading_settings, randn, with_junk
+from ppo_course.grading_kit.inputs import grading_settings, randn, with_junk
 
 EXERCISE = "ex1_ratio"
 KIND = "hidden"

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.hidden.support import hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched, tol
-from ppo_course.check_support.compare import any_nonzero
-from ppo_course.check_support.feedback import Mismatch
-from ppo_course.check_support.inputs import grading_settings, randn, with_junk
+from ppo_course.grading_kit.compare import any_nonzero
+from ppo_course.grading_kit.feedback import Mismatch
+from ppo_course.grading_kit.inputs import grading_settings, randn, with_junk
 
 EXERCISE = "ex2_clipped_loss"
 KIND = "hidden"
@@ -61,7 +61,7 @@ def test_surrogate_gradient_cases(student, reference, batch, clip_eps):
 
 def test_surrogate_no_gradient_into_constants(student):
     """No gradient flows into the advantages or logp_old (they are constants of the loss)."""
-    from ppo_course.check_support.inputs import Batch
+    from ppo_course.grading_kit.inputs import Batch
 
     batch = Batch(3, 5, (5, 2, 3), "float", "float64", 4)
     args = _case(batch, 0.2)
@@ -85,7 +85,7 @@ def test_surrogate_finite_at_minus_1000(student, reference):
 
 def test_surrogate_inputs_untouched(student, error_name):
     """The loss modifies none of its inputs in place."""
-    from ppo_course.check_support.inputs import Batch
+    from ppo_course.grading_kit.inputs import Batch
 
     args = _case(Batch(2, 4, (4, 2), "float", "float64", 8), 0.2)
     expect_inputs_untouched(student, NAME, args, {}, ("logp_new", "logp_old", "advantages"), error_name)

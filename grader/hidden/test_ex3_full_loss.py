@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from grader.hidden.support import (hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched,
                                    reference_call, tol)
-from ppo_course.check_support.compare import any_nonzero, close_scalar
-from ppo_course.check_support.feedback import Mismatch
-from ppo_course.check_support.inputs import Batch, grading_settings, randn, with_junk
+from ppo_course.grading_kit.compare import any_nonzero, close_scalar
+from ppo_course.grading_kit.feedback import Mismatch
+from ppo_course.grading_kit.inputs import Batch, grading_settings, randn, with_junk
 
 EXERCISE = "ex3_full_loss"
 KIND = "hidden"

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from grader.hidden.support import (compare, expect_inputs_untouched, hidden_batches, part,
                                    tol)
-from ppo_course.check_support.compare import any_nonzero
-from ppo_course.check_support.feedback import Mismatch, expect_raises
-from ppo_course.check_support.inputs import Batch, grading_settings, prefix_mask
+from ppo_course.grading_kit.compare import any_nonzero
+from ppo_course.grading_kit.feedback import Mismatch, expect_raises
+from ppo_course.grading_kit.inputs import Batch, grading_settings, prefix_mask
 
 EXERCISE = "ex4_gae"
 KIND = "hidden"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ppo_course.check_support.feedback import Mismatch, expect_raises
+from ppo_course.grading_kit.feedback import Mismatch, expect_raises
 
 EXERCISE = "ex5_rollout_buffer"
 KIND = "hidden"

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from grader import buggy_variants
 from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
-from ppo_course.check_support.compare import any_nonzero
-from ppo_course.check_support.feedback import Mismatch, expect_close
-from ppo_course.check_support.inputs import Batch, grading_settings, randn
+from ppo_course.grading_kit.compare import any_nonzero
+from ppo_course.grading_kit.feedback import Mismatch, expect_close
+from ppo_course.grading_kit.inputs import Batch, grading_settings, randn
 
 EXERCISE = "ex6_kl_reward"
 KIND = "hidden"

@@ -19,8 +19,8 @@ import torch
 from grader import buggy_ppo_step, ppo_step_diagnosis
 from grader.hidden.cache import cached
 from grader.hidden.draws import draw_choice, draw_int
-from ppo_course.check_support import compare
-from ppo_course.check_support.feedback import Mismatch
+from ppo_course.grading_kit import compare
+from ppo_course.grading_kit.feedback import Mismatch
 
 EXERCISE = "ex7_ppo_step"
 KIND = "hidden"

@@ -5,7 +5,7 @@ Public API (fixed in docs/ARCHITECTURE.md, "The sandbox")::
     from grader.sandbox import Sandbox, Limits, StudentError, StudentTimeout, StudentCrash, StudentImportError
 
 Student code runs in a child process forked from a clean fork server
-(``ppo_course.sandbox.forkserver``), one per exercise, confined by
+(``ppo_course.sandbox.zygote``), one per exercise, confined by
 ``ppo_course.sandbox.isolate``; values cross as data only
 (``ppo_course.sandbox.codec``). The threat model is docs/threat_model.md.
 """
@@ -19,7 +19,7 @@ from grader.sandbox.errors import (
     StudentIteratorExhausted,
     StudentTimeout,
 )
-from grader.sandbox.forkserver import ForkServerClient
+from grader.sandbox.forkserver_client import ForkServerClient
 from grader.sandbox.known_good import KnownGood
 from grader.sandbox.limits import Limits
 from grader.sandbox.remote import RemoteFunction, RemoteModule, RemoteObject

@@ -165,7 +165,7 @@ class StudentImportError(StudentFailure):
         # Where a SyntaxError is: sent as fields (never parsed out of the text), and only where the
         # message may be shown: in a child with known-good pieces a raised SyntaxError's line could
         # carry what the reference computed.
-        from ppo_course.check_support.states import SYNTAX_ERROR_NAMES
+        from ppo_course.grading_kit.states import SYNTAX_ERROR_NAMES
 
         shown = echo and type_name in SYNTAX_ERROR_NAMES
         lineno, filename = (header.get("lineno"), header.get("filename")) if shown else (None, None)

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 from grader.sandbox.errors import (SandboxError, StudentCrash, StudentError, StudentImportError,
                                    StudentIteratorExhausted, StudentTimeout)
-from grader.sandbox.forkserver import ForkServerClient
+from grader.sandbox.forkserver_client import ForkServerClient
 from grader.sandbox.limits import Limits
 from grader.sandbox.shared_args import SharedArgs
 from ppo_course.sandbox import codec

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from grader.sandbox.errors import SandboxError
-from grader.sandbox.forkserver import ForkServerClient
+from grader.sandbox.forkserver_client import ForkServerClient
 from grader.sandbox.known_good import KnownGood
 from grader.sandbox.limits import Limits
 from grader.sandbox.process import ChildProcess

@@ -1,21 +1,12 @@
 """Student modules loaded in-process for `ppo-course check` (the student's own machine).
 
 The public tests reach a student module through a *provider*, a pytest plugin
-registered under the name `PROVIDER_PLUGIN`. The hidden grader registers one
-that talks to the sandbox (`grader/sandbox`); `ppo-course check` runs the
-public tests in a child process and registers `LocalProvider`, which imports
-the student's files directly (it is their own code on their own machine).
+(`ppo_course.grading_kit.provider`). The hidden grader registers one that talks
+to the sandbox (`grader.hidden.provider`); `ppo-course check` runs the public
+tests in a child process and registers `LocalProvider`, which imports the
+student's files directly (it is their own code on their own machine).
 
-Both providers hand the tests an object with the same surface:
-
-* `mod.<function>(*args, **kwargs)`: call a function; tensor arguments are
-  copied first (as the sandbox's channel does), so a test's inputs stay intact;
-* `mod.call_with_grad(name, args, kwargs, wrt=(...), grad_output=None)`:
-  returns `(output, {param_name: grad or None})`, the gradient of the output
-  (the first element when it is a tuple) w.r.t. the named parameters;
-* `mod.new(class_name, *args, **kwargs)`: an instance of a student class;
-* `mod.modified_inputs(name, args, kwargs)`: the names of tensor arguments the
-  call changed in place.
+The surface both providers offer is `ppo_course.grading_kit.provider`'s docstring.
 """
 
 from __future__ import annotations
@@ -31,36 +22,13 @@ from typing import Any
 import torch
 
 from ppo_course.check_support.guard import CallGuard, CallTimedOut, PrintFlood
-from ppo_course.check_support.signatures import WrongSignature, problem_for_call, signature_problems
+from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error
+from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems
 
-PROVIDER_PLUGIN = "ppo_course_student_provider"
 #: CPU seconds per call of exercises 1-6 in `ppo-course check` (a correct call takes milliseconds).
 CALL_CPU_SECONDS = 10.0
 #: CPU seconds for one exercise-7 PPO step in `ppo-course check` (a correct one takes about 1 s).
 EX7_CPU_SECONDS = 120.0
-
-
-def is_inplace_error(type_name: str, message: str) -> bool:
-    """True for autograd's refusal of an in-place change of an input that requires grad."""
-    return type_name == "RuntimeError" and ("leaf Variable that requires grad" in message
-                                            or "modified by an inplace operation" in message)
-
-
-def find_provider(config):
-    """The registered student provider (a plugin with `is_student_provider = True`), or None."""
-    for plugin in config.pluginmanager.get_plugins():
-        if getattr(plugin, "is_student_provider", False) is True:
-            return plugin
-    return None
-
-
-class ModuleUnavailable(Exception):
-    """The exercise module cannot be used: `diagnosis` is "module_missing" or "module_broken"."""
-
-    def __init__(self, diagnosis: str, detail: str):
-        self.diagnosis = diagnosis
-        self.detail = detail
-        super().__init__(detail)
 
 
 def _copy(x: Any) -> Any:
@@ -228,7 +196,7 @@ def _detach(x: Any) -> Any:
 class LocalProvider:
     """pytest plugin: loads exercise modules from `exercises_dir` into this process.
 
-    Registered under `PROVIDER_PLUGIN`; the public tests' conftest asks it for a
+    Marked `is_student_provider` (`ppo_course.grading_kit.provider`); the public tests' conftest asks it for a
     module by stem (e.g. "ex4_gae"). The folder is put first on sys.path so
     that a module can import its siblings (`import ex4_gae`).
     """

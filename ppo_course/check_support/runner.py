@@ -25,21 +25,14 @@ import os
 import sys
 from pathlib import Path
 
+from ppo_course.syllabus import EXERCISES
+
 PUBLIC_TESTS = Path(__file__).resolve().parent.parent / "public_tests"
-STEMS = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer",
-         "ex6_kl_reward", "ex7_ppo_step")
 
 
-def public_test_files(stems: list[str] | tuple[str, ...] = STEMS) -> list[Path]:
+def public_test_files(stems: list[str] | tuple[str, ...] = EXERCISES) -> list[Path]:
     """The public test modules for the given exercise stems (those that exist)."""
     return [PUBLIC_TESTS / f"test_{stem}.py" for stem in stems if (PUBLIC_TESTS / f"test_{stem}.py").is_file()]
-
-
-def pytest_args(files: list[Path]) -> list[str]:
-    """pytest arguments that make a run independent of the caller's folder and config files."""
-    root = str(PUBLIC_TESTS)
-    return [*map(str, files), "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", root,
-            "--confcutdir", root, "--assert=plain", "--tb=no", "-o", "addopts=", "--no-header", "-W", "ignore::DeprecationWarning"]
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -96,7 +89,7 @@ def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
     import pytest
     import torch
 
-    from ppo_course.check_support.collect import OutcomeCollector
+    from ppo_course.grading_kit.collect import OutcomeCollector, pytest_args
     from ppo_course.check_support.guard import CallGuard
     from ppo_course.check_support.local import CALL_CPU_SECONDS, LocalProvider
 
@@ -106,10 +99,8 @@ def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
     provider = LocalProvider(exercises_dir, guard=guard)
     collector = OutcomeCollector(provider.classify)
     progress = _Progress(guard, collector, Path(out_json))
-    files = public_test_files(stems or STEMS)
-    args = pytest_args(files)
-    for nodeid in filter(None, os.environ.get("PPO_CHECK_DESELECT", "").splitlines()):
-        args += ["--deselect", nodeid]
+    files = public_test_files(stems or EXERCISES)
+    args = pytest_args(files, PUBLIC_TESTS, filter(None, os.environ.get("PPO_CHECK_DESELECT", "").splitlines()))
     log = io.StringIO()
     # pytest's own report is noise to a student: the parent prints the collected outcomes.
     with contextlib.redirect_stdout(log):

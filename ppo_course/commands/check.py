@@ -25,12 +25,11 @@ import tempfile
 from pathlib import Path
 
 from ppo_course.check_support.guard import MANY_LINES
-from ppo_course.check_support.states import ExerciseState, import_failure_state
+from ppo_course.grading_kit.states import ExerciseState, import_failure_state
+from ppo_course.syllabus import EXERCISES
 
 HELP = "run the public tests on your exercise modules (default: ./exercises or the current folder)"
 
-STEMS = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer",
-         "ex6_kl_reward", "ex7_ppo_step")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -217,7 +216,7 @@ _UNAVAILABLE = ("module_missing", "module_broken")
 def _import_failure(stem: str, detail: str) -> tuple[ExerciseState, str, int | None, str | None]:
     """(state, error type, line, file) of a "module_broken" detail (the local import's last traceback line).
 
-    The state is one of ``ppo_course.check_support.states`` (the grader's words): ``syntax_error`` or
+    The state is one of ``ppo_course.grading_kit.states`` (the grader's words): ``syntax_error`` or
     ``import_error``. The student's own machine: the traceback is theirs, read as Python prints it.
     """
     last = [ln.strip() for ln in detail.strip().splitlines() if ln.strip()]
@@ -251,7 +250,7 @@ def _not_implemented_names(stem: str, failed: list[dict]) -> list[str]:
 def summarise(outcomes: list[dict], exercises_dir: Path, stems: list[str]) -> list[dict]:
     """One row per exercise: {"stem", "passed", "total", "status", "lines", "panels"}.
 
-    `state` is the exercise's state in the grader's words (``ppo_course.check_support.states``:
+    `state` is the exercise's state in the grader's words (``ppo_course.grading_kit.states``:
     graded, missing, syntax_error, import_error, not_implemented); `status` shows it to the student:
     one of "module not found", "syntax error line N", "does not import (Error)",
     "not implemented", "all passed" or "K/N passed" (plus ", M not implemented" when some of the
@@ -342,7 +341,7 @@ def render(outcomes: list[dict], exercises_dir: Path, stems: list[str], error: s
     from rich.panel import Panel
     from rich.table import Table
 
-    from ppo_course.check_support.diagnoses import DIAGNOSES
+    from ppo_course.grading_kit.diagnoses import DIAGNOSES
 
     console = console or Console()
     if error:
@@ -400,7 +399,7 @@ def resolve_stems(requested: list[str]) -> tuple[list[str], list[str]]:
     stems: list[str] = []
     problems: list[str] = []
     for name in requested:
-        matches = [name] if name in STEMS else [s for s in STEMS if s.startswith(name)]
+        matches = [name] if name in EXERCISES else [s for s in EXERCISES if s.startswith(name)]
         if len(matches) == 1:
             stems.append(matches[0])
         else:
@@ -416,11 +415,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     stems, problems = resolve_stems(args.exercise)
     if problems:
-        print(f"error: exercise(s) {', '.join(problems)}; known: {', '.join(STEMS)}", file=sys.stderr)
+        print(f"error: exercise(s) {', '.join(problems)}; known: {', '.join(EXERCISES)}", file=sys.stderr)
         return 2
-    stems = stems or list(STEMS)
+    stems = stems or list(EXERCISES)
     present = [s for s in stems if (exercises_dir / f"{s}.py").is_file()]
-    from ppo_course.check_support.signatures import signature_problems
+    from ppo_course.grading_kit.signatures import signature_problems
 
     # Compared with the stubs' before anything runs (the files are parsed, never imported here).
     signatures = {stem: signature_problems(stem, exercises_dir / f"{stem}.py") for stem in present}

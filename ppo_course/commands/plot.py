@@ -2,24 +2,25 @@
 
 ``clip`` and ``walkthrough`` need nothing. ``lifecycle`` and ``danger`` show PPO
 runs on the toy task, so they take the run data as JSON (``--data``, the format
-of ``ppo_course.plots.LifecycleData`` / ``DangerData``). Without ``--data``, on an
-instructor's install (where the reference PPO is present), the data come from
-``grader.figure_runs``: a few reference steps on the toy task (about half a
-minute for ``lifecycle``, a few minutes for ``danger``); ``--save-data`` keeps
-them for the next time. The student bundle has no PPO of its own to run, so
-there ``--data`` is needed.
+of ``ppo_course.plots.LifecycleData`` / ``DangerData``). The student bundle has
+no PPO of its own to run, so there ``--data`` is needed; an instructor's install
+replaces this command with ``grader.commands.plot``, which can also compute the
+data with the reference PPO (and save it for students).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 HELP = "draw one of the chapter's figures: clip explorer, rollout-buffer lifecycle, PPO-step walkthrough, danger board"
 KINDS = ("clip", "lifecycle", "walkthrough", "danger")
+
+#: Computes the run data of ``lifecycle``/``danger`` from the parsed arguments (an instructor's install has one).
+DataSource = Callable[[argparse.Namespace], dict]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,40 +29,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="FILE.png", help="where to write the PNG")
     parser.add_argument("--clip-eps", type=float, default=0.2, help="clip: ε (default: 0.2, the book's)")
     parser.add_argument("--data", type=Path, default=None, metavar="FILE.json",
-                        help="lifecycle/danger: the run data (default: compute it, instructor install only)")
-    parser.add_argument("--save-data", type=Path, default=None, metavar="FILE.json",
-                        help="lifecycle/danger: also write the computed run data here")
-    parser.add_argument("--parameter", default="init_kl_coef",
-                        help="danger: the stop-8 parameter to vary when computing data (default: init_kl_coef)")
-    parser.add_argument("--steps", type=int, default=None,
-                        help="danger: PPO steps per run when computing (default: 80 for init_kl_coef, 30 for "
-                             "learning_rate, else 40)")
-    parser.add_argument("--cycles", type=int, default=3, help="lifecycle: PPO steps (cycles) when computing (default: 3)")
+                        help="lifecycle/danger: the run data (JSON, as `plot --save-data` writes it on an instructor's install)")
 
 
-def _run_data(args: argparse.Namespace) -> dict | None:
-    """The lifecycle/danger data: from --data, else from the instructor helper if installed (None if not)."""
-    if args.data is not None:
-        return json.loads(args.data.read_text(encoding="utf-8"))
-    try:
-        runs = importlib.import_module("grader.figure_runs")  # instructor side; absent from the student bundle
-    except ModuleNotFoundError:
-        return None
-    import torch
+def run(args: argparse.Namespace, compute_data: DataSource | None = None) -> int:
+    """Draw the figure; exit 0, or 2 on unusable input (message says what and where).
 
-    torch.set_num_threads(1)
-    if args.kind == "lifecycle":
-        data = runs.lifecycle_data(args.cycles)
-    else:
-        data = runs.danger_data(args.parameter, steps=args.steps)
-    if args.save_data is not None:
-        args.save_data.parent.mkdir(parents=True, exist_ok=True)
-        args.save_data.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    return data
-
-
-def run(args: argparse.Namespace) -> int:
-    """Draw the figure; exit 0, or 2 on unusable input (message says what and where)."""
+    Args:
+        args: the parsed options (``add_arguments``).
+        compute_data: where ``lifecycle``/``danger`` data come from without ``--data`` (None: nowhere, the
+            student bundle).
+    """
     import pydantic
 
     from ppo_course import plots
@@ -72,8 +50,11 @@ def run(args: argparse.Namespace) -> int:
         elif args.kind == "walkthrough":
             fig = plots.ppo_step_walkthrough()
         else:
-            data = _run_data(args)
-            if data is None:
+            if args.data is not None:
+                data = json.loads(args.data.read_text(encoding="utf-8"))
+            elif compute_data is not None:
+                data = compute_data(args)
+            else:
                 print(f"ppo-course plot {args.kind}: pass --data FILE.json (the run data); computing it needs the "
                       "instructor's install (reference PPO), which this one does not have", file=sys.stderr)
                 return 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ppo_course.check_support.local import find_provider
+from ppo_course.grading_kit.provider import find_provider
 
 
 def _provider(config: pytest.Config):

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ppo_course.check_support.feedback import Mismatch, expect_close
-from ppo_course.check_support.inputs import batches, grading_settings, show
+from ppo_course.grading_kit.feedback import Mismatch, expect_close
+from ppo_course.grading_kit.inputs import batches, grading_settings, show
 
 EXERCISE = "ex1_ratio"
 KIND = "public"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from hypothesis import given
 
-from ppo_course.check_support.compare import any_nonzero, close
-from ppo_course.check_support.feedback import Mismatch, expect_close
-from ppo_course.check_support.inputs import batches, grading_settings, show
+from ppo_course.grading_kit.compare import any_nonzero, close
+from ppo_course.grading_kit.feedback import Mismatch, expect_close
+from ppo_course.grading_kit.inputs import batches, grading_settings, show
 
 EXERCISE = "ex2_clipped_loss"
 KIND = "public"

@@ -6,8 +6,8 @@ import math
 
 import torch
 
-from ppo_course.check_support.compare import close_scalar
-from ppo_course.check_support.feedback import Mismatch, expect_close
+from ppo_course.grading_kit.compare import close_scalar
+from ppo_course.grading_kit.feedback import Mismatch, expect_close
 
 EXERCISE = "ex3_full_loss"
 KIND = "public"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ppo_course.check_support.feedback import Mismatch, expect_close, expect_raises
+from ppo_course.grading_kit.feedback import Mismatch, expect_close, expect_raises
 
 EXERCISE = "ex4_gae"
 KIND = "public"

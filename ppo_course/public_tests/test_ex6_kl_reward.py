@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ppo_course.check_support.feedback import expect_close
+from ppo_course.grading_kit.feedback import expect_close
 
 EXERCISE = "ex6_kl_reward"
 KIND = "public"

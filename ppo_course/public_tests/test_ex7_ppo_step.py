@@ -6,8 +6,8 @@ import warnings
 
 import torch
 
-from ppo_course.check_support.compare import all_finite, close_scalar, max_param_diff
-from ppo_course.check_support.feedback import Mismatch
+from ppo_course.grading_kit.compare import all_finite, close_scalar, max_param_diff
+from ppo_course.grading_kit.feedback import Mismatch
 
 EXERCISE = "ex7_ppo_step"
 KIND = "public"

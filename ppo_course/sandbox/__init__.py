@@ -6,7 +6,7 @@ sending requests, comparing results) is ``grader.sandbox``; the threat model
 is ``docs/threat_model.md``.
 
 Modules: ``codec`` (the data-only wire format, shared by both sides),
-``forkserver`` (the clean interpreter that forks one child per exercise),
+``zygote`` (the fork server: a clean interpreter that forks one child per exercise),
 ``isolate`` (limits, namespaces, privilege drop), ``worker`` (the child's
 request loop), ``proxies`` (known-good stand-ins for exercise-7 grading),
 ``harness`` (one ``ppo_step`` on the package's model).

@@ -1,6 +1,6 @@
 """The request loop of a child process: imports one student module and serves calls.
 
-Runs after ``isolate.confine`` (see ``forkserver._child_main``), so everything
+Runs after ``isolate.confine`` (see ``zygote._child_main``), so everything
 here may meet hostile code: the student's module is imported *after* the
 channel is set up, and every call into student code is wrapped so that any
 exception (``SystemExit`` and ``KeyboardInterrupt`` included) becomes an

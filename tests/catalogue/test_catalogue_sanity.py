@@ -20,7 +20,7 @@ import torch
 import catalogue_oracle
 import catalogue_probes
 import catalogue_tool
-from ppo_course.check_support.diagnoses import DIAGNOSES
+from ppo_course.grading_kit.diagnoses import DIAGNOSES
 
 pytestmark = pytest.mark.xdist_group("catalogue")
 

@@ -1,10 +1,10 @@
-"""`ppo_course.check_support.signatures.STUB_SIGNATURES` is the stubs' signatures, read from exercises/."""
+"""`ppo_course.grading_kit.signatures.STUB_SIGNATURES` is the stubs' signatures, read from exercises/."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ppo_course.check_support.signatures import STUB_SIGNATURES, signature_problems, stub_signatures
+from ppo_course.grading_kit.signatures import STUB_SIGNATURES, signature_problems, stub_signatures
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,8 @@ import io
 
 from rich.console import Console
 
-from ppo_course.commands.check import STEMS, render, resolve_stems, summarise
+from ppo_course.commands.check import render, resolve_stems, summarise
+from ppo_course.syllabus import EXERCISES as STEMS
 
 
 def _outcome(stem, test, passed=True, diagnosis=None, detail=""):

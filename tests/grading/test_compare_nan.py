@@ -1,4 +1,4 @@
-"""Property tests of `ppo_course.check_support.compare` (issue 10, class 1): no NaN or inf passes.
+"""Property tests of `ppo_course.grading_kit.compare` (issue 10, class 1): no NaN or inf passes.
 
 Every comparison function of the helper is fed NaN/±inf at a random real position of
 a random finite reference; the expectation is written independently of the code under
@@ -14,8 +14,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppo_course.check_support import compare
-from ppo_course.check_support.feedback import Mismatch, expect_close
+from ppo_course.grading_kit import compare
+from ppo_course.grading_kit.feedback import Mismatch, expect_close
 
 BAD = (math.nan, math.inf, -math.inf)
 SETTINGS = settings(max_examples=60, derandomize=True, database=None, deadline=None)

@@ -31,7 +31,7 @@ def logprobs_from_logits(logits, tokens):
 RATIO_OK = "    return (logp_new - logp_old).exp()\n"
 
 # Framework frames a student must never read.
-FRAMEWORK = ("pluggy", "_pytest", "inspect.py", "check_support", "grader/sandbox", "site-packages")
+FRAMEWORK = ("pluggy", "_pytest", "inspect.py", "check_support", "grading_kit", "grader/sandbox", "site-packages")
 
 
 def _ex1(folder: Path, ratio_body: str, signature: str = "logp_new, logp_old", head: str = "") -> Path:
@@ -203,14 +203,14 @@ def test_grade_reports_the_signature_in_results_json(tmp_path):
     ("logp_old, logp_new", "takes its parameters in a different order"),
 ])
 def test_signature_problems_read_from_the_source(tmp_path, signature, said):
-    from ppo_course.check_support.signatures import signature_problems
+    from ppo_course.grading_kit.signatures import signature_problems
 
     path = _ex1(tmp_path, RATIO_OK, signature=signature) / "ex1_ratio.py"
     assert said in signature_problems("ex1_ratio", path)["probability_ratio"]
 
 
 def test_signature_problems_accept_extra_optional_parameters_and_unparsable_files(tmp_path):
-    from ppo_course.check_support.signatures import signature_problems
+    from ppo_course.grading_kit.signatures import signature_problems
 
     path = _ex1(tmp_path, RATIO_OK, signature="logp_new, logp_old, eps=1e-8") / "ex1_ratio.py"
     assert signature_problems("ex1_ratio", path) == {}
@@ -219,7 +219,7 @@ def test_signature_problems_accept_extra_optional_parameters_and_unparsable_file
 
 
 def test_missing_default_is_named(tmp_path):
-    from ppo_course.check_support.signatures import signature_problems
+    from ppo_course.grading_kit.signatures import signature_problems
 
     path = tmp_path / "ex2_clipped_loss.py"
     path.write_text("def clipped_surrogate_loss(logp_new, logp_old, advantages, mask, clip_eps):\n    pass\n",

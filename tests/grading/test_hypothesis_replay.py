@@ -110,7 +110,7 @@ def test_not_replayable_with_shrinking():
     """A test that shrinks (the public tests) is left to hypothesis: its sequence depends on the outcome."""
     from hypothesis import given, strategies as st
 
-    from ppo_course.check_support.inputs import grading_settings
+    from ppo_course.grading_kit.inputs import grading_settings
 
     @grading_settings(max_examples=5, shrink=True)
     @given(x=st.integers())

@@ -107,7 +107,8 @@ def test_seed_ids_are_kept():
 FORBIDDEN = ("grader", "ppo_reference", "solutions", "quiz_bank", "tests")
 
 
-@pytest.mark.parametrize("folder", ["ppo_course/public_tests", "ppo_course/check_support", "ppo_course/commands"])
+@pytest.mark.parametrize("folder", ["ppo_course/public_tests", "ppo_course/check_support", "ppo_course/grading_kit",
+                                    "ppo_course/commands"])
 def test_student_side_imports_nothing_instructor_side(folder):
     """The public tests and `ppo-course check` ship to students: no import of grader, reference or solutions."""
     for path in (REPO / folder).glob("*.py"):

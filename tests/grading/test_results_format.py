@@ -128,8 +128,8 @@ def test_test_output_hides_hidden_details():
 
 def test_collector_diagnoses_exception_groups():
     """Hypothesis reports a crash-then-replay failure as an exception group: its first known member names it."""
-    from ppo_course.check_support.collect import OutcomeCollector
-    from ppo_course.check_support.feedback import Mismatch
+    from ppo_course.grading_kit.collect import OutcomeCollector
+    from ppo_course.grading_kit.feedback import Mismatch
 
     collector = OutcomeCollector(lambda exc: ("timeout", str(exc)) if isinstance(exc, TimeoutError) else None)
     group = ExceptionGroup("flaky", [RuntimeError("machinery"), ExceptionGroup("inner", [TimeoutError("slow")])])

@@ -8,8 +8,8 @@ import torch
 
 import ppo_reference as ref
 from grader import buggy_variants
-from ppo_course.check_support.feedback import close
-from ppo_course.check_support.inputs import prefix_mask
+from ppo_course.grading_kit.feedback import close
+from ppo_course.grading_kit.inputs import prefix_mask
 
 pytestmark = pytest.mark.xdist_group("grader")
 

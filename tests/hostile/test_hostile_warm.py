@@ -152,7 +152,7 @@ def test_hypothesis_mines_no_constants_while_grading():
     import grader.hidden.support  # noqa: F401
     from hypothesis.internal.conjecture import providers
 
-    from ppo_course.check_support.inputs import no_local_constants
+    from ppo_course.grading_kit.inputs import no_local_constants
 
     no_local_constants()
     pool = providers._get_local_constants()
@@ -166,7 +166,7 @@ def test_every_test_starts_from_the_same_global_random_state(tmp_path):
 
     import torch
 
-    from ppo_course.check_support.collect import OutcomeCollector
+    from ppo_course.grading_kit.collect import OutcomeCollector
 
     (tmp_path / "test_draws.py").write_text(
         "import random, torch\n"

@@ -127,7 +127,7 @@ def test_plot_command_reports_bad_data(tmp_path: Path, capsys):
 
 
 def test_student_side_modules_import_no_instructor_code():
-    """plots.py and the plot command import neither ppo_reference nor grader (the helper is looked up by name)."""
+    """plots.py and the plot command import neither ppo_reference nor grader (computing run data is grader.commands.plot's)."""
     for rel in ("ppo_course/plots.py", "ppo_course/commands/plot.py"):
         tree = ast.parse((REPO / rel).read_text(encoding="utf-8"))
         for node in ast.walk(tree):

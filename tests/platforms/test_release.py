@@ -136,6 +136,10 @@ def test_bundle_installs_and_runs_for_a_student(bundle: Path, tmp_path: Path):
     # argparse lists each sub-command at a 4-space indent: only the student commands may be there.
     listed = set(re.findall(r"^ {4}([a-z][a-z-]*)\b", helped.stdout, flags=re.MULTILINE))
     assert listed == {"check", "quiz", "plot"}, listed
+    # An instructor command is answered with a sentence (exit 2), not argparse's "invalid choice" or a traceback.
+    grade = subprocess.run([str(cli), "grade", "exercises", "--out", "r.json"], capture_output=True, text=True,
+                           cwd=work, env=env, timeout=120)
+    assert grade.returncode == 2 and "is not a command of this install" in grade.stderr, grade.stderr[-2000:]
 
     check = subprocess.run([str(cli), "check", "exercises"], capture_output=True, text=True, cwd=work, env=env,
                            timeout=600)

@@ -73,12 +73,11 @@ def _student_commands() -> dict[str, set[str] | None]:
 
     from ppo_course import cli
 
-    parser = cli.build_parser()
+    parser = cli.build_parser(cli.COMMANDS)  # the student's table alone: what the bundle's CLI has
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     out: dict[str, set[str] | None] = {}
     for name, p in sub.choices.items():
-        if cli.COMMANDS[name].split(".")[0] not in ("ppo_course", "quiz_bank"):
-            continue  # instructor-side: not in the bundle
+        assert cli.COMMANDS[name].split(".")[0] in ("ppo_course", "quiz_bank"), name
         verbs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
         out[name] = set(verbs[0].choices) if verbs else None
     return out

@@ -138,7 +138,7 @@ def test_children_die_with_a_killed_fork_server(submission):
         assert _alive(grandchild)
         import socket
 
-        from ppo_course.sandbox.forkserver import ForkServer
+        from ppo_course.sandbox.zygote import ForkServer
 
         a, b = socket.socketpair()
         try:
@@ -151,7 +151,7 @@ def test_children_die_with_a_killed_fork_server(submission):
 
 def test_other_processes_share_the_fork_server_and_own_their_children(server, submission, monkeypatch):
     from grader.sandbox import ForkServerClient, Sandbox, SandboxError
-    from grader.sandbox.forkserver import SHARE_ENV
+    from grader.sandbox.forkserver_client import SHARE_ENV
 
     if not server.listen_path:
         # Another test of this worker made the process-wide server first, without share=True

@@ -6,7 +6,7 @@ finite, NaN in one entry of every float32 output, and +inf ratios for huge
 log-prob gaps, betting on checks written `abs(got − want) > tol` (False for
 NaN) or `max(worst, diff)` (which keeps `worst` when diff is NaN).
 Must achieve: nothing. Every comparison goes through
-`ppo_course.check_support.compare`, where a non-finite value where the
+`ppo_course.grading_kit.compare`, where a non-finite value where the
 reference is finite always fails (issue 10, class 1).
 """
 

@@ -11,7 +11,7 @@ folder got other examples and another score (measured 5.5 graded first,
 submission thereby changes this student's grade, and "same submission,
 same result" fails.
 Must achieve: nothing. The grading examples depend on the test and its
-settings only (`ppo_course.check_support.inputs.no_local_constants`): the
+settings only (`ppo_course.grading_kit.inputs.no_local_constants`): the
 same results.json whoever was graded before, never above the twin.
 """
 

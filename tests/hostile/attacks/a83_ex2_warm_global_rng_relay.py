@@ -12,7 +12,7 @@ read bits of the classmate's path. In a fresh grader it is torch's random
 start-up seed: another result on every run.
 Must achieve: nothing. The grading process seeds its global generators
 before every test from the test's name
-(`ppo_course.check_support.collect.OutcomeCollector.pytest_runtest_setup`):
+(`ppo_course.grading_kit.collect.OutcomeCollector.pytest_runtest_setup`):
 the same results.json whoever was graded before, never above the twin.
 """
 

@@ -1,6 +1,6 @@
-"""The fork server: a clean interpreter that forks one confined child per exercise.
+"""The zygote (the fork server; untrusted side): a clean interpreter that forks one confined child per exercise.
 
-Started by the grader (``grader.sandbox.forkserver``) as
+Started by the grader (``grader.sandbox.forkserver_client``) as
 ``python -I -c "...main()" CTL_FD PARENT_PID`` with a scrubbed environment. It
 imports torch and the public package once (the per-exercise cost is then a
 ``fork``, not a ~1.5 s ``import torch``), and never imports the reference,

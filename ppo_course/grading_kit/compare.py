@@ -1,7 +1,7 @@
 """Numeric comparisons that no NaN or inf passes: the one place every grader compares numbers.
 
 Shared by the hidden graders (`grader/hidden/`) and the public tests
-(`ppo_course/public_tests/`, `ppo_course/check_support/`); it holds no secret.
+(`ppo_course/public_tests/`, `ppo_course/grading_kit/`); it holds no secret.
 
 Why a module of its own: IEEE comparisons with NaN are all False, so a check
 written `abs(got - want) > tol` or `max(worst, diff)` lets NaN through (a step

@@ -1,4 +1,4 @@
-"""The grader's handle on the fork server (``ppo_course.sandbox.forkserver``).
+"""The grader's handle on the fork server (trusted, parent side; the server is ``ppo_course.sandbox.zygote``).
 
 One fork server per grader process is started lazily (``ForkServerClient.shared()``)
 and reused by every ``Sandbox``: it is exec'd fresh (``python -I``), with a
@@ -34,7 +34,7 @@ from grader.sandbox.errors import SandboxError
 _BOOT = (
     "import sys, importlib.util\n"
     "if importlib.util.find_spec('ppo_course') is None: sys.path.append(sys.argv[3])\n"
-    "from ppo_course.sandbox.forkserver import main\n"
+    "from ppo_course.sandbox.zygote import main\n"
     "main([sys.argv[1], sys.argv[2], sys.argv[4], sys.argv[5]])\n"
 )
 

@@ -490,7 +490,7 @@ def message(diagnosis_id: str) -> str:
     except KeyError:
         raise KeyError(
             f"unknown diagnosis id {diagnosis_id!r}; the known ids are the keys of DIAGNOSES "
-            "in ppo_course/check_support/diagnoses.py"
+            "in ppo_course/grading_kit/diagnoses.py"
         ) from None
 
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from ppo_course.check_support import compare
-from ppo_course.check_support.diagnoses import message
+from ppo_course.grading_kit import compare
+from ppo_course.grading_kit.diagnoses import message
 
 # A candidate is (diagnosis id, the buggy variant's output or a thunk computing it).
 Candidate = tuple[str, Any]
