@@ -20,6 +20,8 @@ from grader.batch import BatchLimits, run_batch
 from grader.sandbox.process import submission_deadline, submission_ran_out
 
 COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissions"
+STAND_IN = "stand_in_grader:grade_submission"  # tests/batch/stand_in_grader.py (not imported from conftest:
+# which folder's `conftest` module is loaded depends on the selection)
 
 
 def test_ran_out_is_false_until_the_clock_refuses_a_call():
@@ -67,13 +69,12 @@ def test_an_output_folder_inside_the_submissions_is_refused(tmp_path, capsys):
 
 def test_export_of_an_unfinished_batch_warns_which_students_are_missing(tmp_path, capsys):
     """A TA exported a batch they had interrupted: 5 of 10 students were silently absent from the LMS file."""
-    from conftest import STAND_IN, write_student
-
     from grader.records import INCOMPLETE, STATE_DIR, incomplete_ids
     from ppo_course.cli import main
 
-    for sid in ("a", "b", "c"):
-        write_student(tmp_path / "subs", sid, {"ex1_ratio.py": "x = 1\n"})
+    for sid in ("a", "b", "c"):  # tests/batch/conftest.py puts the stand-in on the workers' path
+        (tmp_path / "subs" / sid).mkdir(parents=True)
+        (tmp_path / "subs" / sid / "ex1_ratio.py").write_text("x = 1\n")
     out = tmp_path / "out"
     run_batch(tmp_path / "subs", out, jobs=1, grade_fn=STAND_IN, progress=False, report=False)
     assert incomplete_ids(out) is None and not (out / STATE_DIR / INCOMPLETE).exists()  # finished: no marker
