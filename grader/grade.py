@@ -196,6 +196,28 @@ def _exercise_state(tests: list[TestResult], failure) -> ExerciseState:
     return "graded"
 
 
+def _submitted_place(root: Path, failure) -> tuple[int | None, str | None]:
+    """(line, file) of a SyntaxError at import, kept only where the submission really has that place.
+
+    The child is hostile: ``compile(text, "any_name.py", "exec")`` or a crafted SyntaxError lets it
+    report any identifier-like file name (100 characters) and any line (up to 10**6), a channel into
+    results.json and the gradebook. The parent keeps them only when a ``.py`` file of that base name
+    is in the submission (read here, in the trusted process) and the line is within it (its line
+    count + 1: Python reports an unexpected end of file one past the last line); else (None, None).
+
+    Args:
+        root: the submission's module folder (staged, read-only to children).
+        failure: the sandbox's ``StudentImportError``, or None.
+    """
+    if failure is None or failure.lineno is None or not failure.filename:
+        return None, None
+    lines = [len(p.read_bytes().splitlines()) for p in root.rglob(failure.filename)
+             if p.is_file() and not p.is_symlink() and p.name == failure.filename]
+    if not lines or failure.lineno > max(lines) + 1:
+        return None, None
+    return failure.lineno, failure.filename
+
+
 def _rejected(path: Path, selected: list[str], points: PointsConfig, profile: str, why: str) -> GradeResult:
     exercises, tests = {}, []
     for stem in selected:
@@ -281,13 +303,13 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
                 str(failure).strip().replace("\n", "\n    ")
         elif profile == "fast" and any(s == stem for s, _, _ in SLOW_TESTS):
             ex_message = "Fast profile: the short training run was not graded (left out of the max score)."
+        place = _submitted_place(root, failure)
         score = round(sum(t.score for t in ex_tests), 6)
         max_score = round(sum(t.max_score for t in ex_tests), 6)
         exercises[stem] = ExerciseResult(
             score=score, max_score=max_score, status=status, message=ex_message, state=state,
             error_type=failure.type_name if failure is not None else "",
-            error_line=failure.lineno if failure is not None else None,
-            error_file=failure.filename if failure is not None else None)
+            error_line=place[0], error_file=place[1])
         tests += ex_tests
     return GradeResult(submission=original.name, status="graded", message=message,
                        grader_version=points.grader_version, profile=profile, exercises=exercises, tests=tests,
