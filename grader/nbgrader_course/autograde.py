@@ -130,6 +130,22 @@ def exercise_feedback(result, stem: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def exercise_points(result, stem: str, timeout_s: float) -> tuple[float, str]:
+    """(points, feedback) of one exercise's grade cell, from ``grade_submission``'s result.
+
+    A result whose submission ran out of its grading time (``GradeResult.out_of_time``) scores 0
+    with the reason, as ``grade-batch`` and Gradescope record it (status ``timed-out``,
+    `grader.outcome.grade_entry`): which calls a clock cuts short depends on the machine's load,
+    so no partial score is published (else the same notebook could earn points here that the
+    other paths give 0, and a different number on a busier machine).
+    """
+    if result.out_of_time:
+        return 0.0, (f"{stem}: 0 points: grading took longer than the limit of {timeout_s:g} s and was stopped "
+                     "(look for an infinite loop or very slow code); no partial score is given.\n")
+    ex = result.exercises.get(stem)
+    return (ex.score if ex is not None else 0.0), exercise_feedback(result, stem)
+
+
 def _set_score(cell, points: float, feedback: str) -> None:
     """Replace the cell's outputs: feedback on stdout, then the points as the cell's only result."""
     count = cell.get("execution_count")
@@ -208,13 +224,13 @@ class IsolatedGrade(NbGraderPreprocessor):
             if "graded" in target and result is not None:
                 stem = target["graded"]
                 ex = result.exercises.get(stem)
-                points = ex.score if ex is not None else 0.0
+                points, feedback = exercise_points(result, stem, self.timeout_s)
                 cell_points = float(cell.metadata["nbgrader"]["points"])
                 if ex is not None and abs(ex.max_score - cell_points) > 1e-9:
                     # points.yaml changed after the course was generated: regenerate it (`ppo-course nbgrader`).
                     self.log.warning("IsolatedGrade: %s is worth %g in the grader but %g in the notebook; "
                                      "the score is capped at the notebook's points", stem, ex.max_score, cell_points)
-                _set_score(cell, min(points, cell_points), exercise_feedback(result, stem))
+                _set_score(cell, min(points, cell_points), feedback)
             elif "quiz" in target:
                 points, line = quiz.get(target["quiz"], (0.0, "not graded"))
                 _set_score(cell, points, line + "\n")
