@@ -118,6 +118,7 @@ def _batch(root: Path, students: dict[str, dict[str, str]]) -> dict[str, str]:
             for sid in students}
 
 
+@pytest.mark.slow
 def test_a85_a_scribbling_classmate_changes_no_cached_answer(cohort_root):
     honest = {f"{s}.py": (SOLUTIONS / f"{s}.py").read_text(encoding="utf-8") for s in EXERCISES}
     attacker = {"ex1_ratio.py": honest["ex1_ratio.py"] + A85_TAIL,

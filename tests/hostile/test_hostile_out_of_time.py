@@ -42,6 +42,7 @@ def cohort_root():
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a86_a_clock_run_out_scores_0_in_every_path_and_spares_the_next_student(cohort_root, monkeypatch):
     from grader.batch import BatchLimits, run_batch
     from grader.nbgrader_course.autograde import exercise_points, grade_modules

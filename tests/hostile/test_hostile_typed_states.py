@@ -62,6 +62,7 @@ def cohort_root():
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a84_a_syntax_error_place_is_only_one_the_submission_has(cohort_root):
     from grader import batch
 
