@@ -6,6 +6,11 @@ the sandbox, never imported here (``collect_ignore``).
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -41,3 +46,17 @@ def twin_results(tmp_path_factory, fork_server):
         return cache[key]
 
     return grade
+
+
+@pytest.fixture
+def cohort_root():
+    """A 755 folder under /srv (or /opt), removed afterwards: the sandbox's children read the cohort as
+    another uid, and /tmp may be hidden from them."""
+    base = next((d for d in ("/srv", "/opt") if os.path.isdir(d) and os.access(d, os.W_OK)), None)
+    if base is None:
+        pytest.skip("no writable /srv or /opt for a cohort outside /tmp")
+    root = Path(tempfile.mkdtemp(prefix="ppo-hostile-", dir=base))
+    os.chmod(root, 0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+

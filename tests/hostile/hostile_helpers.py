@@ -398,3 +398,39 @@ class Guards:
     def close(self) -> None:
         self.tcp.close()
         self.udp.close()
+
+
+def stable_results(results: dict) -> str:
+    """results.json as sorted JSON without its timings (``execution_time``, ``extra_data.timing``): the only
+    part allowed to differ between two gradings of the same submission."""
+    data = json.loads(json.dumps(results))
+    data.pop("execution_time", None)
+    data.get("extra_data", {}).pop("timing", None)
+    return json.dumps(data, sort_keys=True, indent=1)
+
+
+def guarded_batch(subs: Path, out: Path, watched: list[Path], exercises: list[str]):
+    """``run_batch(subs, out, jobs=1, profile="fast")`` (one warm worker for everyone) under the suite's guards.
+
+    Makes the cohort readable by the sandbox's uid (755/644), watches ``watched`` (the honest students'
+    folders) and the machine, and fails the test on any violation or leftover process.
+
+    Returns:
+        the batch's ``BatchSummary``.
+    """
+    from grader import batch
+
+    for path in [subs, *subs.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    guards = Guards(watched, server_pid=None)
+    try:
+        summary = batch.run_batch(subs, out, jobs=1, profile="fast", exercises=exercises, progress=False,
+                                  report=False, log=lambda m: None)
+        violations, leftovers = guards.violations(), guards.leftovers()
+    finally:
+        guards.restore()
+        guards.close()
+    assert not violations, "\n".join(violations)
+    assert not leftovers, "\n".join(leftovers)
+    return summary
+

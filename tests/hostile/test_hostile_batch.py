@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -27,16 +25,6 @@ from hostile_helpers import ATTACKS, Guards, SOLUTIONS, read_attack
 pytestmark = pytest.mark.xdist_group("hostile")
 
 
-@pytest.fixture
-def cohort_root():
-    """A 755 folder under /srv (or /opt), removed afterwards."""
-    base = next((d for d in ("/srv", "/opt") if os.path.isdir(d) and os.access(d, os.W_OK)), None)
-    if base is None:
-        pytest.skip("no writable /srv or /opt for a cohort outside /tmp")
-    root = Path(tempfile.mkdtemp(prefix="ppo-hostile-", dir=base))
-    os.chmod(root, 0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _by_test(results: dict) -> dict[str, float]:

@@ -14,14 +14,11 @@ in a fresh batch (timings aside).
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from hostile_helpers import SOLUTIONS, Guards
+from hostile_helpers import SOLUTIONS, guarded_batch, stable_results
 
 pytestmark = pytest.mark.xdist_group("hostile")
 
@@ -75,46 +72,18 @@ def clipped_surrogate_loss(*args, **kwargs):
 '''
 
 
-@pytest.fixture
-def cohort_root():
-    """A 755 folder under /srv (or /opt), removed afterwards."""
-    base = next((d for d in ("/srv", "/opt") if os.path.isdir(d) and os.access(d, os.W_OK)), None)
-    if base is None:
-        pytest.skip("no writable /srv or /opt for a cohort outside /tmp")
-    root = Path(tempfile.mkdtemp(prefix="ppo-hostile-cache-", dir=base))
-    os.chmod(root, 0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
-def _stable(results: dict) -> str:
-    data = json.loads(json.dumps(results))
-    data.pop("execution_time", None)
-    data.get("extra_data", {}).pop("timing", None)
-    return json.dumps(data, sort_keys=True, indent=1)
 
 
 def _batch(root: Path, students: dict[str, dict[str, str]]) -> dict[str, str]:
-    from grader import batch
-
     subs, out = root / "submissions", root / "out"
     for sid, mods in students.items():
         (subs / sid).mkdir(parents=True)
         for name, text in mods.items():
             (subs / sid / name).write_text(text, encoding="utf-8")
-    for path in [subs, *subs.rglob("*")]:
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    guards = Guards([subs / sid for sid in students if sid.endswith("victim")], server_pid=None)
-    try:
-        batch.run_batch(subs, out, jobs=1, profile="fast", exercises=EXERCISES, progress=False, report=False,
-                        log=lambda m: None)
-        violations, leftovers = guards.violations(), guards.leftovers()
-    finally:
-        guards.restore()
-        guards.close()
-    assert not violations, "\n".join(violations)
-    assert not leftovers, "\n".join(leftovers)
-    return {sid: _stable(json.loads((out / sid / "results.json").read_text())) + (out / sid / "feedback.md").read_text()
+    guarded_batch(subs, out, [subs / sid for sid in students if sid.endswith("victim")], EXERCISES)
+    return {sid: stable_results(json.loads((out / sid / "results.json").read_text())) + (out / sid / "feedback.md").read_text()
             for sid in students}
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,16 +28,6 @@ EXERCISES = ["ex1_ratio", "ex2_clipped_loss"]
 LOOP = "\n\ndef clipped_surrogate_loss(*args, **kwargs):\n    while True:\n        pass\n"
 
 
-@pytest.fixture
-def cohort_root():
-    """A 755 folder under /srv (or /opt), removed afterwards."""
-    base = next((d for d in ("/srv", "/opt") if os.path.isdir(d) and os.access(d, os.W_OK)), None)
-    if base is None:
-        pytest.skip("no writable /srv or /opt for a cohort outside /tmp")
-    root = Path(tempfile.mkdtemp(prefix="ppo-hostile-oot-", dir=base))
-    os.chmod(root, 0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -20,14 +20,10 @@ name, the line within it: `grader.grade._submitted_place`).
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from hostile_helpers import Guards
+from hostile_helpers import guarded_batch
 
 pytestmark = pytest.mark.xdist_group("hostile")
 
@@ -50,22 +46,10 @@ TWIN_EX2 = "import torch\nimport helper\n"
 TWIN_HELPER = "x = 1\ny = 2\ndef broken(:\n    pass\n"                 # line 3
 
 
-@pytest.fixture
-def cohort_root():
-    """A 755 folder under /srv (or /opt), removed afterwards (children read the cohort as another uid)."""
-    base = next((d for d in ("/srv", "/opt") if os.path.isdir(d) and os.access(d, os.W_OK)), None)
-    if base is None:
-        pytest.skip("no writable /srv or /opt for a cohort outside /tmp")
-    root = Path(tempfile.mkdtemp(prefix="ppo-hostile-typed-", dir=base))
-    os.chmod(root, 0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow
 def test_a84_a_syntax_error_place_is_only_one_the_submission_has(cohort_root):
-    from grader import batch
-
     subs, out = cohort_root / "submissions", cohort_root / "out"
     files = {"1-attacker": {"ex1_ratio.py": A84_EX1, "ex2_clipped_loss.py": A84_EX2},
              "2-twin": {"ex1_ratio.py": TWIN_EX1, "ex2_clipped_loss.py": TWIN_EX2, "helper.py": TWIN_HELPER}}
@@ -73,18 +57,7 @@ def test_a84_a_syntax_error_place_is_only_one_the_submission_has(cohort_root):
         (subs / sid).mkdir(parents=True)
         for name, text in mods.items():
             (subs / sid / name).write_text(text, encoding="utf-8")
-    for path in [subs, *subs.rglob("*")]:
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    guards = Guards([subs / "2-twin"], server_pid=None)
-    try:
-        summary = batch.run_batch(subs, out, jobs=1, profile="fast", exercises=EXERCISES, progress=False,
-                                  report=False, log=lambda m: None)
-        violations, leftovers = guards.violations(), guards.leftovers()
-    finally:
-        guards.restore()
-        guards.close()
-    assert not violations, "\n".join(violations)
-    assert not leftovers, "\n".join(leftovers)
+    summary = guarded_batch(subs, out, [subs / "2-twin"], EXERCISES)
     records = {r.student_id: r for r in summary.records}
     assert {sid: r.status for sid, r in records.items()} == {"1-attacker": "graded", "2-twin": "graded"}
     # The attacker: a syntax error each, but no place (neither is in its submission).

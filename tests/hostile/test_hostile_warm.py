@@ -23,39 +23,21 @@ The cohort lives under /srv (the usual 755 folders), as in ``test_hostile_batch`
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from grader.warm import WARM_ENV
-from hostile_helpers import ATTACKS, SOLUTIONS, TWINS, Guards, read_attack
+from hostile_helpers import ATTACKS, SOLUTIONS, TWINS, guarded_batch, read_attack, stable_results
 
 pytestmark = pytest.mark.xdist_group("hostile")
 
 EXERCISES = ["ex1_ratio", "ex2_clipped_loss", "ex7_ppo_step"]
 
 
-@pytest.fixture
-def cohort_root():
-    """A 755 folder under /srv (or /opt), removed afterwards."""
-    base = next((d for d in ("/srv", "/opt") if os.path.isdir(d) and os.access(d, os.W_OK)), None)
-    if base is None:
-        pytest.skip("no writable /srv or /opt for a cohort outside /tmp")
-    root = Path(tempfile.mkdtemp(prefix="ppo-hostile-warm-", dir=base))
-    os.chmod(root, 0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
-def _stable(results: dict) -> str:
-    """results.json (and feedback.md) without the timings, the only part allowed to differ between two gradings."""
-    data = json.loads(json.dumps(results))
-    data.pop("execution_time", None)
-    data.get("extra_data", {}).pop("timing", None)
-    return json.dumps(data, sort_keys=True, indent=1)
 
 
 def _victim(folder: Path) -> Path:
@@ -82,7 +64,6 @@ def _batch(root: Path, name: str, before: dict[str, list[Path]], warm: bool = Tr
     Returns:
         (victim's results.json, twin's results.json, {id: status}).
     """
-    from grader import batch
     from grader.warm import warm_workers_enabled
 
     assert warm_workers_enabled() == warm, "warm graders on (or off, for the fresh-worker comparison)"
@@ -93,18 +74,7 @@ def _batch(root: Path, name: str, before: dict[str, list[Path]], warm: bool = Tr
             shutil.copyfile(f, subs / sid / f.name)
     _victim(subs / "5-victim")
     _twin(subs / "6-twin")
-    for path in [subs, *subs.rglob("*")]:
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    guards = Guards([subs / "6-twin"], server_pid=None)
-    try:
-        summary = batch.run_batch(subs, out, jobs=1, profile="fast", exercises=EXERCISES, progress=False,
-                                  report=False, log=lambda m: None)
-        violations, leftovers = guards.violations(), guards.leftovers()
-    finally:
-        guards.restore()
-        guards.close()
-    assert not violations, "\n".join(violations)
-    assert not leftovers, "\n".join(leftovers)
+    summary = guarded_batch(subs, out, [subs / "6-twin"], EXERCISES)
     statuses = {r.student_id: r.status for r in summary.records}
     read = lambda sid: json.loads((out / sid / "results.json").read_text())  # noqa: E731
     victim = read("5-victim")
@@ -139,7 +109,7 @@ def test_warm_a_classmate_graded_before_changes_nothing(cohort_root, monkeypatch
         want = {t["name"]: float(t["score"]) for t in twin["tests"]}
         gained = {n: (got[n], want[n]) for n in want if got[n] > want[n]}
         assert not gained, f"{label}: the victim scored above its twin (victim, twin): {gained}"
-        seen[label] = _stable(victim)
+        seen[label] = stable_results(victim)
     first = seen["alone"]
     differ = [label for label, text in seen.items() if text != first]
     assert not differ, f"the same submission got another results.json {differ} than graded alone"
