@@ -13,6 +13,7 @@ this module is cheap and works before any key is needed.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable
 
@@ -366,6 +367,106 @@ def approx_kl(p: dict[str, Any]) -> float:
 def clipfrac(p: dict[str, Any]) -> float:
     """Fraction of tokens where the clip binds, Â·clip(r) < Â·r (TRL's clipfrac, from ppo_loss)."""
     return _loss_stats([math.log(r) for r in p["ratios"]], [0.0] * len(p["ratios"]), p["advantages"], p["eps"])["clipfrac"]
+
+
+# ---------------------------------------------------------------- items drawn from a list of cases
+
+# The key of each case of a ``pick_case`` item (variants.pick_case), by case id
+# "<family>/<n>": a family's string lists its cases' keys in order, "T"/"F" for a
+# true/false item; a tuple lists option ids. Each is read off the chapter (the item's
+# explanation quotes the sentence); tests/quiz/test_keys.py holds an independent copy.
+CASE_KEYS: dict[str, Any] = {
+    "collapse": "TFTF",          # big picture: unlucky batch → garbage → worse gradient; the flaw is step size
+    "trpo": "TFTFTF",            # stop 1: works perfectly; second-order; painful to distribute
+    "trade": "TFTTFF",           # stop 1: similar stability, 10× simpler, almost as well
+    "caps": "TFTFTF",            # eq. 5.1 reading: caps at 1 + ε (good), 1 − ε (bad)
+    "summary": "TFTF",           # §5.4.6
+    "deriv": ("step1", "step6", "step2", "step3", "step4", "step5"),
+    "phase": ("collect", "train", "purge", "collect", "train", "purge"),
+    "kind": ("rollout", "replay", "replay", "rollout", "replay", "rollout"),
+    "gen": "TFTF",               # 60–70% of wall-clock; continuous purging → continuous generation
+    "contents": "TFTF",          # eq. 5.13
+    "next": ("score", "kl", "final-reward", "gae", "update"),
+    "tok": "TFTFTF",             # tokenization pitfalls box
+    "walk": "TFTF",              # the 70B walkthrough
+    "life": ("one", "drifts", "one"),
+    "nets": "TFTF",              # two parameter states
+    "cfg": ("v02", "v02", "v01", "v005", "v10", "v095", "v10"),
+    "map": ("stop2", "stop3", "stop4", "stop5", "walkthrough"),
+    "loop": "TFTFTF",
+    "danger": ("no-learning", "instability", "reward-hacking", "stuck-sft", "overfits", "wastes", "forgetting"),
+    "typical": ("v02", "v001-01", "v4-8", "v4", "v64-256", "v07-10"),
+    "dial": "TFTF",
+}
+
+
+@key("case_answer")
+def case_answer(p: dict[str, Any]) -> Any:
+    """The key of one drawn case: ``True``/``False`` or an option id, from ``CASE_KEYS``.
+
+    Raises:
+        KeyError: for an unknown family or a case number beyond its list (``quiz validate``
+            checks every case of every item).
+    """
+    family, _, number = p["case"].partition("/")
+    keys = CASE_KEYS[family]
+    entry = keys[int(number) - 1]
+    return entry == "T" if isinstance(keys, str) else entry
+
+
+@functools.lru_cache(maxsize=None)
+def _source_answer(question_id: str) -> tuple:
+    """The fixed answer of a source question of the instructor bank (derived items, quiz_bank.derived)."""
+    import yaml
+
+    from quiz_bank.loader import BANK_DIR
+
+    data = yaml.safe_load((BANK_DIR / f"stop{question_id[4]}.yaml").read_text(encoding="utf-8"))
+    answer = next(q for q in data["questions"] if q["id"] == question_id)["answer"]
+    return tuple(answer) if isinstance(answer, list) else (answer,)
+
+
+@key("multi_option")
+def multi_option(p: dict[str, Any]) -> bool:
+    """True when the drawn option ``<question>#<option>`` is in its multiple-select question's answer."""
+    question_id, _, option = p["case"].partition("#")
+    return option in _source_answer(question_id)
+
+
+@key("ordering_pair")
+def ordering_pair(p: dict[str, Any]) -> bool:
+    """True when item ``first`` comes before ``second`` in its ordering question's answer."""
+    question_id, first, second = p["case"].split("|")
+    order = _source_answer(question_id)
+    return order.index(first) < order.index(second)
+
+
+@key("single_option")
+def single_option(p: dict[str, Any]) -> bool:
+    """True when the drawn option is (polarity "is") or is not (polarity "not") its single-choice question's key."""
+    question_id, option, polarity = p["case"].split("|")
+    return (option == _source_answer(question_id)[0]) == (polarity == "is")
+
+
+@key("clip_case_label")
+def clip_case_label(p: dict[str, Any]) -> str:
+    """Which case of eq. 5.9 a token is in, from the reference's gradient and the sign of Â.
+
+    Returns one of ``push-up``, ``push-down`` (gradient flows), ``up-enough``,
+    ``down-enough`` (gradient exactly 0).
+    """
+    grad = _clip_loss_and_grad(math.log(p["r"]), 0.0, p["adv"], p["eps"])[1]
+    if p["adv"] > 0:
+        return "push-up" if grad != 0.0 else "up-enough"
+    return "push-down" if grad != 0.0 else "down-enough"
+
+
+@key("prob_ratio")
+def prob_ratio(p: dict[str, Any]) -> float:
+    """r_t(θ) = π_θ/π_θold from the two probabilities, via probability_ratio on their logs (eq. 5.1, 5.20)."""
+    import ppo_reference as ref
+
+    return float(ref.probability_ratio(_t([math.log(p["p"])]), _t([math.log(p["q"])])))
 
 
 def compute(key_name: str, params: dict[str, Any]) -> Any:

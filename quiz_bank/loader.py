@@ -20,7 +20,9 @@ from quiz_bank.models import N_STOPS, StopFile
 
 BANK_DIR = Path(__file__).resolve().parent
 MIN_QUESTIONS_PER_STOP = 8
-MIN_PARAMETRIC_FRACTION = 1 / 3
+MIN_PARAMETRIC_FRACTION = 0.6  # issue 20: most items drawn per (student, attempt): parametric or derived
+MIN_ITEMS_PER_CLAIM = 2  # or one parametric item: a retry meets another question on a missed claim
+MIN_UNDERSTAND_PER_STOP = 2
 # Any fixed student id works: validation draws one variant per parametric
 # question to check that its prompt's {fields} are all produced by the draw.
 _PROBE_STUDENT = "validate-probe"
@@ -66,6 +68,15 @@ class Bank:
     def by_id(self) -> dict[str, Any]:
         """Question id → question."""
         return {q.id: q for q in self.questions()}
+
+    def claims(self, stop: int | None = None) -> list:
+        """The declared claims (:class:`quiz_bank.models.Claim`) in bank order, optionally of one stop."""
+        stops = [stop] if stop is not None else sorted(self.stops)
+        return [c for s in stops for c in self.stops[s].claims]
+
+    def items_of(self, claim_id: str) -> list:
+        """The questions that ask ``claim_id`` (interchangeable items), in bank order."""
+        return [q for q in self.questions() if q.claim == claim_id]
 
     @property
     def has_fixed_keys(self) -> bool:
@@ -138,6 +149,16 @@ def load_stop_file(path: Path) -> tuple[StopFile | None, dict[str, int], list[Ba
                 BankError(name, node.start_mark.line + 1, _question_id(data, loc), f"{shown}: {err['msg']}")
             )
         return None, lines, errors
+    try:
+        from quiz_bank.derived import with_derived
+
+        model = with_derived(model)
+    except (ValidationError, ValueError) as exc:
+        return None, lines, [BankError(name, 1, None, f"derived items: {exc}")]
+    for q in model.questions:  # a derived item points at its source's line
+        for suffix in ("-tf", "-pairs", "-judge"):
+            if q.id not in lines and q.id.endswith(suffix) and q.id[: -len(suffix)] in lines:
+                lines[q.id] = lines[q.id[: -len(suffix)]]
     expected_name = f"stop{model.stop}.yaml"
     if name != expected_name:
         return None, lines, [BankError(name, 1, None, f"file declares stop {model.stop}; it must be named {expected_name}")]
@@ -147,10 +168,72 @@ def load_stop_file(path: Path) -> tuple[StopFile | None, dict[str, int], list[Ba
 _TYPE_TAGS = {"single", "multi", "true_false", "numeric", "symbolic", "ordering"}
 
 
-def _semantic_errors(bank: Bank, check_keys: bool) -> list[BankError]:
-    """Checks pydantic cannot make: generators, prompt fields, keys, bank-wide counts."""
+def _kind_ok(q, value: Any) -> bool:
+    """Whether a computed key has the type ``q`` answers with (an option id for a parametric single)."""
+    if q.type == "true_false":
+        return isinstance(value, bool)
+    if q.type == "single":
+        return isinstance(value, str) and value in {o.id for o in q.options}
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _parametric_errors(q, file: str, line: int | None, keys_module) -> list[BankError]:
+    """A parametric question's draw, prompt fields and (instructor side) key, on every finite case.
+
+    Generators over a finite list of cases (``variants.enumerate_cases``) are checked
+    on each case, so that no case can lack a field or a key; others on one probe draw.
+    """
     from quiz_bank import variants
 
+    spec = q.parametric
+    err = lambda message: BankError(file, line, q.id, message)  # noqa: E731
+    if spec.generator not in variants.GENERATORS:
+        return [err(f"parametric.generator: unknown generator {spec.generator!r}")]
+    try:
+        draws = variants.enumerate_cases(spec.generator, spec.args) or [
+            variants.draw(spec.generator, spec.args, _PROBE_STUDENT, q.id, 1)]
+    except Exception as exc:  # noqa: BLE001 - any failure of a draw is a bank error
+        return [err(f"parametric: the draw failed: {type(exc).__name__}: {exc}")]
+    try:
+        fields = _template_fields(q.prompt)
+    except ValueError as exc:
+        return [err(f"prompt: not a valid template ({exc}); write literal braces as {{{{ }}}}")]
+    for params in draws:
+        missing = fields - set(params)
+        if missing:
+            return [err(f"prompt: fields {sorted(missing)} are not produced by {spec.generator} ({params.get('case', 'probe draw')})")]
+        if keys_module is None:
+            continue
+        if spec.key not in keys_module.KEYS:
+            return [err(f"parametric.key: unknown key function {spec.key!r}")]
+        try:
+            value = keys_module.compute(spec.key, params)
+        except Exception as exc:  # noqa: BLE001
+            return [err(f"parametric.key: {spec.key} failed: {type(exc).__name__}: {exc}")]
+        if not _kind_ok(q, value):
+            return [err(f"parametric.key: {spec.key} returned {value!r}, not a {q.type} answer")]
+    return []
+
+
+def _claim_errors(bank: Bank) -> list[BankError]:
+    """Issue 20's coverage rules: each claim asked by ≥ 2 items (or ≥ 1 parametric), ≥ 2 understanding items per stop."""
+    errors: list[BankError] = []
+    for stop, stop_file in sorted(bank.stops.items()):
+        file = f"stop{stop}.yaml"
+        for claim in stop_file.claims:
+            items = [q for q in stop_file.questions if q.claim == claim.id]
+            if len(items) < MIN_ITEMS_PER_CLAIM and not any(q.is_parametric for q in items):
+                errors.append(BankError(file, None, None, f"claim {claim.id} is asked by {len(items)} item(s); "
+                                        f"it needs at least {MIN_ITEMS_PER_CLAIM}, or one parametric item"))
+        understand = sum(q.level == "understand" for q in stop_file.questions)
+        if understand < MIN_UNDERSTAND_PER_STOP:
+            errors.append(BankError(file, None, None, f"only {understand} understanding item(s); each stop needs "
+                                    f"at least {MIN_UNDERSTAND_PER_STOP}"))
+    return errors
+
+
+def _semantic_errors(bank: Bank, check_keys: bool) -> list[BankError]:
+    """Checks pydantic cannot make: generators, prompt fields, keys, claims, bank-wide counts."""
     errors: list[BankError] = []
     keys_module = None
     if check_keys:
@@ -161,45 +244,19 @@ def _semantic_errors(bank: Bank, check_keys: bool) -> list[BankError]:
         for q in stop_file.questions:
             line = bank.lines.get(q.id)
             if q.is_parametric:
-                spec = q.parametric
-                if spec.generator not in variants.GENERATORS:
-                    errors.append(BankError(file, line, q.id, f"parametric.generator: unknown generator {spec.generator!r}"))
-                    continue
-                try:
-                    params = variants.draw(spec.generator, spec.args, _PROBE_STUDENT, q.id, 1)
-                except Exception as exc:  # noqa: BLE001 - any failure of a draw is a bank error
-                    errors.append(BankError(file, line, q.id, f"parametric: the draw failed: {type(exc).__name__}: {exc}"))
-                    continue
-                try:
-                    fields = _template_fields(q.prompt)
-                except ValueError as exc:
-                    errors.append(BankError(file, line, q.id, f"prompt: not a valid template ({exc}); write literal braces as {{{{ }}}}"))
-                    continue
-                missing = fields - set(params)
-                if missing:
-                    errors.append(BankError(file, line, q.id, f"prompt: fields {sorted(missing)} are not produced by {spec.generator}"))
-                if keys_module is not None:
-                    if spec.key not in keys_module.KEYS:
-                        errors.append(BankError(file, line, q.id, f"parametric.key: unknown key function {spec.key!r}"))
-                        continue
-                    try:
-                        value = keys_module.compute(spec.key, params)
-                    except Exception as exc:  # noqa: BLE001
-                        errors.append(BankError(file, line, q.id, f"parametric.key: {spec.key} failed: {type(exc).__name__}: {exc}"))
-                        continue
-                    kind_ok = isinstance(value, bool) if q.type == "true_false" else isinstance(value, (int, float)) and not isinstance(value, bool)
-                    if not kind_ok:
-                        errors.append(BankError(file, line, q.id, f"parametric.key: {spec.key} returned {value!r}, not a {q.type} answer"))
+                errors.extend(_parametric_errors(q, file, line, keys_module))
             elif check_keys and not q.has_key:
-                    errors.append(BankError(file, line, q.id, "answer: missing (the instructor bank needs every key)"))
+                errors.append(BankError(file, line, q.id, "answer: missing (the instructor bank needs every key)"))
     present = {p.name for p in bank.directory.glob("stop*.yaml")}
     for stop in range(1, N_STOPS + 1):
         if f"stop{stop}.yaml" not in present:
             errors.append(BankError(f"stop{stop}.yaml", None, None, "missing: the bank needs one file per stop 1–8"))
+    errors.extend(_claim_errors(bank))
     total = len(bank.questions())
     parametric = sum(q.is_parametric for q in bank.questions())
     if total and parametric < MIN_PARAMETRIC_FRACTION * total:
-        errors.append(BankError(str(bank.directory.name), None, None, f"only {parametric}/{total} questions are parametric; at least a third must be"))
+        errors.append(BankError(str(bank.directory.name), None, None,
+                                f"only {parametric}/{total} questions are parametric; at least {MIN_PARAMETRIC_FRACTION:.0%} must be"))
     return errors
 
 

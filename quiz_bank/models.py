@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 QUESTION_ID = re.compile(r"^stop([1-8])\.[a-z0-9]+(?:-[a-z0-9]+)*$")
+CLAIM_ID = QUESTION_ID  # claims are named like questions: stop<N>.<slug>
+LEVELS = ("recall", "apply", "understand")
 OPTION_ID = re.compile(r"^[a-z0-9_-]+$")
 SYMBOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 N_STOPS = 8
@@ -36,6 +38,24 @@ class Source(_Strict):
     def cite(self) -> str:
         """``"Book §5.2, p. 142"``: the citation printed with feedback."""
         return f"Book {self.section}, {self.page}"
+
+
+class Claim(_Strict):
+    """One claim of the chapter, asked by several interchangeable items (issue 20).
+
+    ``text`` is a short topic label shown in feedback ("the claims you missed"); it
+    names what the claim is about without stating it, so that it cannot answer an
+    item. ``source`` is where to reread.
+    """
+
+    id: str = Field(pattern=CLAIM_ID.pattern)
+    text: str = Field(min_length=3, max_length=90)
+    source: Source
+
+    @property
+    def stop(self) -> int:
+        """The stop number (1–8) taken from the id ``stop<N>.<slug>``."""
+        return int(self.id[4])
 
 
 class Option(_Strict):
@@ -80,6 +100,12 @@ class _Question(_Strict):
     # Shown after a failed attempt instead of the explanation: where to look, never the key.
     # Public (ships in the student bundle); the explanation is private and shown once the stop passes.
     hint: str | None = Field(default=None, min_length=10)
+    # The claim this item asks (an id of the stop's ``claims``); items of one claim are
+    # interchangeable, so a retry can meet another item on a claim it missed.
+    claim: str = Field(pattern=CLAIM_ID.pattern)
+    # recall: the chapter's words; apply: plug numbers into a formula the stem or chapter
+    # gives; understand: a scenario the chapter does not spell out, no formula in the stem.
+    level: Literal["recall", "apply", "understand"]
 
     @property
     def stop(self) -> int:
@@ -106,11 +132,16 @@ def _distinct_options(options: list[Option], what: str) -> list[Option]:
 
 
 class SingleChoice(_Question):
-    """Exactly one option is right; a response is one option id."""
+    """Exactly one option is right; a response is one option id.
+
+    May be parametric: the drawn parameters fill the prompt and ``keys`` returns
+    the right option's id for them (the options themselves are fixed).
+    """
 
     type: Literal["single"]
     options: list[Option] = Field(min_length=2)
     answer: str | None = None
+    parametric: Parametric | None = None
 
     @field_validator("options")
     @classmethod
@@ -119,6 +150,8 @@ class SingleChoice(_Question):
 
     @model_validator(mode="after")
     def _answer_is_an_option(self) -> "SingleChoice":
+        if self.parametric is not None and self.answer is not None:
+            raise ValueError("a parametric question must not carry a fixed answer (its key is computed)")
         if self.answer is not None and self.answer not in {o.id for o in self.options}:
             raise ValueError(f"answer {self.answer!r} is not one of the options {[o.id for o in self.options]}")
         return self
@@ -130,6 +163,8 @@ class MultipleSelect(_Question):
     type: Literal["multi"]
     options: list[Option] = Field(min_length=3)
     answer: list[str] | None = None
+    # A template with {statement}: also ask the options one at a time (quiz_bank.derived).
+    statements: str | None = Field(default=None, pattern=r"\{statement\}")
 
     @field_validator("options")
     @classmethod
@@ -213,6 +248,8 @@ class Ordering(_Question):
     type: Literal["ordering"]
     items: list[Option] = Field(min_length=3)
     answer: list[str] | None = None
+    # A template with {first} and {second}: also ask one pair of items per draw (quiz_bank.derived).
+    pairs: str | None = Field(default=None, pattern=r"\{first\}.*\{second\}")
 
     @field_validator("items")
     @classmethod
@@ -233,11 +270,26 @@ Question = Annotated[
 
 
 class StopFile(_Strict):
-    """One ``stop<N>.yaml``: its stop number, title and at least 8 questions (issue 5)."""
+    """One ``stop<N>.yaml``: its stop number, title, its claims and at least 8 questions (issues 5, 20)."""
 
     stop: int = Field(ge=1, le=N_STOPS)
     title: str = Field(min_length=3)
+    claims: list[Claim] = Field(min_length=1)
     questions: list[Question] = Field(min_length=8)
+
+    @model_validator(mode="after")
+    def _claims_belong_to_stop(self) -> "StopFile":
+        ids = [c.id for c in self.claims]
+        for c in self.claims:
+            if c.stop != self.stop:
+                raise ValueError(f"claim {c.id!r} is in the stop {self.stop} file but its id says stop {c.stop}")
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"claim ids must be distinct; repeated: {', '.join(dupes)}")
+        undeclared = [f"{q.id} → {q.claim}" for q in self.questions if q.claim not in ids]
+        if undeclared:
+            raise ValueError(f"questions name undeclared claims: {'; '.join(undeclared)}")
+        return self
 
     @model_validator(mode="after")
     def _ids_belong_to_stop(self) -> "StopFile":

@@ -17,6 +17,7 @@ finish the proof (e.g. log identities it will not apply).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import select
@@ -39,10 +40,31 @@ class Verdict:
     detail: str = ""
 
 
+def _is_exp_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exp"
+
+
+def unstable_exp_ratio(tree: ast.AST) -> bool:
+    """True when ``tree`` divides (or multiplies) two exponentials, e.g. ``exp(a)/exp(b)``.
+
+    Mathematically equal to ``exp(a - b)``, but the form eq. 5.20 exists to avoid: for
+    log-probabilities of a long response both exponentials underflow (float32: exp(−120)
+    is 0) and the quotient is 0/0 = NaN (Book §5.7.1–5.7.5, p. 146–148). A structural
+    test on the parsed tree, independent of numeric equivalence.
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Mult)):
+            if _is_exp_call(node.left) and _is_exp_call(node.right):
+                return True
+    return False
+
+
 def decide(expected: str, given: str, symbols: list[str]) -> Verdict:
     """Decide equivalence in *this* process (the worker's body; call via :class:`SymbolicChecker`).
 
-    Raises nothing: parse failures become ``Verdict("unparseable", reason)``.
+    Raises nothing: parse failures become ``Verdict("unparseable", reason)``. A response
+    that divides or multiplies two exponentials where the key does not
+    (:func:`unstable_exp_ratio`) is ``different``: numerically unstable, whatever sympy says.
     """
     import random
 
@@ -55,7 +77,10 @@ def decide(expected: str, given: str, symbols: list[str]) -> Verdict:
         given_tree = parse_expression_ast(given, names)
     except Unparseable as exc:
         return Verdict("unparseable", str(exc))
-    expected_expr = to_sympy(parse_expression_ast(expected, names), names)
+    expected_tree = parse_expression_ast(expected, names)
+    if unstable_exp_ratio(given_tree) and not unstable_exp_ratio(expected_tree):
+        return Verdict("different", "divides exponentials: the numerically unstable form; take exp of a difference (eq. 5.20)")
+    expected_expr = to_sympy(expected_tree, names)
     given_expr = to_sympy(given_tree, names)
     difference = expected_expr - given_expr
     free = sorted(expected_expr.free_symbols | given_expr.free_symbols, key=str)

@@ -81,52 +81,93 @@ def generator(name: str):
     return register
 
 
+# Share of draws in which the clip binds (the clipped term is the min) for the draws of
+# clipped quantities: an answer that ignores the clip, or takes the max, then differs
+# from the key in most draws (issue 20); the rest keep r outside [1 − ε, 1 + ε] on the
+# side where the unclipped term is the min, so that max and min still differ.
+BINDING_SHARE = 0.85
+
+
+def _clip_ratio(rng: random.Random, sign: int, eps: float, mode: str) -> float:
+    """A ratio for one token of eq. 5.1 with advantage sign ``sign``.
+
+    ``mode="edge"``: r drawn evenly on both sides of the edge that decides eq. 5.9's
+    gradient case (1 + ε for Â > 0, 1 − ε for Â < 0), so the gradient flows in about
+    half the draws. ``mode="binding"``: r outside [1 − ε, 1 + ε], on the clip's side
+    in BINDING_SHARE of the draws. r is always kept off 1 ± ε (``_away_from_clip_edges``).
+    """
+    edge = 1 + eps if sign > 0 else 1 - eps
+    if mode == "edge":
+        side = rng.choice([1, -1])
+    else:
+        side = sign if rng.random() < BINDING_SHARE else -sign
+        edge = 1 + eps if side > 0 else 1 - eps
+    steps = _grid(0.05, 0.4, 0.05)
+    r = round(edge + side * rng.choice(steps), 4)
+    return r if r > 0.05 else round(edge + side * 0.05, 4)
+
+
 @generator("clip_case")
 def _clip_case(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
-    """One token of eq. 5.1: ratio r, advantage adv (sign from args), ε; r kept off 1 ± ε."""
+    """One token of eq. 5.1: ratio r, advantage adv (sign from args), ε; ``args.mode``: edge | binding."""
     eps = rng.choice(args.get("eps_choices", [0.1, 0.2, 0.3]))
     sign = args.get("advantage_sign", rng.choice([1, -1]))
     adv = sign * rng.choice(_grid(0.5, 3.0, 0.25))
-    ratios = [r for r in _grid(0.5, 1.5, 0.05) if _away_from_clip_edges(r, eps)]
-    r = rng.choice(ratios)
+    r = _clip_ratio(rng, sign, eps, args.get("mode", "binding"))
     return {"r": r, "adv": adv, "eps": eps}
 
 
 @generator("clip_case_logprobs")
 def _clip_case_logprobs(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
-    """Like clip_case, but the ratio is given as two stored/live log-probs (eq. 5.20)."""
+    """Like clip_case (mode edge), but the ratio is given as two stored/live log-probs (eq. 5.20)."""
+    import math
+
     eps = rng.choice(args.get("eps_choices", [0.2]))
     sign = args.get("advantage_sign", rng.choice([1, -1]))
     adv = sign * rng.choice(_grid(0.5, 2.0, 0.5))
-    logp_old = rng.choice(_grid(-3.0, -0.5, 0.1))
-    import math
-
-    deltas = [d for d in _grid(-0.5, 0.5, 0.05)
-              if _away_from_clip_edges(math.exp(d), eps, 0.02) and logp_old + d <= -0.05 + 1e-9]  # log π ≤ 0
-    delta = rng.choice(deltas)
+    edge = math.log(1 + eps if sign > 0 else 1 - eps)
+    side = rng.choice([1, -1])
+    # Log-ratio steps of 0.05–0.3 nats past or short of the deciding edge, rounded to the
+    # 0.01 grid the prompt prints; log π ≤ 0 keeps log π_old ≤ −0.05 − max(delta, 0).
+    delta = round(edge + side * rng.choice(_grid(0.05, 0.3, 0.05)), 2)
+    logp_old = rng.choice([x for x in _grid(-3.0, -0.5, 0.1) if x + delta <= -0.05 + 1e-9])
     return {"logp_old": logp_old, "logp_new": round(logp_old + delta, 4), "adv": adv, "eps": eps}
 
 
 @generator("logprob_pair")
 def _logprob_pair(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
-    """Stored log π_old and live log π_θ of one token, |difference| ≤ 0.6 nats."""
-    logp_old = rng.choice(_grid(-4.0, -0.2, 0.1))
-    # A log-probability is ≤ 0 (a probability is ≤ 1): keep log π_θ = log π_old + delta ≤ −0.05.
-    delta = rng.choice([d for d in _grid(-0.6, 0.6, 0.05) if d != 0.0 and logp_old + d <= -0.05 + 1e-9])
+    """Stored log π_old and live log π_θ of one token; ``args.mode="binding"`` puts r outside the clip range."""
+    import math
+
     eps = rng.choice(args.get("eps_choices", [0.2]))
+    if args.get("mode") == "binding":
+        # |log r| past the nearer edge's log by 0.05–0.4 nats: clip(r) ≠ r in every draw.
+        side = rng.choice([1, -1])
+        delta = round(math.log(1 + side * eps) + side * rng.choice(_grid(0.05, 0.4, 0.05)), 2)
+    else:
+        delta = rng.choice([d for d in _grid(-0.6, 0.6, 0.05) if d != 0.0])
+    # A log-probability is ≤ 0 (a probability is ≤ 1): keep log π_θ = log π_old + delta ≤ −0.05.
+    logp_old = rng.choice([x for x in _grid(-4.0, -0.2, 0.1) if x + delta <= -0.05 + 1e-9])
     return {"logp_old": logp_old, "logp_new": round(logp_old + delta, 4), "eps": eps}
 
 
 @generator("value_loss")
 def _value_loss(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
-    """V_old, V, return R and the value clip c; args.clip_binds picks |V − V_old| vs c."""
-    c = rng.choice([0.2])
+    """V_old, V, return R and the value clip c; V moved by more than c.
+
+    In BINDING_SHARE of the draws R lies beyond V (seen from V_old), so the clipped
+    error is the larger and the max keeps it; otherwise R lies on V_old's side. The two
+    squared errors differ by at least 0.01 in every draw.
+    """
+    c = 0.2
     v_old = rng.choice(_grid(-0.5, 1.0, 0.1))
-    binds = args.get("clip_binds", False)
-    steps = _grid(0.3, 0.6, 0.05) if binds else _grid(0.05, 0.15, 0.05)
-    v = round(v_old + rng.choice([1, -1]) * rng.choice(steps), 4)
-    ret = rng.choice([x for x in _grid(-1.0, 2.0, 0.1) if abs(x - v) > 0.05])
-    return {"v": v, "v_old": v_old, "ret": ret, "c": c}
+    move = rng.choice([1, -1])
+    v = round(v_old + move * rng.choice(_grid(0.3, 0.6, 0.05)), 4)
+    v_clip = v_old + move * c
+    far = rng.random() < BINDING_SHARE
+    candidates = [x for x in _grid(-2.0, 3.0, 0.1)
+                  if ((x - v_clip) ** 2 > (x - v) ** 2) == far and abs((x - v_clip) ** 2 - (x - v) ** 2) >= 0.01]
+    return {"v": v, "v_old": v_old, "ret": rng.choice(candidates), "c": c}
 
 
 @generator("distribution3")
@@ -139,17 +180,18 @@ def _distribution3(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
 
 @generator("full_objective")
 def _full_objective(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
-    """One token of eq. 5.2 over a 2-token vocabulary: π_θ(a) = p, π_old(a) = q, Â, V, V_target."""
-    p = rng.choice(_grid(0.2, 0.8, 0.05))
-    ratio = rng.choice([x for x in _grid(0.7, 1.3, 0.05) if _away_from_clip_edges(x, 0.2)])
-    q = round(p / ratio, 4)
-    while not 0.0 < q < 1.0:
-        ratio = rng.choice([0.9, 0.95, 1.0, 1.05, 1.1])
-        q = round(p / ratio, 4)
+    """One token of eq. 5.2 over a 2-token vocabulary: π_θ(a) = p, π_old(a) = q, Â, V, V_target.
+
+    The ratio p/q lies outside [0.8, 1.2], on the clip's side in BINDING_SHARE of the draws.
+    """
     adv = rng.choice([x for x in _grid(-2.0, 2.0, 0.5) if x != 0.0])
+    sign = 1 if adv > 0 else -1
+    side = sign if rng.random() < BINDING_SHARE else -sign
+    ratio = rng.choice(_grid(1.25, 1.5, 0.05) if side > 0 else _grid(0.55, 0.75, 0.05))
+    p = rng.choice([x for x in _grid(0.2, 0.8, 0.05) if 0.0 < x / ratio < 0.95])
     v = rng.choice(_grid(-0.5, 1.0, 0.1))
     v_target = rng.choice([x for x in _grid(-1.0, 2.0, 0.1) if x != v])
-    return {"p": p, "q": q, "adv": adv, "v": v, "v_target": v_target}
+    return {"p": p, "q": round(p / ratio, 4), "adv": adv, "v": v, "v_target": v_target}
 
 
 @generator("gae3")
@@ -238,20 +280,83 @@ def _clip_batch(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
 
 @generator("trpo_step")
 def _trpo_step(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
-    """Old and new policies over 3 actions (probabilities, multiples of 0.05) and a trust-region size δ."""
-    old = rng.choice([[0.5, 0.3, 0.2], [0.6, 0.3, 0.1], [0.4, 0.4, 0.2], [0.7, 0.2, 0.1], [0.5, 0.25, 0.25]])
-    shift = rng.choice([0.05, 0.1, 0.15])
-    i, j = rng.sample(range(3), 2)
-    new = list(old)
-    move = min(shift, round(new[j] - 0.05, 4))
-    new[i], new[j] = round(new[i] + move, 4), round(new[j] - move, 4)
-    return {"old": old, "new": new, "delta": rng.choice([0.01, 0.02, 0.05])}
+    """Old and new policies over 3 actions (probabilities, multiples of 0.05) and a trust-region size δ.
+
+    δ is drawn among those at least 25% away from the step's KL (in either direction), so
+    that the inside/outside verdict never hangs on rounding; the KL computed here only
+    filters δ and is not returned.
+    """
+    import math
+
+    while True:
+        old = rng.choice([[0.5, 0.3, 0.2], [0.6, 0.3, 0.1], [0.4, 0.4, 0.2], [0.7, 0.2, 0.1], [0.5, 0.25, 0.25]])
+        shift = rng.choice([0.05, 0.1, 0.15])
+        i, j = rng.sample(range(3), 2)
+        new = list(old)
+        move = min(shift, round(new[j] - 0.05, 4))
+        new[i], new[j] = round(new[i] + move, 4), round(new[j] - move, 4)
+        kl = sum(o * math.log(o / n) for o, n in zip(old, new))
+        deltas = [d for d in (0.005, 0.01, 0.02, 0.05) if abs(kl - d) >= 0.25 * d]
+        if deltas:
+            return {"old": old, "new": new, "delta": rng.choice(deltas)}
 
 
 @generator("buffer_size")
 def _buffer_size(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
     """A collect phase: prompts per batch and max tokens per response."""
     return {"batch_size": rng.choice([32, 64, 96, 128, 256]), "max_tokens": rng.choice([128, 256, 384, 512, 1024])}
+
+
+@generator("pick_case")
+def _pick_case(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
+    """One case of a finite list: ``args.cases`` maps a case id to its prompt fields.
+
+    A case given as a string is the field ``statement``. The parameters are the case's
+    fields plus ``case`` (its id, which ``quiz_bank.keys`` looks the key up by). Case ids
+    are drawn uniformly, in sorted order, so the draw does not depend on YAML order.
+    """
+    cases = args["cases"]
+    case = rng.choice(sorted(cases))
+    return _case_params(case, cases[case])
+
+
+def _case_params(case: str, fields: Any) -> dict[str, Any]:
+    return {"case": case, **(fields if isinstance(fields, dict) else {"statement": str(fields)})}
+
+
+@generator("ordered_pair")
+def _ordered_pair(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
+    """Two distinct items of an ordering question, in a random order (``args.items``: id → text).
+
+    Both orders are equally likely, so "first comes before second" is true in half the draws.
+    """
+    first, second = rng.sample(sorted(args["items"]), 2)
+    return {"case": f"{args['question']}|{first}|{second}", "first": args["items"][first], "second": args["items"][second]}
+
+
+@generator("judge_option")
+def _judge_option(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
+    """One option of a single-choice question (``args.options``: id → text) and a polarity, "" or "not "."""
+    option = rng.choice(sorted(args["options"]))
+    polarity = rng.choice(["", "not "])
+    return {"case": f"{args['question']}|{option}|{polarity.strip() or 'is'}", "option": args["options"][option], "polarity": polarity}
+
+
+def enumerate_cases(generator_name: str, args: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Every possible draw of a finite generator (``pick_case``), or None for the others.
+
+    ``quiz validate`` checks each case's prompt fields and key, not one probe draw only.
+    """
+    if generator_name == "judge_option":
+        return [{"case": f"{args['question']}|{o}|{pol.strip() or 'is'}", "option": text, "polarity": pol}
+                for o, text in sorted(args["options"].items()) for pol in ("", "not ")]
+    if generator_name == "ordered_pair":
+        items = args["items"]
+        return [{"case": f"{args['question']}|{a}|{b}", "first": items[a], "second": items[b]}
+                for a in sorted(items) for b in sorted(items) if a != b]
+    if generator_name != "pick_case":
+        return None
+    return [_case_params(case, fields) for case, fields in sorted(args["cases"].items())]
 
 
 def draw(generator_name: str, args: dict[str, Any], student_id: str, question_id: str, attempt: int) -> dict[str, Any]:

@@ -4,6 +4,7 @@ questions' claims checked independently of the code under test."""
 from __future__ import annotations
 
 import math
+import re
 import random
 from collections import Counter
 
@@ -45,7 +46,7 @@ def test_every_drawn_log_probability_is_at_most_zero_over_many_seeds(bank):
 def test_fixed_keys_favour_no_position(bank):
     """Single-choice keys spread over positions (χ² against uniform below the 1% critical value for 3 d.o.f., 11.34),
     and no multi-select key is simply the first k options."""
-    single = [q for q in bank.questions() if q.type == "single" and len(q.options) == 4]
+    single = [q for q in bank.questions() if q.type == "single" and len(q.options) == 4 and not q.is_parametric]
     positions = Counter([o.id for o in q.options].index(q.answer) for q in single)
     expected = len(single) / 4
     chi2 = sum((positions[p] - expected) ** 2 / expected for p in range(4))
@@ -91,23 +92,203 @@ def test_the_review_fixes_are_in_the_bank(bank):
     assert "production" in bank.by_id["stop7.model-and-generation"].prompt
     assert "where the option quotes one" in bank.by_id["stop7.batch-values"].prompt
     assert "whether or not it holds in general" in bank.by_id["stop3.book-summary"].prompt
-    texts = {o.text for o in bank.by_id["stop7.book-vs-trl"].options}
-    assert not any("exactly as the book's comment glosses it" in t for t in texts)
     assert bank.by_id["stop1.dates"].options[[o.id for o in bank.by_id["stop1.dates"].options].index(
         bank.by_id["stop1.dates"].answer)].text == "TRPO 2015, PPO 2017."
 
 
-def test_at_least_sixteen_prediction_questions_with_hints(bank):
-    predictions = [q for q in bank.questions() if ".predict-" in q.id]
-    assert len(predictions) >= 16
-    assert all(q.hint for q in predictions)
-    assert "stop1.why-ppo-frontier" in bank.by_id and "stop8.shared-failure" in bank.by_id
+# ---------------------------------------------------------------- issue 20: claims, levels, cues, discrimination
+
+REMOVED_OR_FIXED = {  # item 5 of issue 20: each stem removed (None) or rewritten (a phrase it must no longer hold)
+    "stop4.transitions": None, "stop4.predict-stale-bad-token": None, "stop6.predict-trapped-ratio": None,
+    "stop7.book-vs-trl": None, "stop7.predict-optimizer-steps": None,
+    "stop3.predict-value-sign": "negates only the first term", "stop4.predict-more-epochs": "from 4 to 10",
+    "stop7.step-hides": "Generating the responses",
+}
+TF_TRUE_SHARE = (0.35, 0.65)
+DRAWS = 200
 
 
-def test_hints_never_restate_the_right_option(bank):
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9_]+", text.lower())
+
+
+def _ngrams(text: str, n: int = 3) -> set[tuple[str, ...]]:
+    w = _words(text)
+    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+
+
+def _keyed(q) -> list:
+    keys = q.answer if isinstance(q.answer, list) else [q.answer]
+    return [o for o in q.options if o.id in keys]
+
+
+def test_every_claim_is_asked_by_two_items_or_a_generator_and_every_stop_has_two_understanding_items(bank):
+    assert 40 <= len(bank.claims()) <= 60, len(bank.claims())
+    for claim in bank.claims():
+        items = bank.items_of(claim.id)
+        assert len(items) >= 2 or any(q.is_parametric for q in items), claim.id
+    for stop in range(1, 9):
+        understand = [q.id for q in bank.questions(stop) if q.level == "understand"]
+        assert len(understand) >= 2, (stop, understand)
+
+
+def test_prediction_items_are_understanding_items_without_a_formula_in_the_stem(bank):
+    """A predict-* id is an understanding item; an understanding stem prints no formula to plug into."""
     for q in bank.questions():
-        if q.hint and q.type in ("single", "multi"):
-            keys = q.answer if isinstance(q.answer, list) else [q.answer]
-            for option in q.options:
-                if option.id in keys:
-                    assert option.text[:40] not in q.hint, q.id
+        if ".predict-" in q.id:
+            assert q.level == "understand", q.id
+        if q.level == "understand":
+            assert not q.is_parametric or q.type == "single", q.id
+            assert not re.search(r"\b(min|max|clip|exp|log)\(|= *[A-Za-zπ]\w* *[−+*/·×]|eq\. 5\.", q.prompt), q.id
+            assert "chapter says" not in q.prompt and "per the chapter" not in q.prompt.lower(), q.id
+
+
+def test_the_stems_issue_20_lists_are_removed_or_rewritten(bank):
+    for qid, phrase in REMOVED_OR_FIXED.items():
+        if phrase is None:
+            assert qid not in bank.by_id, qid
+        else:
+            q = bank.by_id[qid]
+            assert phrase not in q.prompt and all(phrase not in o.text for o in getattr(q, "options", [])), qid
+
+
+def test_the_never_asked_claims_are_asked(bank):
+    texts = " ".join(q.prompt + " " + " ".join(str(v) for v in (q.parametric.args.get("cases", {}) if q.is_parametric else {}).values())
+                     + " " + " ".join(o.text for o in getattr(q, "options", []) or []) for q in bank.questions())
+    for phrase in ("works perfectly", "practical at frontier scale", "randomly sampled", "eq. 5.3", "eq. 5.10–5.12"):
+        assert phrase in texts, phrase
+
+
+def test_single_choice_keys_are_not_the_longest_option_more_than_chance_allows(bank):
+    """Fixed single-choice items: key strictly longest in ≤ mean(1/k) + 10% of them; option lengths within 3×."""
+    fixed = [q for q in bank.questions() if q.type == "single" and not q.is_parametric]
+    longest = 0
+    for q in fixed:
+        lengths = {o.id: len(o.text) for o in q.options}
+        key_len = lengths[q.answer]
+        longest += all(key_len > n for i, n in lengths.items() if i != q.answer)
+        assert max(lengths.values()) <= 3 * min(lengths.values()), (q.id, lengths)
+    chance = sum(1 / len(q.options) for q in fixed) / len(fixed)
+    assert longest / len(fixed) <= chance + 0.10, (longest, len(fixed), chance)
+
+
+def test_multi_select_keys_cannot_be_read_off_option_lengths(bank):
+    for q in (q for q in bank.questions() if q.type == "multi"):
+        k = len(q.answer)
+        by_length = sorted(q.options, key=lambda o: len(o.text))
+        assert {o.id for o in by_length[-k:]} != set(q.answer), (q.id, "the k longest")
+        assert {o.id for o in by_length[:k]} != set(q.answer), (q.id, "the k shortest")
+        keyed = [len(o.text) for o in _keyed(q)]
+        other = [len(o.text) for o in q.options if o.id not in q.answer]
+        assert 0.6 <= (sum(keyed) / len(keyed)) / (sum(other) / len(other)) <= 1.67, q.id
+
+
+def test_no_quotation_marks_or_equation_numbers_mark_options(bank):
+    for q in bank.questions():
+        for o in list(getattr(q, "options", None) or []) + list(getattr(q, "items", None) or []):
+            assert not re.search(r"[\"“”«»]", o.text), (q.id, o.text)
+        if q.type == "ordering":
+            assert not any(re.search(r"eq\. ?5\.|\(5\.\d", o.text) for o in q.items), q.id
+
+
+def test_hints_point_to_a_section_without_naming_the_key(bank):
+    """No hint shares a word 3-gram with the keyed options or the explanation that the prompt and the wrong options lack."""
+    for q in bank.questions():
+        if not q.hint:
+            continue
+        common = _ngrams(q.prompt)
+        keyed_text = q.explanation or ""
+        if q.type in ("single", "multi") and not q.is_parametric:
+            common |= set().union(*(_ngrams(o.text) for o in q.options if o not in _keyed(q)))
+            keyed_text += " " + " ".join(o.text for o in _keyed(q))
+        leaked = (_ngrams(keyed_text) - common) & _ngrams(q.hint)
+        assert not leaked, (q.id, leaked)
+        assert re.search(r"\b(Reread|stop \d|box|paragraph|table|listing)", q.hint), (q.id, q.hint)
+
+
+def test_claim_labels_do_not_state_their_claims(bank):
+    """A claim's label (public, shown in feedback) shares no word 3-gram with any keyed option of its items."""
+    for claim in bank.claims():
+        label = _ngrams(claim.text)
+        for q in bank.items_of(claim.id):
+            if q.type in ("single", "multi") and not q.is_parametric:
+                for o in _keyed(q):
+                    assert not (label & _ngrams(o.text)), (claim.id, q.id, o.text)
+
+
+def test_the_public_bank_has_no_keys_or_explanations(tmp_path):
+    import yaml
+
+    from quiz_bank.export import export_public
+
+    export_public(tmp_path / "quiz_bank")
+    assert not (tmp_path / "quiz_bank" / "keys.py").exists()
+    for path in sorted((tmp_path / "quiz_bank").glob("stop*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for q in data["questions"]:
+            assert "answer" not in q and "explanation" not in q, (path.name, q["id"])
+    assert "CASE_KEYS" not in "".join(p.read_text() for p in (tmp_path / "quiz_bank").glob("*.py"))
+
+
+def _draws(bank, key_names):
+    from quiz_bank import keys
+
+    for q in bank.questions():
+        if q.is_parametric and q.parametric.key in key_names:
+            rows = []
+            for i in range(DRAWS):
+                params = variants.draw(q.parametric.generator, q.parametric.args, f"d{i}", q.id, 1 + i % 3)
+                rows.append((params, keys.compute(q.parametric.key, params)))
+            yield q, rows
+
+
+def _c(x, lo, hi):
+    return min(max(x, lo), hi)
+
+
+# Common wrong answers, computed independently from the stems' formulas (not from keys.py).
+DISTRACTORS = {
+    "clip_objective": {"ignore the clip": lambda p: p["r"] * p["adv"],
+                       "max for min": lambda p: max(p["r"] * p["adv"], _c(p["r"], 1 - p["eps"], 1 + p["eps"]) * p["adv"]),
+                       "wrong sign": lambda p: -min(p["r"] * p["adv"], _c(p["r"], 1 - p["eps"], 1 + p["eps"]) * p["adv"])},
+    "clip_gradient_logp": {"ignore the clip": lambda p: p["r"] * p["adv"], "wrong sign": lambda p: -p["r"] * p["adv"]},
+    "value_loss": {"ignore the clip": lambda p: (p["v"] - p["ret"]) ** 2,
+                   "min for max": lambda p: min((p["v"] - p["ret"]) ** 2,
+                                                (p["v_old"] + _c(p["v"] - p["v_old"], -p["c"], p["c"]) - p["ret"]) ** 2)},
+    "full_objective": {"ignore the clip": lambda p: p["p"] / p["q"] * p["adv"] - 0.1 * (p["v"] - p["v_target"]) ** 2
+                       - 0.01 * sum(x * math.log(x) for x in (p["p"], 1 - p["p"]))},
+    "clipped_ratio": {"ignore the clip": lambda p: math.exp(p["logp_new"] - p["logp_old"])},
+    "kl_last_token_reward": {"sum for mean": lambda p: p["score"] - p["kl_coef"] * sum(a - b for a, b in zip(p["logp"], p["ref_logp"])),
+                             "wrong sign": lambda p: p["score"] + p["kl_coef"] * sum(a - b for a, b in zip(p["logp"], p["ref_logp"])) / len(p["logp"])},
+    "adaptive_kl_value": {"forget the clip on e": lambda p: p["value"] * (1 + (p["kl"] / p["target"] - 1) * p["n_steps"] / p["horizon"]) ** p["n_updates"]},
+}
+
+
+def test_common_wrong_answers_differ_from_the_key_in_most_draws(bank):
+    """Over 200 draws per item, each named distractor lands within the item's tolerance of the key in ≤ 20% of them."""
+    checked = 0
+    for q, rows in _draws(bank, set(DISTRACTORS)):
+        for name, wrong in DISTRACTORS[q.parametric.key].items():
+            hits = sum(abs(wrong(p) - key) <= max(q.tolerance.abs, q.tolerance.rel * abs(key)) for p, key in rows)
+            assert hits <= 0.20 * len(rows), (q.id, name, hits)
+        checked += 1
+    assert checked >= 10
+
+
+def test_true_is_the_key_in_35_to_65_percent_of_draws_of_every_true_false_generator(bank):
+    from quiz_bank import keys
+
+    tf_keys = {q.parametric.key for q in bank.questions() if q.is_parametric and q.type == "true_false"}
+    for q, rows in _draws(bank, tf_keys):
+        share = sum(key is True for _, key in rows) / len(rows)
+        assert TF_TRUE_SHARE[0] <= share <= TF_TRUE_SHARE[1], (q.id, share)
+    assert keys  # imported for the draws
+
+
+def test_the_log_space_ratio_rejects_the_unstable_quotient(bank, checker):
+    """exp(a)/exp(b) equals exp(a − b) numerically but is the form eq. 5.20 avoids: a structural rejection."""
+    q = bank.by_id["stop6.log-space-ratio"]
+    for unstable in ("exp(a)/exp(b)", "exp(a) * exp(-b)", "2*exp(a)/exp(b)/2"):
+        assert not check(render(q, "s", 1), unstable, checker).correct, unstable
+    for stable in ("exp(a - b)", "exp(-(b - a))", "1/exp(b - a)"):
+        assert check(render(q, "s", 1), stable, checker).correct, stable

@@ -54,6 +54,66 @@ def _lclip(r, a, eps):
     return min(r * a, _clip(r, 1 - eps, 1 + eps) * a)
 
 
+def _case_truth(p):
+    """Independent copy of the drawn cases' keys, transcribed from the chapter (not from keys.py)."""
+    return CASE_ORACLE[p["case"]]
+
+
+def _eq59_case(p):
+    flows = (p["adv"] > 0 and p["r"] < 1 + p["eps"]) or (p["adv"] < 0 and p["r"] > 1 - p["eps"])
+    if p["adv"] > 0:
+        return "push-up" if flows else "up-enough"
+    return "push-down" if flows else "down-enough"
+
+
+T, F = True, False
+CASE_ORACLE = {
+    # Big picture: "A single unlucky batch can push the policy into a region where it generates garbage;
+    # ... the next gradient makes things worse; the collapse is unrecoverable." Flaw: no step-size constraint.
+    "collapse/1": T, "collapse/2": F, "collapse/3": T, "collapse/4": F,
+    # Stop 1: "It works perfectly — but requires expensive second-order optimization"; "painful to distribute".
+    "trpo/1": T, "trpo/2": F, "trpo/3": T, "trpo/4": F, "trpo/5": T, "trpo/6": F,
+    # "PPO (2017) achieves similar stability with a simple first-order clipped objective: 10× simpler ... almost as well".
+    "trade/1": T, "trade/2": F, "trade/3": T, "trade/4": T, "trade/5": F, "trade/6": F,
+    # Stop 2: good action capped at 1 + ε; bad action rÂ improves as r falls, capped at 1 − ε.
+    "caps/1": T, "caps/2": F, "caps/3": T, "caps/4": F, "caps/5": T, "caps/6": F,
+    # §5.4.6: data reuse across epochs; keeps weights from going extreme; more conservative; first-order only.
+    "summary/1": T, "summary/2": F, "summary/3": T, "summary/4": F,
+    # Six steps: (1) J(θ) 5.3, (2) PG theorem 5.4, (3) IS 5.5–5.7, (4) explode, (5) clip 5.8–5.9, (6) combine 5.10–5.12.
+    "deriv/1": "step1", "deriv/2": "step6", "deriv/3": "step2", "deriv/4": "step3", "deriv/5": "step4", "deriv/6": "step5",
+    # Collect (generate, store) → train (GAE + K epochs, r drifts) → purge (wipe).
+    "phase/1": "collect", "phase/2": "train", "phase/3": "purge", "phase/4": "collect", "phase/5": "train", "phase/6": "purge",
+    # Rollout: one batch, few epochs, discarded, PPO/GRPO. Replay: DQN/SAC, millions, indefinitely, randomly sampled.
+    "kind/1": "rollout", "kind/2": "replay", "kind/3": "replay", "kind/4": "rollout", "kind/5": "replay", "kind/6": "rollout",
+    # "generation is 60–70% of wall-clock"; "Continuous purging is why PPO needs continuous generation".
+    "gen/1": T, "gen/2": F, "gen/3": T, "gen/4": F,
+    # Eq. 5.13: (s_t, a_t, log π_θold, r_t, V(s_t)).
+    "contents/1": T, "contents/2": F, "contents/3": T, "contents/4": F,
+    # Fig. 5.1: generate → score → KL → final reward → GAE → clipped update.
+    "next/1": "score", "next/2": "kl", "next/3": "final-reward", "next/4": "gae", "next/5": "update",
+    # Tokenization box.
+    "tok/1": T, "tok/2": F, "tok/3": T, "tok/4": F, "tok/5": T, "tok/6": F,
+    # Walkthrough: KL vs frozen reference; 4 epochs; mini-batches of 16; whitened (not scaled to [0, 1]).
+    "walk/1": T, "walk/2": F, "walk/3": T, "walk/4": F,
+    # Table 5.1: r = 1.0 by identity at start; drifts (1.06, 0.94); resets to 1.0 next cycle.
+    "life/1": "one", "life/2": "drifts", "life/3": "one",
+    # Two parameter states: same topology; θ_old frozen; only the live policy re-evaluated.
+    "nets/1": T, "nets/2": F, "nets/3": T, "nets/4": F,
+    # The listing: cliprange 0.2, cliprange_value 0.2, vf_coef 0.1, init_kl_coef 0.05, max_grad_norm 1.0, lam 0.95, gamma 1.0.
+    "cfg/1": "v02", "cfg/2": "v02", "cfg/3": "v01", "cfg/4": "v005", "cfg/5": "v10", "cfg/6": "v095", "cfg/7": "v10",
+    # "cliprange 0.2 is stop 2, vf_coef 0.1 is stop 3, ppo_epochs 4 ... stop 4, init_kl_coef ... stop 5, max_grad_norm ...".
+    "map/1": "stop2", "map/2": "stop3", "map/3": "stop4", "map/4": "stop5", "map/5": "walkthrough",
+    # Loop: temperature 0.7, top-p 0.9; LoRA r = 64, α = 16, q/k/v/o; generate → score → step.
+    "loop/1": T, "loop/2": F, "loop/3": T, "loop/4": F, "loop/5": T, "loop/6": F,
+    # Danger table, effect column.
+    "danger/1": "no-learning", "danger/2": "instability", "danger/3": "reward-hacking", "danger/4": "stuck-sft",
+    "danger/5": "overfits", "danger/6": "wastes", "danger/7": "forgetting",
+    # Danger table, typical column.
+    "typical/1": "v02", "typical/2": "v001-01", "typical/3": "v4-8", "typical/4": "v4", "typical/5": "v64-256", "typical/6": "v07-10",
+    # Closing paragraph.
+    "dial/1": T, "dial/2": F, "dial/3": T, "dial/4": F,
+}
+
 ORACLES = {
     "trpo_kl": lambda p: sum(o * math.log(o / n) for o, n in zip(p["old"], p["new"])),
     "trpo_inside": lambda p: sum(o * math.log(o / n) for o, n in zip(p["old"], p["new"])) <= p["delta"],
@@ -92,6 +152,9 @@ ORACLES = {
     "adaptive_kl_value": _kl_controller,
     "adaptive_kl_increases": lambda p: _kl_controller(p) > p["value"],
     "approx_kl": lambda p: 0.5 * sum((a - b) ** 2 for a, b in zip(p["logp"], p["ref_logp"])) / len(p["logp"]),
+    "case_answer": _case_truth,
+    "clip_case_label": _eq59_case,
+    "prob_ratio": lambda p: p["p"] / p["q"],
     "clipfrac": lambda p: sum(
         a * _clip(r, 1 - p["eps"], 1 + p["eps"]) < a * r for r, a in zip(p["ratios"], p["advantages"])
     ) / len(p["ratios"]),
@@ -111,13 +174,26 @@ def test_parametric_keys_match_independent_formulas(bank):
             variant = render(q, student, 1)
             got = keys.compute(q.parametric.key, variant.params)
             want = ORACLES[q.parametric.key](variant.params)
-            if isinstance(want, bool):
-                assert got is want, (q.id, variant.params)
+            if isinstance(want, (bool, str)):
+                assert got == want and type(got) is type(want), (q.id, variant.params)
             else:
                 # float64 reference vs float oracle: agreement far inside every question's tolerance.
                 assert got == pytest.approx(want, rel=1e-9, abs=1e-9), (q.id, variant.params)
             checked += 1
     assert checked >= 35 * len(STUDENTS)
+
+
+def test_every_drawable_case_has_an_independent_key(bank):
+    """Every case of every pick_case item is in the oracle, and keys.py agrees with it on each (not just on draws)."""
+    from quiz_bank import variants
+
+    seen = set()
+    for q in bank.questions():
+        if q.is_parametric and q.parametric.generator == "pick_case":
+            for params in variants.enumerate_cases("pick_case", q.parametric.args):
+                seen.add(params["case"])
+                assert keys.compute(q.parametric.key, params) == CASE_ORACLE[params["case"]], (q.id, params["case"])
+    assert seen == set(CASE_ORACLE)
 
 
 @pytest.mark.parametrize(
