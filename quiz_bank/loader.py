@@ -225,7 +225,10 @@ def _claim_errors(bank: Bank) -> list[BankError]:
             if len(items) < MIN_ITEMS_PER_CLAIM and not any(q.is_parametric for q in items):
                 errors.append(BankError(file, None, None, f"claim {claim.id} is asked by {len(items)} item(s); "
                                         f"it needs at least {MIN_ITEMS_PER_CLAIM}, or one parametric item"))
-        understand = sum(q.level == "understand" for q in stop_file.questions)
+        from quiz_bank.derived import SUFFIXES
+
+        # Derived items repeat their source's scenario: only written items count here.
+        understand = sum(q.level == "understand" and not q.id.endswith(SUFFIXES) for q in stop_file.questions)
         if understand < MIN_UNDERSTAND_PER_STOP:
             errors.append(BankError(file, None, None, f"only {understand} understanding item(s); each stop needs "
                                     f"at least {MIN_UNDERSTAND_PER_STOP}"))

@@ -44,17 +44,25 @@ def _is_exp_call(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exp"
 
 
+def _factors(node: ast.AST, inverted: bool = False) -> list[tuple[ast.AST, bool]]:
+    """The factors of a product/quotient chain, each with whether it divides."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        return _factors(node.left, inverted) + _factors(node.right, inverted ^ isinstance(node.op, ast.Div))
+    return [(node, inverted)]
+
+
 def unstable_exp_ratio(tree: ast.AST) -> bool:
-    """True when ``tree`` divides (or multiplies) two exponentials, e.g. ``exp(a)/exp(b)``.
+    """True when ``tree`` divides (or multiplies) two exponentials, e.g. ``exp(a)/exp(b)``, ``2*exp(a)/exp(b)``.
 
     Mathematically equal to ``exp(a - b)``, but the form eq. 5.20 exists to avoid: for
     log-probabilities of a long response both exponentials underflow (float32: exp(−120)
     is 0) and the quotient is 0/0 = NaN (Book §5.7.1–5.7.5, p. 146–148). A structural
-    test on the parsed tree, independent of numeric equivalence.
+    test on the parsed tree (any product/quotient chain with two or more ``exp`` factors),
+    independent of numeric equivalence.
     """
     for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Mult)):
-            if _is_exp_call(node.left) and _is_exp_call(node.right):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+            if sum(_is_exp_call(f) for f, _ in _factors(node)) >= 2:
                 return True
     return False
 

@@ -242,14 +242,22 @@ def _gaussian_action(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]
 
 @generator("adaptive_kl")
 def _adaptive_kl(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
-    """Adaptive-KL controller state (value, target, horizon) and one batch's KL and size."""
+    """Adaptive-KL controller state (value, target, horizon) and one batch's KL and size.
+
+    The KL is above the target in half the draws and below it in the other half; it lies
+    within ±20% of the target (where the controller's clip on e does not bind) in 15% of
+    the draws, so an answer that forgets that clip differs from the key in most draws.
+    """
     target = rng.choice(args.get("target_choices", [4.0, 6.0, 8.0]))
-    kl = rng.choice([x for x in _grid(1.0, 12.0, 0.5) if x != target])
+    above = rng.random() < 0.5
+    inside = rng.random() < 1 - BINDING_SHARE
+    grid = [x for x in _grid(1.0, 14.0, 0.5) if (x > target) == above and x != target
+            and (abs(x / target - 1) < 0.2) == inside]
     return {
         "value": rng.choice([0.02, 0.05, 0.1]),
         "target": target,
         "horizon": rng.choice([1000, 2000, 10000]),
-        "kl": kl,
+        "kl": rng.choice(grid),
         "n_steps": rng.choice([64, 128, 256]),
         "n_updates": args.get("n_updates", 1),
     }
@@ -296,7 +304,9 @@ def _trpo_step(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
         move = min(shift, round(new[j] - 0.05, 4))
         new[i], new[j] = round(new[i] + move, 4), round(new[j] - move, 4)
         kl = sum(o * math.log(o / n) for o, n in zip(old, new))
-        deltas = [d for d in (0.005, 0.01, 0.02, 0.05) if abs(kl - d) >= 0.25 * d]
+        inside = rng.random() < 0.5  # the step is inside the trust region in half the draws
+        deltas = [d for d in (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
+                  if abs(kl - d) >= 0.25 * d and (kl <= d) == inside]
         if deltas:
             return {"old": old, "new": new, "delta": rng.choice(deltas)}
 

@@ -19,10 +19,10 @@ def test_every_stop_has_at_least_8_questions(bank):
     assert all(n >= 8 for n in counts.values()), counts
 
 
-def test_at_least_a_third_is_parametric(bank):
+def test_at_least_60_percent_is_parametric_or_derived(bank):
     questions = bank.questions()
     n_parametric = sum(q.is_parametric for q in questions)
-    assert 3 * n_parametric >= len(questions), f"{n_parametric}/{len(questions)}"
+    assert n_parametric >= 0.6 * len(questions), f"{n_parametric}/{len(questions)}"
 
 
 def test_ids_name_their_stop_and_are_unique(bank):
@@ -56,7 +56,6 @@ def test_chapter_numbers_are_quoted_exactly(bank):
     """Spot checks of keys against numbers read off the chapter text (Book §5.2–§5.9)."""
     by_id = bank.by_id
     assert by_id["stop2.epsilon"].answer == 0.2  # "ε = 0.2"
-    assert by_id["stop4.transitions"].answer == 128 * 512  # "128 × 512 ... up to 65K"
     assert by_id["stop7.learning-rate"].answer == 1.5e-6  # "learning_rate=1.5e-6"
     assert by_id["stop3.full-objective-symbolic"].answer.replace(" ", "") == "Lclip-0.1*(V-Vt)**2+0.01*H"
     assert by_id["stop5.final-reward"].answer.replace(" ", "") == "rRM-0.05*KL"
@@ -67,3 +66,18 @@ def test_chapter_numbers_are_quoted_exactly(bank):
 
 def test_validate_bank_returns_no_errors(bank):
     assert validate_bank(bank.directory, check_keys=False)[1] == []
+
+
+def test_the_audit_table_of_claims_and_items_is_generated_from_the_bank(bank):
+    """docs/quiz_audit.md's claims table equals what tools/quiz_claims_table.py builds (rerun it after editing the bank)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "quiz_claims_table.py"
+    spec = importlib.util.spec_from_file_location("quiz_claims_table", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    text = tool.DOC.read_text(encoding="utf-8")
+    assert tool.with_table(text, tool.claims_table(bank)) == text
+    # The counts in the table are the bank's own (independent recount of one column).
+    assert f"| all | {len(bank.claims())} | {len(bank.questions())} |" in text

@@ -7,6 +7,7 @@ prompt states), in plain floats, without torch or ppo_reference.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -64,6 +65,34 @@ def _eq59_case(p):
     if p["adv"] > 0:
         return "push-up" if flows else "up-enough"
     return "push-down" if flows else "down-enough"
+
+
+def _yaml_answer(question_id):
+    """The source question's answer read straight from its YAML file (derived items)."""
+    import functools  # noqa: F401 - plain read each time: the oracle shares nothing with keys.py
+
+    import yaml
+
+    import quiz_bank
+
+    path = Path(quiz_bank.__file__).parent / f"stop{question_id[4]}.yaml"
+    return next(q for q in yaml.safe_load(path.read_text(encoding="utf-8"))["questions"] if q["id"] == question_id)["answer"]
+
+
+def _multi_option(p):
+    qid, option = p["case"].split("#")
+    return option in _yaml_answer(qid)
+
+
+def _ordering_pair(p):
+    qid, first, second = p["case"].split("|")
+    order = _yaml_answer(qid)
+    return order.index(first) < order.index(second)
+
+
+def _single_option(p):
+    qid, option, polarity = p["case"].split("|")
+    return (option == _yaml_answer(qid)) is (polarity == "is")
 
 
 T, F = True, False
@@ -153,6 +182,9 @@ ORACLES = {
     "adaptive_kl_increases": lambda p: _kl_controller(p) > p["value"],
     "approx_kl": lambda p: 0.5 * sum((a - b) ** 2 for a, b in zip(p["logp"], p["ref_logp"])) / len(p["logp"]),
     "case_answer": _case_truth,
+    "multi_option": _multi_option,
+    "ordering_pair": _ordering_pair,
+    "single_option": _single_option,
     "clip_case_label": _eq59_case,
     "prob_ratio": lambda p: p["p"] / p["q"],
     "clipfrac": lambda p: sum(
@@ -189,7 +221,7 @@ def test_every_drawable_case_has_an_independent_key(bank):
 
     seen = set()
     for q in bank.questions():
-        if q.is_parametric and q.parametric.generator == "pick_case":
+        if q.is_parametric and q.parametric.key == "case_answer":
             for params in variants.enumerate_cases("pick_case", q.parametric.args):
                 seen.add(params["case"])
                 assert keys.compute(q.parametric.key, params) == CASE_ORACLE[params["case"]], (q.id, params["case"])

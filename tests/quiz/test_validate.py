@@ -42,8 +42,9 @@ def test_bad_answer_reports_file_line_and_id(bank_copy, run_cli):
 def test_bad_field_reports_the_line_of_the_field(bank_copy, run_cli):
     path = bank_copy / "stop5.yaml"
     original = path.read_text()
-    path.write_text(original.replace('source: {section: "§5.6", page: "p. 146"}', 'source: {section: "§5.6", page: "page 146"}', 1))
-    line = _line_of(path, 'page: "page 146"', "id: stop5.")
+    cut = original.index("  - id: stop5.tokenization-pitfalls")
+    path.write_text(original[:cut] + original[cut:].replace('source: {section: "§5.6", page: "p. 146"}', 'source: {section: "§5.6", page: "page 146"}', 1))
+    line = _line_of(path, 'page: "page 146"', "id: stop5.tokenization-pitfalls")
     code, _, err = run_cli(["quiz", "validate", "--bank", bank_copy])
     assert code == 1
     assert f"stop5.yaml:{line}: [stop5.tokenization-pitfalls] source.page" in err
@@ -62,7 +63,7 @@ def test_yaml_syntax_error_reports_line(bank_copy):
 def test_duplicate_id_wrong_stop_unknown_generator_and_too_few_questions(bank_copy):
     path = bank_copy / "stop2.yaml"
     text = path.read_text()
-    text = text.replace("id: stop2.pessimistic-min", "id: stop2.ratio-definition", 1)
+    text = text.replace("  - id: stop2.pessimistic-min\n", "  - id: stop2.ratio-definition\n", 1)
     path.write_text(text)
     path4 = bank_copy / "stop4.yaml"
     path4.write_text(path4.read_text().replace("generator: minibatches, key: minibatch_updates", "generator: nonesuch, key: minibatch_updates"))
@@ -90,3 +91,38 @@ def test_unknown_key_function_is_reported_when_keys_are_checked(bank_copy):
     path.write_text(path.read_text().replace("generator: gaussian_action, key: gaussian_ratio", "generator: gaussian_action, key: no_such_key"))
     _, errors = validate_bank(bank_copy, check_keys=True)
     assert [e.question_id for e in errors] == ["stop6.gaussian-ratio"] and "unknown key function" in errors[0].message
+
+
+def test_claim_rules_are_enforced(bank_copy):
+    """An undeclared claim, a claim asked once by a fixed item, a stop with < 2 understanding items (issue 20)."""
+    p1 = bank_copy / "stop1.yaml"
+    text = p1.read_text()
+    text = text.replace("    claim: stop1.big-picture\n    level: recall\n    type: single", "    claim: stop1.nonesuch\n    level: recall\n    type: single", 1)
+    p1.write_text(text)
+    p8 = bank_copy / "stop8.yaml"
+    p8.write_text(p8.read_text().replace("level: understand", "level: recall"))
+    p5 = bank_copy / "stop5.yaml"
+    text5 = p5.read_text()
+    # A new claim asked by one fixed item only (stop5.payoff-arithmetic, a true/false item with no derived twin).
+    text5 = text5.replace("questions:\n", '  - {id: stop5.lonely, text: "A claim asked once", source: {section: "§5.6", page: "p. 146"}}\nquestions:\n', 1)
+    text5 = text5.replace("  - id: stop5.payoff-arithmetic\n    claim: stop5.payoff", "  - id: stop5.payoff-arithmetic\n    claim: stop5.lonely", 1)
+    p5.write_text(text5)
+    _, errors = validate_bank(bank_copy, check_keys=False)
+    messages = [str(e) for e in errors]
+    assert any(m.startswith("stop1.yaml") and "stop1.frontier-scale → stop1.nonesuch" in m for m in messages), messages
+    assert any(m.startswith("stop8.yaml") and "only 0 understanding item(s)" in m for m in messages), messages
+    assert any(m.startswith("stop5.yaml") and "claim stop5.lonely is asked by 1 item(s)" in m for m in messages), messages
+
+
+def test_every_case_of_a_drawn_item_is_checked(bank_copy):
+    """A pick_case item whose case lacks a prompt field, or whose key is not an option, is reported (all cases, not a probe)."""
+    p = bank_copy / "stop8.yaml"
+    text = p.read_text()
+    text = text.replace('danger/7: {dial: "learning_rate", direction: "too high"}', 'danger/7: {dial: "learning_rate"}')
+    p.write_text(text)
+    _, errors = validate_bank(bank_copy, check_keys=False)
+    assert any(e.question_id == "stop8.danger-effect" and "direction" in e.message for e in errors), [str(e) for e in errors]
+    p.write_text(text.replace('danger/7: {dial: "learning_rate"}', 'danger/7: {dial: "learning_rate", direction: "too high"}')
+                 .replace("      - {id: forgetting, text: \"Catastrophic forgetting\"}\n", ""))
+    _, errors = validate_bank(bank_copy, check_keys=True)
+    assert any(e.question_id == "stop8.danger-effect" and "not a single answer" in e.message for e in errors), [str(e) for e in errors]
