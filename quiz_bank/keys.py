@@ -389,7 +389,7 @@ CASE_KEYS: dict[str, Any] = {
     "next": ("score", "kl", "final-reward", "gae", "update"),
     "tok": "TFTFTF",             # tokenization pitfalls box
     "walk": "TFTF",              # the 70B walkthrough
-    "life": ("one", "drifts", "one"),
+    "life": ("one", "drifts", "one", "drifts"),
     "nets": "TFTF",              # two parameter states
     "cfg": ("v02", "v02", "v01", "v005", "v10", "v095", "v10"),
     "map": ("stop2", "stop3", "stop4", "stop5", "walkthrough"),

@@ -41,6 +41,9 @@ class Verdict:
 
 
 def _is_exp_call(node: ast.AST) -> bool:
+    """``exp(...)`` or a power of it (``exp(b)**-1``)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        return _is_exp_call(node.left)
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "exp"
 
 

@@ -125,7 +125,7 @@ CASE_ORACLE = {
     # Walkthrough: KL vs frozen reference; 4 epochs; mini-batches of 16; whitened (not scaled to [0, 1]).
     "walk/1": T, "walk/2": F, "walk/3": T, "walk/4": F,
     # Table 5.1: r = 1.0 by identity at start; drifts (1.06, 0.94); resets to 1.0 next cycle.
-    "life/1": "one", "life/2": "drifts", "life/3": "one",
+    "life/1": "one", "life/2": "drifts", "life/3": "one", "life/4": "drifts",
     # Two parameter states: same topology; θ_old frozen; only the live policy re-evaluated.
     "nets/1": T, "nets/2": F, "nets/3": T, "nets/4": F,
     # The listing: cliprange 0.2, cliprange_value 0.2, vf_coef 0.1, init_kl_coef 0.05, max_grad_norm 1.0, lam 0.95, gamma 1.0.
