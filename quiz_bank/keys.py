@@ -397,6 +397,10 @@ CASE_KEYS: dict[str, Any] = {
     "danger": ("no-learning", "instability", "reward-hacking", "stuck-sft", "overfits", "wastes", "forgetting"),
     "typical": ("v02", "v001-01", "v4-8", "v4", "v64-256", "v07-10"),
     "dial": "TFTF",
+    "soft": "TFTFTF",            # stop 2: ±20% per step; incentive, not ability; soft wall
+    "tension": "TFTF",           # stop 8: one point inside the band; middle of the range
+    "payoff": "TFTF",            # stop 5 payoff line (what it says, not whether it adds up)
+    "store": "TFTF",             # stop 6: one forward pass per mini-batch, significant at 70B
 }
 
 

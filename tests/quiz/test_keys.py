@@ -141,6 +141,14 @@ CASE_ORACLE = {
     "typical/1": "v02", "typical/2": "v001-01", "typical/3": "v4-8", "typical/4": "v4", "typical/5": "v64-256", "typical/6": "v07-10",
     # Closing paragraph.
     "dial/1": T, "dial/2": F, "dial/3": T, "dial/4": F,
+    # Stop 2: "at most ±20% per update step (ε = 0.2)"; "removes the incentive to move, not the ability — a soft wall".
+    "soft/1": T, "soft/2": F, "soft/3": T, "soft/4": F, "soft/5": T, "soft/6": F,
+    # Stop 8 tensions: "one point inside the typical band"; 0.05 "sits in the middle of the 0.01–0.1 range".
+    "tension/1": T, "tension/2": F, "tension/3": T, "tension/4": F,
+    # Payoff line: "~0.005 win-rate per step"; "thousands of small, safe steps".
+    "payoff/1": T, "payoff/2": F, "payoff/3": T, "payoff/4": F,
+    # Stop 6: "saving one full forward pass per mini-batch, which is significant for a 70B model".
+    "store/1": T, "store/2": F, "store/3": T, "store/4": F,
 }
 
 ORACLES = {
