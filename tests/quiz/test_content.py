@@ -297,16 +297,21 @@ def test_common_wrong_answers_differ_from_the_key_in_most_draws(bank):
 def test_true_is_the_key_in_35_to_65_percent_of_draws_of_every_true_false_generator(bank):
     from quiz_bank import keys
 
-    tf_keys = {q.parametric.key for q in bank.questions() if q.is_parametric and q.type == "true_false"}
-    bad = []
-    for q, rows in _draws(bank, tf_keys):
-        if q.type != "true_false":
+    bad, drawn = [], set()
+    for q in bank.questions():
+        if not (q.is_parametric and q.type == "true_false"):
             continue
         cases = variants.enumerate_cases(q.parametric.generator, q.parametric.args)
         if cases:  # a uniform draw over finitely many cases: the exact share
             share = sum(keys.compute(q.parametric.key, c) is True for c in cases) / len(cases)
+            if not TF_TRUE_SHARE[0] <= share <= TF_TRUE_SHARE[1]:
+                bad.append((q.id, share))
         else:
-            share = sum(key is True for _, key in rows) / len(rows)
+            drawn.add(q.parametric.key)
+    for q, rows in _draws(bank, drawn):
+        if q.type != "true_false":
+            continue
+        share = sum(key is True for _, key in rows) / len(rows)
         if not TF_TRUE_SHARE[0] <= share <= TF_TRUE_SHARE[1]:
             bad.append((q.id, share))
     assert not bad, bad
