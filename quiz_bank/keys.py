@@ -419,14 +419,19 @@ def case_answer(p: dict[str, Any]) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _source_answer(question_id: str) -> tuple:
-    """The fixed answer of a source question of the instructor bank (derived items, quiz_bank.derived)."""
+def _stop_answers(stop: str) -> dict[str, Any]:
+    """Question id → fixed answer of one stop file of the instructor bank (read once per process)."""
     import yaml
 
     from quiz_bank.loader import BANK_DIR
 
-    data = yaml.safe_load((BANK_DIR / f"stop{question_id[4]}.yaml").read_text(encoding="utf-8"))
-    answer = next(q for q in data["questions"] if q["id"] == question_id)["answer"]
+    data = yaml.load((BANK_DIR / f"stop{stop}.yaml").read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return {q["id"]: q.get("answer") for q in data["questions"]}
+
+
+def _source_answer(question_id: str) -> tuple:
+    """The fixed answer of a source question (derived items, quiz_bank.derived), as a tuple."""
+    answer = _stop_answers(question_id[4])[question_id]
     return tuple(answer) if isinstance(answer, list) else (answer,)
 
 

@@ -6,6 +6,7 @@ prompt states), in plain floats, without torch or ppo_reference.
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -67,16 +68,19 @@ def _eq59_case(p):
     return "push-down" if flows else "down-enough"
 
 
-def _yaml_answer(question_id):
-    """The source question's answer read straight from its YAML file (derived items)."""
-    import functools  # noqa: F401 - plain read each time: the oracle shares nothing with keys.py
-
+@functools.lru_cache(maxsize=None)
+def _yaml_questions(stop: str) -> list:
     import yaml
 
     import quiz_bank
 
-    path = Path(quiz_bank.__file__).parent / f"stop{question_id[4]}.yaml"
-    return next(q for q in yaml.safe_load(path.read_text(encoding="utf-8"))["questions"] if q["id"] == question_id)["answer"]
+    path = Path(quiz_bank.__file__).parent / f"stop{stop}.yaml"
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["questions"]
+
+
+def _yaml_answer(question_id):
+    """The source question's answer read straight from its YAML file (derived items; shares no code with keys.py)."""
+    return next(q for q in _yaml_questions(question_id[4]) if q["id"] == question_id)["answer"]
 
 
 def _multi_option(p):
