@@ -243,8 +243,8 @@ def _feedback(question, status: str, detail: str = "") -> str:
         return f"Could not read your answer: {detail}. Nothing was marked wrong; answer again. ({cite})"
     if status == "undecided":
         return f"Your expression could not be checked: {detail}. Try a simpler equivalent form. ({cite})"
-    explanation = question.explanation or "See the chapter."
-    return f"Not right. {explanation} ({cite})"
+    # Never the explanation here: it states the key (issue 20 item 6). It is shown once the stop is passed.
+    return f"Not right. Reread {cite}."
 
 
 def check(variant: Variant, response: Any, checker=None) -> Outcome:
@@ -329,9 +329,18 @@ def answer_key(bank: Bank, student_id: str, attempt: int = 1) -> dict[str, Any]:
     return {"student_id": student_id, "attempt": attempt, "answers": answers}
 
 
+def _refused(bank: Bank, student_id: str, problem: str, require_exercises, results) -> "Report":
+    """A report scoring every question 0 with ``problem`` as the reason (a file that may not be graded)."""
+    stops = {stop: [Outcome(q.id, "unanswered", f"Not graded: {problem}.", None, 1) for q in bank.questions(stop)]
+             for stop in sorted(bank.stops)}
+    required = load_policy(bank).require_exercises if require_exercises is None else require_exercises
+    return Report(student_id=student_id, stops=stops, exercises_required=required, problem=problem,
+                  exercises=exercises_from_results(results) if results is not None else None)
+
+
 @dataclass
 class Report:
-    """A graded student: per-stop results, unknown ids and the completion verdict."""
+    """A graded student: per-stop results, unknown ids and the completion verdict (``problem``: why it scored 0)."""
 
     student_id: str
     stops: dict[int, list[Outcome]]
@@ -339,9 +348,13 @@ class Report:
     exercises: dict[str, Any] | None = None
     exercises_required: bool = False
     attempts: list[int] = field(default_factory=list)
+    problem: str | None = None
+    kept_passed: set[int] = field(default_factory=set)
 
     def stop_passed(self, stop: int) -> bool:
-        """The 100% rule: every question of the stop is correct."""
+        """The 100% rule: every question of the stop is correct (or the stop was passed before: never lowered)."""
+        if stop in self.kept_passed:
+            return True
         outcomes = self.stops.get(stop, [])
         return bool(outcomes) and all(o.correct for o in outcomes)
 
@@ -367,6 +380,7 @@ class Report:
                 "score": sum(o.correct for o in outcomes),
                 "max_score": len(outcomes),
                 "passed": self.stop_passed(stop),
+                "passed_before": stop in self.kept_passed,
                 "questions": [
                     {"id": o.question_id, "status": o.status, "correct": o.correct, "attempt": o.attempt, "feedback": o.feedback}
                     for o in outcomes
@@ -382,6 +396,8 @@ class Report:
             "stops": stops,
             "unknown_question_ids": self.unknown_question_ids,
         }
+        if self.problem is not None:
+            out["problem"] = self.problem
         if self.exercises is not None or self.exercises_required:
             out["exercises"] = self.exercises or {"full_marks": False, "detail": "no results.json given"}
             out["exercises_required"] = self.exercises_required
@@ -417,11 +433,19 @@ def grade(
     checker=None,
     results: Path | str | None = None,
     require_exercises: bool | None = None,
+    submitter: str | None = None,
+    attempt: int | None = None,
 ) -> Report:
     """Grade one student's responses files against the keys (the 100% rule).
 
     When several files are given (attempts), each question is judged on its
-    answer from the highest attempt that answered it. Unknown question ids are
+    answer from the highest attempt that answered it.
+
+    Bound to its student (issue 20 item 6): with ``submitter`` (who handed the
+    file in, as the grader knows them) a file naming another student scores 0
+    with the reason; with ``attempt`` (the count the grader keeps) every
+    variant is drawn for that attempt, whatever the file says, and a file
+    answered for another attempt scores 0 with the reason. Unknown question ids are
     collected in ``Report.unknown_question_ids`` (reported, never ignored
     silently); unanswered questions are ``unanswered`` and fail their stop.
 
@@ -436,6 +460,17 @@ def grade(
     if len(students) != 1:
         raise ValueError(f"grade: responses of several students given together: {sorted(students)}")
     student_id = students.pop()
+    problem = None
+    if submitter is not None and student_id != submitter:
+        problem = (f"this responses file is {student_id!r}'s, but it was handed in by {submitter!r}: "
+                   "a file counts only for the student who answered it")
+    elif attempt is not None and any(r.attempt != attempt or any(n != attempt for n in r.attempts.values())
+                                     for r in responses):
+        declared = sorted({r.attempt for r in responses} | {n for r in responses for n in r.attempts.values()})
+        problem = (f"this file answers attempt(s) {declared}, but this submission is graded as attempt {attempt}: "
+                   f"run `ppo-course quiz take --attempt {attempt}` and hand in the file it writes")
+    if problem is not None:
+        return _refused(bank, submitter or student_id, problem, require_exercises, results)
     latest: dict[str, tuple[int, Any]] = {}
     unknown: set[str] = set()
     for r in responses:
@@ -457,8 +492,8 @@ def grade(
         for stop in sorted(bank.stops):
             outcomes = []
             for q in bank.questions(stop):
-                attempt, answer = latest.get(q.id, (max((r.attempt_of(q.id) for r in responses), default=1), None))
-                outcomes.append(check(render(q, student_id, attempt), answer, checker))
+                n, answer = latest.get(q.id, (max((r.attempt_of(q.id) for r in responses), default=1), None))
+                outcomes.append(check(render(q, student_id, n if attempt is None else attempt), answer, checker))
             stops[stop] = outcomes
     finally:
         if own_checker is not None:
