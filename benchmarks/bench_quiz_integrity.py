@@ -77,6 +77,7 @@ class ChapterIndex:
         n = len(docs)
         df = Counter(w for d in docs for w in d)
         self.idf = {w: math.log((1 + n) / (1 + c)) + 1.0 for w, c in df.items()}
+        self.unseen_idf = math.log(1 + n) + 1.0  # a word the chapter never uses: rarest of all
         self.vectors = [self._vector(d) for d in docs]
 
     @staticmethod
@@ -85,7 +86,7 @@ class ChapterIndex:
         return [w.lower() for w in _WORD.findall(text)]
 
     def _vector(self, counts: Counter) -> dict[str, float]:
-        vec = {w: c * self.idf.get(w, 0.0) for w, c in counts.items()}
+        vec = {w: c * self.idf.get(w, self.unseen_idf) for w, c in counts.items()}
         norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
         return {w: v / norm for w, v in vec.items()}
 

@@ -478,9 +478,9 @@ def grade(
             if qid not in bank.by_id:
                 unknown.add(qid)
                 continue
-            attempt = r.attempt_of(qid)
-            if qid not in latest or attempt >= latest[qid][0]:
-                latest[qid] = (attempt, answer)
+            answered_at = r.attempt_of(qid)
+            if qid not in latest or answered_at >= latest[qid][0]:
+                latest[qid] = (answered_at, answer)
     unknown |= {qid for r in responses for qid in r.attempts if qid not in bank.by_id}
     own_checker = None
     if checker is None and any(q.type == "symbolic" for q in bank.questions()):

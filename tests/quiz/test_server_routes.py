@@ -31,7 +31,7 @@ def test_signed_out_visitor_gets_the_sign_in_form_and_a_student_sees_eight_stops
 
 
 def test_a_wrong_answer_is_told_at_once_the_stop_fails_and_the_review_hides_the_key(quiz_server, bank):
-    app, sign_in = quiz_server()
+    app, sign_in = quiz_server(mode="cooldown")  # the older policy: a verdict per answer, every question each attempt
     client, service = sign_in("ann"), app.state.service
     pages = answer_stop(client, service, "ann", 1, wrong={1})
     assert 'id="verdict">Not right.' in pages[0] and all('id="verdict">Right.' in p for p in pages[1:])
@@ -51,7 +51,7 @@ def test_a_wrong_answer_is_told_at_once_the_stop_fails_and_the_review_hides_the_
 
 
 def test_the_retry_is_a_fresh_order_fresh_variants_and_passing_shows_the_explanations(quiz_server, bank):
-    app, sign_in = quiz_server()
+    app, sign_in = quiz_server(mode="cooldown")  # the older policy: a verdict per answer, every question each attempt
     client, service = sign_in("bob"), app.state.service
     answer_stop(client, service, "bob", 2, wrong={3})
     pages = answer_stop(client, service, "bob", 2)
@@ -96,7 +96,7 @@ def test_the_chapter_is_complete_only_when_all_eight_stops_pass(quiz_server):
 
 
 def test_cooldown_policy_is_stated_and_refuses_an_early_retry(quiz_server):
-    app, sign_in = quiz_server(cooldown_s=3600)
+    app, sign_in = quiz_server(mode="cooldown", cooldown_s=3600)
     client, service = sign_in("ann"), app.state.service
     stop_page = client.get("/stop/3").text
     assert "Attempt policy: Unlimited attempts, 60 min apart after a failed one" in stop_page

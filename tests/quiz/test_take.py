@@ -70,7 +70,10 @@ def test_wrong_answer_is_told_without_the_key_and_the_retry_is_the_whole_stop_fr
         lines.append(typed(q, "uma", 1, answer + 1.0 if q.id == qid else answer))
     lines.append("y")  # start attempt 2 now
     lines += [typed(q, "uma", 2, key_of("uma", 2)["answers"][q.id]) for q in bank.questions(2)]
-    code, out, err = run_cli(["quiz", "take", "--stop", 2, "--student", "uma", "--store", store], "\n".join(lines) + "\n")
+    policy = tmp_path / "policy.yaml"  # the older policy, kept as an option: a verdict after each answer
+    policy.write_text("default: {mode: cooldown, cooldown_s: 0}\n")
+    code, out, err = run_cli(["quiz", "take", "--stop", 2, "--student", "uma", "--store", store, "--policy", policy],
+                             "\n".join(lines) + "\n")
     assert code == 0, err
     before_pass = out.split("Stop 2 passed")[0]
     assert "Not right." in before_pass and question.explanation[:40] not in before_pass
