@@ -21,14 +21,19 @@ skips each cooldown. The bots (issue 20, "A measurement, in the project"):
 - ``elimination``: perfect memory across attempts: per fixed question, the
   answers shown not to work (a missed claim, or a "not right") are never given
   again and a known-right answer is always repeated; parametric questions
-  come back with new numbers, where memory does not help.
+  come back with new numbers, where memory does not help: there it guesses
+  (a random option, true/false at random, a number of the stem at random).
 - ``understanding``: answers from the keys (``quiz_bank.keys``, instructor side).
 
 For each stop it prints each bot's median number of attempts to pass (over
 ``--students`` simulated students), ``never`` when not within ``--cap``
 attempts, or ``never*`` when the policy makes passing impossible for that bot
 (a claim whose questions it has all seen, under mastery), and the cooldown
-time the elimination bot's median implies. The table is Markdown, to paste
+time the elimination bot's median implies. ``fixed-only claims`` counts the
+claims asked by fixed questions only: a student who has seen all of them
+cannot establish that claim any more under strict mastery (the stop page
+sends them to the TA), so a bank should give each claim a parametric item or
+several fixed ones. The table is Markdown, to paste
 into ``docs/quiz_audit.md``. Goals: every bot but ``understanding`` ≥ 30
 attempts per stop or never; ``understanding`` passes every stop in 1.
 """
@@ -39,6 +44,7 @@ import argparse
 import itertools
 import math
 import os
+import random
 import re
 import statistics
 import sys
@@ -196,11 +202,30 @@ class Elimination(Bot):
             return [tuple(p) for p in itertools.islice(itertools.permutations(sorted(ids)), 720)]
         return []
 
+    def _guess(self, variant):
+        """A seeded random guess (a parametric question: nothing to remember)."""
+        from quiz_bank import variants
+
+        rng = random.Random(variants.variant_seed(f"bot:{variant.student_id}", variant.question.id, variant.attempt))
+        q, labels = variant.question, [label for label, _, _ in variant.choices]
+        if q.type == "single":
+            return rng.choice(labels)
+        if q.type == "multi":
+            return rng.sample(labels, rng.randint(1, len(labels)))
+        if q.type == "true_false":
+            return rng.choice(["true", "false"])
+        if q.type == "numeric":
+            return rng.choice(_NUMBER.findall(variant.prompt) or ["1"])
+        if q.type == "ordering":
+            rng.shuffle(labels)
+            return " ".join(labels)
+        return _fallback(variant)
+
     def answer(self, variant, service=None):
         q = variant.question
         candidates = self._candidates(variant)
         if q.is_parametric or not candidates:
-            return AlwaysA(self.name).answer(variant)
+            return self._guess(variant)
         known = self.memory.setdefault(q.id, {"right": None, "wrong": set()})
         pick = known["right"] or next((c for c in candidates if c not in known["wrong"]), candidates[0])
         label_of = {option_id: label for label, option_id, _ in variant.choices}
@@ -323,7 +348,7 @@ def render_table(table: dict, bank, policy, cap: int, bots) -> str:
     """The Markdown table (one row per stop) printed by the script."""
     from quiz_bank.mastery import stop_claims
 
-    head = ["stop", "claims", *bots, "elimination's cooldown"]
+    head = ["stop", "claims", "fixed-only claims", *bots, "elimination's cooldown"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for stop, row in table.items():
         p = policy.for_stop(stop)
@@ -334,7 +359,9 @@ def render_table(table: dict, bank, policy, cap: int, bots) -> str:
             wait = f"{(int(median_cell(elim)) - 1) * p.cooldown_s / 3600:.1f} h"
         elif elim is not None:
             wait = f"> {(cap - 1) * p.cooldown_s / 3600:.1f} h" if median_cell(elim) == "never" else "—"
-        lines.append("| " + " | ".join([str(stop), str(len(stop_claims(bank, stop))), *cells, wait]) + " |")
+        claims = stop_claims(bank, stop)
+        fixed_only = sum(all(not bank.by_id[q].is_parametric for q in c.items) for c in claims)
+        lines.append("| " + " | ".join([str(stop), str(len(claims)), str(fixed_only), *cells, wait]) + " |")
     return "\n".join(lines)
 
 
