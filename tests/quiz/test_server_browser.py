@@ -157,13 +157,13 @@ def test_a_student_passes_a_stop_in_the_browser_after_failing_it_and_moves_the_c
         assert "already increased enough" in browser.find_element(By.ID, "out-case").text
         # The sweep and the chart follow Â (issue 21 item 14): Â = 1 → 0.5, the sweep's r = 0.40 row halves.
         first_row = lambda d: d.find_element(By.ID, "clip-sweep-body").find_elements(By.TAG_NAME, "td")[1].text
-        line_before = browser.find_element(By.ID, "chart-line").get_attribute("points")
-        assert first_row(browser) == "0.40" and line_before
+        range_before = browser.find_element(By.ID, "chart-range").text  # the chart's y-axis (it rescales)
+        assert first_row(browser) == "0.40" and range_before == "min 0.40 … max 1.20"
         adv = browser.find_element(By.ID, "adv")
         for _ in range(5):
             adv.send_keys(Keys.ARROW_LEFT)
         WebDriverWait(browser, 60, ignored_exceptions=(WebDriverException,)).until(lambda d: first_row(d) == "0.20")
-        assert browser.find_element(By.ID, "chart-line").get_attribute("points") != line_before
+        assert browser.find_element(By.ID, "chart-range").text == "min 0.20 … max 0.60"
 
         # A 375 px screen: no page wider than the screen (issue 21 item 14).
         browser.set_window_size(375, 800)
