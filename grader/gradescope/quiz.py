@@ -6,9 +6,10 @@ Enabled by ``ppo-course gradescope-bundle --quiz`` (``gradescope_config.json``:
 ``student_id`` and ``answers``, at any depth, at most 1 MB); it is graded by
 ``quiz_bank.engine.grade`` (the 100% rule per stop, each student's own
 variants). One Gradescope test per stop (1 point when passed at 100%, else 0)
-is appended, tagged ``quiz``; the feedback names the missed question ids and
-the sections to reread, never a key or an explanation. Without a responses
-file every stop scores 0 with a message saying what to hand in.
+is appended, tagged ``quiz``; the feedback gives the score and the sections
+to reread, never a key, an explanation or which question was wrong (a list of
+missed ids told a student which answers to flip). Without a responses file
+every stop scores 0 with a message saying what to hand in.
 
 Bound to its student (issue 20 item 6), from Gradescope's
 ``/autograder/submission_metadata.json``: the file's ``student_id`` must name
@@ -66,6 +67,12 @@ def _read_metadata(path: Path | None) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def _cite(bank, question_id: str) -> str:
+    """The section a question cites ("Book §5.2, p. 142")."""
+    q = bank.by_id.get(question_id)
+    return q.source.cite() if q is not None else "the chapter"
+
+
 def find_responses(submission: Path) -> tuple[list[Path], str | None]:
     """Candidate responses files in the submission (sorted), or a reason why there is none usable."""
     import json
@@ -92,6 +99,7 @@ def add_quiz_results(results: dict, submission: Path, metadata_path: Path | None
     from quiz_bank.engine import ResponsesError, grade, load_responses
     from quiz_bank.loader import load_bank
 
+    bank = load_bank()
     metadata = _read_metadata(metadata_path)
     names, attempt, passed_before = submitter_from(metadata) if metadata else (set(), None, set())
     paths, problem = find_responses(submission)
@@ -104,7 +112,7 @@ def add_quiz_results(results: dict, submission: Path, metadata_path: Path | None
             else:
                 claimed = responses[0].student_id
                 submitter = claimed if (not names or claimed in names) else sorted(names)[0]
-                graded = grade(load_bank(), responses, submitter=submitter, attempt=attempt)
+                graded = grade(bank, responses, submitter=submitter, attempt=attempt)
                 graded.kept_passed = passed_before
                 report = graded.to_json()
                 problem = graded.problem
@@ -118,14 +126,15 @@ def add_quiz_results(results: dict, submission: Path, metadata_path: Path | None
                 score, output = 1.0, f"Quiz stop {stop}: passed in an earlier submission (kept). This file: {problem}."
         else:
             s = report["stops"][f"stop{stop}"]
-            missed = [q["id"] for q in s["questions"] if not q["correct"]]
             score = 1.0 if s["passed"] else 0.0
             if s["passed_before"]:
                 output = f"Quiz stop {stop}: passed in an earlier submission (kept)."
             else:
+                # The sections to reread, never which question was wrong (a list of ids told which to flip).
+                sections = sorted({_cite(bank, q["id"]) for q in s["questions"] if not q["correct"]})
                 output = (f"Quiz stop {stop}: {s['score']}/{s['max_score']} right — "
-                          + ("passed (100%)." if s["passed"] else "a stop passes only at 100%. Not right yet: "
-                             + ", ".join(missed) + ". Reread the sections they cite and retake the stop."))
+                          + ("passed (100%)." if s["passed"] else "a stop passes only at 100%. Reread: "
+                             + "; ".join(sections) + "; then answer the next attempt."))
         tests.append({"name": f"quiz stop {stop} (100% to pass)", "score": score, "max_score": 1.0,
                       "status": "passed" if score else "failed", "output": output, "visibility": "visible",
                       "tags": ["quiz", f"stop{stop}"]})

@@ -21,7 +21,8 @@ def test_a_responses_file_in_the_submission_is_graded_per_stop(bank, key_of, tmp
                                 "extra_data": {"max_score": 80.0}}, tmp_path / "submission", metadata_path=None)
     quiz = [t for t in results["tests"] if "quiz" in t.get("tags", [])]
     assert [t["score"] for t in quiz] == [1.0, 0.0] + [0.0] * 6
-    assert missed.id in quiz[1]["output"] and "passes only at 100%" in quiz[1]["output"]
+    assert missed.source.cite() in quiz[1]["output"] and "passes only at 100%" in quiz[1]["output"]
+    assert missed.id not in quiz[1]["output"]  # which question was wrong is not told (it told which to flip)
     assert results["score"] == 6.0 and results["extra_data"]["max_score"] == 88.0
     assert results["extra_data"]["quiz"] == {"graded": True, "problem": None, "stops_passed": 1, "complete": False,
                                              "passed_stops": [1]}
