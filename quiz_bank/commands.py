@@ -47,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     batch = verbs.add_parser("grade-batch", parents=[common], help="TA: grade a folder of responses files into a CSV gradebook")
     batch.add_argument("directory", type=Path, metavar="DIR")
     batch.add_argument("--out", type=Path, required=True, metavar="quiz_gradebook.csv")
+    batch.add_argument("--by-folder", action="store_true", help="DIR/<student>/…: a file counts only for the student whose folder holds it")
 
     status = verbs.add_parser("status", parents=[common, store], help="progress per stop and chapter completion")
     status.add_argument("--student", default=None, help="one student (default: $PPO_COURSE_STUDENT, else every student in the store)")
@@ -233,6 +234,14 @@ def _grade_batch(args) -> int:
         except ResponsesError as exc:
             rows.append({"student_id": path.stem, "status": "rejected", "message": str(exc)})
             continue
+        if getattr(args, "by_folder", False):
+            rel = path.relative_to(args.directory)
+            owner = rel.parts[0] if len(rel.parts) > 1 else path.stem
+            if r.student_id != owner:
+                rows.append({"student_id": owner, "status": "rejected",
+                             "message": f"{rel} is {r.student_id!r}'s responses file, handed in by {owner!r}: "
+                                        "a file counts only for the student who answered it"})
+                continue
         by_student[r.student_id].append(r)
     with SymbolicChecker() as checker:  # one worker for the whole batch
         for student_id, responses in sorted(by_student.items()):

@@ -214,3 +214,17 @@ def test_quiz_grade_draws_the_attempt_from_its_ledger_and_binds_the_file_to_its_
     report = json.loads((out / "bob.json").read_text())
     assert code == 0 and report["score"] == 0 and report["stops_passed"] == 0
     assert "'alice''s, but it was handed in by 'bob'" in report["problem"] and "scored 0" in text
+
+
+def test_grade_batch_by_folder_refuses_a_file_in_another_students_folder(bank, run_cli, key_of, tmp_path, write_json):
+    """Issue 20 item 6 for the batch: with --by-folder, a classmate's passing file earns nothing for the copier."""
+    cohort = tmp_path / "cohort"
+    for owner in ("alice", "carl"):
+        (cohort / owner).mkdir(parents=True)
+        write_json(cohort / owner / "quiz_responses.json", key_of("alice"))
+    out = tmp_path / "quiz_gradebook.csv"
+    code, _, err = run_cli(["quiz", "grade-batch", cohort, "--out", out, "--by-folder"])
+    assert code == 0, err
+    rows = {r["student_id"]: r for r in csv.DictReader(out.open())}
+    assert rows["alice"]["complete"] == "True" and rows["carl"]["status"] == "rejected"
+    assert "is 'alice''s responses file, handed in by 'carl'" in rows["carl"]["message"]
