@@ -60,6 +60,18 @@ def answer_key(bank: Bank, student_id: str, attempt: int = 1) -> dict[str, Any]:
     return {"student_id": student_id, "attempt": attempt, "answers": answers}
 
 
+def _binding_problem(responses, student_id: str, submitter: str | None, attempt: int | None) -> str | None:
+    """Why these files may not be graded for ``submitter`` as ``attempt`` (None when they may)."""
+    if submitter is not None and student_id != submitter:
+        return (f"this responses file is {student_id!r}'s, but it was handed in by {submitter!r}: "
+                "a file counts only for the student who answered it")
+    declared = sorted({r.attempt for r in responses} | {n for r in responses for n in r.attempts.values()})
+    if attempt is not None and declared != [attempt]:
+        return (f"this file answers attempt(s) {declared}, but this submission is graded as attempt {attempt}: "
+                f"run `ppo-course quiz take --attempt {attempt}` and hand in the file it writes")
+    return None
+
+
 def _refused(bank: Bank, student_id: str, problem: str, require_exercises, results) -> "Report":
     """A report scoring every question 0 with ``problem`` as the reason (a file that may not be graded)."""
     stops = {stop: [Outcome(q.id, "unanswered", f"Not graded: {problem}.", None, 1) for q in bank.questions(stop)]
@@ -191,15 +203,7 @@ def grade(
     if len(students) != 1:
         raise ValueError(f"grade: responses of several students given together: {sorted(students)}")
     student_id = students.pop()
-    problem = None
-    if submitter is not None and student_id != submitter:
-        problem = (f"this responses file is {student_id!r}'s, but it was handed in by {submitter!r}: "
-                   "a file counts only for the student who answered it")
-    elif attempt is not None and any(r.attempt != attempt or any(n != attempt for n in r.attempts.values())
-                                     for r in responses):
-        declared = sorted({r.attempt for r in responses} | {n for r in responses for n in r.attempts.values()})
-        problem = (f"this file answers attempt(s) {declared}, but this submission is graded as attempt {attempt}: "
-                   f"run `ppo-course quiz take --attempt {attempt}` and hand in the file it writes")
+    problem = _binding_problem(responses, student_id, submitter, attempt)
     if problem is not None:
         return _refused(bank, submitter or student_id, problem, require_exercises, results)
     latest: dict[str, tuple[int, Any]] = {}

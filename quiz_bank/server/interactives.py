@@ -109,6 +109,22 @@ ACTIONS = ("collect", "train", "purge", "reuse")
 DRIFT_PER_UPDATE = 0.1  # nats per policy update, for the buffer interactive's ratio
 
 
+def drift_ratio(updates: int, collected_at: int | None) -> float | None:
+    """r = π_now/π_collect on a token collected ``updates − collected_at`` policy updates ago (eq. 5.20).
+
+    The toy policy's log-prob of the sampled token rises by ``DRIFT_PER_UPDATE`` nats per update, so
+    r = exp(DRIFT_PER_UPDATE · age), computed by ``ppo_reference.probability_ratio``; None without data.
+    """
+    if collected_at is None:
+        return None
+    import torch
+
+    import ppo_reference as ref
+
+    logp_old = torch.tensor([-1.0], dtype=torch.float64)
+    return float(ref.probability_ratio(logp_old + DRIFT_PER_UPDATE * (updates - collected_at), logp_old))
+
+
 def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
     """Replay ``actions`` on a fresh ``ppo_reference.RolloutBuffer`` and, beside it, a replay buffer.
 
@@ -148,11 +164,6 @@ def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
     cycle, replay = 0, []  # replay buffer: (cycle collected) per sequence
     updates, rollout_at, replay_at = 0, None, []  # policy updates so far; when the data was collected
 
-    def ratio(collected_at: int | None) -> float | None:
-        if collected_at is None:
-            return None
-        logp_old = torch.tensor([-1.0], dtype=torch.float64)
-        return float(ref.probability_ratio(logp_old + DRIFT_PER_UPDATE * (updates - collected_at), logp_old))
 
     steps = []
     stale_iterator = None
@@ -183,8 +194,8 @@ def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
         steps.append({
             "action": action, "phase": buf.phase, "size": len(buf), "cycle": cycle, "error": error,
             "replay_size": len(replay), "replay_oldest_cycle": min(replay) if replay else None,
-            "updates": updates, "rollout_ratio": ratio(rollout_at if len(buf) else None),
-            "replay_ratio": ratio(min(replay_at) if replay_at else None),
+            "updates": updates, "rollout_ratio": drift_ratio(updates, rollout_at if len(buf) else None),
+            "replay_ratio": drift_ratio(updates, min(replay_at) if replay_at else None),
         })
     return {"steps": steps, "phase": buf.phase, "size": len(buf), "replay_size": len(replay)}
 

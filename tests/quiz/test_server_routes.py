@@ -202,3 +202,21 @@ def test_server_answers_grade_the_same_offline(quiz_server, bank):
         assert offline.correct == a.correct, qid
     assert sum(not a.correct for a in stored.values()) == 2
     assert expected_answer(render(bank.by_id["stop5.kl-sum"], "cat", 1)) is not None
+
+
+def test_the_clip_api_returns_the_sweep_and_chart_for_its_own_adv_and_the_buffer_shows_the_ratio_drift(quiz_server):
+    """Issue 21 item 14. Hand computation: at r = 0.4, Â = 0.5, ε = 0.2 the objective is
+    min(0.4·0.5, 0.8·0.5) = 0.2; after k policy updates of 0.1 nats, r = exp(0.1·k) on data collected before them."""
+    import math
+
+    app, sign_in = quiz_server()
+    client = sign_in("ann")
+    data = client.get("/api/clip", params={"r": 1.1, "adv": 0.5, "eps": 0.2}).json()
+    assert data["curve"][0]["r"] == 0.4 and abs(data["curve"][0]["objective"] - 0.2) < 1e-9
+    assert data["chart"]["points"].count(",") == len(data["curve"])
+    steps = client.get("/api/buffer", params={"actions": "collect,train,train,purge,collect,train"}).json()["steps"]
+    assert steps[0]["rollout_ratio"] == 1.0 and steps[3]["rollout_ratio"] is None  # purged: no rollout data
+    assert abs(steps[5]["rollout_ratio"] - math.exp(0.1)) < 1e-12  # one update old
+    assert abs(steps[5]["replay_ratio"] - math.exp(0.3)) < 1e-12  # the oldest replay data: three updates old
+    page = client.get("/interactive/buffer", params={"actions": "collect,train,train,purge,collect,train"}).text
+    assert "1.350" in page and "r on oldest replay data" in page
