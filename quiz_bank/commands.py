@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     take.add_argument("--stop", type=int, choices=range(1, 9), metavar="N", help="one stop (default: every stop not yet passed)")
     take.add_argument("--student", help="your student id (default: $PPO_COURSE_STUDENT, else asked)")
     take.add_argument("--out", type=Path, default=None, help="responses file to submit, written when no keys are installed (default: quiz_responses_<student>.json)")
+    take.add_argument("--new-attempt", action="store_true", help="start a new attempt even where a stop is passed or recorded (a passed stop stays passed)")
+    take.add_argument("--attempt", type=int, default=None, metavar="N", help="no keys: answer the variants of attempt N (the number your grader's feedback gives)")
+    take.add_argument("--policy", type=Path, default=None, help="attempt policy YAML (default: the course's, as the quiz server)")
 
     key = verbs.add_parser("key", parents=[common], help="instructor: the correct responses for one student's variants")
     key.add_argument("--student", required=True)
@@ -38,10 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     grade.add_argument("--out", type=Path, required=True, metavar="report.json")
     grade.add_argument("--results", type=Path, default=None, help="the student's results.json (exercise scores)")
     grade.add_argument("--require-exercises", action="store_true", default=None, help="complete also needs every exercise at full marks (default: completion.yaml)")
+    grade.add_argument("--student", default=None, help="who handed the file(s) in (a file naming another student scores 0); default: the file's student_id")
+    grade.add_argument("--ledger", type=Path, default=None, help="the grader's attempt counts and passed stops (default: quiz_ledger.json beside --out)")
 
     batch = verbs.add_parser("grade-batch", parents=[common], help="TA: grade a folder of responses files into a CSV gradebook")
     batch.add_argument("directory", type=Path, metavar="DIR")
     batch.add_argument("--out", type=Path, required=True, metavar="quiz_gradebook.csv")
+    batch.add_argument("--by-folder", action="store_true", help="DIR/<student>/…: a file counts only for the student whose folder holds it")
 
     status = verbs.add_parser("status", parents=[common, store], help="progress per stop and chapter completion")
     status.add_argument("--student", default=None, help="one student (default: $PPO_COURSE_STUDENT, else every student in the store)")
@@ -66,12 +72,12 @@ def run(args: argparse.Namespace) -> int:
         "take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
         "status": _status, "validate": _validate, "export-public": _export,
     }
-    if verb in ("serve", "tokens", "export"):
+    if verb in ("serve", "tokens", "revoke", "export"):
         from quiz_bank.server import cli as server_cli
 
         handlers[verb] = getattr(server_cli, verb)
     if verb not in handlers:
-        print("usage: ppo-course quiz {take,key,grade,grade-batch,status,validate,export-public,serve,tokens,export} ...",
+        print("usage: ppo-course quiz {take,key,grade,grade-batch,status,validate,export-public,serve,tokens,revoke,export} ...",
               file=sys.stderr)
         return 2
     from quiz_bank.engine import KeysUnavailable, ResponsesError
@@ -161,13 +167,28 @@ def _grade(args) -> int:
     from quiz_bank.engine import grade, load_responses
     from quiz_bank.loader import load_bank
 
+    from quiz_bank.ledger import Ledger, digest_of
+
     bank = load_bank(args.bank)
     responses = [load_responses(p) for p in args.responses]
     if len({r.student_id for r in responses}) > 1:
         print(f"error: the responses files belong to different students: {sorted({r.student_id for r in responses})}", file=sys.stderr)
         return 2
-    report = grade(bank, responses, results=args.results, require_exercises=args.require_exercises)
+    student = args.student or responses[0].student_id
+    try:
+        ledger = Ledger(args.ledger or args.out.parent / "quiz_ledger.json")
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    attempt = ledger.attempt_for(student, digest_of(args.responses))
+    report = grade(bank, responses, results=args.results, require_exercises=args.require_exercises,
+                   submitter=student, attempt=attempt)
+    report.kept_passed = ledger.passed(student)
     data = report.to_json()
+    data["graded_as_attempt"] = attempt
+    if report.problem is None:
+        ledger.add_passed(student, [s for s in bank.stops if report.stop_passed(s)])
+    ledger.save(_write_json)
     _write_json(args.out, data)
     _print_report(data)
     if report.unknown_question_ids:
@@ -186,6 +207,11 @@ def _print_report(data: dict) -> None:
     console = _console()
     console.print(table)
     console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops at 100%)")
+    if data.get("problem"):
+        console.print(f"scored 0: {data['problem']}", markup=False)
+    if "graded_as_attempt" in data:
+        console.print(f"graded as attempt {data['graded_as_attempt']}; the next submission is attempt "
+                      f"{data['graded_as_attempt'] + 1} (`ppo-course quiz take --attempt {data['graded_as_attempt'] + 1}`)")
 
 
 def _grade_batch(args) -> int:
@@ -208,6 +234,14 @@ def _grade_batch(args) -> int:
         except ResponsesError as exc:
             rows.append({"student_id": path.stem, "status": "rejected", "message": str(exc)})
             continue
+        if getattr(args, "by_folder", False):
+            rel = path.relative_to(args.directory)
+            owner = rel.parts[0] if len(rel.parts) > 1 else path.stem
+            if r.student_id != owner:
+                rows.append({"student_id": owner, "status": "rejected",
+                             "message": f"{rel} is {r.student_id!r}'s responses file, handed in by {owner!r}: "
+                                        "a file counts only for the student who answered it"})
+                continue
         by_student[r.student_id].append(r)
     with SymbolicChecker() as checker:  # one worker for the whole batch
         for student_id, responses in sorted(by_student.items()):
@@ -240,8 +274,6 @@ def _grade_batch(args) -> int:
 def _status(args) -> int:
     import os
 
-    from rich.table import Table
-
     from quiz_bank.loader import keys_installed, load_bank
     from quiz_bank.storage import AttemptStore
 
@@ -255,21 +287,48 @@ def _status(args) -> int:
             return 0
         keyed = keys_installed() and bank.has_fixed_keys
         for sid in students:
-            latest = store.latest(sid)
+            console.print(_status_table(bank, store, sid, keyed))
             done = store.completed_stops(sid)
-            table = Table(title=f"Quiz progress — {sid}")
-            for col in ("stop", "answered", "right" if keyed else "recorded", "passed"):
-                table.add_column(col)
-            for s in sorted(bank.stops):
-                qs = bank.questions(s)
-                answered = sum(q.id in latest for q in qs)
-                right = sum(q.id in latest and latest[q.id].status == "correct" for q in qs)
-                table.add_row(f"stop{s}", f"{answered}/{len(qs)}", f"{right}/{len(qs)}" if keyed else str(answered),
-                              ("yes" if s in done else "no") if keyed else "submit to grade")
-            console.print(table)
             if keyed:
-                console.print(f"chapter complete: {'yes' if len(done) == 8 else 'no'} ({len(done)}/8 stops at 100%)")
+                console.print(f"chapter complete: {'yes' if len(done) == 8 else 'no'} ({len(done)}/8 stops passed)")
+            else:
+                console.print("not graded here (no keys): hand in your responses file; the grader's report says "
+                              "which stops passed")
     return 0
+
+
+def _status_table(bank, store, sid: str, keyed: bool):
+    """One student's progress: per stop, the latest attempt and, with keys, whether the stop is passed.
+
+    Truthful by construction (issue 20 item 7): "passed" is the stored completion, which no later
+    attempt removes; the latest attempt is shown as in progress, failed or passed.
+    """
+    from rich.table import Table
+
+    done = store.completed_stops(sid)
+    table = Table(title=f"Quiz progress — {sid}")
+    for col in ("stop", "latest attempt", "answered", "passed" if keyed else "status"):
+        table.add_column(col)
+    for s in sorted(bank.stops):
+        qs = bank.questions(s)
+        rows = store.stop_attempts(sid, s) if keyed else []
+        answers = [a for q in qs for a in store.attempts(sid, q.id)]
+        latest = max((a.attempt for a in answers), default=0)
+        if rows:
+            latest = rows[-1][0]
+            asked = rows[-1][1]
+        else:
+            asked = tuple(q.id for q in qs)
+        answered = sum(any(a.attempt == latest and a.question_id == qid for a in answers) for qid in asked)
+        if keyed:
+            state = "yes" if s in done else ("in progress" if latest and answered < len(asked) else "no")
+        elif latest == 0:
+            state = "not started"
+        else:
+            state = (f"attempt {latest} recorded, not graded here" if answered == len(asked)
+                     else f"attempt {latest} in progress")
+        table.add_row(f"stop{s}", str(latest or "—"), f"{answered}/{len(asked)}", state)
+    return table
 
 
 # ---------------------------------------------------------------- take
@@ -293,8 +352,21 @@ def _take(args) -> int:
             print("error: a student id is needed (--student ID)", file=sys.stderr)
             return 2
     keyed = keys_installed() and bank.has_fixed_keys
+    if args.attempt is not None and (args.attempt < 1 or keyed):
+        print("error: --attempt N (N ≥ 1) is for a take without keys (the student bundle)", file=sys.stderr)
+        return 2
+    policy = None
+    if keyed:
+        from quiz_bank.take import course_policy
+
+        try:
+            policy = course_policy(args.policy)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     with AttemptStore(args.store) as store:
-        session = Session(bank, store, student, console, reader, keyed=keyed)
+        session = Session(bank, store, student, console, reader, keyed=keyed, policy=policy,
+                          new_attempt=args.new_attempt, attempt=args.attempt)
         finished = session.run([args.stop] if args.stop else None)
         if not keyed:
             out = args.out or Path(f"quiz_responses_{_safe_name(student)}.json")

@@ -1,4 +1,7 @@
-"""Attempts and completions, stored atomically in SQLite.
+"""Attempts and completions of the terminal quiz, stored atomically in SQLite.
+
+A completion is never removed: a passed stop stays passed whatever a later
+(practice) attempt scores.
 
 Every answer is one transaction (``with connection:`` commits or rolls back
 as a whole), and a stop's completion row is written in the *same* transaction
@@ -29,6 +32,14 @@ CREATE TABLE IF NOT EXISTS attempts (
     status      TEXT    NOT NULL,            -- correct | wrong | recorded (no keys installed)
     recorded_at TEXT    NOT NULL,
     PRIMARY KEY (student_id, question_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS stop_attempts (    -- one row per attempt at a stop (the questions it asks)
+    student_id     TEXT    NOT NULL,
+    stop           INTEGER NOT NULL,
+    attempt        INTEGER NOT NULL CHECK (attempt >= 1),
+    question_order TEXT    NOT NULL,         -- JSON list of question ids
+    started_at     REAL    NOT NULL,
+    PRIMARY KEY (student_id, stop, attempt)
 );
 CREATE TABLE IF NOT EXISTS completions (
     student_id   TEXT    NOT NULL,
@@ -121,6 +132,22 @@ class AttemptStore:
             "SELECT MAX(attempt) FROM attempts WHERE student_id = ? AND question_id = ?", (student_id, question_id)
         ).fetchone()
         return (row[0] or 0) + 1
+
+    def start_stop_attempt(self, student_id: str, stop: int, attempt: int, order: list[str], now: float) -> None:
+        """Record that ``attempt`` at ``stop`` asks ``order`` (one transaction).
+
+        Raises:
+            sqlite3.IntegrityError: if this attempt is already recorded.
+        """
+        with self._db:
+            self._db.execute("INSERT INTO stop_attempts VALUES (?, ?, ?, ?, ?)",
+                             (student_id, int(stop), int(attempt), json.dumps(list(order)), float(now)))
+
+    def stop_attempts(self, student_id: str, stop: int) -> list[tuple[int, tuple[str, ...], float]]:
+        """(attempt, question ids asked, started at) of each recorded attempt at ``stop``, oldest first."""
+        rows = self._db.execute("SELECT attempt, question_order, started_at FROM stop_attempts "
+                                "WHERE student_id = ? AND stop = ? ORDER BY attempt", (student_id, int(stop))).fetchall()
+        return [(a, tuple(json.loads(o)), t) for a, o, t in rows]
 
     def completed_stops(self, student_id: str) -> set[int]:
         """Stops this student has passed (all questions right)."""

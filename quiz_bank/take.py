@@ -20,11 +20,14 @@ shown, so a crash or Ctrl-D loses at most the question on screen.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from rich.panel import Panel
 from rich.text import Text
 
+from quiz_bank import mastery
 from quiz_bank.engine import Variant, check, normalise_response, render
 from quiz_bank.parsing import Unparseable, parse_expression_ast
 
@@ -41,6 +44,28 @@ class _EndOfInput(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class _Finished:
+    """A finished attempt as the attempt policy's ``refusal`` reads it."""
+
+    finished_at: float
+    passed: bool = False
+
+
+def course_policy(path=None):
+    """The attempt policy the quiz server uses (``quiz_bank/server/attempt_policy.yaml``, or ``path``).
+
+    Only a keyed take (an instructor's or self-learner's install, which has the
+    server package) checks answers, so only it needs the policy.
+
+    Raises:
+        ValueError: if the policy file is invalid.
+    """
+    from quiz_bank.server.policy import load_policy
+
+    return load_policy(path)
+
+
 class Session:
     """One student's run through some stops.
 
@@ -50,9 +75,12 @@ class Session:
         keyed: True when answers can be checked here.
     """
 
-    def __init__(self, bank, store, student_id: str, console, reader, *, keyed: bool) -> None:
+    def __init__(self, bank, store, student_id: str, console, reader, *, keyed: bool, policy=None,
+                 new_attempt: bool = False, attempt: int | None = None) -> None:
         self.bank, self.store, self.student_id = bank, store, student_id
         self.console, self.reader, self.keyed = console, reader, keyed
+        self.policy = policy if policy is not None else (course_policy() if keyed else None)
+        self.new_attempt, self.attempt = new_attempt, attempt
         self._checker = None
 
     # -------------------------------------------------------------- driving
@@ -73,7 +101,8 @@ class Session:
             if not todo:
                 self.console.print(
                     "Every stop is passed: the chapter quiz is complete." if self.keyed
-                    else "Every stop is recorded: submit your responses file (retake one with --stop N)."
+                    else (f"Every stop is recorded for attempt {self._target_attempt()}: submit your responses file "
+                          "(answer a new attempt with --attempt N or --new-attempt).")
                 )
                 return True
             for stop in todo:
@@ -95,81 +124,171 @@ class Session:
 
     def _keyed_stop(self, stop: int) -> bool:
         self._header(stop)
-        questions = self.bank.questions(stop)
-        if stop in self.store.completed_stops(self.student_id):
-            self.console.print(f"Stop {stop} is already passed.")
+        policy = self.policy.for_stop(stop)
+        if stop in self.store.completed_stops(self.student_id) and not self.new_attempt:
+            self.console.print(f"Stop {stop} is already passed (it stays passed). For a practice attempt, which "
+                               "never lowers a passed stop, add --new-attempt.")
             return True
-        # A question keeps its number in the stop (issue 13 item 7): a resumed take asks
-        # "Question 4/11", never renumbers the pending ones 1, 2, ...
-        number = {q.id: i for i, q in enumerate(questions, 1)}
+        number = {q.id: i for i, q in enumerate(self.bank.questions(stop), 1)}
         while True:
-            attempt, done = self._current_attempt(stop)
+            opened = self._open_or_start(stop, policy)
+            if opened is None:
+                return False
+            attempt, order, done = opened
             if done:
                 self.console.print(f"Resuming attempt {attempt} of stop {stop}.")
-            for q in questions:
-                if q.id in done:
+            stale = self._stale(stop, attempt, order)
+            for i, qid in enumerate(order, 1):
+                if qid in done:
                     continue
-                variant = render(q, self.student_id, attempt, shuffle=True)
-                outcome, response = self._ask(variant, f"{number[q.id]}/{len(questions)}")
-                round_right = self._round_right(stop, attempt, exclude=q.id)
-                completes = stop if outcome.correct and round_right == len(questions) - 1 else None
-                self.store.record(self.student_id, q.id, attempt, response, outcome.status, completed_stop=completes)
-                self.console.print(Text("Right." if outcome.correct else "Not right.", style="green" if outcome.correct else "red"))
-            right = self._round_right(stop, attempt)
-            if right == len(questions):
-                self.console.print(Text(f"Stop {stop} passed: {right}/{len(questions)}.", style="bold green"))
-                for q in questions:  # the explanations, in full, once the stop is passed
+                variant = render(self.bank.by_id[qid], self.student_id, attempt, shuffle=True)
+                outcome, response = self._ask(variant, f"{i}/{len(order)}")
+                marks = self._marks(attempt, order) | {qid: outcome.correct}
+                completes = stop if len(marks) == len(order) and self._passes(policy, order, marks, stale) else None
+                self.store.record(self.student_id, qid, attempt, response, outcome.status, completed_stop=completes)
+                if policy.shows_verdicts:
+                    self.console.print(Text("Right." if outcome.correct else "Not right.",
+                                            style="green" if outcome.correct else "red"))
+                else:
+                    self.console.print(Text("Recorded.", style="dim"))
+            marks = self._marks(attempt, order)
+            if self._passes(policy, order, marks, stale):
+                self.console.print(Text(f"Stop {stop} passed: {len(order)}/{len(order)}.", style="bold green"))
+                for qid in order:  # the explanations, in full, once the stop is passed
+                    q = self.bank.by_id[qid]
                     if q.explanation:
                         self.console.print(Text(f"{number[q.id]}. {q.explanation} ({q.source.cite()})", style="dim"))
                 return True
-            self.console.print(f"Stop {stop}, attempt {attempt}: {right}/{len(questions)} right — a stop passes only at 100%.")
-            for q in questions:
-                latest = [a for a in self.store.attempts(self.student_id, q.id) if a.attempt == attempt]
-                if latest and latest[0].status != "correct":
-                    hint = q.hint or "Reread the section cited here."
-                    self.console.print(Text(f"  Question {number[q.id]} ({q.id}): not right. Hint: {hint} ({q.source.cite()})",
-                                            style="yellow"))
-            self.console.print(f"Start attempt {attempt + 1} now: every question again, fresh numbers and option order? [Y/n]")
-            answer = self._read()
-            if answer.strip().lower() in ("n", "no", "q"):
+            self._after_failed(stop, policy, attempt, order, marks, stale, number)
+            if stop in self.store.completed_stops(self.student_id):
+                self.console.print(f"Stop {stop} stays passed (this was a practice attempt).")
+                return True
+            self.console.print(f"Start attempt {attempt + 1} now: new questions where the bank has them, fresh numbers "
+                               "and option order? [Y/n]")
+            if self._read().strip().lower() in ("n", "no", "q"):
                 return False
 
-    def _round_right(self, stop: int, attempt: int, exclude: str | None = None) -> int:
-        """How many of the stop's questions were answered right at ``attempt`` (all but ``exclude``)."""
-        count = 0
-        for q in self.bank.questions(stop):
-            if q.id == exclude:
-                continue
-            count += any(a.attempt == attempt and a.status == "correct" for a in self.store.attempts(self.student_id, q.id))
-        return count
+    def _after_failed(self, stop, policy, attempt, order, marks, stale, number) -> None:
+        """What a failed attempt tells: the claims missed (mastery) or the questions missed with a hint."""
+        right = sum(marks.get(q, False) for q in order)
+        if policy.is_mastery:
+            missed = mastery.missed_claims(self.bank, stop, order, marks, stale, count_seen=policy.count_seen)
+            self.console.print(f"Stop {stop}, attempt {attempt}: {len(missed)} of {len(order)} claims not established "
+                               "— a stop passes only when every claim is, on questions you had not seen before.")
+            for claim in missed:
+                self.console.print(Text(f"  Reread: {claim.text} ({claim.cite})", style="yellow"))
+            return
+        self.console.print(f"Stop {stop}, attempt {attempt}: {right}/{len(order)} right — a stop passes only at 100%.")
+        for qid in order:
+            if not marks.get(qid, False):
+                q = self.bank.by_id[qid]
+                hint = q.hint or "Reread the section cited here."
+                self.console.print(Text(f"  Question {number[q.id]} ({q.id}): not right. Hint: {hint} ({q.source.cite()})",
+                                        style="yellow"))
 
-    def _current_attempt(self, stop: int) -> tuple[int, set[str]]:
-        """(attempt to record, ids already recorded at it): resume an interrupted attempt, else start the next."""
-        questions = self.bank.questions(stop)
-        recorded = {q.id: {a.attempt for a in self.store.attempts(self.student_id, q.id)} for q in questions}
-        last = max((max(s) for s in recorded.values() if s), default=0)
-        done = {qid for qid, s in recorded.items() if last in s}
-        if last == 0 or len(done) == len(questions):
-            return last + 1, set()
-        return last, done
+    def _passes(self, policy, order, marks, stale) -> bool:
+        if policy.is_mastery:
+            return mastery.attempt_passes(order, marks, stale, count_seen=policy.count_seen)
+        return all(marks.get(q, False) for q in order)
+
+    def _marks(self, attempt: int, order) -> dict[str, bool]:
+        """Question id → right, for the answers recorded at ``attempt``."""
+        out = {}
+        for qid in order:
+            for a in self.store.attempts(self.student_id, qid):
+                if a.attempt == attempt:
+                    out[qid] = a.status == "correct"
+        return out
+
+    def _history(self, stop: int) -> list[tuple[int, tuple[str, ...], float]]:
+        """Recorded attempts at ``stop`` (older stores without attempt rows: rebuilt from the answers)."""
+        rows = self.store.stop_attempts(self.student_id, stop)
+        if rows:
+            return rows
+        by_attempt: dict[int, list[str]] = {}
+        for q in self.bank.questions(stop):
+            for a in self.store.attempts(self.student_id, q.id):
+                by_attempt.setdefault(a.attempt, []).append(q.id)
+        return [(n, tuple(ids), 0.0) for n, ids in sorted(by_attempt.items())]
+
+    def _stale(self, stop: int, attempt: int, order) -> set[str]:
+        earlier = [(n, ids) for n, ids, _ in self._history(stop) if n < attempt]
+        return mastery.stale_items(self.bank, order, mastery.last_seen_from(earlier, self.bank))
+
+    def _open_or_start(self, stop: int, policy):
+        """(attempt, its questions, those answered) of the open attempt, else of a new one; None when refused."""
+        history = self._history(stop)
+        if history:
+            n, order, _ = history[-1]
+            done = set(self._marks(n, order))
+            if len(done) < len(order):
+                return n, order, done
+        now = time.time()
+        finished = [_Finished(t_end) for t_end in self._finish_times(history)]
+        reason = policy.refusal(finished, now) if not (self.new_attempt and stop in self.store.completed_stops(self.student_id)) else None
+        if reason:
+            self.console.print(f"A new attempt at stop {stop} cannot start: {reason}.")
+            return None
+        n = (history[-1][0] if history else 0) + 1
+        if policy.is_mastery:
+            seen = mastery.last_seen_from(((a, ids) for a, ids, _ in history), self.bank)
+            drawn = set(mastery.draw(self.bank, stop, self.student_id, n, seen))
+            order = tuple(q.id for q in self.bank.questions(stop) if q.id in drawn)  # bank order: stable numbering
+        else:
+            order = tuple(q.id for q in self.bank.questions(stop))
+        self.store.start_stop_attempt(self.student_id, stop, n, list(order), now)
+        self.new_attempt = False
+        return n, order, set()
+
+    def _finish_times(self, history) -> list[float]:
+        """When each finished attempt ended (its last answer), as epoch seconds."""
+        from datetime import datetime
+
+        out = []
+        for n, order, started in history:
+            stamps = [a.recorded_at for qid in order for a in self.store.attempts(self.student_id, qid) if a.attempt == n]
+            out.append(max((datetime.fromisoformat(t).timestamp() for t in stamps), default=started))
+        return out
+
+    def _recorded(self, stop: int) -> dict[str, set[int]]:
+        """Question id → the attempts at which it has a recorded answer (key-less take)."""
+        return {q.id: {a.attempt for a in self.store.attempts(self.student_id, q.id)} for q in self.bank.questions(stop)}
+
+    def latest_attempt(self) -> int:
+        """The highest attempt with a recorded answer, any stop (0 when none)."""
+        return max((a.attempt for a in self.store.latest(self.student_id).values()), default=0)
+
+    def _target_attempt(self) -> int:
+        """The attempt a key-less take records: ``--attempt N``, a new one with ``--new-attempt``, else the latest (or 1)."""
+        if self.attempt is None:  # fixed once per take, so that every stop of it records the same attempt
+            latest = self.latest_attempt()
+            self.attempt = latest + 1 if self.new_attempt or latest == 0 else latest
+        return self.attempt
 
     def stop_recorded(self, stop: int) -> bool:
-        """True when every question of the stop has an answer at the stop's latest attempt."""
-        attempt, done = self._current_attempt(stop)
-        return attempt > 1 and not done
+        """True when every question of the stop has an answer at the attempt this take records."""
+        target = self._target_attempt()
+        return all(target in s for s in self._recorded(stop).values())
 
     def _recorded_stop(self, stop: int) -> bool:
         self._header(stop)
         questions = self.bank.questions(stop)
-        attempt, done = self._current_attempt(stop)
-        self.console.print(f"No answer keys here: your answers are recorded (attempt {attempt}) for grading.")
+        attempt = self._target_attempt()
+        done = {qid for qid, s in self._recorded(stop).items() if attempt in s}
+        if len(done) == len(questions):
+            # Never a silent new attempt (issue 20 item 7): a new one needs --new-attempt or --attempt N.
+            self.console.print(f"Stop {stop} is already recorded for attempt {attempt}; nothing changed. To answer it "
+                               f"again for your next submission, run `ppo-course quiz take --attempt N` with the attempt "
+                               "number your grader's feedback gives (or --new-attempt).")
+            return True
+        self.console.print(f"No answer keys here: your answers are recorded for attempt {attempt}, to be graded.")
         for i, q in enumerate(questions, 1):
             if q.id in done:
                 continue  # answered before an interruption: resume after it
             variant = render(q, self.student_id, attempt, shuffle=True)
             _, response = self._ask(variant, f"{i}/{len(questions)}")
             self.store.record(self.student_id, q.id, attempt, response, "recorded")
-        self.console.print(f"Stop {stop}: all {len(questions)} answers recorded.")
+        self.console.print(f"Stop {stop}: all {len(questions)} answers recorded for attempt {attempt}.")
         return True
 
     # -------------------------------------------------------------- one question
@@ -219,12 +338,11 @@ class Session:
     # -------------------------------------------------------------- submission
 
     def responses_file(self) -> dict[str, Any]:
-        """Everything this student has recorded, as a responses file (latest attempt per question)."""
-        latest = self.store.latest(self.student_id)
-        attempt = max((a.attempt for a in latest.values()), default=1)
-        return {
-            "student_id": self.student_id,
-            "attempt": attempt,
-            "answers": {qid: a.response for qid, a in latest.items()},
-            "attempts": {qid: a.attempt for qid, a in latest.items() if a.attempt != attempt},
-        }
+        """The answers recorded at one attempt (this take's), as a responses file.
+
+        The grader grades every answer as its own count of this student's
+        submissions, so a file holds one attempt only (``quiz_bank.ledger``).
+        """
+        attempt = self._target_attempt()
+        answers = {a.question_id: a.response for a in self.store.attempts(self.student_id) if a.attempt == attempt}
+        return {"student_id": self.student_id, "attempt": attempt, "answers": answers}

@@ -6,9 +6,20 @@ Enabled by ``ppo-course gradescope-bundle --quiz`` (``gradescope_config.json``:
 ``student_id`` and ``answers``, at any depth, at most 1 MB); it is graded by
 ``quiz_bank.engine.grade`` (the 100% rule per stop, each student's own
 variants). One Gradescope test per stop (1 point when passed at 100%, else 0)
-is appended, tagged ``quiz``; the feedback names the missed question ids and
-the sections to reread, never a key or an explanation. Without a responses
-file every stop scores 0 with a message saying what to hand in.
+is appended, tagged ``quiz``; the feedback gives the score and the sections
+to reread, never a key, an explanation or which question was wrong (a list of
+missed ids told a student which answers to flip). Without a responses file
+every stop scores 0 with a message saying what to hand in.
+
+Bound to its student (issue 20 item 6), from Gradescope's
+``/autograder/submission_metadata.json``: the file's ``student_id`` must name
+the submitter (their SID, e-mail or the e-mail's local part; a file naming
+anyone else scores 0 with the reason), and the variants are those of attempt
+``len(previous_submissions) + 1``, a count Gradescope keeps, whatever number
+the file writes (a file answered for another attempt scores 0 with the
+reason and the command to run). A stop passed in an earlier submission
+stays passed (``extra_data.quiz.passed_stops`` of the previous results).
+Without the metadata file (a local run) the file's own id and attempt are used.
 """
 
 from __future__ import annotations
@@ -17,6 +28,49 @@ from pathlib import Path
 
 MAX_RESPONSES_BYTES = 1_000_000
 N_STOPS = 8
+METADATA = Path("/autograder/submission_metadata.json")
+
+
+def submitter_from(metadata: dict) -> tuple[set[str], int, set[int]]:
+    """(ids naming the submitter, the attempt this submission is, stops passed in earlier submissions).
+
+    Gradescope's metadata: ``users`` (each with ``email``, ``sid``, ``name``) and
+    ``previous_submissions`` (each with its ``results``).
+    """
+    names: set[str] = set()
+    for user in metadata.get("users") or []:
+        if not isinstance(user, dict):
+            continue
+        for field in ("sid", "email", "id"):
+            value = user.get(field)
+            if value not in (None, ""):
+                names.add(str(value))
+        if isinstance(user.get("email"), str) and "@" in user["email"]:
+            names.add(user["email"].split("@", 1)[0])
+    previous = [p for p in metadata.get("previous_submissions") or [] if isinstance(p, dict)]
+    passed: set[int] = set()
+    for p in previous:
+        quiz = ((p.get("results") or {}).get("extra_data") or {}).get("quiz") or {}
+        passed |= {int(s) for s in quiz.get("passed_stops") or [] if str(s).isdigit()}
+    return names, len(previous) + 1, passed
+
+
+def _read_metadata(path: Path | None) -> dict | None:
+    import json
+
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _cite(bank, question_id: str) -> str:
+    """The section a question cites ("Book §5.2, p. 142")."""
+    q = bank.by_id.get(question_id)
+    return q.source.cite() if q is not None else "the chapter"
 
 
 def find_responses(submission: Path) -> tuple[list[Path], str | None]:
@@ -40,11 +94,14 @@ def find_responses(submission: Path) -> tuple[list[Path], str | None]:
     return found, None
 
 
-def add_quiz_results(results: dict, submission: Path) -> dict:
+def add_quiz_results(results: dict, submission: Path, metadata_path: Path | None = METADATA) -> dict:
     """Append one test per stop to ``results`` (in place) and ``extra_data.quiz``; returns ``results``."""
     from quiz_bank.engine import ResponsesError, grade, load_responses
     from quiz_bank.loader import load_bank
 
+    bank = load_bank()
+    metadata = _read_metadata(metadata_path)
+    names, attempt, passed_before = submitter_from(metadata) if metadata else (set(), None, set())
     paths, problem = find_responses(submission)
     report = None
     if paths:
@@ -53,27 +110,43 @@ def add_quiz_results(results: dict, submission: Path) -> dict:
             if len({r.student_id for r in responses}) > 1:
                 problem = "the quiz responses files name different students; hand in your own file only"
             else:
-                report = grade(load_bank(), responses).to_json()
+                claimed = responses[0].student_id
+                submitter = claimed if (not names or claimed in names) else sorted(names)[0]
+                graded = grade(bank, responses, submitter=submitter, attempt=attempt)
+                graded.kept_passed = passed_before
+                report = graded.to_json()
+                problem = graded.problem
         except (ResponsesError, ValueError) as exc:
             problem = f"the quiz responses file could not be read: {str(exc)[:300]}"
     tests = results.setdefault("tests", [])
     for stop in range(1, N_STOPS + 1):
-        if report is None:
+        if report is None or problem is not None:
             score, output = 0.0, f"Quiz stop {stop}: not graded: {problem}."
+            if report is not None and report["stops"][f"stop{stop}"]["passed_before"]:
+                score, output = 1.0, f"Quiz stop {stop}: passed in an earlier submission (kept). This file: {problem}."
         else:
             s = report["stops"][f"stop{stop}"]
-            missed = [q["id"] for q in s["questions"] if not q["correct"]]
             score = 1.0 if s["passed"] else 0.0
-            output = (f"Quiz stop {stop}: {s['score']}/{s['max_score']} right — "
-                      + ("passed (100%)." if s["passed"] else "a stop passes only at 100%. Not right yet: "
-                         + ", ".join(missed) + ". Reread the sections they cite and retake the stop."))
+            if s["passed_before"]:
+                output = f"Quiz stop {stop}: passed in an earlier submission (kept)."
+            else:
+                # The sections to reread, never which question was wrong (a list of ids told which to flip).
+                sections = sorted({_cite(bank, q["id"]) for q in s["questions"] if not q["correct"]})
+                output = (f"Quiz stop {stop}: {s['score']}/{s['max_score']} right — "
+                          + ("passed (100%)." if s["passed"] else "a stop passes only at 100%. Reread: "
+                             + "; ".join(sections) + "; then answer the next attempt."))
         tests.append({"name": f"quiz stop {stop} (100% to pass)", "score": score, "max_score": 1.0,
                       "status": "passed" if score else "failed", "output": output, "visibility": "visible",
                       "tags": ["quiz", f"stop{stop}"]})
     extra = results.setdefault("extra_data", {})
-    extra["quiz"] = {"graded": report is not None, "problem": problem,
-                     "stops_passed": report["stops_passed"] if report else 0,
-                     "complete": bool(report and report["complete"])}
+    passed_stops = sorted(passed_before | ({int(k[4:]) for k, v in report["stops"].items() if v["passed"]}
+                                           if report and problem is None else set()))
+    extra["quiz"] = {"graded": report is not None and problem is None, "problem": problem,
+                     "stops_passed": len(passed_stops), "complete": len(passed_stops) == N_STOPS,
+                     "passed_stops": passed_stops}
+    if attempt is not None:
+        extra["quiz"]["graded_as_attempt"] = attempt
+        extra["quiz"]["next_attempt"] = attempt + 1
     results["score"] = float(sum(t.get("score", 0.0) for t in tests))
     extra["max_score"] = float(extra.get("max_score", 0.0)) + N_STOPS
     return results

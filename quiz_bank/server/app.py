@@ -6,6 +6,15 @@ answering works without JavaScript; the interactives' script only makes the
 sliders live. Jinja2 autoescaping is on for every template, so anything a
 student typed is shown as text, never as markup.
 
+Sign-in is a POST of the token from the server's own form (``GET /login``
+only shows the form; a ``/login#token=…`` link fills it in the browser,
+the fragment never reaches the server); cross-site POSTs are refused
+(``quiz_bank.server.security``), and a sign-in that would replace another
+signed-in identity asks for confirmation first. The session cookie holds the
+token (expiring, revocable: ``quiz_bank.server.auth``), is HttpOnly,
+SameSite=Strict, ``Secure`` over HTTPS (or behind a trusted proxy that says
+so) and lasts ``session_hours``.
+
 Routes (students): ``GET /`` (sign-in or the stops), ``GET|POST /login``,
 ``POST /logout``, ``GET /stop/{n}``, ``POST /stop/{n}/start``,
 ``POST /stop/{n}/answer``. Instructor: ``GET /instructor``
@@ -31,10 +40,12 @@ from quiz_bank.server.db import Conflict, QuizDB
 from quiz_bank.server.limits import BodySizeLimit
 from quiz_bank.server.policy import PolicyFile, load_policy
 from quiz_bank.server.quiz import BadAnswer, QuizService
+from quiz_bank.server import security
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "ppo_quiz_token"
 MAX_BODY_BYTES = 16 * 1024
+DEFAULT_SESSION_HOURS = 12.0
 _HINTS = {
     "single": "Choose one option.",
     "multi": "Choose every option that applies.",
@@ -54,23 +65,27 @@ def templates() -> Jinja2Templates:
 
 
 def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[dict[str, str]] | None = None,
-               policy: PolicyFile | None = None, checker: Any = None) -> FastAPI:
+               policy: PolicyFile | None = None, checker: Any = None, trust_proxy: bool = False,
+               session_hours: float = DEFAULT_SESSION_HOURS) -> FastAPI:
     """The quiz application.
 
     Args:
         bank: the instructor bank (keys installed). db_path: the SQLite file.
         secret: the token-signing secret (``auth.load_secret``). roster: rows to load (optional).
         policy: attempt policies (default: the course's file). checker: a SymbolicChecker (optional).
+        trust_proxy: believe ``X-Forwarded-Proto``/``-Host`` (only behind your own reverse proxy).
+        session_hours: lifetime of the session cookie.
     """
     app = FastAPI(title="PPO chapter quiz", docs_url=None, redoc_url=None, openapi_url=None)
     db = QuizDB(db_path)
     if roster:
         db.load_roster(roster)
     service = QuizService(bank, db, policy or load_policy(), checker)
-    signer = TokenSigner(secret)
+    signer = TokenSigner(secret, revoked_before=db.revoked_before)
     views = templates()
     app.state.service, app.state.signer, app.state.views = service, signer, views
     app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    security.install(app, trust_proxy=trust_proxy)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
     def page(request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
@@ -114,6 +129,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         return error(request, 400, f"Malformed request: {problems}"[:500])
 
     app.state.identity = identity
+    app.state.identity_or_none = _identity_or_none
     app.state.page = page
     app.state.error = error
 
@@ -129,26 +145,32 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         stops = service.progress(who.student_id)
         return page(request, "home.html", me=who, stops=stops, complete=all(s.passed for s in stops))
 
-    def _sign_in(request: Request, token: str) -> Response:
+    def _sign_in(request: Request, token: str, confirmed: bool) -> Response:
         try:
             who = signer.verify(token)
             if not who.is_instructor and db.has_roster() and not db.on_roster(who.student_id):
                 raise AuthError(f"{who.student_id!r} is not on this course's roster; ask your TA")
         except AuthError as exc:
             return page(request, "login.html", 401, me=None, message=str(exc))
+        current = _identity_or_none(request)
+        if current is not None and current != who and not confirmed:
+            # Never replace a signed-in identity silently (issue 20 item 9): ask first.
+            return page(request, "confirm_login.html", me=current, new=who, token=token.strip())
         response = RedirectResponse("/instructor" if who.is_instructor else "/", status_code=303)
-        response.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", max_age=180 * 24 * 3600)
+        response.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict",
+                            max_age=int(session_hours * 3600), secure=security.is_https(request, trust_proxy))
         return response
 
     @app.get("/login")
-    def login_link(request: Request, token: str = ""):
-        if not token:
-            return page(request, "login.html", me=None, message=None)
-        return _sign_in(request, token)
+    def login_form(request: Request):
+        """The sign-in form only: a token in the query string is ignored (links never sign anyone in)."""
+        message = ("Sign-in links are not accepted: paste your token below and press Sign in."
+                   if "token" in request.query_params else None)
+        return page(request, "login.html", me=_identity_or_none(request), message=message)
 
     @app.post("/login")
-    def login(request: Request, token: str = Form("")):
-        return _sign_in(request, token)
+    def login(request: Request, token: str = Form(""), confirm: str = Form("")):
+        return _sign_in(request, token, confirmed=confirm == "yes")
 
     @app.post("/logout")
     def logout():
@@ -181,9 +203,14 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
                             message=None, typed="")
         attempts = service.db.attempts(who.student_id, n)
         last = attempts[-1] if attempts else None
+        passed = any(a.passed for a in attempts)
+        stop_policy = service.policy.for_stop(n)
+        missed = (service.missed_claims(who.student_id, n, last.attempt)
+                  if last and not passed and stop_policy.is_mastery else [])
         return page(request, "stop.html", me=who, stop=n, title=bank.stops[n].title,
-                    n_questions=len(bank.questions(n)), attempts=attempts, last=last,
-                    passed=any(a.passed for a in attempts),
+                    n_questions=service.claims_per_attempt(n), attempts=attempts, last=last,
+                    passed=passed, verdicts=stop_policy.shows_verdicts, missed=missed,
+                    exhausted=[] if passed else service.exhausted_claims(who.student_id, n),
                     review=service.review(who.student_id, n, last.attempt) if last else [],
                     policy=service.policy.for_stop(n).describe(),
                     refusal=service.refusal(who.student_id, n, time.time()))

@@ -1,11 +1,17 @@
 """Sign-in for the quiz server: a roster CSV and one signed token per student (no passwords).
 
-A token is ``itsdangerous.URLSafeSerializer(secret, salt).dumps({"s": id, "r": role})``:
-an HMAC-SHA1-signed payload that the server verifies with the course's secret
-(a random 32-byte key in a file only the TA holds). Nothing is stored per
-student but the roster; a token cannot be forged without the secret, and a
+A token is ``itsdangerous.URLSafeTimedSerializer(secret, salt).dumps({"s": id,
+"r": role, "t": issued, "e": expires})``: an HMAC-signed, timestamped payload
+that the server verifies with the course's secret (a random 32-byte key in a
+file only the TA holds). A token cannot be forged without the secret, and a
 token names exactly one student, so one student cannot answer as another.
 ``role`` is ``"student"`` or ``"instructor"`` (the dashboard).
+
+Tokens expire (``e``, default :data:`DEFAULT_TOKEN_DAYS` days after issue;
+never more than :data:`MAX_TOKEN_DAYS`, enforced by the signature's own
+timestamp too) and are revocable: ``ppo-course quiz revoke ID`` records a
+time in the server's database before which every token of ``ID`` is refused
+(``QuizDB.revoke``); a token issued afterwards works.
 
 The roster CSV needs a ``student_id`` column; ``name``, ``section``,
 ``sis_user_id``, ``sis_login_id``, ``canvas_id`` and ``email`` are optional and
@@ -17,12 +23,15 @@ from __future__ import annotations
 import csv
 import os
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from itsdangerous import BadSignature, URLSafeSerializer
+from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-SALT = "ppo-course/quiz-server/v1"
+SALT = "ppo-course/quiz-server/v2"
+DEFAULT_TOKEN_DAYS = 120.0
+MAX_TOKEN_DAYS = 366.0
 ROLES = ("student", "instructor")
 ROSTER_COLUMNS = ("student_id", "name", "section", "sis_user_id", "sis_login_id", "canvas_id", "email")
 MAX_ID_LENGTH = 200
@@ -69,37 +78,57 @@ def load_secret(path: Path | str, *, create: bool = False) -> bytes:
 
 
 class TokenSigner:
-    """Issues and verifies tokens with one secret.
+    """Issues and verifies expiring tokens with one secret.
+
+    Args:
+        secret: the course's signing secret. revoked_before: ``fn(student_id) -> float | None``,
+            the time before which that id's tokens are revoked (the server's database).
 
     Raises:
-        AuthError: from :meth:`issue` for an empty or overlong id or an unknown role.
+        AuthError: from :meth:`issue` for an empty or overlong id, an unknown role or a bad lifetime.
     """
 
-    def __init__(self, secret: bytes) -> None:
-        self._serializer = URLSafeSerializer(secret, salt=SALT)
+    def __init__(self, secret: bytes, revoked_before=None) -> None:
+        self._serializer = URLSafeTimedSerializer(secret, salt=SALT)
+        self._revoked_before = revoked_before
 
-    def issue(self, student_id: str, role: str = "student") -> str:
-        """A token for ``student_id`` with ``role``."""
+    def issue(self, student_id: str, role: str = "student", *, valid_days: float = DEFAULT_TOKEN_DAYS,
+              now: float | None = None) -> str:
+        """A token for ``student_id`` with ``role``, valid ``valid_days`` days from ``now``."""
         if role not in ROLES:
             raise AuthError(f"unknown role {role!r}; expected one of {ROLES}")
         if not student_id or len(student_id) > MAX_ID_LENGTH:
             raise AuthError(f"a student id must have 1–{MAX_ID_LENGTH} characters")
-        return self._serializer.dumps({"s": student_id, "r": role})
+        if not 0 < valid_days <= MAX_TOKEN_DAYS:
+            raise AuthError(f"a token's lifetime must be in (0, {MAX_TOKEN_DAYS:g}] days")
+        now = time.time() if now is None else now
+        return self._serializer.dumps({"s": student_id, "r": role, "t": now, "e": now + valid_days * 86400})
 
-    def verify(self, token: str) -> Identity:
+    def verify(self, token: str, now: float | None = None) -> Identity:
         """The identity a token names.
 
         Raises:
-            AuthError: if the token is malformed, was not signed with this secret, or was altered.
+            AuthError: if the token is malformed, was not signed with this secret, was altered,
+                has expired or was revoked.
         """
         if not token or len(token) > 1000:
             raise AuthError("this sign-in token is not valid (empty or far too long)")
+        now = time.time() if now is None else now
         try:
-            data = self._serializer.loads(token.strip())
+            data = self._serializer.loads(token.strip(), max_age=MAX_TOKEN_DAYS * 86400)
+        except SignatureExpired:
+            raise AuthError("this sign-in token has expired; ask your TA for a new one") from None
         except BadSignature:
-            raise AuthError("this sign-in token is not valid: it was altered or issued for another course") from None
-        if not isinstance(data, dict) or not isinstance(data.get("s"), str) or data.get("r") not in ROLES:
+            raise AuthError("this sign-in token is not valid: it was altered or issued for another course "
+                            "(or before tokens expired: ask your TA for a new one)") from None
+        if (not isinstance(data, dict) or not isinstance(data.get("s"), str) or data.get("r") not in ROLES
+                or not isinstance(data.get("t"), (int, float)) or not isinstance(data.get("e"), (int, float))):
             raise AuthError("this sign-in token is not valid")
+        if now >= data["e"]:
+            raise AuthError("this sign-in token has expired; ask your TA for a new one")
+        cutoff = self._revoked_before(data["s"]) if self._revoked_before is not None else None
+        if cutoff is not None and data["t"] <= cutoff:
+            raise AuthError("this sign-in token was revoked; ask your TA for a new one")
         return Identity(data["s"], data["r"])
 
 

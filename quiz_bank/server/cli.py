@@ -1,4 +1,4 @@
-"""``ppo-course quiz serve | tokens | export``: run the server, issue sign-in tokens, export the gradebook.
+"""``ppo-course quiz serve | tokens | revoke | export``: run the server, issue and revoke sign-in tokens, export the gradebook.
 
 Defaults keep the three in step: the database ``quiz.sqlite`` and the secret
 ``quiz.secret`` in the working directory (override with ``--db`` and
@@ -26,12 +26,20 @@ def add_arguments(verbs) -> None:
     serve.add_argument("--secret-file", type=Path, default=DEFAULT_SECRET, help="token-signing secret (default ./quiz.secret, created if missing)")
     serve.add_argument("--policy", type=Path, default=None, help="attempt policy YAML (default: the course's)")
     serve.add_argument("--bank", type=Path, default=None, help="question bank folder (default: the installed bank)")
+    serve.add_argument("--trust-proxy", action="store_true",
+                       help="behind your own HTTPS reverse proxy: believe its X-Forwarded-Proto/-Host (Secure cookie, origin check)")
+    serve.add_argument("--session-hours", type=float, default=12.0, help="lifetime of the sign-in cookie (default 12 h)")
 
     tokens = verbs.add_parser("tokens", help="TA: sign-in tokens for every student of a roster (and instructors)")
     tokens.add_argument("--roster", type=Path, default=None, help="roster CSV with a student_id column")
     tokens.add_argument("--secret-file", type=Path, default=DEFAULT_SECRET, help="signing secret (created, mode 0600, if missing)")
     tokens.add_argument("--instructor", action="append", default=[], metavar="NAME", help="also issue an instructor token (repeatable)")
     tokens.add_argument("--out", type=Path, default=None, help="write student_id,role,token,login_path as CSV here (default: stdout)")
+    tokens.add_argument("--valid-days", type=float, default=120.0, help="tokens expire this many days after issue (default 120, at most 366)")
+
+    revoke = verbs.add_parser("revoke", help="TA: refuse every token issued so far to these ids (issue new ones with `quiz tokens`)")
+    revoke.add_argument("ids", nargs="+", metavar="ID", help="student (or instructor) ids")
+    revoke.add_argument("--db", type=Path, default=DEFAULT_DB, help="the server's SQLite file (default ./quiz.sqlite)")
 
     export = verbs.add_parser("export", help="TA: the quiz gradebook from the server's database (csv, canvas, moodle)")
     export.add_argument("--db", type=Path, default=DEFAULT_DB)
@@ -72,7 +80,8 @@ def serve(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     with SymbolicChecker() as checker:
-        app = create_app(bank, args.db, secret, roster=roster, policy=policy, checker=checker)
+        app = create_app(bank, args.db, secret, roster=roster, policy=policy, checker=checker,
+                         trust_proxy=args.trust_proxy, session_hours=args.session_hours)
         print(f"quiz server on http://{args.host}:{args.port}/ (database {args.db}); Ctrl-C stops it", flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
@@ -91,7 +100,7 @@ def tokens(args: argparse.Namespace) -> int:
         signer = TokenSigner(load_secret(args.secret_file, create=True))
         rows = [(r["student_id"], "student") for r in read_roster(args.roster)] if args.roster else []
         rows += [(name, "instructor") for name in args.instructor]
-        issued = [(sid, role, signer.issue(sid, role)) for sid, role in rows]
+        issued = [(sid, role, signer.issue(sid, role, valid_days=args.valid_days)) for sid, role in rows]
     except AuthError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -100,13 +109,31 @@ def tokens(args: argparse.Namespace) -> int:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(["student_id", "role", "token", "login_path"])
         for sid, role, token in issued:
-            writer.writerow([sid, role, token, f"/login?token={token}"])
+            # A fragment: the browser fills the form with it and never sends it to the server.
+            writer.writerow([sid, role, token, f"/login#token={token}"])
     finally:
         if args.out:
             fh.close()
             args.out.chmod(0o600)
     if args.out:
         print(f"wrote {len(issued)} token(s) to {args.out} (mode 0600); secret in {args.secret_file}", file=sys.stderr)
+    return 0
+
+
+def revoke(args: argparse.Namespace) -> int:
+    """Revoke every token issued until now to each id (the server refuses them at the next request)."""
+    try:
+        from quiz_bank.server.db import QuizDB
+    except ImportError:
+        return _server_missing()
+    if not args.db.exists():
+        print(f"error: {args.db} does not exist (the server's --db)", file=sys.stderr)
+        return 2
+    db = QuizDB(args.db)
+    for sid in args.ids:
+        db.revoke(sid)
+    print(f"revoked every token issued so far to {len(args.ids)} id(s): {', '.join(args.ids)}; "
+          "issue new ones with `ppo-course quiz tokens`")
     return 0
 
 

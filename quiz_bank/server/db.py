@@ -60,6 +60,10 @@ CREATE TABLE IF NOT EXISTS answers (
     PRIMARY KEY (student_id, stop, attempt, question_id),
     FOREIGN KEY (student_id, stop, attempt) REFERENCES stop_attempts (student_id, stop, attempt)
 );
+CREATE TABLE IF NOT EXISTS revocations (      -- tokens of this id issued before not_before are refused
+    student_id  TEXT PRIMARY KEY,
+    not_before  REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS completions (
     student_id   TEXT    NOT NULL,
     stop         INTEGER NOT NULL,
@@ -235,8 +239,12 @@ class QuizDB:
         return {q: StoredAnswer(q, p, json.loads(r), bool(c), t) for q, p, r, c, t in rows}
 
     def record_answer(self, student_id: str, stop: int, attempt: int, question_id: str,
-                      response: Any, correct: bool, now: float | None = None) -> StopAttempt:
+                      response: Any, correct: bool, now: float | None = None, passes=None) -> StopAttempt:
         """Store one answer (one transaction) and close the attempt after its last question.
+
+        ``passes(order, {question id: correct}) -> bool`` decides whether the
+        closed attempt passes the stop (default: every answer right; the mastery
+        policy also requires every question to be one not seen before).
 
         Returns:
             The attempt as it stands after this answer.
@@ -272,7 +280,13 @@ class QuizDB:
             (n_correct,) = db.execute(
                 "SELECT SUM(correct) FROM answers WHERE student_id = ? AND stop = ? AND attempt = ?",
                 (student_id, stop, attempt)).fetchone()
-            passed = n_correct == len(current.question_order)
+            if passes is None:
+                passed = n_correct == len(current.question_order)
+            else:
+                marks = {q: bool(c) for q, c in db.execute(
+                    "SELECT question_id, correct FROM answers WHERE student_id = ? AND stop = ? AND attempt = ?",
+                    (student_id, stop, attempt))}
+                passed = bool(passes(current.question_order, marks))
             db.execute("UPDATE stop_attempts SET finished_at = ?, n_correct = ?, passed = ? "
                        "WHERE student_id = ? AND stop = ? AND attempt = ?",
                        (now, n_correct, int(passed), student_id, stop, attempt))
@@ -280,6 +294,18 @@ class QuizDB:
                 db.execute("INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?)", (student_id, stop, attempt, now))
             return StopAttempt(student_id, stop, attempt, current.question_order, current.started_at, now,
                                n_correct, passed)
+
+    def revoke(self, student_id: str, now: float | None = None) -> None:
+        """Refuse every token of ``student_id`` issued until ``now`` (a new token issued later works)."""
+        now = time.time() if now is None else now
+        with self.transaction() as db:
+            db.execute("INSERT INTO revocations VALUES (?, ?) ON CONFLICT(student_id) DO UPDATE SET "
+                       "not_before = excluded.not_before", (student_id, now))
+
+    def revoked_before(self, student_id: str) -> float | None:
+        """The time before which this id's tokens are revoked (None when never revoked)."""
+        rows = self.read("SELECT not_before FROM revocations WHERE student_id = ?", (student_id,))
+        return rows[0][0] if rows else None
 
     def completed_stops(self, student_id: str) -> set[int]:
         """Stops the student has passed at 100%."""

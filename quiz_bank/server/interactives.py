@@ -74,7 +74,55 @@ def clip_curve(adv: float, eps: float = 0.2, n: int = 61) -> list[dict[str, floa
     return [clip_point(0.4 + 1.2 * i / (n - 1), adv, eps) for i in range(n)]
 
 
+CHART_W, CHART_H, CHART_PAD = 600.0, 240.0, 24.0
+
+
+def clip_chart(curve: list[dict[str, float]], point: dict[str, Any]) -> dict[str, Any]:
+    """SVG coordinates of the clip explorer's figure (the chapter's plot of eq. 5.1 against r).
+
+    x maps r ∈ [0.4, 1.6] and y the objective's range over the curve (and the
+    point) onto a ``CHART_W`` × ``CHART_H`` box; returns the polyline's
+    ``points``, the x of the clip edges 1 ± ε, the point's (x, y) and the
+    y-range. ``static/interactives.js`` applies the same mapping.
+    """
+    ys = [p["objective"] for p in curve] + [point["objective"]]
+    lo, hi = min(ys), max(ys)
+    if hi - lo < 1e-9:
+        lo, hi = lo - 1.0, hi + 1.0
+
+    def x(r: float) -> float:
+        return CHART_PAD + (r - 0.4) / 1.2 * (CHART_W - 2 * CHART_PAD)
+
+    def y(v: float) -> float:
+        return CHART_H - CHART_PAD - (v - lo) / (hi - lo) * (CHART_H - 2 * CHART_PAD)
+
+    eps = point["eps"]
+    return {
+        "points": " ".join(f"{x(p['r']):.1f},{y(p['objective']):.1f}" for p in curve),
+        "x_lo": x(max(0.4, 1 - eps)), "x_hi": x(min(1.6, 1 + eps)),
+        "px": x(min(max(point["r"], 0.4), 1.6)), "py": y(point["objective"]), "lo": lo, "hi": hi,
+        "w": CHART_W, "h": CHART_H, "pad": CHART_PAD,
+    }
+
+
 ACTIONS = ("collect", "train", "purge", "reuse")
+DRIFT_PER_UPDATE = 0.1  # nats per policy update, for the buffer interactive's ratio
+
+
+def drift_ratio(updates: int, collected_at: int | None) -> float | None:
+    """r = π_now/π_collect on a token collected ``updates − collected_at`` policy updates ago (eq. 5.20).
+
+    The toy policy's log-prob of the sampled token rises by ``DRIFT_PER_UPDATE`` nats per update, so
+    r = exp(DRIFT_PER_UPDATE · age), computed by ``ppo_reference.probability_ratio``; None without data.
+    """
+    if collected_at is None:
+        return None
+    import torch
+
+    import ppo_reference as ref
+
+    logp_old = torch.tensor([-1.0], dtype=torch.float64)
+    return float(ref.probability_ratio(logp_old + DRIFT_PER_UPDATE * (updates - collected_at), logp_old))
 
 
 def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
@@ -87,8 +135,17 @@ def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
     an older policy cannot be used. The replay buffer keeps everything and
     samples it again, so its data's age grows without bound.
 
+    The policy moves on every successful ``train`` (a toy policy whose
+    log-prob of each sampled token rises by :data:`DRIFT_PER_UPDATE` nats per
+    update), so each step also reports the probability ratio
+    r = π_now/π_collect (``ppo_reference.probability_ratio``, eq. 5.20) on the
+    rollout's data (at most one cycle of updates old: stays near 1) and on the
+    replay buffer's oldest data (drifts away from 1 without bound) — the
+    chapter's reason for the purge (Book §5.5.2).
+
     Returns:
-        ``{"steps": [{"action", "phase", "size", "cycle", "error", "replay_size", "replay_oldest_cycle"}], ...}``.
+        ``{"steps": [{"action", "phase", "size", "cycle", "error", "replay_size", "replay_oldest_cycle",
+        "updates", "rollout_ratio", "replay_ratio"}], ...}`` (ratios None when the buffer is empty).
 
     Raises:
         ValueError: for an unknown action or more than 40 actions.
@@ -105,6 +162,9 @@ def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
     buf = ref.RolloutBuffer()
     generator = torch.Generator().manual_seed(0)
     cycle, replay = 0, []  # replay buffer: (cycle collected) per sequence
+    updates, rollout_at, replay_at = 0, None, []  # policy updates so far; when the data was collected
+
+
     steps = []
     stale_iterator = None
     for action in actions:
@@ -113,14 +173,18 @@ def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
             if action == "collect":
                 buf.add(logp_old=torch.full((4, 3), -1.0), rewards=torch.zeros(4, 3))
                 replay.extend([cycle] * 4)
+                replay_at.extend([updates] * 4)
+                rollout_at = updates if rollout_at is None else rollout_at
             elif action == "train":
                 if buf.phase == "collect":
                     buf.start_training()
                 stale_iterator = buf.minibatches(2, generator=generator)
                 sum(1 for _ in buf.minibatches(2, generator=generator))
+                updates += 1
             elif action == "purge":
                 buf.purge()
                 cycle += 1
+                rollout_at = None
             elif action == "reuse":
                 if stale_iterator is None:
                     raise RuntimeError("nothing to reuse yet: train on a rollout first")
@@ -130,6 +194,8 @@ def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
         steps.append({
             "action": action, "phase": buf.phase, "size": len(buf), "cycle": cycle, "error": error,
             "replay_size": len(replay), "replay_oldest_cycle": min(replay) if replay else None,
+            "updates": updates, "rollout_ratio": drift_ratio(updates, rollout_at if len(buf) else None),
+            "replay_ratio": drift_ratio(updates, min(replay_at) if replay_at else None),
         })
     return {"steps": steps, "phase": buf.phase, "size": len(buf), "replay_size": len(replay)}
 

@@ -1,6 +1,11 @@
 """The quiz as the server runs it: stop attempts, one question at a time, the 100% rule.
 
-An attempt at a stop shows every question of the stop once, in an order drawn
+Under the mastery policy (the default, ``quiz_bank.mastery``) an attempt shows
+one question per claim of the stop, unseen ones first; answers are recorded
+without a verdict; the attempt passes when every claim is answered right on a
+question the student had not seen before; the review names the claims missed
+and the sections to reread. Under the older policies (``cooldown``,
+``budget``) an attempt shows every question of the stop once, in an order drawn
 from (student, stop, attempt), each question rendered as the variant of that
 attempt with its options shuffled (``engine.render(..., shuffle=True)``): a
 retry is attempt + 1, so parametric questions come back with fresh numbers and
@@ -23,7 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from quiz_bank import variants
+from quiz_bank import mastery, variants
 from quiz_bank.engine import Variant, check, normalise_response, render
 from quiz_bank.loader import Bank
 from quiz_bank.parsing import Unparseable
@@ -46,6 +51,7 @@ class Verdict:
     attempt: StopAttempt
     answered: int
     total: int
+    shown: bool = True  # False under mastery: the page says "recorded", never right / not right
 
 
 @dataclass
@@ -93,7 +99,12 @@ class QuizService:
     # ------------------------------------------------------------------ drawing
 
     def question_order(self, student_id: str, stop: int, attempt: int) -> list[str]:
-        """The order of a stop's questions in one attempt (reproducible from student, stop, attempt)."""
+        """The questions of one attempt, in order (reproducible from the student's history, stop and attempt).
+
+        Mastery: one per claim, unseen first (``mastery.draw``); otherwise every question of the stop.
+        """
+        if self.policy.for_stop(stop).is_mastery:
+            return mastery.draw(self.bank, stop, student_id, attempt, self.last_seen(student_id, stop, before=attempt))
         ids = [q.id for q in self.bank.questions(stop)]
         random.Random(variants.variant_seed(student_id, f"stop{stop}#order", attempt)).shuffle(ids)
         return ids
@@ -101,6 +112,26 @@ class QuizService:
     def variant(self, student_id: str, question_id: str, attempt: int) -> Variant:
         """The variant shown in that attempt: fresh parameters and option order per attempt."""
         return render(self.bank.by_id[question_id], student_id, attempt, shuffle=True)
+
+    def last_seen(self, student_id: str, stop: int, before: int | None = None) -> dict[str, int]:
+        """Fixed question id → last attempt (before ``before``) that showed it to the student."""
+        rows = [a for a in self.db.attempts(student_id, stop) if before is None or a.attempt < before]
+        return mastery.last_seen_from(((a.attempt, a.question_order) for a in rows), self.bank)
+
+    def stale(self, student_id: str, stop: int, attempt: int, order) -> set[str]:
+        """The questions of ``attempt`` the student had already seen in an earlier attempt."""
+        return mastery.stale_items(self.bank, order, self.last_seen(student_id, stop, before=attempt))
+
+    def claims_per_attempt(self, stop: int) -> int:
+        """How many questions one attempt at ``stop`` asks (claims under mastery, else every question)."""
+        if self.policy.for_stop(stop).is_mastery:
+            return len(mastery.stop_claims(self.bank, stop))
+        return len(self.bank.questions(stop))
+
+    def has_open_attempt(self, student_id: str) -> int | None:
+        """The stop of the student's open attempt (None when no attempt is open)."""
+        rows = [a for a in self.db.attempts(student_id) if a.is_open]
+        return rows[0].stop if rows else None
 
     # ------------------------------------------------------------------ state
 
@@ -115,7 +146,7 @@ class QuizService:
             open_rows = [a for a in rows if a.is_open]
             answered = len(self.db.answers(student_id, stop, open_rows[-1].attempt)) if open_rows else 0
             out.append(StopProgress(
-                stop=stop, title=self.bank.stops[stop].title, n_questions=len(self.bank.questions(stop)),
+                stop=stop, title=self.bank.stops[stop].title, n_questions=self.claims_per_attempt(stop),
                 attempts=len(rows), best=max((a.n_correct or 0 for a in rows), default=0),
                 passed=any(a.passed for a in rows), open_attempt=open_rows[-1].attempt if open_rows else None,
                 answered_in_open=answered,
@@ -184,9 +215,18 @@ class QuizService:
             outcome = check(variant, text, self.checker)
         if outcome.status in ("unparseable", "undecided", "unanswered"):
             raise BadAnswer(outcome.feedback.split(" (Book")[0])
-        after = self.db.record_answer(student_id, stop, attempt, question_id, response, outcome.correct, now=now)
+        policy = self.policy.for_stop(stop)
+        passes = None
+        if policy.is_mastery:
+            stale = self.stale(student_id, stop, attempt, rows[attempt].question_order)
+
+            def passes(order, marks):
+                return mastery.attempt_passes(order, marks, stale, count_seen=policy.count_seen)
+        after = self.db.record_answer(student_id, stop, attempt, question_id, response, outcome.correct, now=now,
+                                      passes=passes)
         answered = len(self.db.answers(student_id, stop, attempt))
-        return Verdict(question_id, outcome.correct, after, answered, len(after.question_order))
+        return Verdict(question_id, outcome.correct, after, answered, len(after.question_order),
+                       shown=policy.shows_verdicts)
 
     # ------------------------------------------------------------------ review
 
@@ -201,10 +241,29 @@ class QuizService:
             return "true" if response else "false"
         return str(response)
 
+    def missed_claims(self, student_id: str, stop: int, attempt: int) -> list[mastery.Claim]:
+        """Mastery: the claims a finished attempt did not establish (wrong, or right on a question seen before)."""
+        rows = {a.attempt: a for a in self.db.attempts(student_id, stop)}
+        order = rows[attempt].question_order
+        marks = {q: a.correct for q, a in self.db.answers(student_id, stop, attempt).items()}
+        return mastery.missed_claims(self.bank, stop, order, marks, self.stale(student_id, stop, attempt, order),
+                                     count_seen=self.policy.for_stop(stop).count_seen)
+
+    def exhausted_claims(self, student_id: str, stop: int) -> list[mastery.Claim]:
+        """Mastery: claims whose questions the student has all seen (the next attempt cannot establish them)."""
+        if not self.policy.for_stop(stop).is_mastery or self.policy.for_stop(stop).count_seen:
+            return []
+        return mastery.exhausted_claims(self.bank, stop, self.last_seen(student_id, stop))
+
     def review(self, student_id: str, stop: int, attempt: int) -> list[ReviewItem]:
-        """The finished attempt, question by question (hints when missed; explanations once the stop is passed)."""
+        """The finished attempt, question by question (hints when missed; explanations once the stop is passed).
+
+        Under mastery a failed attempt has no per-question review (see :meth:`missed_claims`): an empty list.
+        """
         rows = {a.attempt: a for a in self.db.attempts(student_id, stop)}
         stop_passed = any(a.passed for a in rows.values())
+        if self.policy.for_stop(stop).is_mastery and not stop_passed:
+            return []
         answers = self.db.answers(student_id, stop, attempt)
         items = []
         for i, qid in enumerate(rows[attempt].question_order, 1):

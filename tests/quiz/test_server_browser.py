@@ -1,7 +1,10 @@
 """A real browser on the quiz server: Debian's Chromium driven by Selenium (no browser download at run time).
 
-Signs in, answers a stop wrong and then right, sees the stop pass, and moves
-the clip explorer's slider (the numbers follow it through /api/clip). The
+Signs in, is not signed out by a cross-site sign-in form, answers a stop
+wrong and then right, sees the stop pass, moves the clip explorer's sliders
+(the numbers, the sweep table and the chart follow them through /api/clip),
+finds the interactives closed during an open attempt, is asked before a
+sign-in link's token replaces her session, and fits a 375 px screen. The
 browser is the system's (/usr/bin/chromium, /usr/bin/chromedriver; `make test`
 installs them with apt-get when missing and running as root). Where they are
 missing the test is skipped, except under CI (CI=true), where it fails loudly.
@@ -117,11 +120,21 @@ def test_a_student_passes_a_stop_in_the_browser_after_failing_it_and_moves_the_c
     from selenium.webdriver.support.ui import WebDriverWait
 
     service = offline_service(bank)
-    with ServerProcess(tmp_path, ["ann"]) as server:
+    with ServerProcess(tmp_path, ["ann", "bob"]) as server:
         browser.get(server.url + "/")
         browser.find_element(By.ID, "token").send_keys(server.token("ann"))
         _click_and_wait(browser, "sign-in")
         assert "The eight stops" in browser.page_source
+
+        # A page on another origin posts bob's token to /login (issue 20 item 9): refused, ann stays ann.
+        evil = tmp_path / "evil.html"
+        evil.write_text(f'<form id="f" method="post" action="{server.url}/login">'
+                        f'<input name="token" value="{server.token("bob")}"><button id="go">go</button></form>')
+        browser.get(evil.as_uri())
+        _click_and_wait(browser, "go")
+        assert "Refused" in browser.find_element(By.TAG_NAME, "body").text
+        browser.get(server.url + "/")
+        assert browser.find_element(By.CLASS_NAME, "who").text == "ann"
 
         first = _take_stop(browser, server, service, "ann", 1, wrong_first=True)
         assert first[0] == "Not right." and set(first[1:]) == {"Right."}
@@ -142,6 +155,41 @@ def test_a_student_passes_a_stop_in_the_browser_after_failing_it_and_moves_the_c
         WebDriverWait(browser, 60, ignored_exceptions=(WebDriverException,)).until(lambda d: d.find_element(By.ID, "out-flows").text == "zero")
         assert browser.find_element(By.ID, "out-objective").text == "1.2000"
         assert "already increased enough" in browser.find_element(By.ID, "out-case").text
+        # The sweep and the chart follow Â (issue 21 item 14): Â = 1 → 0.5, the sweep's r = 0.40 row halves.
+        first_row = lambda d: d.find_element(By.ID, "clip-sweep-body").find_elements(By.TAG_NAME, "td")[1].text
+        range_before = browser.find_element(By.ID, "chart-range").text  # the chart's y-axis (it rescales)
+        assert first_row(browser) == "0.40" and range_before == "min 0.40 … max 1.20"
+        adv = browser.find_element(By.ID, "adv")
+        for _ in range(5):
+            adv.send_keys(Keys.ARROW_LEFT)
+        WebDriverWait(browser, 60, ignored_exceptions=(WebDriverException,)).until(lambda d: first_row(d) == "0.20")
+        assert browser.find_element(By.ID, "chart-range").text == "min 0.20 … max 0.60"
+
+        # A 375 px screen: no page wider than the screen (issue 21 item 14).
+        browser.set_window_size(375, 800)
+        for path in ("/", "/interactive/buffer?actions=collect,train,purge,collect,train", "/interactive/clip?r=1.1&adv=1",
+                     "/stop/1"):
+            browser.get(server.url + path)
+            width = browser.execute_script("return document.documentElement.scrollWidth;")
+            inner = browser.execute_script("return window.innerWidth;")
+            assert width <= inner, (path, width, inner)
+        browser.set_window_size(1200, 900)
+
+        # During an open attempt the interactives refuse (issue 20 item 8), page and API alike.
+        browser.get(f"{server.url}/stop/2")
+        _click_and_wait(browser, "start")
+        browser.get(server.url + "/interactive/clip?r=1.1&adv=1")
+        assert "closed while your attempt at stop 2 is open" in browser.find_element(By.TAG_NAME, "main").text
+        status = browser.execute_async_script(
+            "var done = arguments[0]; fetch('/api/clip?r=1.1&adv=1').then(function (r) { done(r.status); });")
+        assert status == 403
+
+        # A sign-in link fills the form; pressing Sign in as someone else asks first (issue 20 item 9).
+        browser.get(f"{server.url}/login#token={server.token('bob')}")
+        _click_and_wait(browser, "sign-in")
+        assert "You are signed in as ann" in browser.find_element(By.ID, "confirm-switch").text
+        browser.get(server.url + "/")
+        assert browser.find_element(By.CLASS_NAME, "who").text == "ann"
 
 
 def test_missing_chromium_fails_loudly_under_ci_and_skips_elsewhere(monkeypatch, tmp_path):

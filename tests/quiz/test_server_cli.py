@@ -19,11 +19,11 @@ def test_tokens_for_a_roster_verify_with_the_secret_and_files_are_private(run_cl
     assert [(r["student_id"], r["role"]) for r in rows] == [("ann", "student"), ("bob", "student"), ("prof", "instructor")]
     signer = TokenSigner(load_secret(secret))
     assert [signer.verify(r["token"]).student_id for r in rows] == ["ann", "bob", "prof"]
-    assert signer.verify(rows[2]["token"]).is_instructor and rows[0]["login_path"] == f"/login?token={rows[0]['token']}"
+    assert signer.verify(rows[2]["token"]).is_instructor and rows[0]["login_path"] == f"/login#token={rows[0]['token']}"
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and stat.S_IMODE(out.stat().st_mode) == 0o600
-    # The same secret issues the same tokens (rerunning does not void the ones handed out).
+    # Rerunning issues new tokens (each carries its issue time and expiry) and does not void the ones handed out.
     code, again, _ = run_cli(["quiz", "tokens", "--roster", roster, "--secret-file", secret])
-    assert code == 0 and rows[0]["token"] in again
+    assert code == 0 and "ann,student," in again and signer.verify(rows[0]["token"]).student_id == "ann"
 
 
 def test_a_roster_without_student_id_or_with_a_repeat_is_refused(run_cli, tmp_path):

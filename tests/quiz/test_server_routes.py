@@ -31,7 +31,7 @@ def test_signed_out_visitor_gets_the_sign_in_form_and_a_student_sees_eight_stops
 
 
 def test_a_wrong_answer_is_told_at_once_the_stop_fails_and_the_review_hides_the_key(quiz_server, bank):
-    app, sign_in = quiz_server()
+    app, sign_in = quiz_server(mode="cooldown")  # the older policy: a verdict per answer, every question each attempt
     client, service = sign_in("ann"), app.state.service
     pages = answer_stop(client, service, "ann", 1, wrong={1})
     assert 'id="verdict">Not right.' in pages[0] and all('id="verdict">Right.' in p for p in pages[1:])
@@ -51,7 +51,7 @@ def test_a_wrong_answer_is_told_at_once_the_stop_fails_and_the_review_hides_the_
 
 
 def test_the_retry_is_a_fresh_order_fresh_variants_and_passing_shows_the_explanations(quiz_server, bank):
-    app, sign_in = quiz_server()
+    app, sign_in = quiz_server(mode="cooldown")  # the older policy: a verdict per answer, every question each attempt
     client, service = sign_in("bob"), app.state.service
     answer_stop(client, service, "bob", 2, wrong={3})
     pages = answer_stop(client, service, "bob", 2)
@@ -96,7 +96,7 @@ def test_the_chapter_is_complete_only_when_all_eight_stops_pass(quiz_server):
 
 
 def test_cooldown_policy_is_stated_and_refuses_an_early_retry(quiz_server):
-    app, sign_in = quiz_server(cooldown_s=3600)
+    app, sign_in = quiz_server(mode="cooldown", cooldown_s=3600)
     client, service = sign_in("ann"), app.state.service
     stop_page = client.get("/stop/3").text
     assert "Attempt policy: Unlimited attempts, 60 min apart after a failed one" in stop_page
@@ -202,3 +202,21 @@ def test_server_answers_grade_the_same_offline(quiz_server, bank):
         assert offline.correct == a.correct, qid
     assert sum(not a.correct for a in stored.values()) == 2
     assert expected_answer(render(bank.by_id["stop5.kl-sum"], "cat", 1)) is not None
+
+
+def test_the_clip_api_returns_the_sweep_and_chart_for_its_own_adv_and_the_buffer_shows_the_ratio_drift(quiz_server):
+    """Issue 21 item 14. Hand computation: at r = 0.4, Â = 0.5, ε = 0.2 the objective is
+    min(0.4·0.5, 0.8·0.5) = 0.2; after k policy updates of 0.1 nats, r = exp(0.1·k) on data collected before them."""
+    import math
+
+    app, sign_in = quiz_server()
+    client = sign_in("ann")
+    data = client.get("/api/clip", params={"r": 1.1, "adv": 0.5, "eps": 0.2}).json()
+    assert data["curve"][0]["r"] == 0.4 and abs(data["curve"][0]["objective"] - 0.2) < 1e-9
+    assert data["chart"]["points"].count(",") == len(data["curve"])
+    steps = client.get("/api/buffer", params={"actions": "collect,train,train,purge,collect,train"}).json()["steps"]
+    assert steps[0]["rollout_ratio"] == 1.0 and steps[3]["rollout_ratio"] is None  # purged: no rollout data
+    assert abs(steps[5]["rollout_ratio"] - math.exp(0.1)) < 1e-12  # one update old
+    assert abs(steps[5]["replay_ratio"] - math.exp(0.3)) < 1e-12  # the oldest replay data: three updates old
+    page = client.get("/interactive/buffer", params={"actions": "collect,train,train,purge,collect,train"}).text
+    assert "1.350" in page and "r on oldest replay data" in page

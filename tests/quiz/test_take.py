@@ -70,7 +70,10 @@ def test_wrong_answer_is_told_without_the_key_and_the_retry_is_the_whole_stop_fr
         lines.append(typed(q, "uma", 1, answer + 1.0 if q.id == qid else answer))
     lines.append("y")  # start attempt 2 now
     lines += [typed(q, "uma", 2, key_of("uma", 2)["answers"][q.id]) for q in bank.questions(2)]
-    code, out, err = run_cli(["quiz", "take", "--stop", 2, "--student", "uma", "--store", store], "\n".join(lines) + "\n")
+    policy = tmp_path / "policy.yaml"  # the older policy, kept as an option: a verdict after each answer
+    policy.write_text("default: {mode: cooldown, cooldown_s: 0}\n")
+    code, out, err = run_cli(["quiz", "take", "--stop", 2, "--student", "uma", "--store", store, "--policy", policy],
+                             "\n".join(lines) + "\n")
     assert code == 0, err
     before_pass = out.split("Stop 2 passed")[0]
     assert "Not right." in before_pass and question.explanation[:40] not in before_pass
@@ -186,3 +189,26 @@ def test_student_bundle_without_keys_module_takes_and_writes_responses(bank, key
     assert "No answer keys here" in result.stdout
     answers = json.loads((tmp_path / "zed.json").read_text())["answers"]
     assert set(answers) == {q.id for q in bank.questions(1)}
+
+
+def test_keyless_retake_of_a_recorded_stop_changes_nothing_without_a_flag(bank, key_of, run_cli, tmp_path):
+    """Issue 20 item 7: `quiz take --stop 1` again after finishing does not silently open a new attempt,
+    `--attempt 2` answers the grader's next attempt, and `quiz status` says what is recorded."""
+    public = tmp_path / "public" / "quiz_bank"
+    export_public(public)
+    public_bank = load_bank(public)
+    store, out_file = tmp_path / "quiz.sqlite3", tmp_path / "mine.json"
+    argv = ["quiz", "take", "--stop", 1, "--student", "zoe", "--store", store, "--bank", public, "--out", out_file]
+    assert run_cli(argv, script(bank, key_of("zoe"), 1, "zoe", render_bank=public_bank))[0] == 0
+    first = out_file.read_text()
+    code, out, _ = run_cli(argv, "a\n")  # one typed answer: it must not be recorded anywhere
+    assert code == 0 and "already recorded for attempt 1; nothing changed" in out
+    assert out_file.read_text() == first
+    with AttemptStore(store) as s:
+        assert {a.attempt for a in s.attempts("zoe")} == {1}
+    code, out, _ = run_cli(["quiz", "status", "--student", "zoe", "--store", store, "--bank", public])
+    assert code == 0 and "recorded" in out and "not graded here" in out and "submit to grade" not in out
+    stdin = script(bank, key_of("zoe", 2), 1, "zoe", attempt=2, render_bank=public_bank)
+    assert run_cli([*argv, "--attempt", 2], stdin)[0] == 0
+    second = json.loads(out_file.read_text())
+    assert second["attempt"] == 2 and "attempts" not in second and len(second["answers"]) == len(bank.questions(1))

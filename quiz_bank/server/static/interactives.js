@@ -17,6 +17,31 @@
       document.getElementById("out-gradient").textContent = fmt(p.gradient, 4);
       document.getElementById("out-flows").textContent = p.flows ? "flows" : "zero";
       document.getElementById("out-case").textContent = p.case;
+      // The sweep and the chart follow Â and ε as well (they are recomputed on the server).
+      var body = document.getElementById("clip-sweep-body");
+      if (body && p.curve) {
+        while (body.firstChild) body.removeChild(body.firstChild);
+        p.curve.forEach(function (c) {
+          var tr = document.createElement("tr");
+          [fmt(c.r, 2), fmt(c.objective, 2), c.flows ? "flows" : "0"].forEach(function (text, i) {
+            var td = document.createElement("td");
+            td.textContent = text;
+            if (i === 1) td.className = c.flows ? "flows" : "zero";
+            tr.appendChild(td);
+          });
+          body.appendChild(tr);
+        });
+      }
+      if (p.chart) {
+        document.getElementById("chart-line").setAttribute("points", p.chart.points);
+        document.getElementById("chart-point").setAttribute("cx", p.chart.px);
+        document.getElementById("chart-point").setAttribute("cy", p.chart.py);
+        var band = document.getElementById("chart-band");
+        band.setAttribute("x", p.chart.x_lo);
+        band.setAttribute("width", p.chart.x_hi - p.chart.x_lo);
+        document.getElementById("chart-range").textContent =
+          "min " + fmt(p.chart.lo, 2) + " … max " + fmt(p.chart.hi, 2);
+      }
     });
   };
   ["r", "adv", "eps"].forEach(function (name) { form[name].addEventListener("input", update); });

@@ -1,0 +1,80 @@
+"""HTTP hardening of the quiz server: cross-site POSTs refused, framing refused, the session cookie's flags.
+
+- **Cross-site requests.** Every state-changing request (POST, PUT, PATCH,
+  DELETE) must come from the server's own pages: a browser's
+  ``Sec-Fetch-Site`` must be ``same-origin`` or ``none`` (typed by the user),
+  and an ``Origin`` header, when sent, must be this server's own origin. A
+  form on another site that posts ``/login`` (or ``/stop/1/answer``) is
+  refused with 403 before any route runs (OWASP "Verifying Origin with
+  Standard Headers"; Fetch Metadata, W3C). Clients that send neither header
+  (curl, the test client) are not browsers and carry no victim's cookie.
+- **Framing.** Every response carries ``X-Frame-Options: DENY`` and
+  ``Content-Security-Policy: frame-ancestors 'none'`` (no clickjacking), plus
+  ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: same-origin``.
+- **HTTPS.** :func:`is_https` is true when the request came over HTTPS, or
+  when the server is configured to trust its proxy (``--trust-proxy``) and the
+  proxy's ``X-Forwarded-Proto`` says ``https``; the session cookie is then
+  ``Secure``.
+"""
+
+from __future__ import annotations
+
+from fastapi import Request
+from fastapi.responses import PlainTextResponse
+
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+SAME_SITE_VALUES = frozenset({"same-origin", "none"})
+SECURITY_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+
+
+def is_https(request: Request, trust_proxy: bool) -> bool:
+    """True when the client reached this server over HTTPS (the proxy's word counts only when trusted)."""
+    if request.url.scheme == "https":
+        return True
+    if trust_proxy:
+        proto = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+        return proto == "https"
+    return False
+
+
+def own_origin(request: Request, trust_proxy: bool) -> str:
+    """``scheme://host[:port]`` of this server as the browser sees it."""
+    scheme = "https" if is_https(request, trust_proxy) else request.url.scheme
+    host = request.headers.get("host") or request.url.netloc
+    if trust_proxy and request.headers.get("x-forwarded-host"):
+        host = request.headers["x-forwarded-host"].split(",")[0].strip()
+    return f"{scheme}://{host}".lower()
+
+
+def cross_site_reason(request: Request, trust_proxy: bool) -> str | None:
+    """Why an unsafe request is refused as cross-site (None when it may proceed)."""
+    if request.method not in UNSAFE_METHODS:
+        return None
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site.lower() not in SAME_SITE_VALUES:
+        return f"a form on another site ({site}) tried to post here"
+    origin = request.headers.get("origin")
+    if origin is not None and origin.lower() != own_origin(request, trust_proxy):
+        return "a form from another origin tried to post here"
+    return None
+
+
+def install(app, *, trust_proxy: bool) -> None:
+    """Add the cross-site check and the security headers to ``app`` (one HTTP middleware)."""
+
+    @app.middleware("http")
+    async def _harden(request: Request, call_next):
+        reason = cross_site_reason(request, trust_proxy)
+        if reason is not None:
+            response = PlainTextResponse(f"Refused: {reason}. Nothing was changed; sign in from the quiz's own page.",
+                                         status_code=403)
+        else:
+            response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
