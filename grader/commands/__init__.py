@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "release": "grader.commands.release",
     "similarity": "grader.commands.similarity",
     "export": "grader.commands.export",
+    "lti": "grader.commands.lti",
     "train": "ppo_reference.commands.train",
     "plot": "grader.commands.plot",
 }
