@@ -32,7 +32,6 @@ group when it dies, so a killed batch leaves nothing running.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import sys
@@ -400,8 +399,7 @@ def run_batch(
 
     def grade_one(entry: Entry, h: str) -> StudentRecord:
         sid = entry.student_id
-        student_dir = out_dir / sid
-        student_dir.mkdir(parents=True, exist_ok=True)
+        student_dir = out_dir / sid  # made only when there is something to write: no empty folder on a fault
         # The old record goes first: a kill from here on leaves the student to regrade.
         try:
             os.unlink(student_dir / RECORD)
@@ -420,8 +418,6 @@ def run_batch(
                 runner=runner,
             )
         except BatchAborted:
-            with contextlib.suppress(OSError):
-                student_dir.rmdir()  # only if empty: no empty student folder is left behind
             raise  # the cluster is gone: nobody's fault in the class, record nothing
         except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
             if disk_full(exc):
@@ -436,6 +432,7 @@ def run_batch(
             graded.result = None  # the published tests were kept: the report reads results.json, as published
         if graded.result is not None:
             typed[sid] = graded.result  # the report reads it from here, not from disk
+        student_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(student_dir / "feedback.md", graded.feedback)
         atomic_write_json(student_dir / "results.json", graded.results)
         key = {"submission_hash": h, **key_common}
