@@ -161,6 +161,7 @@ def select(entries: list, rule: AttemptRule, *, latest_only: bool) -> Selection:
             selection.left_out.append(LeftOut(earlier, sid, f"an earlier attempt of {sid!r} ({why}); "
                                                             f"{folder!r} is the latest"))
     _roster_notes(rule.roster, groups, selection)
+    selection.warnings += [f"--latest-only: left out {i.folder!r}: {i.why}" for i in selection.left_out]
     return selection
 
 
@@ -174,4 +175,3 @@ def _roster_notes(roster: Roster | None, groups: dict, selection: Selection) -> 
     absent = [sid for sid in roster.students if sid not in groups]
     if absent:
         selection.warnings.append(f"{len(absent)} roster student(s) have no submission folder: {', '.join(absent)}")
-    selection.warnings += [f"--latest-only: left out {i.folder!r}: {i.why}" for i in selection.left_out]

@@ -89,6 +89,7 @@ def test_pattern_orders_attempts_numerically_and_names_each_left_out(tmp_path):
     assert {e.student_id: e.sources[0].name for e in chosen.entries} == {"amy": "amy--10", "carl": "carl"}
     assert sorted(i.folder for i in chosen.left_out) == ["amy", "amy--2"]  # 10 > 2 (numeric), amy is attempt 0
     assert all("amy--10" in i.why for i in chosen.left_out)
+    assert len([w for w in chosen.warnings if w.startswith("--latest-only: left out")]) == 2  # said without a roster too
 
 
 def test_several_folders_without_latest_only_is_an_error(tmp_path):
