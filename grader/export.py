@@ -24,9 +24,10 @@ or whose roster entry lacks the identifier the platform matches on, is left
 out of the file and named on stderr (``--strict``: the command fails and
 writes nothing). Without ``--roster``, the batch's student ids are written as
 exactly one identifier (Canvas: ``SIS User ID``; Moodle: the ``--moodle-id``
-field) and the command says so. An identifier that starts like a spreadsheet
-formula is never escaped (that would change it): the row is left out. A score
-above its maximum (Moodle refuses the file) is left out the same way.
+field) and the command says so (``--moodle-id email`` needs a roster). An
+identifier that starts like a spreadsheet formula is never escaped (that
+would change it): the row is left out. A score above its maximum (Moodle
+refuses the file) is left out the same way.
 
 Chapter completion: when ``--quiz-db FILE`` (the quiz's SQLite store) is
 given, a student is complete when every exercise is at full marks *and* the
@@ -291,6 +292,9 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
         written = plain_csv(records, done=done, roster=people)
     else:
         stand_in = "sis_user_id" if fmt == "canvas" else moodle_id
+        if people is None and stand_in == "email":
+            raise ValueError("--moodle-id email needs --roster with an email column: a student id is not an "
+                             "email address, and Moodle aborts the whole import on one it cannot find")
         if people is None:
             notes.append(f"no --roster: the batch's student ids are written as the {stand_in} of each student; "
                          "give --roster for the identities your LMS knows")

@@ -10,7 +10,9 @@ column per stop and one for chapter completion:
   SIS User ID, SIS Login ID, Section`` (Canvas matches a row by ID, SIS User
   ID or SIS Login ID), then one column per assignment, ``PPO quiz stop N`` and
   ``PPO quiz complete``, and a ``Points Possible`` row under the header (100 per
-  stop, 1 for completion).
+  stop, 1 for completion). Written by the course's one Canvas writer
+  (``grader.lms``, shared with ``ppo-course export``): identities come from the
+  roster only, and a student it gives no Canvas identifier is left out.
 - ``moodle``: Moodle's "Import grades: CSV file": an identifier column
   (``ID number``, mapped to the user field *ID number* in the import's
   "Map from / Map to" step; ``Email address`` beside it maps to *Email*), then

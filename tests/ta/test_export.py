@@ -155,6 +155,13 @@ def test_moodle_import_accepts_the_file_and_never_meets_an_unknown_user(batch, r
     assert "chen" not in (tmp_path / "moodle.csv").read_text()  # never the folder name as an email
 
 
+def test_moodle_by_email_without_a_roster_is_refused(batch, tmp_path):
+    """The folder name is never written as an email address (issue 21: a Moodle `Email address` held `chen`)."""
+    with pytest.raises(ValueError, match="needs --roster"):
+        export_batch(batch, "moodle", tmp_path / "m.csv", moodle_id="email")
+    assert not (tmp_path / "m.csv").exists()
+
+
 def test_a_score_above_its_maximum_is_never_exported(batch, roster, tmp_path):
     """never-lower once published 80.5 / 80: Moodle refuses such a grade, so the row is left out and named."""
     out = tmp_path / "out"
