@@ -141,3 +141,14 @@ def test_feedback_names_hidden_tests_as_the_guides_promise_and_counts_secret_one
     assert "test_secret" not in text and "2 further hidden test(s): 2 / 4 points." in text
     guide = (Path(__file__).resolve().parents[2] / "docs" / "ta_guide.md").read_text()
     assert "nbgrader's feedback cannot show one" not in guide and "[hidden] test_surrogate_matches_reference" in guide
+
+
+def test_a_python_without_torch_fails_the_autograde_instead_of_scoring_zero(monkeypatch):
+    """Issue 21 item 3, nbgrader's path: a broken environment is an error for the TA, never the student's 0."""
+    import sys
+
+    from grader.nbgrader_course.autograde import grade_modules
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(RuntimeError, match="cannot import torch"):
+        grade_modules({"ex1_ratio": "x = 1\n"}, "fast")
