@@ -271,6 +271,7 @@ def run_batch(
     never_lower: bool = False,
     latest_only: bool = False,
     cluster: str | None = None,
+    attempt_rule=None,
 ) -> BatchSummary:
     """Grade every student of ``submissions_dir`` into ``out_dir``; resumable, crash-isolated, parallel.
 
@@ -292,7 +293,9 @@ def run_batch(
         log: where warnings go (default: stderr).
         never_lower: after a grader change, keep each exercise's published score where the
             regrade gives less (``grader.regrade.never_lower``).
-        latest_only: grade only each student's latest submission (``grader.regrade.parse_attempt``).
+        latest_only: grade only each student's latest submission, under the student id; needs a stated
+            ``attempt_rule`` (``grader.attempts``: never a rule guessed from folder names).
+        attempt_rule: a ``grader.attempts.AttemptRule`` (roster and/or pattern) mapping folders to students.
         cluster: a Dask scheduler's address: each submission is graded as a task there
             (``grader.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
 
@@ -304,7 +307,8 @@ def run_batch(
 
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
-        ValueError: if ``out_dir`` is ``submissions_dir`` or inside it.
+        ValueError: if ``out_dir`` is ``submissions_dir`` or inside it; ``grader.attempts.AttemptRuleError``
+            (a ValueError) for ``latest_only`` without a rule or a student with several folders without it.
         BatchBusy: if another batch is writing to ``out_dir``.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.cluster.ClusterUnavailable``),
@@ -320,25 +324,30 @@ def run_batch(
     say = log or (lambda msg: print(msg, file=sys.stderr))
     _check_out_dir(submissions_dir, out_dir)
     entries, warnings = discover(submissions_dir)
-    if latest_only:
-        from grader.regrade import latest_only as _latest
+    selection = None
+    if latest_only or attempt_rule is not None:  # whose folder is which: only by the TA's rule (grader.attempts)
+        from grader.attempts import AttemptRule, select
 
-        latest = _latest(e.student_id for e in entries)
-        earlier = sorted(e.student_id for e in entries if e.student_id not in latest)
-        if earlier:
-            warnings.append(f"--latest-only: left out {len(earlier)} earlier submission(s): {', '.join(earlier)}")
-        entries = [e for e in entries if e.student_id in latest]
+        selection = select(entries, attempt_rule or AttemptRule(), latest_only=latest_only)
+        entries, warnings = selection.entries, warnings + selection.warnings
     for w in warnings:
         say(f"warning: {w}")
+    cluster_runner = None
+    if cluster:  # connect first: no scheduler leaves nothing behind; the workers' grader is the one fingerprinted
+        from grader.cluster import ClusterRunner
+
+        cluster_runner = ClusterRunner(cluster, log=say, sandboxed=not grade_fn)
     out_dir.mkdir(parents=True, exist_ok=True)
     state = out_dir / STATE_DIR
     state.mkdir(exist_ok=True)
     lock = _lock_out_dir(state)  # held until this function returns (or the process dies)
+    if selection is not None:
+        selection.write(out_dir)
     # Staging and scratch of a killed run are stale: start clean.
     for scratch in ("staging", "work", "warm"):
         shutil.rmtree(state / scratch, ignore_errors=True)
     _sweep_stale_temporaries(out_dir)
-    fingerprint = grader_fingerprint()
+    fingerprint = cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint()
     key_common = {
         "grader_fingerprint": fingerprint,
         "profile": profile,
@@ -378,10 +387,10 @@ def run_batch(
         todo.append((entry, h))
 
     runner: Callable[..., WorkerOutcome] = run_worker
-    if cluster and todo:  # the one swap: each staged submission is graded as a Dask task
-        from grader.cluster import ClusterRunner
-
-        runner = ClusterRunner(cluster, fingerprint=fingerprint, log=say, sandboxed=not grade_fn)
+    if cluster_runner is not None and not todo:
+        cluster_runner.close()
+    elif cluster_runner is not None:  # the one swap: each staged submission is graded as a Dask task
+        runner = cluster_runner
         jobs = requested_jobs or runner.default_jobs()
     elif todo and warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/warm.py)
         runner = WarmPool(state / "warm", grade_fn=grade_fn, workers=workers)
@@ -390,8 +399,7 @@ def run_batch(
 
     def grade_one(entry: Entry, h: str) -> StudentRecord:
         sid = entry.student_id
-        student_dir = out_dir / sid
-        student_dir.mkdir(parents=True, exist_ok=True)
+        student_dir = out_dir / sid  # made only when there is something to write: no empty folder on a fault
         # The old record goes first: a kill from here on leaves the student to regrade.
         try:
             os.unlink(student_dir / RECORD)
@@ -424,6 +432,7 @@ def run_batch(
             graded.result = None  # the published tests were kept: the report reads results.json, as published
         if graded.result is not None:
             typed[sid] = graded.result  # the report reads it from here, not from disk
+        student_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(student_dir / "feedback.md", graded.feedback)
         atomic_write_json(student_dir / "results.json", graded.results)
         key = {"submission_hash": h, **key_common}

@@ -20,13 +20,23 @@ Faults (docs/cluster.md):
   disk) is retried :data:`TASK_RETRIES` times. The client writes a student's
   files once, from the one result it receives, so a retried task never
   writes twice;
-- a worker with another grader fingerprint, or one that cannot isolate
-  student code: refused at connection (``Client.run``) and again inside each
-  task (a worker that joined later); its tasks go to the other workers, and
-  when none is left the batch stops with :class:`ClusterUnavailable`;
+- the grader that grades is the workers', so the batch's fingerprint (the key
+  of its records and of the regrade report) is the one the workers report
+  (``ClusterRunner.fingerprint``), not that of the checkout the client
+  imports; a client whose own grader differs is told so in one line;
+- a worker with another grader fingerprint than the cluster's, or one that
+  cannot isolate student code: refused at connection (``Client.run``) and
+  again inside each task (a worker that joined later); its tasks go to the
+  other workers, and when none is left the batch stops with
+  :class:`ClusterUnavailable`;
+- a worker that leaves (dies, is killed, or is stopped) while the batch runs:
+  one warning line on the TA's terminal, naming it;
 - the scheduler unreachable or gone: :class:`ClusterUnavailable` (a clear
-  error); whatever was written stays, and rerunning resumes, as after a
-  client killed with SIGKILL (the batch's own records decide what is done).
+  error, before Dask's own log lines, which are kept quiet); the batch
+  connects before it creates anything in OUT_DIR, so a start without a
+  scheduler leaves nothing behind, and a scheduler lost mid-batch leaves no
+  empty student folder; whatever was written stays, and rerunning resumes, as
+  after a client killed with SIGKILL (the batch's own records decide what is done).
 
 Dask is pure Python and runs on Slurm/PBS (dask-jobqueue) and Kubernetes (the
 Dask operator); this module schedules nothing itself.
@@ -34,9 +44,12 @@ Dask operator); this module schedules nothing itself.
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,7 +90,8 @@ class ClusterRunner:
 
     Args:
         address: the scheduler, ``tcp://host:8786`` (anything ``distributed.Client`` accepts).
-        fingerprint: the client's ``grader_fingerprint()``; workers must have the same.
+        fingerprint: the grader fingerprint workers must have; default None: the workers' own
+            (the most common among those that may grade), which then is :attr:`fingerprint`.
         log: where warnings go (a refused worker, one line each).
         retries: Dask retries of a task that raised (default :data:`TASK_RETRIES`).
         sandboxed: False for a stand-in grader that runs no student code (tests): workers then
@@ -90,7 +104,7 @@ class ClusterRunner:
             worker is refused (another grader fingerprint, no isolation).
     """
 
-    def __init__(self, address: str, *, fingerprint: str, log: Callable[[str], None],
+    def __init__(self, address: str, *, fingerprint: str | None = None, log: Callable[[str], None],
                  retries: int = TASK_RETRIES, sandboxed: bool = True, wait_for_workers_s: float = 120.0) -> None:
         try:
             from distributed import Client
@@ -100,6 +114,11 @@ class ClusterRunner:
         self.address, self.fingerprint, self.log, self.retries = address, fingerprint, log, retries
         self.sandboxed = sandboxed
         self.refused: dict[str, str] = {}  # worker address -> reason
+        self._seen: set[str] = set()  # workers met so far (a worker that leaves is said once)
+        self._watch_lock = threading.Lock()
+        self._last_watch = 0.0
+        self._said_reconnecting = False
+        _quiet_dask_client()
         try:
             # How long to keep trying: Dask's own `distributed.comm.timeouts.connect` (30 s by default;
             # DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s to shorten it).
@@ -125,6 +144,9 @@ class ClusterRunner:
         except Exception as exc:
             raise ClusterUnavailable(f"the Dask scheduler at {self.address} stopped answering "
                                      f"({type(exc).__name__}: {_short(exc)})") from None
+        self._seen |= set(reports)
+        if self.fingerprint is None:
+            self.fingerprint = self._adopt_fingerprint(reports)
         for address, report in sorted(reports.items()):
             if isinstance(report, BaseException):
                 self._refuse(address, f"it cannot run the grader ({type(report).__name__}: {_short(report)}); "
@@ -140,6 +162,38 @@ class ClusterRunner:
                                       f"{' and a '.join(missing)}), so it would run it unconfined; run the worker "
                                       "as root or on a kernel with unprivileged user namespaces (docs/cluster.md)")
         self._raise_if_none_left()
+
+    def _adopt_fingerprint(self, reports: dict) -> str:
+        """The workers' grader fingerprint (most common among the fit ones; a tie: this checkout's if it is one
+        of them, else the smallest), said in one line when it is not this checkout's."""
+        from grader.fingerprint import grader_fingerprint
+
+        fit = [r["fingerprint"] for r in reports.values() if not isinstance(r, BaseException)
+               and (not self.sandboxed or all(r["isolation"].get(f) for f in REQUIRED_ISOLATION))]
+        if not fit:
+            return grader_fingerprint()  # nobody may grade: _raise_if_none_left says why
+        counts, local = Counter(fit), grader_fingerprint()
+        chosen = min(counts, key=lambda f: (-counts[f], f != local, f))  # a tie: this checkout's, if it is one
+        if chosen != local:
+            self.log(f"note: the Dask workers grade with grader {chosen}, this checkout is {local}; the workers' "
+                     "grader is what grades, so the records and the regrade report use theirs")
+        return chosen
+
+    def watch_workers(self) -> None:
+        """Say once, on the TA's terminal, each worker that left the cluster since the last look (at most 1/s)."""
+        now = time.monotonic()
+        with self._watch_lock:
+            if now - self._last_watch < 1.0:
+                return
+            self._last_watch = now
+            try:
+                live = set(self._live_workers())
+            except Exception:  # the scheduler is gone: _result says so
+                return
+            for gone in sorted(self._seen - live):
+                self.log(f"warning: Dask worker {gone} left the cluster (it died or was stopped); the scheduler "
+                         "reruns its tasks on the other workers")
+            self._seen = live
 
     def _refuse(self, address: str, reason: str) -> None:
         if address not in self.refused:
@@ -231,6 +285,11 @@ class ClusterRunner:
                 raise KeyboardInterrupt
             if self.client.status in ("closing", "closed"):
                 break
+            if self.client.status == "connecting" and not self._said_reconnecting:
+                self._said_reconnecting = True
+                self.log(f"warning: lost contact with the Dask scheduler at {self.address}; waiting for it to "
+                         "come back (Dask's distributed.comm.timeouts.connect, 30 s by default)")
+            self.watch_workers()
             time.sleep(0.1)
         if future.status in ("cancelled", "lost") or self.client.status in ("closing", "closed"):
             raise ClusterUnavailable(f"lost the Dask scheduler at {self.address} while grading "
@@ -244,6 +303,13 @@ class ClusterRunner:
             self.client.close(timeout=10)
         except Exception:  # already gone: nothing to release
             pass
+
+
+def _quiet_dask_client() -> None:
+    """Keep Dask's client-side log lines (a raw ``ERROR ... after 30.00 seconds``) off the TA's terminal:
+    :class:`ClusterUnavailable` says what happened, and what to do."""
+    for name in ("distributed.client", "distributed.core", "distributed.comm", "distributed.batched"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def resolve_address(cli_value: str | None) -> str | None:

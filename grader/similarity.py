@@ -110,6 +110,7 @@ class SimilarityReport:
     config: SimilarityConfig
     n_students: int
     notes: list[str] = field(default_factory=list)
+    review: list = field(default_factory=list)  # grader.code_loading.Finding: code similarity cannot see
 
     @property
     def flagged(self) -> list[PairResult]:
@@ -141,12 +142,14 @@ def _units_of_folder(root: Path, owner: str, kind: str) -> list[Unit]:
 
 
 def read_cohort(submissions_dir: Path, *, kind: str = "class", prefix: str = "",
-                notes: list[str] | None = None) -> list[Unit]:
+                notes: list[str] | None = None, review: list | None = None) -> list[Unit]:
     """The units of every student of a submissions folder, through the batch's intake checks.
 
     Each student (sub-folder or zip, ``grader.batch.discover``) is staged with
     ``grader.intake.stage_submission`` into a temporary folder and read as
-    text; a submission the intake rejects is left out with a note.
+    text; a submission the intake rejects is left out with a note. Every staged
+    file is also scanned for code loaded from data (``grader.code_loading``):
+    the findings are appended to ``review``.
 
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
@@ -168,6 +171,10 @@ def read_cohort(submissions_dir: Path, *, kind: str = "class", prefix: str = "",
                 notes.append(f"{prefix}{entry.student_id}: not compared, the intake rejected it ({exc})")
                 continue
             units += _units_of_folder(dest, prefix + entry.student_id, kind)
+            if review is not None:
+                from grader.code_loading import scan_submission
+
+                review += scan_submission(dest, prefix + entry.student_id)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return units
@@ -303,12 +310,16 @@ def report_html(report: SimilarityReport) -> str:
     e = html.escape
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>Similarity report</title>",
            f"<style>{_CSS}</style></head><body><h1>Similarity report</h1>",
-           f"<p>{report.n_students} students, {len(report.pairs)} pairs compared, "
+           f"<p>{report.n_students} students, {len(report.pairs)} module pairs compared (the same exercise "
+           f"module of two students, helpers with helpers, and each module against archives and references), "
            f"<b>{len(report.flagged)} flagged</b> (share matched ≥ {c.threshold:g} and match ≥ {c.min_overlap} "
            f"tokenised characters; k = {c.noise_t}, guarantee = {c.guarantee_t}; stubs as boilerplate).</p>",
            "<p>A flag is a reason to read two files side by side, not a verdict.</p>"]
     for note in report.notes:
         out.append(f"<p><i>{e(note)}</i></p>")
+    from grader.code_loading import review_html
+
+    out.append(review_html(report.review))
     if report.flagged:
         out.append("<table class='list'><tr><th>#</th><th>A</th><th>B</th><th>module</th><th>share A</th>"
                    "<th>share B</th><th>matched tokens</th></tr>")
@@ -327,7 +338,8 @@ def report_html(report: SimilarityReport) -> str:
 
 
 def write_report(report: SimilarityReport, out_dir: Path) -> dict[str, Path]:
-    """Write ``similarity.html``, ``flagged_pairs.csv`` and ``all_pairs.csv`` into ``out_dir`` (atomically)."""
+    """Write ``similarity.html``, ``flagged_pairs.csv``, ``all_pairs.csv`` and ``flagged_for_review.csv`` (atomically)."""
+    from grader.code_loading import REVIEW_CSV, review_csv
     from grader.results import atomic_write_text
 
     out_dir = Path(out_dir)
@@ -335,6 +347,7 @@ def write_report(report: SimilarityReport, out_dir: Path) -> dict[str, Path]:
         "html": atomic_write_text(out_dir / HTML_NAME, report_html(report)),
         "flagged": atomic_write_text(out_dir / CSV_NAME, pairs_csv(report.flagged)),
         "all": atomic_write_text(out_dir / ALL_CSV_NAME, pairs_csv(report.pairs)),
+        "review": atomic_write_text(out_dir / REVIEW_CSV, review_csv(report.review)),
     }
 
 
@@ -349,13 +362,15 @@ def run_similarity(submissions_dir: Path, out_dir: Path, *, archives: Iterable[P
     from grader.batch import discover
 
     notes: list[str] = []
+    review: list = []
     n_students = len(discover(Path(submissions_dir))[0])
-    units = read_cohort(Path(submissions_dir), notes=notes)
+    units = read_cohort(Path(submissions_dir), notes=notes, review=review)
     for archive in archives:
         units += read_cohort(Path(archive), kind="archive", prefix=f"archive:{Path(archive).name}/", notes=notes)
     for reference in references:
         units += read_references(Path(reference))
     report = compare(units, config, stubs_dir if stubs_dir is not None else default_stubs_dir(),
                      n_students=n_students, notes=notes)
+    report.review = review
     write_report(report, out_dir)
     return report

@@ -15,8 +15,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="FILE")
     parser.add_argument("--assignment", default="ppo", help="prefix of the grade columns (default: ppo)")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
-                        help="student_id plus LMS identities (name, canvas_id, sis_user_id, sis_login_id, "
-                             "section, email, idnumber, username)")
+                        help="the course roster (grader.roster): student_id plus LMS identities (name, canvas_id, "
+                             "sis_user_id, sis_login_id, section, email, idnumber, username); students not on it, "
+                             "or without the identifier the LMS matches on, are left out and listed")
+    parser.add_argument("--strict", action="store_true",
+                        help="fail (exit 1, nothing written) when any student would be left out")
     parser.add_argument("--quiz-db", type=Path, default=None, metavar="FILE",
                         help="the quiz's SQLite store: completion also needs all 8 stops passed")
     parser.add_argument("--quiz-results", type=Path, default=None, metavar="CSV",
@@ -28,10 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write the export; exit 0, 2 on a usage error (bad folder, roster or option)."""
+    """Write the export; exit 0 (students left out are listed on stderr), 1 when ``--strict`` refuses, 2 on a usage error."""
     import sys
 
-    from grader.export import export_batch
+    from grader.export import ExportRefused, export_batch
 
     canvas_ids = {}
     for item in args.canvas_id:
@@ -41,12 +44,23 @@ def run(args: argparse.Namespace) -> int:
             return 2
         canvas_ids[column] = ident
     try:
-        path = export_batch(args.batch, args.fmt, args.out, assignment=args.assignment, roster=args.roster,
-                            quiz_db=args.quiz_db, quiz_results=args.quiz_results, moodle_id=args.moodle_id, canvas_ids=canvas_ids)
+        done = export_batch(args.batch, args.fmt, args.out, assignment=args.assignment, roster=args.roster,
+                            quiz_db=args.quiz_db, quiz_results=args.quiz_results, moodle_id=args.moodle_id,
+                            canvas_ids=canvas_ids, strict=args.strict)
+    except ExportRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except (ValueError, FileNotFoundError, NotADirectoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {path} ({args.fmt})")
+    for note in done.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for sid, why in done.left_out:
+        print(f"left out {sid!r}: {why}", file=sys.stderr)
+    if done.left_out:
+        print(f"warning: {len(done.left_out)} student(s) are not in {done.path} (listed above); fix the roster and "
+              "export again, or use --strict to make this an error", file=sys.stderr)
+    print(f"wrote {done.path} ({args.fmt})")
     from grader.records import incomplete_ids
 
     pending = incomplete_ids(args.batch)

@@ -32,8 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--never-lower", action="store_true",
                         help="after a grader change, never lower a published exercise score (keep it, and say so)")
     parser.add_argument("--latest-only", action="store_true",
-                        help="grade only each student's latest submission (alice, alice_2, alice_<timestamp>: "
-                             "see the TA guide)")
+                        help="grade only each student's latest submission, under the student id; which folders "
+                             "are one student's attempts comes from --roster's attempts column or --attempts")
+    parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
+                        help="the course roster (grader.roster): student_id, and an 'attempts' column listing "
+                             "each student's folders oldest first (amy;amy_2)")
+    parser.add_argument("--attempts", default=None, metavar="REGEX",
+                        help="folder-name pattern with groups (?P<student>...) and optionally (?P<attempt>...), "
+                             "e.g. '(?P<student>.+)--(?P<attempt>\\d+)'; see the TA guide")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--cluster", default=None, metavar="ADDRESS",
                         help="grade each submission as a task on the Dask scheduler at ADDRESS "
@@ -67,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         _check_out_dir(args.submissions, args.out)
+        args.attempt_rule = _attempt_rule(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -77,6 +84,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ninterrupted: the students graded so far are kept in {args.out}; rerun the same command "
               f"to resume (graded students are not graded again)", file=sys.stderr)
         return 130
+    except ValueError as exc:  # a student with several folders and no --latest-only (grader.attempts)
+        from grader.attempts import AttemptRuleError
+
+        if not isinstance(exc, AttemptRuleError):
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except BatchBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -108,9 +122,27 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"nbgrader grades: {summary.out_dir / NBGRADER_CSV}")
     print(f"class report: {summary.out_dir / 'report.md'}")
+    if (summary.out_dir / "attempts.md").is_file():
+        print(f"attempts (which folder was graded for whom, and every folder left out): "
+              f"{summary.out_dir / 'attempts.md'}")
     if (summary.out_dir / "regrade.md").is_file():
         print(f"regrade report (grader changed): {summary.out_dir / 'regrade.md'}")
     return 0
+
+
+def _attempt_rule(args):
+    """The TA's stated rule for attempt folders (``grader.attempts``), or None; raises ValueError on a bad one."""
+    if args.roster is None and args.attempts is None:
+        if args.latest_only:
+            from grader.attempts import AttemptRuleError
+
+            raise AttemptRuleError("--latest-only needs --roster CSV (with an 'attempts' column) or --attempts "
+                                   "PATTERN: which folders are one student's attempts is never guessed from names")
+        return None
+    from grader.attempts import AttemptRule
+    from grader.roster import read_roster
+
+    return AttemptRule(roster=read_roster(args.roster) if args.roster else None, pattern=args.attempts)
 
 
 def _run(args, limits, exercises):
@@ -130,5 +162,6 @@ def _run(args, limits, exercises):
         progress=not args.no_progress,
         never_lower=args.never_lower,
         latest_only=args.latest_only,
+        attempt_rule=getattr(args, "attempt_rule", None),
         cluster=resolve_address(getattr(args, "cluster", None)),
     )

@@ -33,8 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hidden-visibility", choices=["hidden", "after_due_date", "after_published"],
                         default="after_published",
                         help="Gradescope visibility of hidden tests (default: after_published)")
-    parser.add_argument("--timeout", type=float, default=1200.0, metavar="SECONDS",
-                        help="hard limit for grading one submission (default: 1200; set Gradescope's higher)")
+    parser.add_argument("--timeout", type=float, default=540.0, metavar="SECONDS",
+                        help="hard limit for grading one submission (default: 540, under Gradescope's default "
+                             "10-minute autograder timeout; raise both together)")
     parser.add_argument("--quiz", action="store_true",
                         help="also grade a quiz responses file in the submission: one test per stop (keys stay in the zip)")
     parser.add_argument("--max-size-mb", type=float, default=20.0, metavar="MB",
@@ -49,7 +50,7 @@ def repo_root() -> Path:
 
 
 def build_bundle(out: Path, *, profile: str = "fast", hidden_visibility: str = "after_published",
-                 timeout_s: float = 1200.0, max_bytes: int = 20_000_000, full_after_due: bool = True,
+                 timeout_s: float = 540.0, max_bytes: int = 20_000_000, full_after_due: bool = True,
                  reveal_after: int = 0, quiz: bool = False) -> Path:
     """Write the autograder zip to ``out`` (atomically) and return its path.
 

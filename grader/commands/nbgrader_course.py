@@ -31,9 +31,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"ppo-course nbgrader: {exc}", file=sys.stderr)
         return 2
     notebooks = [f.name for f in files if f.suffix == ".ipynb"]
+    exercise_points, quiz_points = notebook_points(files)
+    print(f"nbgrader's total for {ASSIGNMENT} is {exercise_points + quiz_points:g} points: the exercises' "
+          f"{exercise_points:g} (profile {args.profile}, as grade-batch and Gradescope) plus the quiz notebook's "
+          f"{quiz_points:g} (one per question). `nbgrader export` reports that sum; use the exercise notebooks' "
+          "scores for the exercises' grade (docs/ta_guide.md §4).")
     print(f"wrote the nbgrader course in {args.course_dir}: {len(notebooks)} notebooks in source/{ASSIGNMENT}/ "
           f"({', '.join(notebooks)}) and nbgrader_config.py (profile {args.profile}).\n"
           f"Next, in {args.course_dir}: nbgrader generate_assignment {ASSIGNMENT}; collect submissions into "
           f"submitted/<student>/{ASSIGNMENT}/; nbgrader autograde {ASSIGNMENT}; nbgrader generate_feedback "
           f"{ASSIGNMENT}; nbgrader export.")
     return 0
+
+
+def notebook_points(files) -> tuple[float, float]:
+    """(exercise points, quiz points): the sum of the nbgrader ``points`` of the grade cells, read from the notebooks."""
+    import nbformat
+
+    totals = {"exercise": 0.0, "quiz": 0.0}
+    for path in (f for f in files if f.suffix == ".ipynb"):
+        nb = nbformat.read(str(path), as_version=4)
+        points = sum(float(c.metadata.get("nbgrader", {}).get("points", 0) or 0) for c in nb.cells
+                     if c.metadata.get("nbgrader", {}).get("grade"))
+        totals["quiz" if path.stem == "quiz" else "exercise"] += points
+    return totals["exercise"], totals["quiz"]

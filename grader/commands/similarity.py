@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+SHOWN = 20  # flagged pairs printed on the terminal; every one is in flagged_pairs.csv
 HELP = "offline similarity report across a class (copydetect; stubs treated as boilerplate): HTML side by side + CSV"
 
 
@@ -51,11 +52,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
     report = run_similarity(args.submissions, args.out, archives=args.archive, references=args.reference_impl,
                             stubs_dir=args.stubs, config=config)
-    print(f"{report.n_students} students, {len(report.pairs)} pairs compared, {len(report.flagged)} flagged "
+    shown = report.flagged[:SHOWN]
+    print(f"{report.n_students} students, {len(report.pairs)} module pairs compared (a pair = one module of two "
+          f"owners: the same exercise, helpers with helpers, archives, references), {len(report.flagged)} flagged "
           f"(share ≥ {config.threshold:g}, match ≥ {config.min_overlap})")
-    for p in report.flagged[:20]:
+    if shown:
+        more = f", the first {len(shown)} of {len(report.flagged)}" if len(report.flagged) > len(shown) else ""
+        print(f"flagged pairs (most similar first{more}; all in flagged_pairs.csv):")
+    for p in shown:
         print(f"  {p.a.owner} ~ {p.b.owner}  {p.a.module}  {p.similarity_a:.0%} / {p.similarity_b:.0%}")
+    owners = sorted({f.owner for f in report.review})
+    if owners:
+        print(f"flagged for review, {len(owners)} submission(s) load or run code similarity cannot read "
+              f"(reasons in flagged_for_review.csv and similarity.html): {', '.join(owners)}")
     for note in report.notes:
         print(f"note: {note}")
-    print(f"report: {args.out / 'similarity.html'}; flagged pairs: {args.out / 'flagged_pairs.csv'}")
+    print(f"report: {args.out / 'similarity.html'}; flagged pairs: {args.out / 'flagged_pairs.csv'}; "
+          f"flagged for review: {args.out / 'flagged_for_review.csv'}")
     return 0

@@ -39,6 +39,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from grader.gradescope.environment import broken_environment_results, environment_problem, state_tier
 from grader.points import Visibility
 
 
@@ -51,7 +52,7 @@ class BundleConfig(BaseModel):
     full_after_due: bool = True  # grade with "full" once the last deadline has passed (the regrade)
     reveal_after: int = Field(0, ge=0)  # show hidden tests from this many previous submissions on (0: never)
     hidden_visibility: Visibility = "after_published"
-    timeout_s: float = Field(1200.0, gt=0)
+    timeout_s: float = Field(540.0, gt=0)  # under Gradescope's default 10-minute limit, with room to start
     max_bytes: int = Field(20_000_000, gt=0)
     quiz: bool = False  # also grade a quiz responses file (grader.gradescope.quiz)
 
@@ -154,6 +155,9 @@ def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str |
     from grader.intake import SubmissionLimits
 
     profile = choose_profile(config, metadata)
+    broken = environment_problem()  # before any student code: a broken autograder never grades (environment.py)
+    if broken:
+        return broken_environment_results(broken)
     config = config.model_copy(update={"profile": profile})
     t0 = time.monotonic()
     limits = SubmissionLimits(timeout_s=config.timeout_s, max_bytes=config.max_bytes)
@@ -173,7 +177,7 @@ def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str |
     results["execution_time"] = int(round(time.monotonic() - t0))
     results.setdefault("extra_data", {})["batch_status"] = graded.status
     results["extra_data"]["tier"] = profile
-    return results
+    return state_tier(results, profile)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,9 +94,19 @@ def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None
 
     ``timeout_s``: the submission's one wall-clock limit (``grader.intake.SubmissionLimits``; its
     default when None), which every sandboxed call and known-good callback counts against.
+
+    Raises:
+        RuntimeError: when this Python cannot grade (``grader.gradescope.environment.environment_problem``:
+            a package such as torch cannot be imported): nbgrader then reports the autograde as failed for
+            the student instead of recording a 0 as if the modules were missing.
     """
     from grader.grade import grade_submission
+    from grader.gradescope.environment import environment_problem
     from grader.intake import SubmissionLimits
+
+    problem = environment_problem()
+    if problem:
+        raise RuntimeError(f"ppo-course cannot grade in this environment: {problem}; nothing was scored")
 
     limits = SubmissionLimits() if timeout_s is None else SubmissionLimits(timeout_s=timeout_s)
     key = hashlib.sha256(json.dumps([profile, limits.timeout_s, sorted(modules.items())]).encode()).hexdigest()

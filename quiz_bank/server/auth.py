@@ -20,7 +20,6 @@ feed the LMS exports (``quiz_bank.server.gradebook``).
 
 from __future__ import annotations
 
-import csv
 import os
 import secrets
 import time
@@ -29,12 +28,13 @@ from pathlib import Path
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
+from grader.roster import MAX_ID_LENGTH  # the one roster's limit (grader.roster)
+
 SALT = "ppo-course/quiz-server/v2"
 DEFAULT_TOKEN_DAYS = 120.0
 MAX_TOKEN_DAYS = 366.0
 ROLES = ("student", "instructor")
 ROSTER_COLUMNS = ("student_id", "name", "section", "sis_user_id", "sis_login_id", "canvas_id", "email")
-MAX_ID_LENGTH = 200
 
 
 class AuthError(Exception):
@@ -133,29 +133,19 @@ class TokenSigner:
 
 
 def read_roster(path: Path | str) -> list[dict[str, str]]:
-    """Rows of a roster CSV (UTF-8, a header row holding at least ``student_id``).
+    """Rows of a roster CSV, read by the course's one roster reader (``grader.roster.read_roster``).
+
+    Returns:
+        one dict per student holding exactly ``ROSTER_COLUMNS`` (``""`` for an absent field).
 
     Raises:
         AuthError: if the file is unreadable, lacks ``student_id``, has an
             empty, overlong or repeated id (the message gives the line).
     """
-    path = Path(path)
+    from grader.roster import RosterError
+    from grader.roster import read_roster as read_course_roster
+
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            fields = [f.strip() for f in (reader.fieldnames or [])]
-            if "student_id" not in fields:
-                raise AuthError(f"{path}: the roster needs a student_id column (found: {', '.join(fields) or 'no header'})")
-            rows, seen = [], set()
-            for line, raw in enumerate(reader, start=2):
-                row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
-                sid = row.get("student_id", "")
-                if not sid or len(sid) > MAX_ID_LENGTH:
-                    raise AuthError(f"{path}:{line}: student_id must have 1–{MAX_ID_LENGTH} characters")
-                if sid in seen:
-                    raise AuthError(f"{path}:{line}: student_id {sid!r} appears twice")
-                seen.add(sid)
-                rows.append({c: row.get(c, "") for c in ROSTER_COLUMNS})
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise AuthError(f"{path}: cannot read the roster: {exc}") from None
-    return rows
+        return read_course_roster(path).rows(ROSTER_COLUMNS)
+    except RosterError as exc:
+        raise AuthError(str(exc)) from None

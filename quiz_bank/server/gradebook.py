@@ -10,7 +10,9 @@ column per stop and one for chapter completion:
   SIS User ID, SIS Login ID, Section`` (Canvas matches a row by ID, SIS User
   ID or SIS Login ID), then one column per assignment, ``PPO quiz stop N`` and
   ``PPO quiz complete``, and a ``Points Possible`` row under the header (100 per
-  stop, 1 for completion).
+  stop, 1 for completion). Written by the course's one Canvas writer
+  (``grader.lms``, shared with ``ppo-course export``): identities come from the
+  roster only, and a student it gives no Canvas identifier is left out.
 - ``moodle``: Moodle's "Import grades: CSV file": an identifier column
   (``ID number``, mapped to the user field *ID number* in the import's
   "Map from / Map to" step; ``Email address`` beside it maps to *Email*), then
@@ -52,8 +54,24 @@ def student_scores(bank, db) -> list[dict]:
     return rows
 
 
-def render(bank, db, fmt: str) -> str:
+def _canvas(rows: list[dict]):
+    """Canvas's import file by ``grader.lms.canvas``: identities only from the roster, never the student id."""
+    from grader import lms
+    from grader.roster import RosterEntry
+
+    columns = [lms.Column(f"stop{s}", f"PPO quiz stop {s}", 100.0) for s in range(1, N_STOPS + 1)]
+    columns.append(lms.Column("complete", "PPO quiz complete", 1.0))
+    return lms.canvas(columns, [
+        lms.Row(r["student_id"], RosterEntry(**{k: v for k, v in r.items() if isinstance(v, str)}),
+                {**{f"stop{s}": float(r["best"][s]) for s in range(1, N_STOPS + 1)}, "complete": float(r["complete"])})
+        for r in rows])
+
+
+def render(bank, db, fmt: str, left_out: list | None = None) -> str:
     """The gradebook in ``fmt`` (one of FORMATS) as CSV text.
+
+    ``left_out``, when given, receives ``(student_id, why)`` for each student the Canvas
+    file could not include (no Canvas identifier on the roster: ``grader.lms``).
 
     Raises:
         ValueError: for an unknown format.
@@ -68,14 +86,11 @@ def render(bank, db, fmt: str) -> str:
         writer.writerow(["student_id", *[f"stop{s}" for s in stops], "stops_passed", "complete"])
         for r in rows:
             writer.writerow([_cell(r["student_id"]), *[r["best"][s] for s in stops], len(r["passed"]), int(r["complete"])])
-    elif fmt == "canvas":
-        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
-                         *[f"PPO quiz stop {s}" for s in stops], "PPO quiz complete"])
-        writer.writerow(["    Points Possible", "", "", "", "", *[100] * N_STOPS, 1])
-        for r in rows:
-            writer.writerow([_cell(r["name"] or r["student_id"]), _cell(r["canvas_id"]),
-                             _cell(r["sis_user_id"] or r["student_id"]), _cell(r["sis_login_id"]), _cell(r["section"]),
-                             *[r["best"][s] for s in stops], int(r["complete"])])
+    elif fmt == "canvas":  # the course's one Canvas writer (grader.lms), shared with `ppo-course export`
+        written = _canvas(rows)
+        if left_out is not None:
+            left_out.extend(written.left_out)
+        return written.text
     else:
         writer.writerow(["ID number", "Email address", *[f"PPO quiz stop {s}" for s in stops], "PPO quiz complete"])
         for r in rows:

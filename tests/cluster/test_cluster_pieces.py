@@ -109,7 +109,8 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert rc == 1
     assert f"cannot reach the Dask scheduler at {dead!r}" in err and "docs/cluster.md" in err
-    assert not list((tmp_path / "out").glob(f"*/{RECORD}"))
+    assert err.lstrip().startswith("error: cannot reach"), err  # no raw Dask log line first
+    assert not (tmp_path / "out").exists()  # connected first: no out/.batch/lock left behind
 
 
 def test_scheduler_gone_mid_batch_is_a_clear_error_and_keeps_what_was_written(tmp_path):
@@ -153,5 +154,7 @@ def test_scheduler_gone_mid_batch_is_a_clear_error_and_keeps_what_was_written(tm
         worker.wait()
     written = sorted(p.parent.name for p in out.glob(f"*/{RECORD}"))
     assert 1 <= len(written) < 6
+    folders = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.startswith("."))
+    assert folders == written  # no empty student folder left by the tasks the lost scheduler took with it
     gradebook = (out / "gradebook.csv").read_text(encoding="utf-8").splitlines()
     assert [line.split(",")[0] for line in gradebook[1:]] == written  # the gradebook of what was written

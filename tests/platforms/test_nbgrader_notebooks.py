@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -98,3 +99,56 @@ def test_build_course_writes_config_and_notebooks(tmp_path):
     assert "c.IsolatedGrade.profile = 'fast'" in config
     notebooks = sorted(p.name for p in (tmp_path / "source" / "ppo_ch5").glob("*.ipynb"))
     assert notebooks == sorted([f"{p.stem}.ipynb" for p in SOLUTIONS] + ["quiz.ipynb"])
+
+
+def test_the_nbgrader_command_states_the_totals_with_the_quiz(tmp_path, capsys):
+    """Issue 21 item 4: nbgrader's total includes the quiz notebook. By hand: the exercises' points are
+    points.yaml's (profile full: every test), the quiz's one per question of the eight stop files."""
+    import yaml
+
+    from ppo_course.cli import main
+
+    repo = Path(__file__).resolve().parents[2]
+    points = yaml.safe_load((repo / "grader" / "points.yaml").read_text())
+
+    def total(tests) -> float:
+        return sum((t["points"] if isinstance(t, dict) else t) for t in tests.values())
+
+    exercises = sum(total(e.get("public", {})) + total(e.get("hidden", {})) for e in points["exercises"].values())
+    questions = sum(len(yaml.safe_load(p.read_text())["questions"]) for p in sorted((repo / "quiz_bank").glob("stop*.yaml")))
+    assert main(["nbgrader", str(tmp_path), "--profile", "full"]) == 0
+    out = capsys.readouterr().out
+    assert (f"is {exercises + questions:g} points: the exercises' {exercises:g}" in out
+            and f"quiz notebook's {questions:g}" in out), out
+
+
+def test_feedback_names_hidden_tests_as_the_guides_promise_and_counts_secret_ones():
+    """The TA and student guides: hidden tests show name, points and likely mistake, never inputs; `hidden` ones are counted."""
+    from grader.nbgrader_course.autograde import exercise_feedback
+    from grader.results import ExerciseResult, GradeResult, TestResult
+
+    def test(name, visibility, score):
+        return TestResult(exercise="ex2_clipped_loss", kind="hidden", test=name, score=score, max_score=2.0,
+                          status="passed" if score else "failed", output="Failed: you take the max" if not score else "",
+                          visibility=visibility)
+
+    result = GradeResult(submission="s", status="graded", grader_version="v", profile="full",
+                         exercises={"ex2_clipped_loss": ExerciseResult(score=2.0, max_score=6.0, status="graded")},
+                         tests=[test("test_surrogate_matches_reference", "after_published", 0.0),
+                                test("test_secret_a", "hidden", 2.0), test("test_secret_b", "hidden", 0.0)])
+    text = exercise_feedback(result, "ex2_clipped_loss")
+    assert "[hidden] test_surrogate_matches_reference (0/2): Failed: you take the max" in text
+    assert "test_secret" not in text and "2 further hidden test(s): 2 / 4 points." in text
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "ta_guide.md").read_text()
+    assert "nbgrader's feedback cannot show one" not in guide and "[hidden] test_surrogate_matches_reference" in guide
+
+
+def test_a_python_without_torch_fails_the_autograde_instead_of_scoring_zero(monkeypatch):
+    """Issue 21 item 3, nbgrader's path: a broken environment is an error for the TA, never the student's 0."""
+    import sys
+
+    from grader.nbgrader_course.autograde import grade_modules
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(RuntimeError, match="cannot import torch"):
+        grade_modules({"ex1_ratio": "x = 1\n"}, "fast")

@@ -48,15 +48,17 @@ def test_per_test_analytics_on_the_demo(demo_batch):
 
 def test_canvas_export_of_the_demo_reads_back(demo_batch, tmp_path):
     out, _ = demo_batch
-    export_batch(out, "canvas", tmp_path / "canvas.csv")
+    done = export_batch(out, "canvas", tmp_path / "canvas.csv")
     with open(tmp_path / "canvas.csv", newline="") as fh:
         rows = list(csv.reader(fh))
-    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "ppo ex4_gae", "ppo chapter_complete"]
+    # Graded on ex4 alone: chapter completion is not known, so no chapter_complete column (issue 21 item 7).
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "ppo ex4_gae"]
+    assert any("chapter_complete" in n for n in done.notes)
     assert rows[1][0] == "Points Possible" and float(rows[1][5]) == 10
-    by_id = {r[2]: r for r in rows[2:]}
+    by_id = {r[2]: r for r in rows[2:]}  # no roster: the student id is the SIS User ID, and only that
     assert len(by_id) == 16
-    assert float(by_id["ada"][5]) == 10 and by_id["ada"][6] == "1"
-    assert float(by_id["ivan"][5]) == 0 and by_id["ivan"][6] == "0"
+    assert float(by_id["ada"][5]) == 10 and by_id["ada"][3] == ""
+    assert float(by_id["ivan"][5]) == 0
     assert 0 < float(by_id["eli"][5]) < 10 and 0 < float(by_id["noor"][5]) < 10
 
 

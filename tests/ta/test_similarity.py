@@ -90,8 +90,25 @@ def test_cli_runs_and_rejects_a_missing_folder(tmp_path, capsys):
     write_student(subs, "a", {"ex4_gae.py": SOLUTION_GAE})
     write_student(subs, "b", {"ex4_gae.py": disguise(SOLUTION_GAE)})
     assert main(["similarity", str(subs), "--out", str(tmp_path / "out")]) == 0
-    assert "1 flagged" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1 flagged" in out and "1 module pairs compared (a pair = one module of two owners" in out
+    assert "the first" not in out  # every flagged pair is shown: nothing to say about a cut
     assert main(["similarity", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
+
+
+def test_cli_says_when_it_shows_only_the_first_flagged_pairs(tmp_path, capsys, monkeypatch):
+    """Issue 21 item 7: the terminal listed the first 20 pairs without saying so. Three copies: 3 flagged pairs."""
+    from grader.commands import similarity as command
+    from ppo_course.cli import main
+
+    monkeypatch.setattr(command, "SHOWN", 2)
+    subs = tmp_path / "subs"
+    for sid in ("a", "b", "c"):
+        write_student(subs, sid, {"ex4_gae.py": SOLUTION_GAE})
+    assert main(["similarity", str(subs), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "3 flagged" in out and "the first 2 of 3; all in flagged_pairs.csv" in out
+    assert len([line for line in out.splitlines() if line.startswith("  ")]) == 2
 
 
 @pytest.mark.slow

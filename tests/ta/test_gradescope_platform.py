@@ -1,0 +1,109 @@
+"""Gradescope: results.json read back by Gradescope's own schema; a broken autograder is not a student's 0.
+
+Schema, from Gradescope's autograder specification ("Output format",
+https://gradescope-autograders.readthedocs.io/en/latest/specs/#output-format): top-level
+``score`` (float; optional when every test has one), ``output``, ``output_format`` and
+``test_output_format`` (``text``, ``html``, ``simple_format``, ``md``, ``ansi``),
+``stdout_visibility`` and each test's ``visibility`` (``hidden``, ``after_due_date``,
+``after_published``, ``visible``), ``extra_data`` (any), ``tests`` with ``score``, ``max_score``,
+``status`` (``passed``/``failed``), ``name``, ``output``, ``tags``. Issue 21 item 3: a
+``run_autograder`` whose Python lacked torch published 0 with every test ``module_missing``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Literal
+
+import pytest
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from ta_support import ROOT, STAND_IN, write_student
+from grader.gradescope.run import BundleConfig, grade_for_gradescope, main
+
+Visibility = Literal["hidden", "after_due_date", "after_published", "visible"]
+Format = Literal["text", "html", "simple_format", "md", "ansi"]
+
+
+class GradescopeTest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    score: float | None = None
+    max_score: float | None = None
+    status: Literal["passed", "failed"] | None = None
+    name: str = ""
+    output: str = ""
+    tags: list[str] = []
+    visibility: Visibility = "visible"
+
+
+class GradescopeResults(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    score: float | None = None
+    output: str = ""
+    output_format: Format = "text"
+    test_output_format: Format = "text"
+    stdout_visibility: Visibility = "hidden"
+    extra_data: dict = {}
+    tests: list[GradescopeTest] = []
+
+    def total(self) -> float:
+        """What Gradescope shows: ``score`` when given, else the sum of the tests' scores."""
+        return self.score if self.score is not None else sum(t.score or 0.0 for t in self.tests)
+
+
+def test_a_graded_submission_reads_back_by_gradescopes_schema(tmp_path):
+    write_student(tmp_path, "submission", {"ex2_clipped_loss.py": "BUG_VALUE"})
+    results = GradescopeResults.model_validate(
+        grade_for_gradescope(tmp_path / "submission", BundleConfig(), grade_fn=STAND_IN))
+    assert results.tests and all(t.status in ("passed", "failed") and t.max_score is not None for t in results.tests)
+    assert results.total() == pytest.approx(sum(t.score for t in results.tests))
+
+
+def test_a_python_without_torch_publishes_a_grader_error_not_the_students_zero(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError, as in a bare Python
+    write_student(tmp_path, "submission", {"ex2_clipped_loss.py": "ok"})
+    data = grade_for_gradescope(tmp_path / "submission", BundleConfig(), grade_fn=STAND_IN)
+    results = GradescopeResults.model_validate(data)
+    assert results.tests == []  # no test, so nothing tagged module_missing or shown as the student's failure
+    assert "NOT graded" in results.output and "not your score" in results.output
+    assert data["extra_data"]["batch_status"] == "grader_error" and "torch" in data["extra_data"]["environment_error"]
+    assert "module_missing" not in json.dumps(data)
+
+
+def test_the_fast_tier_states_the_points_it_leaves_to_the_regrade(tmp_path):
+    """points.yaml (read here, by hand): 80 points in all, exercise 7's training run 4 of them."""
+    points = yaml.safe_load((ROOT / "grader" / "points.yaml").read_text())
+    ex7 = points["exercises"]["ex7_ppo_step"]["hidden"]["test_training_run_raises_mean_score"]
+    deferred = ex7["points"] if isinstance(ex7, dict) else ex7
+    from grader.gradescope.environment import state_tier
+    from grader.points import load_points
+
+    full = load_points().max_score
+    results = state_tier({"extra_data": {"max_score": full - deferred}, "output": "x"}, "fast")
+    assert results["extra_data"]["assignment_max_score"] == full and results["extra_data"]["deferred_points"] == deferred
+    assert f"out of {full - deferred:g} points" in results["output"] and f"of the assignment's {full:g}" in results["output"]
+    assert "Fast tier" not in state_tier({"extra_data": {"max_score": full}}, "full").get("output", "")
+
+
+def test_the_bundles_timeout_fits_gradescopes_default():
+    """Gradescope's default autograder timeout is 10 minutes; the bundle's default must finish under it."""
+    from grader.commands import gradescope_bundle
+
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    gradescope_bundle.add_arguments(parser)
+    cli_default = parser.parse_args(["x.zip"]).timeout
+    assert cli_default == BundleConfig().timeout_s < 600
+    assert "540 s" in (ROOT / "docs" / "ta_guide.md").read_text()
+
+
+def test_the_runner_writes_the_broken_environment_result(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    write_student(tmp_path, "submission", {"ex2_clipped_loss.py": "ok"})
+    out = tmp_path / "results.json"
+    assert main(["--submission", str(tmp_path / "submission"), "--results", str(out), "--grade-fn", STAND_IN]) == 0
+    data = json.loads(out.read_text())
+    assert data["extra_data"]["batch_status"] == "grader_error" and "numpy" in data["extra_data"]["environment_error"]
