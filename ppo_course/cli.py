@@ -6,7 +6,7 @@ A command module defines ``HELP`` (one line), ``add_arguments(parser)`` and
 ``ppo-course --help`` stays fast.
 
 The student package owns the student commands (``COMMANDS``: ``check``,
-``plot``, ``quiz``; they ship in the student bundle). It names no instructor
+``plot``, ``quiz``, ``submit``; they ship in the student bundle). It names no instructor
 command: an instructor's install adds its own through one module,
 ``INSTRUCTOR_COMMANDS`` (``grader.commands``), whose ``COMMANDS`` table maps
 more names to modules and may replace a student command by a richer one
@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "check": "ppo_course.commands.check",
     "plot": "ppo_course.commands.plot",
     "quiz": "quiz_bank.commands",
+    "submit": "ppo_course.commands.submit",
 }
 
 #: The one module through which an instructor's install adds commands (its ``COMMANDS``: name -> module).

@@ -15,6 +15,17 @@ from pathlib import Path
 HELP = "take, grade and report the stop 1–8 quiz (100% per stop to complete the chapter)"
 
 
+#: Verbs that need the answer keys or write the bank: left out where the keys are absent (the student bundle).
+INSTRUCTOR_VERBS = ("key", "grade", "grade-batch", "export-public")
+
+
+def _hide_verbs(verbs, names: tuple[str, ...]) -> None:
+    """Remove the verbs ``names`` from the sub-parsers action ``verbs`` (its --help and its choices)."""
+    for name in names:
+        verbs.choices.pop(name, None)
+    verbs._choices_actions[:] = [a for a in verbs._choices_actions if a.dest not in names]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the quiz verbs as sub-parsers of ``ppo-course quiz``."""
     common = argparse.ArgumentParser(add_help=False)
@@ -50,6 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     export = verbs.add_parser("export-public", help="write the key-less bank (what ships to students)")
     export.add_argument("out_dir", type=Path)
+    if not (Path(__file__).resolve().parent / "keys.py").is_file():  # the student's bundle: no keys
+        _hide_verbs(verbs, INSTRUCTOR_VERBS)
 
     try:  # the server's verbs (serve, tokens, export); absent from the student bundle
         from quiz_bank.server.cli import add_arguments as add_server_arguments
