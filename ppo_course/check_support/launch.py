@@ -57,7 +57,10 @@ def _limit_cpu(seconds: int) -> None:
 def child_env(call_seconds: float) -> dict[str, str]:
     """The environment of a test child (one thread, no .pyc files written in the student's folder)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
-               PPO_CHECK_CALL_SECONDS=repr(call_seconds))
+               PPO_CHECK_CALL_SECONDS=repr(call_seconds),
+               # pytest's plugins installed beside it (anyio pulling in trio, xdist, typeguard...) cost ~1 CPU-s
+               # at start-up and serve no public test: the child loads only what `pytest_args` names.
+               PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     # The child must import this very ppo_course (also from a source checkout that is not installed).
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
@@ -201,14 +204,14 @@ def run_public_tests(exercises_dir: Path, stems: list[str], cpu_seconds: int = 1
     """Run the public tests of ``stems`` on ``exercises_dir`` in child processes; the typed results.
 
     Each call into the student's code has a CPU-time limit (``call_seconds``, default
-    ``local.CALL_CPU_SECONDS``); when a child still dies, the test it was running fails with what it was
+    ``guard.CALL_CPU_SECONDS``); when a child still dies, the test it was running fails with what it was
     calling, and a fresh child runs the remaining tests. ``forked``: fork this process (``warm_up`` first)
     instead of starting a fresh interpreter.
 
     Raises nothing for a failing student module: a crash outside any test, or a missing result, becomes
     ``CheckRun.error`` (with what the child printed last).
     """
-    from ppo_course.check_support.local import CALL_CPU_SECONDS
+    from ppo_course.check_support.guard import CALL_CPU_SECONDS
 
     call_seconds = CALL_CPU_SECONDS if call_seconds is None else float(call_seconds)
     spawn = spawn_forked if forked and can_fork() else spawn_fresh

@@ -21,16 +21,12 @@ from typing import Any
 
 import torch
 
-from ppo_course.check_support.guard import CallGuard, CallTimedOut, PrintFlood
+from ppo_course.check_support.guard import CALL_CPU_SECONDS, EX7_CPU_SECONDS, CallGuard, CallTimedOut, PrintFlood  # noqa: F401
 from ppo_course.check_support.results import ModuleReport
 from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error
 from ppo_course.grading_kit.states import import_failure_state
 from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems
 
-#: CPU seconds per call of exercises 1-6 in `ppo-course check` (a correct call takes milliseconds).
-CALL_CPU_SECONDS = 10.0
-#: CPU seconds for one exercise-7 PPO step in `ppo-course check` (a correct one takes about 1 s).
-EX7_CPU_SECONDS = 120.0
 
 
 def _copy(x: Any) -> Any:

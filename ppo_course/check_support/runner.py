@@ -95,7 +95,8 @@ def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
 
     from ppo_course.grading_kit.collect import OutcomeCollector, pytest_args
     from ppo_course.check_support.guard import CallGuard
-    from ppo_course.check_support.local import CALL_CPU_SECONDS, LocalProvider
+    from ppo_course.check_support.guard import CALL_CPU_SECONDS
+    from ppo_course.check_support.local import LocalProvider
 
     torch.set_num_threads(1)
     guard = CallGuard(float(os.environ.get("PPO_CHECK_CALL_SECONDS", CALL_CPU_SECONDS)))
