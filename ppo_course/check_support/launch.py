@@ -86,6 +86,7 @@ def warm_up() -> None:
     import hypothesis  # noqa: F401
     import pytest  # noqa: F401
     import torch
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401 - autograd.grad imports it (and sympy) on first use
 
     import ppo_course.check_support.local  # noqa: F401
     import ppo_course.check_support.runner  # noqa: F401
