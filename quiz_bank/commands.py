@@ -15,8 +15,9 @@ from pathlib import Path
 HELP = "take, grade and report the stop 1–8 quiz (100% per stop to complete the chapter)"
 
 
-#: Verbs that need the answer keys or write the bank: left out where the keys are absent (the student bundle).
-INSTRUCTOR_VERBS = ("key", "grade", "grade-batch", "export-public")
+#: The verbs a student uses; where the answer keys are absent (the student bundle) the others (key, grade,
+#: grade-batch, export-public and the server's serve, tokens, export ...) are left out of --help and argv.
+STUDENT_VERBS = ("take", "status", "validate")
 
 
 def _hide_verbs(verbs, names: tuple[str, ...]) -> None:
@@ -61,8 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     export = verbs.add_parser("export-public", help="write the key-less bank (what ships to students)")
     export.add_argument("out_dir", type=Path)
-    if not (Path(__file__).resolve().parent / "keys.py").is_file():  # the student's bundle: no keys
-        _hide_verbs(verbs, INSTRUCTOR_VERBS)
 
     try:  # the server's verbs (serve, tokens, export); absent from the student bundle
         from quiz_bank.server.cli import add_arguments as add_server_arguments
@@ -70,6 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         add_server_arguments = None
     if add_server_arguments is not None:
         add_server_arguments(verbs)
+    if not (Path(__file__).resolve().parent / "keys.py").is_file():  # the student's bundle: no keys
+        _hide_verbs(verbs, tuple(name for name in verbs.choices if name not in STUDENT_VERBS))
 
 
 def run(args: argparse.Namespace) -> int:
