@@ -328,30 +328,34 @@ def _stage_zip(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
             if len(files) > limits.max_files:
                 raise Rejected(f"{source.name} holds more than {limits.max_files} files; submit the exercise modules only")
         staged.notes += [tool_folder_note(rel) for rel in tool_folders]
-        # Extract ourselves, counting real bytes: headers can lie about sizes.
-        written = 0
-        for name, info in files:
-            out = dest / name
-            try:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(info) as src, open(out, "wb") as dst:
-                    while chunk := src.read(1 << 16):
-                        written += len(chunk)
-                        if written > limits.max_bytes:
-                            raise Rejected(
-                                f"{source.name} unpacks to more than the limit of {_mb(limits.max_bytes)} "
-                                "(its headers understate the sizes)"
-                            )
-                        dst.write(chunk)
-            except Rejected:
-                raise
-            except OSError as exc:  # a name too long, a file that is also a folder (`a.py` and `a.py/b`) ...
-                # strerror only: the exception's text holds the grader's own staging path
-                raise Rejected(f"{source.name} holds {cap(name, 200)!r}, which cannot be unpacked "
-                               f"({exc.strerror or type(exc).__name__}); re-create the zip with plain, short names")
-            except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as exc:
-                raise Rejected(f"{source.name} is damaged: {name!r} cannot be read ({exc}); re-create the zip")
+        _extract(zf, files, dest, limits, source.name)
 
+def _extract(zf: zipfile.ZipFile, files: list[tuple[str, zipfile.ZipInfo]], dest: Path, limits: SubmissionLimits,
+             zip_name: str) -> None:
+    """Unpack the checked ``files`` of ``zf`` into ``dest``; raises ``Rejected`` past the size limit or on a bad entry."""
+    # Extract ourselves, counting real bytes: headers can lie about sizes.
+    written = 0
+    for name, info in files:
+        out = dest / name
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(out, "wb") as dst:
+                while chunk := src.read(1 << 16):
+                    written += len(chunk)
+                    if written > limits.max_bytes:
+                        raise Rejected(
+                            f"{zip_name} unpacks to more than the limit of {_mb(limits.max_bytes)} "
+                            "(its headers understate the sizes)"
+                        )
+                    dst.write(chunk)
+        except Rejected:
+            raise
+        except OSError as exc:  # a name too long, a file that is also a folder (`a.py` and `a.py/b`) ...
+            # strerror only: the exception's text holds the grader's own staging path
+            raise Rejected(f"{zip_name} holds {cap(name, 200)!r}, which cannot be unpacked "
+                           f"({exc.strerror or type(exc).__name__}); re-create the zip with plain, short names")
+        except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as exc:
+            raise Rejected(f"{zip_name} is damaged: {name!r} cannot be read ({exc}); re-create the zip")
 
 
 def entry_for(path: Path) -> Entry:
