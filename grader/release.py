@@ -74,17 +74,26 @@ include = ["ppo_course*", "quiz_bank*"]
 
 #: The bundle's one-command install (``./install.sh``): what the repository's Makefile does for itself
 #: (a venv, CPU torch first so pip never pulls a CUDA build, then the package). Rerunning it is harmless.
-#: PYTHON, VENV, VENV_ARGS and PIP_ARGS may be set (e.g. PIP_ARGS="--no-index --find-links DIR" offline).
+#: PYTHON, VENV, VENV_ARGS, PIP_ARGS and TORCH_INDEX_URL may be set (README: "Install"). torch comes from the
+#: pip index the machine is configured with (PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX, ``pip config``,
+#: PIP_ARGS naming an index) when there is one, and from PyTorch's CPU index only when that fails or none is
+#: configured: a mirror-only network never waits on download.pytorch.org (issue 21 item 11). pip's in-tree
+#: build leaves ``build/`` and ``*.egg-info`` in the bundle folder; install.sh removes the ones it made.
 INSTALL_SH = """\
 #!/bin/sh
 # One command to install this bundle on your machine (Linux, macOS, WSL):
 #     ./install.sh            (or: sh install.sh)
-# It creates .venv in this folder, installs CPU torch {torch} (the version the graders use) and then
+# It creates .venv in this folder, installs torch {torch} (the version the graders use; CPU) and then
 # this folder's package (ppo_course, the quiz), and checks that `ppo-course` runs.
+# Settings (environment variables): PYTHON (the interpreter), VENV (the environment's folder, default .venv),
+# VENV_ARGS (for `python -m venv`), PIP_ARGS (for every `pip install`, e.g. "--no-index --find-links DIR"),
+# TORCH_INDEX_URL (where CPU torch comes from when your pip has no index configured).
 set -eu
 cd "$(dirname "$0")"
 PYTHON="${{PYTHON:-python3}}"
 VENV="${{VENV:-.venv}}"
+PIP_ARGS="${{PIP_ARGS:-}}"
+TORCH_INDEX_URL="${{TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}}"
 if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
     echo "install.sh: needs Python 3.10 or newer as '$PYTHON' (run: PYTHON=/path/to/python3.11 ./install.sh)" >&2
     exit 1
@@ -93,14 +102,33 @@ if [ ! -x "$VENV/bin/python" ]; then
     echo "creating $VENV ..."
     "$PYTHON" -m venv ${{VENV_ARGS:-}} "$VENV"
 fi
+# Is a pip index configured on this machine (a mirror, a wheel folder)? Then it is asked first.
+index_configured() {{
+    [ -n "${{PIP_INDEX_URL:-}}${{PIP_EXTRA_INDEX_URL:-}}${{PIP_FIND_LINKS:-}}${{PIP_NO_INDEX:-}}" ] && return 0
+    case " $PIP_ARGS " in *index*|*find-links*|*" -i "*|*" -f "*) return 0 ;; esac
+    "$VENV/bin/python" -m pip config list 2>/dev/null | grep -Eq '[.](index-url|extra-index-url|find-links|no-index)='
+}}
 if "$VENV/bin/python" -c 'import sys, torch; sys.exit(0 if torch.__version__.split("+")[0] == "{torch}" else 1)' 2>/dev/null; then
     echo "torch {torch} is already installed in $VENV"
+elif index_configured; then
+    echo "installing torch {torch} from your configured pip index ..."
+    # shellcheck disable=SC2086
+    "$VENV/bin/python" -m pip install $PIP_ARGS "torch=={torch}" || {{
+        echo "not found there; trying PyTorch's CPU index ($TORCH_INDEX_URL) ..."
+        "$VENV/bin/python" -m pip install $PIP_ARGS "torch=={torch}" --index-url "$TORCH_INDEX_URL"; }}
 else
-    echo "installing CPU torch {torch} (about 200 MB) ..."
-    "$VENV/bin/python" -m pip install ${{PIP_ARGS:-}} "torch=={torch}" --index-url https://download.pytorch.org/whl/cpu
+    echo "installing CPU torch {torch} (about 200 MB) from $TORCH_INDEX_URL ..."
+    # shellcheck disable=SC2086
+    "$VENV/bin/python" -m pip install $PIP_ARGS "torch=={torch}" --index-url "$TORCH_INDEX_URL"
 fi
 echo "installing this bundle's package ..."
-"$VENV/bin/python" -m pip install ${{PIP_ARGS:-}} .
+had_build=no
+[ -e build ] && had_build=yes
+# shellcheck disable=SC2086
+"$VENV/bin/python" -m pip install $PIP_ARGS .
+# pip builds in this folder: remove what that build left (never a build/ folder that was here before).
+[ "$had_build" = no ] && rm -rf build
+rm -rf ./*.egg-info
 "$VENV/bin/ppo-course" --help > /dev/null
 echo
 echo "Installed. Activate the environment with:  . $VENV/bin/activate"

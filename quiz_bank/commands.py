@@ -15,6 +15,18 @@ from pathlib import Path
 HELP = "take, grade and report the stop 1–8 quiz (100% per stop to complete the chapter)"
 
 
+#: The verbs a student uses; where the answer keys are absent (the student bundle) the others (key, grade,
+#: grade-batch, export-public and the server's serve, tokens, export ...) are left out of --help and argv.
+STUDENT_VERBS = ("take", "status", "validate")
+
+
+def _hide_verbs(verbs, names: tuple[str, ...]) -> None:
+    """Remove the verbs ``names`` from the sub-parsers action ``verbs`` (its --help and its choices)."""
+    for name in names:
+        verbs.choices.pop(name, None)
+    verbs._choices_actions[:] = [a for a in verbs._choices_actions if a.dest not in names]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the quiz verbs as sub-parsers of ``ppo-course quiz``."""
     common = argparse.ArgumentParser(add_help=False)
@@ -63,6 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         add_server_arguments = None
     if add_server_arguments is not None:
         add_server_arguments(verbs)
+    if not (Path(__file__).resolve().parent / "keys.py").is_file():  # the student's bundle: no keys
+        _hide_verbs(verbs, tuple(name for name in verbs.choices if name not in STUDENT_VERBS))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,6 +29,10 @@ from collections.abc import Iterator
 MAX_PRINTED_BYTES = 32 * 2**20
 #: Characters of printed output kept per test to show beside a failure.
 KEEP_CHARS = 4000
+#: CPU seconds per call of exercises 1-6 in `ppo-course check` (a correct call takes milliseconds).
+CALL_CPU_SECONDS = 10.0
+#: CPU seconds for one exercise-7 PPO step in `ppo-course check` (a correct one takes about 1 s).
+EX7_CPU_SECONDS = 120.0
 #: Printed lines per check run above which `check` warns that printing slows grading.
 MANY_LINES = 10_000
 

@@ -21,14 +21,12 @@ from typing import Any
 
 import torch
 
-from ppo_course.check_support.guard import CallGuard, CallTimedOut, PrintFlood
+from ppo_course.check_support.guard import CALL_CPU_SECONDS, EX7_CPU_SECONDS, CallGuard, CallTimedOut, PrintFlood  # noqa: F401
+from ppo_course.check_support.results import ModuleReport
 from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error
+from ppo_course.grading_kit.states import import_failure_state
 from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems
 
-#: CPU seconds per call of exercises 1-6 in `ppo-course check` (a correct call takes milliseconds).
-CALL_CPU_SECONDS = 10.0
-#: CPU seconds for one exercise-7 PPO step in `ppo-course check` (a correct one takes about 1 s).
-EX7_CPU_SECONDS = 120.0
 
 
 def _copy(x: Any) -> Any:
@@ -170,6 +168,31 @@ class LocalModule:
         return [k for k, v in before.items() if not torch.equal(bound.arguments[k], v)]
 
 
+def _frames(tb):
+    """The traceback objects of a traceback chain, outermost first."""
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def _import_report(exc: BaseException, message: str) -> ModuleReport:
+    """The typed report of a failed import: the state, the exception's type and where it happened.
+
+    A ``SyntaxError`` carries its own file and line (the compiler's, before any frame exists); any other
+    exception is placed at its innermost frame in a student file.
+    """
+    error_type = type(exc).__name__
+    line, file = None, None
+    if isinstance(exc, SyntaxError) and exc.filename:
+        line, file = exc.lineno, Path(exc.filename).name
+    else:
+        own = [tb for tb in _frames(exc.__traceback__) if _is_student_file(tb.tb_frame.f_code.co_filename)]
+        if own:
+            line, file = own[-1].tb_lineno, Path(own[-1].tb_frame.f_code.co_filename).name
+    return ModuleReport(state=import_failure_state(error_type), error_type=error_type, error_line=line,
+                        error_file=file, detail=message)
+
+
 #: Folders of student modules loaded in this process (their frames are the only ones shown).
 _STUDENT_DIRS: set[str] = set()
 
@@ -207,6 +230,8 @@ class LocalProvider:
         self.exercises_dir = Path(exercises_dir).resolve()
         self.guard = guard
         self._cache: dict[str, LocalModule | ModuleUnavailable] = {}
+        #: {stem: ModuleReport}: what became of each module loaded (or raising NotImplementedError) here.
+        self.modules: dict[str, ModuleReport] = {}
         _STUDENT_DIRS.add(str(self.exercises_dir))
         if str(self.exercises_dir) not in sys.path:
             sys.path.insert(0, str(self.exercises_dir))
@@ -247,12 +272,32 @@ class LocalProvider:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            return ModuleUnavailable("module_broken", f"importing {path.name} failed: {tb}")
+            self.modules[stem] = _import_report(exc, f"importing {path.name} failed: {tb}")
+            return ModuleUnavailable("module_broken", self.modules[stem].detail)
 
     @staticmethod
     def error_name(exc: BaseException) -> str | None:
         """The type name of an exception raised by student code (here: any exception)."""
         return type(exc).__name__
+
+    def classify_and_record(self, exc: BaseException) -> tuple[str, str] | None:
+        """``classify``, recording in its module's report the student function that raised a
+        ``NotImplementedError`` (typed: from the traceback's frames, never from the message)."""
+        if isinstance(exc, NotImplementedError):
+            self._note_not_implemented(exc)
+        return self.classify(exc)
+
+    def _note_not_implemented(self, exc: NotImplementedError) -> None:
+        """Add the student function whose frame raised ``exc`` to its module's ``not_implemented``."""
+        frames = [tb for tb in _frames(exc.__traceback__) if _is_student_file(tb.tb_frame.f_code.co_filename)]
+        if not frames:
+            return
+        code = frames[-1].tb_frame.f_code
+        stem = Path(code.co_filename).stem
+        name = getattr(code, "co_qualname", code.co_name)  # "RolloutBuffer.add" (Python ≥ 3.11), else "add"
+        report = self.modules.setdefault(stem, ModuleReport())
+        if name not in report.not_implemented and name != "<module>":
+            report.not_implemented.append(name)
 
     @staticmethod
     def classify(exc: BaseException) -> tuple[str, str] | None:

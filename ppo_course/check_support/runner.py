@@ -47,8 +47,9 @@ class _Progress:
     outcome, and rewrites OUT_JSON after every test (with the test and function running now in
     OUT_JSON.progress)."""
 
-    def __init__(self, guard, collector, out_json: Path):
+    def __init__(self, guard, collector, out_json: Path, provider=None):
         self.guard = guard
+        self.provider = provider
         self.collector = collector
         self.out_json = out_json
         self.progress = out_json.with_name(out_json.name + ".progress")
@@ -79,9 +80,12 @@ class _Progress:
         self.write()
 
     def write(self, code: int | None = None) -> None:
+        from ppo_course.check_support.results import module_reports_json
+
+        modules = module_reports_json(self.provider.modules) if self.provider is not None else {}
         _write_json(self.out_json, {"pytest_exit": code, "done": self.done,
                                     "outcomes": [o.to_dict() for o in self.collector.results()],
-                                    "printed_lines": self.guard.output.total_lines})
+                                    "modules": modules, "printed_lines": self.guard.output.total_lines})
 
 
 def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
@@ -91,14 +95,15 @@ def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
 
     from ppo_course.grading_kit.collect import OutcomeCollector, pytest_args
     from ppo_course.check_support.guard import CallGuard
-    from ppo_course.check_support.local import CALL_CPU_SECONDS, LocalProvider
+    from ppo_course.check_support.guard import CALL_CPU_SECONDS
+    from ppo_course.check_support.local import LocalProvider
 
     torch.set_num_threads(1)
     guard = CallGuard(float(os.environ.get("PPO_CHECK_CALL_SECONDS", CALL_CPU_SECONDS)))
     guard.timed_out.update(filter(None, os.environ.get("PPO_CHECK_HUNG", "").splitlines()))
     provider = LocalProvider(exercises_dir, guard=guard)
-    collector = OutcomeCollector(provider.classify)
-    progress = _Progress(guard, collector, Path(out_json))
+    collector = OutcomeCollector(provider.classify_and_record)
+    progress = _Progress(guard, collector, Path(out_json), provider)
     files = public_test_files(stems or EXERCISES)
     args = pytest_args(files, PUBLIC_TESTS, filter(None, os.environ.get("PPO_CHECK_DESELECT", "").splitlines()))
     log = io.StringIO()

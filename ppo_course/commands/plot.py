@@ -63,6 +63,6 @@ def run(args: argparse.Namespace, compute_data: DataSource | None = None) -> int
         where = f" ({args.data})" if args.data else ""
         print(f"ppo-course plot {args.kind}{where}: {exc}", file=sys.stderr)
         return 2
-    path = plots.save(fig, args.out)
-    print(f"wrote {path}")
+    path = plots.save(fig, args.out).resolve()
+    print(f"wrote {path} ({path.stat().st_size:,} bytes)", flush=True)
     return 0

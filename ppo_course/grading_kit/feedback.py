@@ -49,11 +49,22 @@ class Mismatch(AssertionError):
         super().__init__(f"{what}: [{diagnosis}] {message(diagnosis)}" + (f"\n{detail}" if detail else ""))
 
 
-def _fmt(x: Any) -> str:
-    """A short printable form of a tensor or value for public feedback."""
+#: How a padding position is shown: its value is unspecified by the contract and never compared.
+PADDING_SHOWN = "·"
+
+
+def _fmt(x: Any, mask: torch.Tensor | None = None) -> str:
+    """A short printable form of a tensor or value for public feedback.
+
+    With a ``mask`` of ``x``'s shape, padding positions show as ``PADDING_SHOWN`` (the contract leaves
+    their values unspecified, and they are not compared), never as the reference's own filler.
+    """
     if isinstance(x, torch.Tensor):
         flat = x.detach().reshape(-1)
-        body = ", ".join(f"{v:.6g}" for v in flat[:_MAX_SHOWN].tolist())
+        real = [True] * min(flat.numel(), _MAX_SHOWN)
+        if mask is not None and x.dim() > 0 and tuple(mask.shape) == tuple(x.shape):
+            real = mask.detach().to(torch.bool).reshape(-1)[:_MAX_SHOWN].tolist()
+        body = ", ".join(f"{v:.6g}" if r else PADDING_SHOWN for v, r in zip(flat[:_MAX_SHOWN].tolist(), real))
         more = ", ..." if flat.numel() > _MAX_SHOWN else ""
         if x.dim() == 0:
             return f"tensor({flat.item():.8g}, dtype={x.dtype})"
@@ -159,8 +170,10 @@ def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask
     found = diagnose(got, want, candidates, mask, rtol, atol)
     if found is None:
         found = "wrong_value" if compare.all_finite(_real(got, mask)) else "not_finite"
-    detail = (f"  expected: {_fmt(want)}\n  got:      {_fmt(got)}\n"
-              f"  {compare.describe_difference(got, want, mask)} (rtol={rtol:g}, atol={atol:g}){where}")
+    padding = mask is not None and tuple(mask.shape) == tuple(want.shape) and not bool(mask.to(torch.bool).all())
+    legend = f"\n  ({PADDING_SHOWN} = padding: its value is unspecified and not compared)" if padding else ""
+    detail = (f"  expected: {_fmt(want, mask)}\n  got:      {_fmt(got, mask)}\n"
+              f"  {compare.describe_difference(got, want, mask)} (rtol={rtol:g}, atol={atol:g}){legend}{where}")
     raise Mismatch(found, detail, what)
 
 

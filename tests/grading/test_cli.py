@@ -81,3 +81,13 @@ def test_check_reports_a_missing_module(tmp_path, capsys):
     """A folder without the module: exit 1 and 'module not found' (no test run needed)."""
     assert main(["check", str(tmp_path), "-e", "ex2_clipped_loss"]) == 1
     assert "module not found" in capsys.readouterr().out
+
+
+def test_plot_says_where_it_wrote(tmp_path, capsys, monkeypatch):
+    """Issue 21 item 14: `plot clip` prints the absolute path of the PNG it wrote (and its size)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["plot", "clip", "--out", "figs/clip.png"]) == 0
+    out = capsys.readouterr().out
+    written = (tmp_path / "figs" / "clip.png").resolve()
+    assert written.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert out.strip() == f"wrote {written} ({written.stat().st_size:,} bytes)"

@@ -135,11 +135,19 @@ def test_bundle_installs_and_runs_for_a_student(bundle: Path, tmp_path: Path):
     assert helped.returncode == 0, helped.stderr[-2000:]
     # argparse lists each sub-command at a 4-space indent: only the student commands may be there.
     listed = set(re.findall(r"^ {4}([a-z][a-z-]*)\b", helped.stdout, flags=re.MULTILINE))
-    assert listed == {"check", "quiz", "plot"}, listed
+    assert listed == {"check", "quiz", "plot", "submit"}, listed
     # An instructor command is answered with a sentence (exit 2), not argparse's "invalid choice" or a traceback.
     grade = subprocess.run([str(cli), "grade", "exercises", "--out", "r.json"], capture_output=True, text=True,
                            cwd=work, env=env, timeout=120)
     assert grade.returncode == 2 and "is not a command of this install" in grade.stderr, grade.stderr[-2000:]
+
+    quiz_help = subprocess.run([str(cli), "quiz", "--help"], capture_output=True, text=True, cwd=work, env=env,
+                               timeout=120)
+    assert set(re.findall(r"^ {4}([a-z][a-z-]*)\b", quiz_help.stdout, flags=re.MULTILINE)) == {
+        "take", "status", "validate"}, quiz_help.stdout
+    submitted = subprocess.run([str(cli), "submit", "--out", str(tmp_path / "sub.zip")], capture_output=True,
+                               text=True, cwd=work, env=env, timeout=120)
+    assert submitted.returncode == 0 and "sha256" in submitted.stdout, submitted.stdout + submitted.stderr
 
     check = subprocess.run([str(cli), "check", "exercises"], capture_output=True, text=True, cwd=work, env=env,
                            timeout=600)
@@ -156,3 +164,97 @@ def test_bundle_installs_and_runs_for_a_student(bundle: Path, tmp_path: Path):
     responses = json.loads((work / "responses.json").read_text(encoding="utf-8"))
     assert responses["student_id"] == "alice"
     assert responses["answers"] and all(qid.startswith("stop1.") for qid in responses["answers"])
+
+
+# -- install.sh: the configured pip index first, no build leftovers (issue 21 item 11) ------------------------
+
+FAKE_PYTHON = """#!/bin/sh
+# Stands in for the venv's python: logs each call; `-c` (the torch probe) fails; pip succeeds.
+echo "$*" >> "$FAKE_LOG"
+case "$1" in -c) exit 1 ;; esac
+if [ "$1 $2 $3" = "-m pip config" ]; then printf '%s\\n' "${FAKE_PIP_CONFIG:-}"; exit 0; fi
+if [ "$1 $2 $3" = "-m pip install" ]; then
+    case "$*" in
+        *torch==*--index-url*) exit 0 ;;
+        *torch==*) [ -n "${FAKE_FAIL_TORCH:-}" ] && exit 1; exit 0 ;;
+        *) mkdir -p build/lib ppo_course_student.egg-info; exit 0 ;;  # pip's in-tree build
+    esac
+fi
+exit 0
+"""
+
+
+def _run_install(bundle: Path, tmp_path: Path, **env: str) -> tuple[list[str], Path]:
+    """Run the bundle's install.sh against a stand-in venv; (the pip calls it made, the folder it ran in)."""
+    work = tmp_path / "bundle"
+    work.mkdir()
+    shutil.copy(bundle / "install.sh", work / "install.sh")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for name, text in (("python", FAKE_PYTHON), ("ppo-course", "#!/bin/sh\nexit 0\n")):
+        (venv / "bin" / name).write_text(text, encoding="utf-8")
+        (venv / "bin" / name).chmod(0o755)
+    log = tmp_path / "calls.log"
+    base = {k: v for k, v in clean_env().items() if not k.startswith("PIP_")}
+    proc = subprocess.run(["sh", str(work / "install.sh")], capture_output=True, text=True, timeout=120,
+                          env={**base, "PYTHON": sys.executable, "VENV": str(venv), "FAKE_LOG": str(log), **env})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = log.read_text(encoding="utf-8").splitlines()
+    return [c for c in calls if c.startswith("-m pip install") and "torch==" in c], work
+
+
+def test_install_uses_pytorch_cpu_index_when_no_index_is_configured(bundle: Path, tmp_path: Path):
+    torch_calls, _ = _run_install(bundle, tmp_path)
+    assert len(torch_calls) == 1 and "--index-url https://download.pytorch.org/whl/cpu" in torch_calls[0]
+
+
+@pytest.mark.parametrize("how", [{"PIP_INDEX_URL": "http://mirror.local/simple"},
+                                 {"FAKE_PIP_CONFIG": "global.index-url='http://mirror.local/simple'"},
+                                 {"PIP_ARGS": "--no-index --find-links /wheels"}])
+def test_install_asks_the_configured_index_first(bundle: Path, tmp_path: Path, how: dict):
+    """A mirror-only network: torch comes from the configured index, download.pytorch.org is never asked."""
+    torch_calls, _ = _run_install(bundle, tmp_path, **how)
+    assert len(torch_calls) == 1, torch_calls
+    assert "download.pytorch.org" not in torch_calls[0] and "--index-url" not in torch_calls[0]
+    if "PIP_ARGS" in how:
+        assert "--no-index --find-links /wheels" in torch_calls[0]
+
+
+def test_install_falls_back_to_pytorch_index_when_the_mirror_lacks_torch(bundle: Path, tmp_path: Path):
+    torch_calls, _ = _run_install(bundle, tmp_path, PIP_INDEX_URL="http://mirror.local/simple", FAKE_FAIL_TORCH="1")
+    assert len(torch_calls) == 2
+    assert "--index-url" not in torch_calls[0] and "download.pytorch.org/whl/cpu" in torch_calls[1]
+
+
+def test_install_leaves_no_build_or_egg_info(bundle: Path, tmp_path: Path):
+    _, work = _run_install(bundle, tmp_path)
+    assert not (work / "build").exists() and not list(work.glob("*.egg-info"))
+
+
+def test_bundle_readme_documents_the_install_settings(bundle: Path):
+    readme = (bundle / "README.md").read_text(encoding="utf-8")
+    for setting in ("PIP_ARGS", "VENV", "PIP_INDEX_URL", "TORCH_INDEX_URL"):
+        assert setting in readme, setting
+    assert "ppo-course submit" in readme
+
+
+def test_student_quiz_help_lists_only_student_verbs(bundle: Path, tmp_path: Path):
+    """Issue 21 item 14: where the keys are absent (the bundle's quiz_bank), `quiz --help` names no instructor verb."""
+    env = clean_env(PYTHONPATH=str(bundle))
+    code = ("import argparse, json, quiz_bank.commands as c; p = argparse.ArgumentParser(); c.add_arguments(p); "
+            "sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)); "
+            "print(json.dumps([c.__file__, sorted(sub.choices), p.format_help()]))")
+    where, verbs, text = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                   check=True, cwd=tmp_path, env=env, timeout=120).stdout)
+    assert Path(where).resolve().is_relative_to(bundle.resolve())
+    assert verbs == ["status", "take", "validate"], verbs
+    assert "instructor" not in text and "grade-batch" not in text
+    # The instructor's own install keeps every verb.
+    import argparse
+
+    from quiz_bank import commands
+
+    parser = argparse.ArgumentParser()
+    commands.add_arguments(parser)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert {"key", "grade", "grade-batch", "export-public", "take"} <= set(sub.choices)
