@@ -62,32 +62,78 @@ def build_setting(payload: dict) -> tuple:
     return policy, ref_policy, optimizer, generator, config, payload["queries"]
 
 
-def buffer_graph_probe(module: Any) -> dict:
-    """Exercise 5's "stores detached copies", observed where the student's buffer runs.
+def _make_buffer_graph_probe() -> Any:
+    """Exercise 5's "stores detached copies" probe, with every primitive it uses bound now.
 
-    Adds one field computed from a leaf that requires grad (so it carries a ``grad_fn``) and one
-    plain field, then reads them back through one mini-batch. Only facts leave: how many
-    fields came back and whether any still carries the graph.
-
-    Args:
-        module: the student's imported ``ex5_rollout_buffer``.
-
-    Returns:
-        ``{"fields": int, "keeps_graph": bool}``.
-
-    Raises:
-        Whatever the student's code raises.
+    Called before the student's module is imported (:func:`trusted_operations`): the probe keeps the
+    torch functions, the ``TensorBase`` descriptors of ``requires_grad``/``grad_fn`` (a C type, which no
+    code can change) and the torch-function switch in its closure, so that rebinding a module
+    attribute afterwards (``harness.buffer_graph_probe = ...``, ``torch.Tensor.requires_grad = ...``,
+    ``torch.rand = ...``) changes nothing it does. Class 3 of issue 19.
     """
-    g = torch.Generator().manual_seed(5)
-    leaf = torch.rand(4, 3, generator=g, dtype=torch.float64).requires_grad_(True)
-    buf = module.RolloutBuffer()
-    buf.add(ids=torch.arange(4), values=leaf * 2.0)
-    buf.start_training()
-    batches = list(buf.minibatches(4, generator=torch.Generator().manual_seed(0)))
-    fields = {name for mb in batches if isinstance(mb, dict) for name in mb}
-    keeps = any(isinstance(t, torch.Tensor) and (t.requires_grad or t.grad_fn is not None)
-                for mb in batches if isinstance(mb, dict) for t in mb.values())
-    return {"fields": len(fields), "keeps_graph": bool(keeps)}
+    base = torch._C.TensorBase.__dict__
+    requires_grad, grad_fn = base["requires_grad"].__get__, base["grad_fn"].__get__
+    plain_tensor, tensor_base = torch.Tensor, torch._C.TensorBase
+    no_torch_function = torch._C.DisableTorchFunction
+    detach, clone, requires_grad_ = base["detach"], base["clone"], base["requires_grad_"]
+    rand, mul, arange, Generator = torch.rand, torch.mul, torch.arange, torch.Generator
+    float64, exact_type, is_instance, as_list, as_str = torch.float64, type, isinstance, list, str
+    to_bool, to_int, to_float, no_grad_fn = bool, int, float, None
+
+    def probe(module: Any, plan: dict) -> dict:
+        """Add a field that carries a graph, read it back through the student's buffer; return raw data.
+
+        Args:
+            module: the student's imported ``ex5_rollout_buffer``.
+            plan: ``{"rows": int, "cols": int, "seed": int, "scale": float, "mbs": int, "mb_seed": int}``,
+                drawn by the grader (``grader.hidden.probes.buffer_graph_plan``).
+
+        Returns:
+            ``{"batches": [[[name, Tensor | None, requires_grad, has_grad_fn, plain], ...], ...]}``: per
+            mini-batch, per field, a detached copy of what came back and three facts read through the
+            C descriptors. The grader judges it (``grader.hidden.probes.judge_buffer_graph``).
+
+        Raises:
+            Whatever the student's code raises.
+        """
+        rows, cols = to_int(plan["rows"]), to_int(plan["cols"])
+        leaf = rand(rows, cols, generator=Generator().manual_seed(to_int(plan["seed"])), dtype=float64)
+        requires_grad_(leaf, True)
+        buf = module.RolloutBuffer()
+        buf.add(ids=arange(rows), values=mul(leaf, to_float(plan["scale"])))
+        buf.start_training()
+        out = []
+        mb_generator = Generator().manual_seed(to_int(plan["mb_seed"]))
+        for mb in as_list(buf.minibatches(to_int(plan["mbs"]), generator=mb_generator)):
+            fields = []
+            items = as_list(mb.items()) if is_instance(mb, dict) else []
+            for name, value in items:
+                with no_torch_function():
+                    if is_instance(value, tensor_base):
+                        fields.append([as_str(name), clone(detach(value)), to_bool(requires_grad(value)),
+                                       grad_fn(value) is not no_grad_fn, exact_type(value) is plain_tensor])
+                    else:
+                        fields.append([as_str(name), None, False, False, False])
+            out.append(fields if is_instance(mb, dict) else None)
+        return {"batches": out}
+
+    return probe
+
+
+#: ``ppo-course check`` (the student's own process) and the local grader call it from here; the
+#: sandbox's children use the copy captured before the student's import (:func:`trusted_operations`).
+buffer_graph_probe = _make_buffer_graph_probe()
+
+
+def trusted_operations() -> dict[str, Any]:
+    """The child's measurements, made now (before the student's import) and kept by the worker.
+
+    ``{"buffer_graph": probe(module, plan), "ppo_step": run_ppo_step}``: the worker calls these objects,
+    never the module attributes, so that a submission that rebinds ``ppo_course.sandbox.harness``'s
+    names (or replaces the module in ``sys.modules``) does not change what runs. What they return is
+    raw data that the parent validates (issue 19, class 3).
+    """
+    return {"buffer_graph": _make_buffer_graph_probe(), "ppo_step": run_ppo_step}
 
 
 def run_ppo_step(module: Any, payload: dict) -> dict:
@@ -102,15 +148,12 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
     Returns:
         ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
         "kl_coef": <kl_ctl.value after the step>, "trace": <the observed stages>}`` (the trace:
-        ``ppo_course.sandbox.observe``; payload ``{"probe": "buffer_graph"}`` runs exercise 5's
-        :func:`buffer_graph_probe` instead).
+        ``ppo_course.sandbox.observe``).
 
     Raises:
         Whatever the student's code raises (reported to the parent as StudentError);
         ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
     """
-    if payload.get("probe") == "buffer_graph":  # exercise 5's detach check rides on the same operation
-        return buffer_graph_probe(module)
     import sys
 
     from ppo_course.sandbox.observe import MODULE_NAMES, StepObserver
