@@ -133,26 +133,16 @@ def trusted_operations() -> dict[str, Any]:
     names (or replaces the module in ``sys.modules``) does not change what runs. What they return is
     raw data that the parent validates (issue 19, class 3).
     """
-    return {"buffer_graph": _make_buffer_graph_probe(), "ppo_step": run_ppo_step}
+    return {"buffer_graph": _make_buffer_graph_probe(), "ppo_step": _make_ppo_step_runner()}
 
 
-def run_ppo_step(module: Any, payload: dict) -> dict:
-    """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
+def _make_ppo_step_runner() -> Any:
+    """Exercise 7's harness with its helpers bound now (before the student's import; issue 19, class 3).
 
-    Args:
-        module: the student's imported ``ex7_ppo_step``.
-        payload: ``{"model_config": dict, "state_dict": {name: Tensor},
-            "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``, and optionally
-            ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's).
-
-    Returns:
-        ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
-        "kl_coef": <kl_ctl.value after the step>, "trace": <the observed stages>}`` (the trace:
-        ``ppo_course.sandbox.observe``).
-
-    Raises:
-        Whatever the student's code raises (reported to the parent as StudentError);
-        ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
+    ``build_setting``, the observer, the seeding and the toy reward are taken from their modules here,
+    so rebinding ``harness.build_setting``, ``observe.StepObserver`` or ``toy_task.score`` afterwards
+    changes nothing the worker's copy runs. Its result is data the parent compares with its own
+    reference step (the points), or reads to name a mistake (the trace).
     """
     import sys
 
@@ -160,19 +150,47 @@ def run_ppo_step(module: Any, payload: dict) -> dict:
     from ppo_course.sandbox.seeding import seed_globals
     from ppo_course.toy_task import score
 
-    seed_globals(int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible
-    policy, ref_policy, optimizer, generator, config, queries = build_setting(payload)
-    kl_module = importlib.import_module("ex6_kl_reward")
-    kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
-    # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
-    modules = {stem: sys.modules.get(stem) for stem in MODULE_NAMES}
-    observer = StepObserver(policy, ref_policy, optimizer, generator, score, kl_ctl, modules)
-    with observer:
-        stats = module.ppo_step(policy, ref_policy, optimizer, queries, observer.reward_fn, observer.kl_ctl, config,
-                                generator)
-    return {
-        "state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()},
-        "stats": stats,
-        "kl_coef": kl_ctl.value,
-        "trace": observer.events,
-    }
+    setting, import_module, loaded, stems = build_setting, importlib.import_module, sys.modules, tuple(MODULE_NAMES)
+    observer_class, reseed, to_int = StepObserver, seed_globals, int
+
+    def run_ppo_step(module: Any, payload: dict) -> dict:
+        """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
+
+        Args:
+            module: the student's imported ``ex7_ppo_step``.
+            payload: ``{"model_config": dict, "state_dict": {name: Tensor},
+                "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``, and optionally
+                ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's).
+
+        Returns:
+            ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
+            "kl_coef": <kl_ctl.value after the step>, "trace": <the observed stages>}`` (the trace:
+            ``ppo_course.sandbox.observe``).
+
+        Raises:
+            Whatever the student's code raises (reported to the parent as StudentError);
+            ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
+        """
+        reseed(to_int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible
+        policy, ref_policy, optimizer, generator, config, queries = setting(payload)
+        kl_module = import_module("ex6_kl_reward")
+        kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+        # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
+        modules = {stem: loaded.get(stem) for stem in stems}
+        observer = observer_class(policy, ref_policy, optimizer, generator, score, kl_ctl, modules)
+        with observer:
+            stats = module.ppo_step(policy, ref_policy, optimizer, queries, observer.reward_fn, observer.kl_ctl,
+                                    config, generator)
+        return {
+            "state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()},
+            "stats": stats,
+            "kl_coef": kl_ctl.value,
+            "trace": observer.events,
+        }
+
+    return run_ppo_step
+
+
+#: ``ppo-course check`` (the student's own process) calls it from here; the sandbox's children use the
+#: copy captured before the student's import (:func:`trusted_operations`).
+run_ppo_step = _make_ppo_step_runner()
