@@ -120,6 +120,79 @@ def _make_buffer_graph_probe() -> Any:
     return probe
 
 
+def _make_grad_runner() -> Any:
+    """The gradient measurement of ``call_with_grad`` (exercises 1-6), with its primitives bound now.
+
+    Made before the student's import (:func:`trusted_operations`): backpropagation goes through autograd's
+    C engine (``torch._C._EngineBase.run_backward``, an immutable type) and ``TensorBase``'s own methods,
+    so rebinding ``torch.autograd.backward``, ``torch.Tensor.backward``/``requires_grad`` or
+    ``inspect.signature`` afterwards changes nothing it measures (issue 19, class 3). The gradients it
+    returns are compared with the reference's in the parent.
+    """
+    import inspect
+
+    base = torch._C.TensorBase.__dict__
+    run_backward = torch.autograd.variable.Variable._execution_engine.run_backward
+    requires_grad, is_floating = base["requires_grad"].__get__, base["is_floating_point"]
+    detach, clone, requires_grad_, numel = base["detach"], base["clone"], base["requires_grad_"], base["numel"]
+    reshape, to_dtype, dtype_of = base["reshape"], base["to"], base["dtype"].__get__
+    set_grad_enabled, is_grad_enabled = torch._C._set_grad_enabled, torch._C.is_grad_enabled
+    no_torch_function, tensor_base, ones = torch._C.DisableTorchFunction, torch._C.TensorBase, torch.ones
+    signature, is_instance, as_str, as_int, as_list, as_tuple = inspect.signature, isinstance, str, int, list, tuple
+
+    def call_with_grad(fn: Any, args: list, kwargs: dict, wrt: list, grad_output: Any, output_index: Any) -> dict:
+        """``fn`` called with fresh leaves on the ``wrt`` arguments, then backpropagated.
+
+        The function receives a (non-leaf) copy of each leaf. The differentiated output is the returned
+        tensor, or element ``output_index`` (default 0) of a returned tuple/list; without ``grad_output``
+        it must hold one element (a loss), otherwise ``sum(output * grad_output)`` is backpropagated.
+
+        Returns:
+            ``{"output": <what fn returned>, "grads": {name: Tensor or None}}`` (None: no gradient reached it).
+
+        Raises:
+            TypeError: a ``wrt`` name the call does not bind, or not a floating-point tensor; ValueError: a
+            non-scalar output without ``grad_output``; whatever the student's code raises.
+        """
+        bound = signature(fn).bind(*args, **kwargs)
+        names = [as_str(w) for w in wrt]
+        leaves = []
+        for name in names:
+            if name not in bound.arguments:
+                raise TypeError(f"call_with_grad: argument {name!r} was not passed")
+            value = bound.arguments[name]
+            with no_torch_function():
+                if not is_instance(value, tensor_base) or not is_floating(value):
+                    raise TypeError(f"call_with_grad: argument {name!r} is not a floating-point tensor")
+                leaf = requires_grad_(clone(detach(value)), True)
+                # A non-leaf copy: an in-place change of it is then not autograd's error (hostile a31).
+                bound.arguments[name] = clone(leaf)
+            leaves.append(leaf)
+        previous = is_grad_enabled()
+        set_grad_enabled(True)
+        try:
+            output = fn(*bound.args, **bound.kwargs)
+        finally:
+            set_grad_enabled(previous)
+        diff = output
+        if is_instance(output, (list, tuple)) and not is_instance(output, tensor_base):
+            diff = output[0 if output_index is None else as_int(output_index)] if len(output) else None
+        grads: list = [None] * len(leaves)
+        with no_torch_function():
+            if leaves and is_instance(diff, tensor_base) and requires_grad(diff):
+                if grad_output is None:
+                    if numel(diff) != 1:
+                        raise ValueError("call_with_grad: the output is not a single loss value")
+                    diff, seed = reshape(diff, ()), ones((), dtype=dtype_of(diff))
+                else:
+                    seed = to_dtype(grad_output, dtype_of(diff))
+                grads = as_list(run_backward(as_tuple([diff]), as_tuple([seed]), False, False, as_tuple(leaves),
+                                             True, False))
+        return {"output": output, "grads": dict(zip(names, grads))}
+
+    return call_with_grad
+
+
 #: ``ppo-course check`` (the student's own process) and the local grader call it from here; the
 #: sandbox's children use the copy captured before the student's import (:func:`trusted_operations`).
 buffer_graph_probe = _make_buffer_graph_probe()
@@ -128,12 +201,14 @@ buffer_graph_probe = _make_buffer_graph_probe()
 def trusted_operations() -> dict[str, Any]:
     """The child's measurements, made now (before the student's import) and kept by the worker.
 
-    ``{"buffer_graph": probe(module, plan), "ppo_step": run_ppo_step}``: the worker calls these objects,
+    ``{"buffer_graph": probe(module, plan), "ppo_step": run_ppo_step, "call_with_grad": ...}``: the worker
+    calls these objects,
     never the module attributes, so that a submission that rebinds ``ppo_course.sandbox.harness``'s
     names (or replaces the module in ``sys.modules``) does not change what runs. What they return is
     raw data that the parent validates (issue 19, class 3).
     """
-    return {"buffer_graph": _make_buffer_graph_probe(), "ppo_step": _make_ppo_step_runner()}
+    return {"buffer_graph": _make_buffer_graph_probe(), "ppo_step": _make_ppo_step_runner(),
+            "call_with_grad": _make_grad_runner()}
 
 
 def _make_ppo_step_runner() -> Any:

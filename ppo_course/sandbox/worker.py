@@ -361,56 +361,27 @@ class Worker:
             return "ok", self._trusted["ppo_step"](self.module, payload)
         if op == "probe":
             probe = self._trusted.get(str(req.get("name")))
-            if probe is None or req.get("name") == "ppo_step":
+            if probe is None or req.get("name") in ("ppo_step", "call_with_grad"):
                 raise ValueError(f"unknown sandbox probe {req.get('name')!r}")
             return "ok", probe(self.module, ch.decode(req.get("plan"), buffers))
         raise ValueError(f"unknown sandbox operation {op!r}")
 
     def call_with_grad(self, req: dict, buffers: list[bytes]) -> dict:
-        """Call ``name`` with fresh leaves on the ``wrt`` arguments and backprop.
+        """Call ``name`` with fresh leaves on the ``wrt`` arguments and backprop (``harness._make_grad_runner``,
+        the copy captured before the student's import).
 
-        The function receives a (non-leaf) copy of each leaf; its ``.grad`` is returned.
-
-        The differentiated output is the returned tensor, or element
-        ``output_index`` (default 0) of a returned tuple/list. Without
-        ``grad_output`` it must hold one element (a loss); otherwise
+        The function receives a (non-leaf) copy of each leaf; the gradient reaching each leaf is returned.
+        The differentiated output is the returned tensor, or element ``output_index`` (default 0) of a
+        returned tuple/list. Without ``grad_output`` it must hold one element (a loss); otherwise
         ``sum(output * grad_output)`` is backpropagated.
         """
         ch = self.channel
         fn = getattr(self.module, str(req["name"]))
         args = ch.decode(req.get("args", []), buffers)
         kwargs = ch.decode(req.get("kwargs", {"t": "dict", "v": {}}), buffers)
-        wrt = [str(w) for w in req.get("wrt", [])]
         grad_output = ch.decode(req.get("grad_output"), buffers)
-        output_index = req.get("output_index")
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-        leaves: dict[str, torch.Tensor] = {}
-        for name in wrt:
-            if name not in bound.arguments:
-                raise TypeError(f"call_with_grad: argument {name!r} was not passed to {req['name']}")
-            value = bound.arguments[name]
-            if not isinstance(value, torch.Tensor) or not value.is_floating_point():
-                raise TypeError(f"call_with_grad: argument {name!r} is not a floating-point tensor")
-            leaves[name] = value.detach().clone().requires_grad_(True)
-            # The function gets a non-leaf copy of the leaf: an in-place change of it is then
-            # not autograd's error, so that a gradient test grades gradients only (in-place
-            # changes are the inputs-untouched tests' job, judged by the parent on shared memory;
-            # hostile attack a31 behaved only when it saw a leaf that requires grad).
-            bound.arguments[name] = leaves[name].clone()
-        with torch.enable_grad():
-            output = fn(*bound.args, **bound.kwargs)
-            diff = output
-            if isinstance(output, (tuple, list)) and not isinstance(output, torch.Tensor):
-                diff = output[0 if output_index is None else int(output_index)] if len(output) else None
-            if isinstance(diff, torch.Tensor) and diff.requires_grad:
-                if grad_output is None:
-                    if diff.numel() != 1:
-                        raise ValueError(f"call_with_grad: the output has shape {list(diff.shape)}, not a single loss value")
-                    diff.reshape(()).backward()
-                else:
-                    torch.autograd.backward(diff, grad_tensors=grad_output.to(diff.dtype))
-        grads = {name: leaf.grad for name, leaf in leaves.items()}
-        return {"output": output, "grads": grads}
+        return self._trusted["call_with_grad"](fn, args, kwargs, [str(w) for w in req.get("wrt", [])], grad_output,
+                                               req.get("output_index"))
 
 
 def _flush_std() -> None:

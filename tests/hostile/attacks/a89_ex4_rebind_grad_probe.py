@@ -5,17 +5,21 @@ Tries: ``test_gae_carries_no_gradient`` asks the child to backpropagate through
 carry a gradient into ``rewards``/``values``. The attack keeps the twin's undetached
 GAE and, at import, rebinds ``Worker.call_with_grad`` and ``Worker.handle`` of
 ``ppo_course.sandbox.worker`` (class attributes, reached through ``sys.modules``) so that
-every gradient the child reports is None.
+every gradient the child reports is None, and makes ``torch.autograd.backward``,
+``torch.autograd.grad`` and ``torch.Tensor.backward`` do nothing.
 
-Must achieve: nothing. The worker bound its request handler and its measurements
-before this import (``worker.run_child``), so rebinding a module or class attribute
-changes nothing it runs: the test fails as it does for the honest twin.
+Must achieve: nothing. The worker bound its request handler and its gradient
+measurement before this import (``worker.run_child``, ``harness._make_grad_runner``:
+autograd's C engine, ``TensorBase``'s own methods), so rebinding a module or class
+attribute changes nothing it runs: the test fails as it does for the honest twin.
 """
 
 TARGET = "ex4_gae"
 TWIN = "ex4_not_detached.py"
 
 import sys
+
+import torch
 
 import twin_code
 
@@ -39,3 +43,7 @@ if _worker is not None:
 
     _Worker.call_with_grad = _forged
     _Worker.handle = _handle
+
+torch.autograd.backward = lambda *args, **kwargs: None
+torch.autograd.grad = lambda outputs, inputs, *args, **kwargs: tuple(None for _ in inputs)
+torch.Tensor.backward = lambda self, *args, **kwargs: None
