@@ -1,8 +1,9 @@
 """Hidden inputs drawn from the grader's own secret, so that a submission cannot tell a hidden call from a public one.
 
 The public tests (``ppo_course/public_tests/``, shipped to students) use fixed,
-visible payloads. Hidden tests draw their seeds and batch sizes from
-HMAC-SHA256(key, label), key = SHA-256(secret ‖ grader_version): the secret
+visible payloads. Hidden tests draw ALL their inputs (the hypothesis seed of
+every ``@given`` test, every generator seed, the numbers of hand-built cases,
+exercise 5's graph probe; issue 19, class 5) from HMAC-SHA256(key, label), key = SHA-256(secret ‖ grader_version): the secret
 lives in ``grader/hidden/grader_secret.txt`` (instructor side: never in the
 public package or the student bundle, ``grader.release``), so the draws are
 unknown to students, yet deterministic for one grader version (the same
