@@ -8,7 +8,14 @@ by kind ("hidden": `grader/hidden/test_<stem>.py`; "public":
 `ppo-course check`) and by test function name.
 
 In the YAML a test is either a number (its points, default visibility for its
-kind) or a mapping `{points: 2, visibility: visible, tags: [...]}`.
+kind) or a mapping `{points: 2, visibility: visible, tags: [...], twins: [...]}`.
+
+Points rest on inputs no student has seen (issue 19, class 5): a public test's
+inputs are shown, so a table of its answers would pass it. Every public test
+worth points names its hidden `twins` (the same property on inputs drawn from
+the grader's secret, `grader.hidden.draws`), and its points count only when it
+passes AND every twin passes (`ExercisePoints.counted`); a public test that
+passes while a twin fails is reported as passed, worth 0.
 Visibility values are Gradescope's: hidden, after_due_date, after_published,
 visible. Hidden tests default to "after_published": the student sees their
 name, points and diagnosis once grades are out, never their inputs; public
@@ -18,6 +25,7 @@ tests default to "visible".
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -43,6 +51,8 @@ class TestPoints(BaseModel):
     points: float = Field(ge=0)
     visibility: Visibility | None = None
     tags: list[str] = Field(default_factory=list)
+    #: Hidden tests of the same exercise whose passing a public test's points need (public tests only).
+    twins: list[str] = Field(default_factory=list)
 
 
 def _expand(tests: object) -> object:
@@ -70,7 +80,26 @@ class ExercisePoints(BaseModel):
             for name in getattr(self, kind):
                 if not name.startswith("test_"):
                     raise ValueError(f"{kind} test {name!r}: pytest test names start with 'test_'")
+        for name, entry in self.hidden.items():
+            if entry.twins:
+                raise ValueError(f"hidden test {name!r}: only public tests have twins")
+        for name, entry in self.public.items():
+            if entry.points > 0 and not entry.twins:
+                raise ValueError(f"public test {name!r} is worth points but names no hidden twin (see the rule above)")
+            unknown = [t for t in entry.twins if t not in self.hidden]
+            if unknown:
+                raise ValueError(f"public test {name!r}: twins {unknown} are not hidden tests of this exercise")
         return self
+
+    def counted(self, kind: Kind, name: str, passed: bool, passed_of: "Callable[[str], bool]") -> bool:
+        """Whether a test's points count: it passed and, for a public test, every hidden twin passed.
+
+        Args:
+            kind, name: the test.
+            passed: its own outcome.
+            passed_of: hidden test name -> whether it passed in this grading (False when it did not run).
+        """
+        return passed and all(passed_of(twin) for twin in self.entry(kind, name).twins)
 
     def entry(self, kind: Kind, name: str) -> TestPoints:
         """The entry of one test. Raises KeyError naming the test when it is not configured."""

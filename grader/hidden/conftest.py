@@ -2,8 +2,9 @@
 
 `grader.grade` registers the provider (a plugin with `is_student_provider =
 True`); the fixtures below only ask it for modules. Each test module declares
-`EXERCISE` (the module stem) and `KIND = "hidden"`. Their `@given` tests run on examples replayed from one
-recording per grader version (`pytest_pyfunc_call` below).
+`EXERCISE` (the module stem) and `KIND = "hidden"`. Their `@given` tests draw their examples from a seed
+drawn from the grader's secret and `grader_version` (`pytest_collection_modifyitems` below; issue 19,
+class 5), and run on examples replayed from one recording per grader version (`pytest_pyfunc_call`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,31 @@ def reference():
     import ppo_reference
 
     return ppo_reference
+
+
+def seed_hidden_examples(test) -> None:
+    """Give a hidden `@given` test its drawn seed (`grader.hidden.draws.hypothesis_seed`), idempotently.
+
+    Hypothesis' own derandomised seed is the function's digest, which the source alone decides, so its
+    examples would be the same in every version; the drawn seed keeps them unknown to students and
+    fixed for one secret + version.
+    """
+    from grader.hidden.draws import hypothesis_seed
+
+    if not getattr(test, "is_hypothesis_test", False):
+        return
+    inner = getattr(getattr(test, "hypothesis", None), "inner_test", test)
+    seed = hypothesis_seed(inner.__module__, inner.__qualname__)
+    test._hypothesis_internal_use_seed = seed
+    test._ppo_course_drawn_seed = seed
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Every hidden `@given` test gets its drawn seed before it runs (`seed_hidden_examples`)."""
+    for item in items:
+        module = getattr(item, "module", None)
+        if getattr(module, "KIND", None) == "hidden" and hasattr(item, "obj"):
+            seed_hidden_examples(item.obj)
 
 
 @pytest.hookimpl(tryfirst=True)

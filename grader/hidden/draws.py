@@ -1,8 +1,9 @@
 """Hidden inputs drawn from the grader's own secret, so that a submission cannot tell a hidden call from a public one.
 
 The public tests (``ppo_course/public_tests/``, shipped to students) use fixed,
-visible payloads. Hidden tests draw their seeds and batch sizes from
-HMAC-SHA256(key, label), key = SHA-256(secret ‖ grader_version): the secret
+visible payloads. Hidden tests draw ALL their inputs (the hypothesis seed of
+every ``@given`` test, every generator seed, the numbers of hand-built cases,
+exercise 5's graph probe; issue 19, class 5) from HMAC-SHA256(key, label), key = SHA-256(secret ‖ grader_version): the secret
 lives in ``grader/hidden/grader_secret.txt`` (instructor side: never in the
 public package or the student bundle, ``grader.release``), so the draws are
 unknown to students, yet deterministic for one grader version (the same
@@ -51,3 +52,36 @@ def draw_int(label: str, low: int, high: int) -> int:
 def draw_choice(label: str, options: tuple):
     """One of `options` for `label`, fixed per grader version."""
     return options[draw_int(label, 0, len(options) - 1)]
+
+
+def draw_seed(label: str) -> int:
+    """A generator seed in [0, 2**31 - 1] for `label` (e.g. "ex4.no_bootstrap"), fixed per grader version."""
+    return draw_int(f"{label}.seed", 0, 2**31 - 1)
+
+
+def draw_generator(label: str):
+    """A CPU ``torch.Generator`` seeded with :func:`draw_seed` (`label`): a hidden test's tensors, drawn."""
+    import torch
+
+    return torch.Generator().manual_seed(draw_seed(label))
+
+
+def draw_float(label: str, low: float, high: float, steps: int = 1000) -> float:
+    """One of ``steps + 1`` evenly spaced floats in [low, high] for `label` (a hand case's number, drawn).
+
+    Raises:
+        ValueError: if high < low or steps < 1.
+    """
+    if high < low or steps < 1:
+        raise ValueError(f"draw_float({label!r}): empty range [{low}, {high}] or steps {steps}")
+    return low + (high - low) * draw_int(label, 0, steps) / steps
+
+
+def hypothesis_seed(module: str, qualname: str) -> int:
+    """The seed of a hidden ``@given`` test's examples: drawn per test from the secret and ``grader_version``.
+
+    Hypothesis' derandomised seed is the test function's digest, the same in every version and public in
+    effect (the source is all it takes); this one changes with the secret and the version, and is the same
+    on every run of one version (`grader/hidden/conftest.py` sets it, `hypothesis_replay` records with it).
+    """
+    return draw_int(f"hypothesis.{module}.{qualname}", 0, 2**64 - 1)

@@ -1,7 +1,9 @@
 """Hypothesis' examples of the hidden tests, generated once per grader version and replayed for every student.
 
-The hidden tests run hypothesis derandomised (`grading_settings`: seed from the
-test function's digest, no database, no shrinking, one bug reported). Their
+The hidden tests run hypothesis derandomised (`grading_settings`: no database, no
+shrinking, one bug reported) with a seed drawn from the grader's secret and
+`grader_version` (`grader.hidden.conftest.seed_hidden_examples`; the test
+function's digest when none was drawn). Their
 example sequence is then fixed: it depends on the strategies, the settings and
 the seed, never on the student. For a test that passes, hypothesis runs the
 body on examples 1..n; for one that fails first on example k, it stops
@@ -23,7 +25,7 @@ The file name holds "hypothesis" on purpose: the collector leaves its frames
 out of a grader error's traceback, as it does hypothesis' own.
 
 Not replayed (hypothesis runs them as usual): a test with explicit examples,
-a seed or a database, shrinking, `report_multiple_bugs`, a deadline or the
+a seed other than its drawn one, a database, shrinking, `report_multiple_bugs`, a deadline or the
 explain phase, i.e. anything whose example sequence may depend on the outcome.
 """
 
@@ -61,7 +63,7 @@ def replayable(test: Callable) -> bool:
             and set(s.phases) <= {Phase.explicit, Phase.reuse, Phase.generate}
             and not getattr(test, "hypothesis_explicit_examples", None)
             and not getattr(inner, "hypothesis_explicit_examples", None)
-            and getattr(test, "_hypothesis_internal_use_seed", None) is None
+            and getattr(test, "_hypothesis_internal_use_seed", None) == getattr(test, "_ppo_course_drawn_seed", None)
             and getattr(test, "_hypothesis_internal_use_reproduce_failure", None) is None
             and all(not str(a).startswith("_") for a in handle._given_kwargs))
 
@@ -81,12 +83,21 @@ def _record(test: Callable) -> list[dict[str, Any]]:
     recorder.__signature__ = signature  # the same parameters (fixtures + given)
     recorder.__name__ = inner.__name__
     wrapped = given(**given_kwargs)(recorder)
-    # The seed derandomize would take from the real test's digest (hypothesis.core.get_random_for_wrapped_test).
-    wrapped._hypothesis_internal_use_seed = int.from_bytes(function_digest(inner), "big")
+    # The seed the real test runs with (hypothesis.core.get_random_for_wrapped_test): the drawn one
+    # (`grader.hidden.conftest.seed_hidden_examples`), else the one derandomize takes from the digest.
+    wrapped._hypothesis_internal_use_seed = _seed_of(test)
     test._hypothesis_internal_use_settings(wrapped)
     fixtures = {name: None for name in inspect.signature(wrapped).parameters}
     wrapped(**fixtures)
     return seen
+
+
+def _seed_of(test: Callable) -> int:
+    """The seed of `test`'s example sequence: its drawn seed, or hypothesis' derandomised one (the digest)."""
+    drawn = getattr(test, "_ppo_course_drawn_seed", None)
+    if drawn is not None:
+        return int(drawn)
+    return int.from_bytes(function_digest(test.hypothesis.inner_test), "big")
 
 
 def examples(test: Callable) -> list[dict[str, Any]]:
@@ -95,7 +106,7 @@ def examples(test: Callable) -> list[dict[str, Any]]:
 
     inner = test.hypothesis.inner_test
     key = digest("hypothesis_examples", inner.__module__, inner.__qualname__, function_digest(inner).hex(),
-                 repr(test._hypothesis_internal_use_settings))
+                 repr(test._hypothesis_internal_use_settings), str(_seed_of(test)))
     if key not in _EXAMPLES:
         _EXAMPLES[key] = _record(test)
     return _EXAMPLES[key]

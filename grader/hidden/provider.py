@@ -106,9 +106,10 @@ class GuardedModule:
         """`RemoteModule.inputs_modified_before`: inputs `name` changed in place on any earlier call."""
         return self._remote.inputs_modified_before(name)
 
-    def buffer_graph_probe(self) -> dict:
-        """`RemoteModule.buffer_graph_probe`, with the two checks (on `RolloutBuffer`)."""
-        return self._run("RolloutBuffer", "buffer_graph_probe")
+    def buffer_graph_probe(self, plan: dict) -> dict:
+        """`RemoteModule.buffer_graph_probe`, with the two checks (on `RolloutBuffer`): raw data, judged by
+        `grader.hidden.probes.judge_buffer_graph`."""
+        return self._run("RolloutBuffer", "buffer_graph_probe", plan)
 
     def last_modified(self) -> list[str]:
         """`RemoteModule.last_modified`."""

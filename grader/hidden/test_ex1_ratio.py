@@ -6,6 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.hidden.draws import draw_generator, draw_int
 from grader.hidden.support import hidden_batches, compare, compare_grads, expect_inputs_untouched, tol
 from ppo_course.grading_kit.inputs import grading_settings, randn, with_junk
 
@@ -57,7 +58,7 @@ def test_logprobs_gradient(student, reference, batch, vocab):
 
 def test_logprobs_inputs_untouched(student, error_name):
     """logprobs_from_logits does not modify the logits in place (e.g. logits -= max)."""
-    g = torch.Generator().manual_seed(3)
+    g = draw_generator("ex1.logprobs_inputs_untouched")
     logits = torch.randn(2, 4, 5, generator=g, dtype=torch.float64)
     tokens = torch.randint(0, 5, (2, 4), generator=g)
     expect_inputs_untouched(student, "logprobs_from_logits", (logits, tokens), {}, ("logits",), error_name)
@@ -66,7 +67,7 @@ def test_logprobs_inputs_untouched(student, error_name):
 def test_logprobs_keep_dtype(student, reference):
     """float32 in, float32 out; float64 in, float64 out."""
     for dtype in (torch.float32, torch.float64):
-        g = torch.Generator().manual_seed(5)
+        g = draw_generator("ex1.logprobs_keep_dtype")
         logits = torch.randn(3, 4, 6, generator=g, dtype=torch.float64).to(dtype)
         tokens = torch.randint(0, 6, (3, 4), generator=g)
         t = tol(dtype, 3.0)
@@ -88,19 +89,23 @@ def test_ratio_matches_reference(student, reference, batch, scale, offset):
 
 
 def test_ratio_finite_at_minus_1000(student, reference):
-    """Both log-probs −1000 (and −1000 vs −999): the ratio is 1 (and e), never NaN (Book eq. 5.20);
-    log-ratios of ±29 give e^±29 exactly (nothing clamped)."""
+    """Both log-probs about −1000 (equal, and one apart): the ratio is 1 (and e^±1), never NaN (Book eq. 5.20);
+    log-ratios of ±k (k drawn in 21..29, beyond a ±20 clamp) give e^±k exactly (nothing clamped).
+    The integers are drawn from the grader's secret (`grader.hidden.draws`); the structure is the hand case's."""
+    base = -float(draw_int("ex1.ratio_minus_1000.base", 990, 1010))
+    near = -float(draw_int("ex1.ratio_minus_1000.near", 1, 3))
+    far = near - float(draw_int("ex1.ratio_minus_1000.far", 21, 29))
     for dtype in (torch.float32, torch.float64):
-        logp_new = torch.tensor([[-1000.0, -999.0, -1000.0, -1.0, -30.0]], dtype=dtype)
-        logp_old = torch.tensor([[-1000.0, -1000.0, -999.0, -30.0, -1.0]], dtype=dtype)
+        logp_new = torch.tensor([[base, base + 1.0, base, near, far]], dtype=dtype)
+        logp_old = torch.tensor([[base, base, base + 1.0, far, near]], dtype=dtype)
         # Relative 1e-5: float32's exp of an exactly representable argument is within 1 ulp.
         compare(student, reference, "probability_ratio", (logp_new, logp_old), rtol=1e-5, atol=1e-12,
-                what=f"probability_ratio at −1000 and at |log r| = 29 ({dtype})")
+                what=f"probability_ratio at about −1000 and at |log r| > 20 ({dtype})")
 
 
 def test_ratio_gradient_flows(student, reference):
     """d r/d logp_new = r and d r/d logp_old = −r: the ratio is not detached."""
-    g = torch.Generator().manual_seed(9)
+    g = draw_generator("ex1.ratio_gradient_flows")
     logp_new = -torch.rand(3, 5, generator=g, dtype=torch.float64) * 3
     logp_old = -torch.rand(3, 5, generator=g, dtype=torch.float64) * 3
     upstream = torch.randn(3, 5, generator=g, dtype=torch.float64)

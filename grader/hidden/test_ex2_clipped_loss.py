@@ -6,6 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.hidden.draws import draw_generator, draw_int, draw_seed
 from grader.hidden.support import hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched, tol
 from ppo_course.grading_kit.compare import any_nonzero
 from ppo_course.grading_kit.feedback import Mismatch
@@ -63,7 +64,7 @@ def test_surrogate_no_gradient_into_constants(student):
     """No gradient flows into the advantages or logp_old (they are constants of the loss)."""
     from ppo_course.grading_kit.inputs import Batch
 
-    batch = Batch(3, 5, (5, 2, 3), "float", "float64", 4)
+    batch = Batch(3, 5, (5, 2, 3), "float", "float64", draw_seed("ex2.no_gradient_into_constants"))
     args = _case(batch, 0.2)
     _, grads = student.call_with_grad(NAME, args, {}, wrt=("advantages", "logp_old"))
     for name in ("advantages", "logp_old"):
@@ -74,9 +75,11 @@ def test_surrogate_no_gradient_into_constants(student):
 
 def test_surrogate_finite_at_minus_1000(student, reference):
     """Log-probs around −1000 give a finite loss (the ratio is taken in log space)."""
-    logp_old = torch.full((2, 3), -1000.0, dtype=torch.float32)
-    logp_new = logp_old + torch.tensor([[0.1, -0.1, 0.05], [0.0, 0.3, -0.4]])
-    advantages = torch.tensor([[1.0, -2.0, 0.5], [1.5, -0.5, 2.0]])
+    g = draw_generator("ex2.finite_at_minus_1000")
+    logp_old = torch.full((2, 3), -float(draw_int("ex2.finite_at_minus_1000.base", 990, 1010)), dtype=torch.float32)
+    # Log-ratios within ±0.4 (both sides of the clip), advantages of both signs: the hand case's structure.
+    logp_new = logp_old + (torch.rand(2, 3, generator=g) * 0.8 - 0.4)
+    advantages = torch.randn(2, 3, generator=g) * 1.5
     mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
     # float32: log-ratios are exact to 6e-5 (one ulp at 1000), so ratios to ~1e-4 relative.
     compare(student, reference, NAME, (logp_new, logp_old, advantages, mask), rtol=3e-4, atol=3e-4,
@@ -87,7 +90,7 @@ def test_surrogate_inputs_untouched(student, error_name):
     """The loss modifies none of its inputs in place."""
     from ppo_course.grading_kit.inputs import Batch
 
-    args = _case(Batch(2, 4, (4, 2), "float", "float64", 8), 0.2)
+    args = _case(Batch(2, 4, (4, 2), "float", "float64", draw_seed("ex2.inputs_untouched")), 0.2)
     expect_inputs_untouched(student, NAME, args, {}, ("logp_new", "logp_old", "advantages"), error_name)
 
 

@@ -7,6 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.hidden.draws import draw_generator, draw_seed
 from grader.hidden.support import (hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched,
                                    reference_call, tol)
 from ppo_course.grading_kit.compare import any_nonzero, close_scalar
@@ -103,8 +104,11 @@ def test_entropy_matches_reference(student, reference, batch, vocab, scale):
 def test_entropy_near_one_hot(student, reference):
     """Logits ×1e3 (near one-hot): the entropy is finite and ≈ 0, not NaN."""
     for dtype in (torch.float32, torch.float64):
-        g = torch.Generator().manual_seed(17)
-        logits = (torch.randn(3, 4, 6, generator=g, dtype=torch.float64) * 1e3).to(dtype)
+        g = draw_generator("ex3.entropy_near_one_hot")
+        logits = torch.randn(3, 4, 6, generator=g, dtype=torch.float64) * 1e3
+        # Near one-hot whatever the draw: the top logit leads the next by ≥ 200 (e^-200 ≈ 1e-87).
+        top = logits.max(dim=-1, keepdim=True).values
+        logits = torch.where(logits == top, logits + 200.0, logits).to(dtype)
         mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]])
         # p·log p underflows to 0·(−inf); the true entropy is < 1e-300: absolute 1e-6 is generous.
         compare(student, reference, "entropy_from_logits", (logits, mask), rtol=1e-6, atol=1e-6,
@@ -193,7 +197,7 @@ def test_ppo_loss_gradients(student_kg, reference, batch):
 
 def test_losses_inputs_untouched(student, error_name):
     """clipped_value_loss, entropy_from_logits and ppo_loss modify none of their inputs in place."""
-    batch = Batch(2, 4, (4, 2), "float", "float64", 3)
+    batch = Batch(2, 4, (4, 2), "float", "float64", draw_seed("ex3.inputs_untouched"))
     args = _full_case(batch, 4)
     expect_inputs_untouched(student, "clipped_value_loss", args[3:6] + (args[7],), {},
                             ("values", "old_values", "returns"), error_name)

@@ -6,6 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.hidden.draws import draw_float, draw_generator, draw_int, draw_seed
 from grader.hidden.support import (compare, expect_inputs_untouched, hidden_batches, part,
                                    tol)
 from ppo_course.grading_kit.compare import any_nonzero
@@ -53,10 +54,10 @@ def test_gae_no_bootstrap_past_last_token(student, reference):
     """A full (truncated) row, one-token rows and large junk: V and A past the end are 0."""
     for dtype in (torch.float32, torch.float64):
         mask = prefix_mask([5, 1, 3, 1], 5, "int")
-        g = torch.Generator().manual_seed(23)
+        g = draw_generator("ex4.no_bootstrap")
         rewards = torch.randn(4, 5, generator=g, dtype=torch.float64).to(dtype)
         values = torch.randn(4, 5, generator=g, dtype=torch.float64).to(dtype)
-        junk = torch.tensor(19.5, dtype=dtype)
+        junk = torch.tensor(draw_float("ex4.no_bootstrap.junk", 15.0, 20.0, 40), dtype=dtype)
         rewards = torch.where(mask.bool(), rewards, junk)
         values = torch.where(mask.bool(), values, -junk)
         _compare_gae(student, reference, (rewards, values, mask), {"gamma": 0.95, "lam": 0.9}, dtype,
@@ -65,7 +66,7 @@ def test_gae_no_bootstrap_past_last_token(student, reference):
 
 def test_gae_carries_no_gradient(student):
     """No gradient flows into advantages or returns (they are constants for the losses)."""
-    g = torch.Generator().manual_seed(29)
+    g = draw_generator("ex4.gae_no_gradient")
     rewards = torch.randn(2, 4, generator=g, dtype=torch.float64)
     values = torch.randn(2, 4, generator=g, dtype=torch.float64)
     mask = prefix_mask([4, 2], 4)
@@ -93,7 +94,7 @@ def test_whiten_matches_reference(student, reference, batch, shift_mean, scale):
 
 def test_whiten_default_and_positional(student, reference):
     """shift_mean defaults to True; shift_mean=False positionally keeps the mean."""
-    g = torch.Generator().manual_seed(31)
+    g = draw_generator("ex4.whiten_default")
     x = torch.randn(3, 4, generator=g, dtype=torch.float64) * 2 + 1
     mask = prefix_mask([4, 3, 1], 4, "float")
     compare(student, reference, "whiten", (x, mask), rtol=1e-9, atol=1e-9, mask=mask, what="whiten(x, mask)")
@@ -103,29 +104,32 @@ def test_whiten_default_and_positional(student, reference):
 
 def test_whiten_raises_for_one_element(student, error_name):
     """A mask selecting fewer than 2 elements raises ValueError (the unbiased variance is undefined)."""
-    x = torch.tensor([[3.0, 7.0, -2.0]])
-    mask = torch.tensor([[True, False, False]])
+    x = torch.randn(1, 3, generator=draw_generator("ex4.whiten_one_element")) * 5
+    mask = torch.arange(3)[None, :] == draw_int("ex4.whiten_one_element.at", 0, 2)
     expect_raises(lambda: student.whiten(x, mask), ("ValueError",), "whiten_no_error_for_one_element",
                   what="whiten(x, mask selecting 1 element)", is_error=error_name)
 
 
 def test_whiten_constant_input(student, reference):
     """Equal (and nearly equal) real values: the 1e-8 inside the square root keeps the output finite and small."""
-    x = torch.tensor([[2.5, 2.5, 2.5, -9.0], [2.5, 2.5, 13.0, 4.0]], dtype=torch.float64)
+    c = draw_float("ex4.whiten_constant.c", -5.0, 5.0, 40)  # exact in binary (a multiple of 1/4)
+    junk = torch.randn(2, 4, generator=draw_generator("ex4.whiten_constant.junk"), dtype=torch.float64) * 10
     mask = prefix_mask([3, 2], 4)
+    x = torch.where(mask, torch.tensor(c, dtype=torch.float64), junk)
     # (x − μ) = 0 exactly on real tokens, so any finite stabilised result is exactly 0.
     compare(student, reference, "whiten", (x, mask), rtol=0, atol=1e-9, mask=mask,
             what="whiten(constant real values)")
     # Nearly constant (variance 1e-10, far below the 1e-8 inside the root): (x − μ)/sqrt(σ² + 1e-8)
     # ≈ (x − μ)·1e4, not (x − μ)/(σ + 1e-8) ≈ ±1. float64 keeps 1e-9 relative here.
-    near = x + torch.tensor([[1e-5, -1e-5, 0.0, 3.0], [2e-5, -2e-5, 1.0, 0.0]], dtype=torch.float64)
+    d = draw_float("ex4.whiten_constant.d", 1e-5, 3e-5, 20)
+    near = x + torch.tensor([[d, -d, 0.0, 3.0], [2 * d, -2 * d, 1.0, 0.0]], dtype=torch.float64)
     compare(student, reference, "whiten", (near, mask), rtol=1e-6, atol=1e-9, mask=mask,
             what="whiten(nearly constant real values)")
 
 
 def test_gae_whiten_inputs_untouched(student, error_name):
     """compute_gae and whiten modify none of their inputs in place."""
-    batch = Batch(2, 5, (5, 3), "float", "float64", 6)
+    batch = Batch(2, 5, (5, 3), "float", "float64", draw_seed("ex4.inputs_untouched"))
     rewards, values, mask = _gae_case(batch)
     expect_inputs_untouched(student, "compute_gae", (rewards, values, mask), {}, ("rewards", "values"), error_name)
     expect_inputs_untouched(student, "whiten", (rewards, mask), {}, ("x",), error_name)

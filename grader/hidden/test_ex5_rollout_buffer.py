@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from grader.hidden.draws import draw_seed
 from ppo_course.grading_kit.feedback import Mismatch, expect_raises
 
 EXERCISE = "ex5_rollout_buffer"
@@ -19,9 +20,17 @@ def drain(iterator) -> list:
     return iterator.list() if hasattr(type(iterator), "list") else list(iterator)
 
 
+def _gen(salt: int) -> torch.Generator:
+    """The mini-batch generator number `salt` of these tests, seeded from the grader's secret (`grader.hidden.draws`)."""
+    return torch.Generator().manual_seed(draw_seed(f"ex5.minibatches.{salt}"))
+
+
 def _rollout(B: int, T: int = 4, seed: int = 0, start: int = 0) -> dict[str, torch.Tensor]:
-    """Per-sequence fields of eq. 5.13; `ids` numbers the sequences so that order can be checked."""
-    g = torch.Generator().manual_seed(seed)
+    """Per-sequence fields of eq. 5.13; `ids` numbers the sequences so that order can be checked.
+
+    `seed` names the draw (`grader.hidden.draws`): the values are drawn per grader version, never fixed here.
+    """
+    g = torch.Generator().manual_seed(draw_seed(f"ex5.rollout.{seed}"))
     return {
         "ids": torch.arange(start, start + B),                                  # (B,) long
         "responses": torch.randint(0, 50, (B, T), generator=g),                # (B, T) long
@@ -97,7 +106,7 @@ def test_minibatches_during_collect_raise(student, error_name):
     "RuntimeError: if not in the train phase (at call time)"), not at the first next()."""
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(4, seed=5))
-    _raises_at_call(lambda: buf.minibatches(2, generator=torch.Generator().manual_seed(0)), drain, ("RuntimeError",),
+    _raises_at_call(lambda: buf.minibatches(2, generator=_gen(0)), drain, ("RuntimeError",),
                     "buffer_minibatches_during_collect", "minibatches() in the collect phase", error_name)
 
 
@@ -106,7 +115,7 @@ def test_use_after_purge_raises(student, error_name):
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(6, seed=6))
     buf.start_training()
-    stale = buf.minibatches(2, generator=torch.Generator().manual_seed(1))
+    stale = buf.minibatches(2, generator=_gen(1))
     next(stale)  # one mini-batch while the data is live
     buf.purge()
     expect_raises(lambda: next(stale), ("RuntimeError",), "buffer_use_after_purge",
@@ -122,7 +131,7 @@ def _epochs_of(buffer_factory, fields_list, plan):
     for fields in fields_list:
         buf.add(**fields)
     buf.start_training()
-    return [drain(buf.minibatches(mbs, generator=torch.Generator().manual_seed(seed))) for mbs, seed in plan]
+    return [drain(buf.minibatches(mbs, generator=_gen(seed))) for mbs, seed in plan]
 
 
 def test_minibatch_order_matches_reference(student, reference):
@@ -153,7 +162,7 @@ def test_minibatches_cover_rollout_once(student):
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(5, seed=9))
     buf.start_training()
-    batches = drain(buf.minibatches(2, generator=torch.Generator().manual_seed(2)))
+    batches = drain(buf.minibatches(2, generator=_gen(2)))
     ids = sorted(i for mb in batches for i in mb["ids"].tolist())
     sizes = [len(mb["ids"]) for mb in batches]
     _expect(ids == [0, 1, 2, 3, 4] and sizes == [2, 2, 1], "buffer_wrong_minibatch_order",
@@ -184,7 +193,7 @@ def test_buffer_keeps_copies(student):
         for name, value in reused.items():
             caller[name].copy_(value)
     buf.start_training()
-    batches = drain(buf.minibatches(4, generator=torch.Generator().manual_seed(3)))
+    batches = drain(buf.minibatches(4, generator=_gen(3)))
     what = "mini-batches after the caller changed its tensors"
     if not isinstance(batches, list) or not all(isinstance(mb, dict) for mb in batches):
         raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", what)
@@ -245,7 +254,7 @@ def test_invalid_mini_batch_size_raises(student, error_name):
         buf = student.new("RolloutBuffer")
         buf.add(**_rollout(4, seed=22))
         buf.start_training()
-        _raises_at_call(lambda: buf.minibatches(size, generator=torch.Generator().manual_seed(0)), drain,
+        _raises_at_call(lambda: buf.minibatches(size, generator=_gen(0)), drain,
                         ("ValueError",), "buffer_bad_minibatch_size", f"minibatches({size})", error_name)
 
 
@@ -253,19 +262,19 @@ def test_buffer_stores_detached(student):
     """add() stores detached copies: a field that carries the caller's autograd graph comes back from
     minibatches() without it (the docstring: "stores copies"; the stub: detached copies).
 
-    The graph must exist where the student's buffer runs, so the check runs in the child
-    (`ppo_course.sandbox.harness.buffer_graph_probe`); it only reports what the buffer returned.
+    The graph must exist where the student's buffer runs, so the child runs a probe captured before the
+    student's import (`ppo_course.sandbox.harness.trusted_operations`) on inputs drawn from the grader's
+    secret; it returns raw data only, and the verdict is computed here (`grader.hidden.probes`).
     """
+    from grader.hidden.probes import buffer_graph_plan, judge_buffer_graph
     from ppo_course.sandbox import harness
 
+    plan = buffer_graph_plan()
     if callable(getattr(type(student), "buffer_graph_probe", None)):
-        got = student.buffer_graph_probe()  # the sandbox (RemoteModule, or the provider's GuardedModule)
+        raw = student.buffer_graph_probe(plan)  # the sandbox (RemoteModule, or the provider's GuardedModule)
     else:
-        got = harness.buffer_graph_probe(student._module)  # ppo-course check's local module
-    if not isinstance(got, dict) or got.get("fields") != 2:
-        raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", "minibatches() after add()")
-    if got.get("keeps_graph") is not False:
-        raise Mismatch("buffer_keeps_graph", "", "a field added with a grad_fn")
+        raw = harness.buffer_graph_probe(student._module, plan)  # ppo-course check's local module
+    judge_buffer_graph(plan, raw)
 
 
 def test_add_rejects_malformed_fields(student, error_name):

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader import buggy_variants
+from grader.hidden.draws import draw_float, draw_int, draw_seed
 from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
 from ppo_course.grading_kit.compare import any_nonzero
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
@@ -57,7 +58,7 @@ def test_shaped_rewards_last_token(student, reference, batch, kl_coef):
 
 def test_shaped_rewards_defaults_and_positional(student, reference):
     """Defaults (kl_coef 0.05, per_token) and positional (0.2, "last_token"); full and one-token rows."""
-    batch = Batch(4, 5, (5, 1, 3, 2), "int", "float64", 12)
+    batch = Batch(4, 5, (5, 1, 3, 2), "int", "float64", draw_seed("ex6.shaped_defaults"))
     logp, ref_logp, mask = _kl_case(batch)
     scores = _scores(batch)
     compare(student, reference, "kl_shaped_rewards", (scores, logp, ref_logp, mask), rtol=1e-9, atol=1e-9,
@@ -68,7 +69,7 @@ def test_shaped_rewards_defaults_and_positional(student, reference):
 
 def test_kl_outputs_carry_no_gradient(student):
     """per_token_kl and kl_shaped_rewards return no graph into logp (they are rewards, not losses)."""
-    batch = Batch(2, 4, (4, 2), "float", "float64", 13)
+    batch = Batch(2, 4, (4, 2), "float", "float64", draw_seed("ex6.no_gradient"))
     logp, ref_logp, mask = _kl_case(batch)
     ones = torch.ones(2, 4, dtype=torch.float64)
     for name, args in (("per_token_kl", (logp, ref_logp, mask)),
@@ -79,8 +80,20 @@ def test_kl_outputs_carry_no_gradient(student):
                 raise Mismatch("gradient_into_constants", f"a gradient reached `{param}`", f"{name}(...)")
 
 
-# (current_kl, n_steps) sequences: far above target (clip +0.2), below (clip −0.2), inside (no clip).
+# (current_kl, n_steps) sequences: far above target (clip +0.2), below (clip −0.2), inside (no clip), at the
+# target, below. The hand case's structure; the numbers are drawn per grader version (`_updates`).
 UPDATES = [(30.0, 64), (0.5, 128), (7.2, 256), (6.0, 32), (2.0, 512)]
+
+
+def _updates(target: float, label: str) -> list[tuple[float, int]]:
+    """Five (current_kl, n_steps) around `target` with UPDATES' structure, drawn from the grader's secret."""
+    def n(k: int) -> int:
+        return 32 * draw_int(f"{label}.n{k}", 1, 16)
+    return [(target * draw_float(f"{label}.far", 3.0, 6.0, 30), n(0)),
+            (target * draw_float(f"{label}.low", 0.02, 0.5, 48), n(1)),
+            (target * draw_float(f"{label}.inside", 1.01, 1.19, 18), n(2)),
+            (target, n(3)),
+            (target * draw_float(f"{label}.below", 0.3, 0.79, 49), n(4))]
 
 
 def _controller_values(student, init, target, horizon, updates, positional: bool):
@@ -96,10 +109,15 @@ def _controller_values(student, init, target, horizon, updates, positional: bool
 
 def test_adaptive_kl_controller(student):
     """value ← value·(1 + clip(kl/target − 1, ±0.2)·n_steps/horizon) over five updates (TRL)."""
-    for positional, (init, target, horizon) in ((False, (0.1, 4.0, 1000)), (True, (0.05, 6.0, 500))):
-        got = torch.tensor(_controller_values(student, init, target, horizon, UPDATES, positional), dtype=torch.float64)
-        want = torch.tensor(buggy_variants.adaptive_kl_values(init, target, horizon, UPDATES), dtype=torch.float64)
-        candidates = [(d, torch.tensor(buggy_variants.adaptive_kl_values(init, target, horizon, UPDATES, **kw),
+    settings = ((False, (draw_float("ex6.kl_ctl.init0", 0.05, 0.2, 15), draw_float("ex6.kl_ctl.target0", 3.0, 5.0, 20),
+                         100 * draw_int("ex6.kl_ctl.horizon0", 5, 20))),
+                (True, (draw_float("ex6.kl_ctl.init1", 0.02, 0.08, 6), draw_float("ex6.kl_ctl.target1", 5.0, 8.0, 30),
+                        100 * draw_int("ex6.kl_ctl.horizon1", 3, 10))))
+    for k, (positional, (init, target, horizon)) in enumerate(settings):
+        updates = _updates(target, f"ex6.kl_ctl.updates{k}")
+        got = torch.tensor(_controller_values(student, init, target, horizon, updates, positional), dtype=torch.float64)
+        want = torch.tensor(buggy_variants.adaptive_kl_values(init, target, horizon, updates), dtype=torch.float64)
+        candidates = [(d, torch.tensor(buggy_variants.adaptive_kl_values(init, target, horizon, updates, **kw),
                                        dtype=torch.float64)) for d, kw in buggy_variants.ADAPTIVE_KL_VARIANTS]
         # Five products of factors near 1 in float64: 1e-12 relative is far above rounding.
         expect_close(got, want, rtol=1e-9, atol=1e-12, what="AdaptiveKLController.value after each update",
@@ -110,17 +128,19 @@ def test_adaptive_kl_defaults(student, reference):
     """AdaptiveKLController() starts at 0.05 with target 6.0 and horizon 10000."""
     ctl = student.new("AdaptiveKLController")
     start = ctl.value
-    ctl.update(12.0, 100)  # e = clip(12/6 − 1) = 0.2 -> value·(1 + 0.2·100/10000)
+    # kl ≥ 7.5 (drawn): e = clip(kl/6 − 1) = 0.2 -> value·(1 + 0.2·n/10000); kl and n drawn per grader version.
+    kl, n = draw_float("ex6.kl_defaults.kl", 7.5, 18.0, 42), 10 * draw_int("ex6.kl_defaults.n", 5, 50)
+    ctl.update(kl, n)
     got = torch.tensor([float(start), float(ctl.value)], dtype=torch.float64)
     ref = reference.AdaptiveKLController()
-    want = torch.tensor([ref.value, ref.update(12.0, 100)], dtype=torch.float64)
+    want = torch.tensor([ref.value, ref.update(kl, n)], dtype=torch.float64)
     expect_close(got, want, rtol=1e-12, atol=1e-15, what="AdaptiveKLController() defaults",
                  candidates=[("adaptive_kl_wrong_update", torch.tensor([0.05, 0.05 * 1.2], dtype=torch.float64))])
 
 
 def test_kl_inputs_untouched(student, error_name):
     """per_token_kl and kl_shaped_rewards modify none of their inputs in place."""
-    batch = Batch(2, 5, (5, 2), "float", "float64", 14)
+    batch = Batch(2, 5, (5, 2), "float", "float64", draw_seed("ex6.inputs_untouched"))
     logp, ref_logp, mask = _kl_case(batch)
     expect_inputs_untouched(student, "per_token_kl", (logp, ref_logp, mask), {}, ("logp", "ref_logp"), error_name)
     expect_inputs_untouched(student, "kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask),

@@ -334,13 +334,15 @@ class RemoteModule:
             payload["ref_state_dict"] = dict(ref_state_dict)
         return self._request("harness_ex7", {"payload": payload}, timeout)
 
-    def buffer_graph_probe(self, timeout: float | None = None) -> dict:
-        """Run ``ppo_course.sandbox.harness.buffer_graph_probe`` on the student's ``RolloutBuffer`` in the child.
+    def buffer_graph_probe(self, plan: dict, timeout: float | None = None) -> dict:
+        """Run exercise 5's graph probe (``harness.trusted_operations()["buffer_graph"]``) on the student's
+        ``RolloutBuffer`` in the child, with the grader's drawn ``plan``.
 
-        The autograd graph must exist where the buffer runs, so the probe builds it there and reports
-        only data: ``{"fields": int, "keeps_graph": bool}`` (the grader judges it).
+        The autograd graph must exist where the buffer runs, so the probe builds it there; the worker calls
+        the copy it captured before the student's import, and the reply is raw data (the rows that came back
+        and the graph facts) that the grader validates and judges (``grader.hidden.probes``).
         """
-        return self._request("harness_ex7", {"payload": {"probe": "buffer_graph"}}, timeout)
+        return self._request("probe", {"name": "buffer_graph", "plan": dict(plan)}, timeout)
 
     def captured_output(self, stream: str | None = None) -> str:
         """What the student's code printed so far (bounded; never shown in hidden feedback)."""

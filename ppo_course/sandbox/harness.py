@@ -62,74 +62,210 @@ def build_setting(payload: dict) -> tuple:
     return policy, ref_policy, optimizer, generator, config, payload["queries"]
 
 
-def buffer_graph_probe(module: Any) -> dict:
-    """Exercise 5's "stores detached copies", observed where the student's buffer runs.
+def _make_buffer_graph_probe() -> Any:
+    """Exercise 5's "stores detached copies" probe, with every primitive it uses bound now.
 
-    Adds one field computed from a leaf that requires grad (so it carries a ``grad_fn``) and one
-    plain field, then reads them back through one mini-batch. Only facts leave: how many
-    fields came back and whether any still carries the graph.
-
-    Args:
-        module: the student's imported ``ex5_rollout_buffer``.
-
-    Returns:
-        ``{"fields": int, "keeps_graph": bool}``.
-
-    Raises:
-        Whatever the student's code raises.
+    Called before the student's module is imported (:func:`trusted_operations`): the probe keeps the
+    torch functions, the ``TensorBase`` descriptors of ``requires_grad``/``grad_fn`` (a C type, which no
+    code can change) and the torch-function switch in its closure, so that rebinding a module
+    attribute afterwards (``harness.buffer_graph_probe = ...``, ``torch.Tensor.requires_grad = ...``,
+    ``torch.rand = ...``) changes nothing it does. Class 3 of issue 19.
     """
-    g = torch.Generator().manual_seed(5)
-    leaf = torch.rand(4, 3, generator=g, dtype=torch.float64).requires_grad_(True)
-    buf = module.RolloutBuffer()
-    buf.add(ids=torch.arange(4), values=leaf * 2.0)
-    buf.start_training()
-    batches = list(buf.minibatches(4, generator=torch.Generator().manual_seed(0)))
-    fields = {name for mb in batches if isinstance(mb, dict) for name in mb}
-    keeps = any(isinstance(t, torch.Tensor) and (t.requires_grad or t.grad_fn is not None)
-                for mb in batches if isinstance(mb, dict) for t in mb.values())
-    return {"fields": len(fields), "keeps_graph": bool(keeps)}
+    base = torch._C.TensorBase.__dict__
+    requires_grad, grad_fn = base["requires_grad"].__get__, base["grad_fn"].__get__
+    plain_tensor, tensor_base = torch.Tensor, torch._C.TensorBase
+    no_torch_function = torch._C.DisableTorchFunction
+    detach, clone, requires_grad_ = base["detach"], base["clone"], base["requires_grad_"]
+    rand, mul, arange, Generator = torch.rand, torch.mul, torch.arange, torch.Generator
+    float64, exact_type, is_instance, as_list, as_str = torch.float64, type, isinstance, list, str
+    to_bool, to_int, to_float, no_grad_fn = bool, int, float, None
+
+    def probe(module: Any, plan: dict) -> dict:
+        """Add a field that carries a graph, read it back through the student's buffer; return raw data.
+
+        Args:
+            module: the student's imported ``ex5_rollout_buffer``.
+            plan: ``{"rows": int, "cols": int, "seed": int, "scale": float, "mbs": int, "mb_seed": int}``,
+                drawn by the grader (``grader.hidden.probes.buffer_graph_plan``).
+
+        Returns:
+            ``{"batches": [[[name, Tensor | None, requires_grad, has_grad_fn, plain], ...], ...]}``: per
+            mini-batch, per field, a detached copy of what came back and three facts read through the
+            C descriptors. The grader judges it (``grader.hidden.probes.judge_buffer_graph``).
+
+        Raises:
+            Whatever the student's code raises.
+        """
+        rows, cols = to_int(plan["rows"]), to_int(plan["cols"])
+        leaf = rand(rows, cols, generator=Generator().manual_seed(to_int(plan["seed"])), dtype=float64)
+        requires_grad_(leaf, True)
+        buf = module.RolloutBuffer()
+        buf.add(ids=arange(rows), values=mul(leaf, to_float(plan["scale"])))
+        buf.start_training()
+        out = []
+        mb_generator = Generator().manual_seed(to_int(plan["mb_seed"]))
+        for mb in as_list(buf.minibatches(to_int(plan["mbs"]), generator=mb_generator)):
+            fields = []
+            items = as_list(mb.items()) if is_instance(mb, dict) else []
+            for name, value in items:
+                with no_torch_function():
+                    if is_instance(value, tensor_base):
+                        fields.append([as_str(name), clone(detach(value)), to_bool(requires_grad(value)),
+                                       grad_fn(value) is not no_grad_fn, exact_type(value) is plain_tensor])
+                    else:
+                        fields.append([as_str(name), None, False, False, False])
+            out.append(fields if is_instance(mb, dict) else None)
+        return {"batches": out}
+
+    return probe
 
 
-def run_ppo_step(module: Any, payload: dict) -> dict:
-    """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
+def _make_grad_runner() -> Any:
+    """The gradient measurement of ``call_with_grad`` (exercises 1-6), with its primitives bound now.
 
-    Args:
-        module: the student's imported ``ex7_ppo_step``.
-        payload: ``{"model_config": dict, "state_dict": {name: Tensor},
-            "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``, and optionally
-            ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's).
-
-    Returns:
-        ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
-        "kl_coef": <kl_ctl.value after the step>, "trace": <the observed stages>}`` (the trace:
-        ``ppo_course.sandbox.observe``; payload ``{"probe": "buffer_graph"}`` runs exercise 5's
-        :func:`buffer_graph_probe` instead).
-
-    Raises:
-        Whatever the student's code raises (reported to the parent as StudentError);
-        ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
+    Made before the student's import (:func:`trusted_operations`): backpropagation goes through autograd's
+    C engine (``torch._C._EngineBase.run_backward``, an immutable type) and ``TensorBase``'s own methods,
+    so rebinding ``torch.autograd.backward``, ``torch.Tensor.backward``/``requires_grad`` or
+    ``inspect.signature`` afterwards changes nothing it measures (issue 19, class 3). The gradients it
+    returns are compared with the reference's in the parent.
     """
-    if payload.get("probe") == "buffer_graph":  # exercise 5's detach check rides on the same operation
-        return buffer_graph_probe(module)
+    import inspect
+
+    base = torch._C.TensorBase.__dict__
+    run_backward = torch.autograd.variable.Variable._execution_engine.run_backward
+    requires_grad, is_floating = base["requires_grad"].__get__, base["is_floating_point"]
+    detach, clone, requires_grad_, numel = base["detach"], base["clone"], base["requires_grad_"], base["numel"]
+    reshape, to_dtype, dtype_of = base["reshape"], base["to"], base["dtype"].__get__
+    set_grad_enabled, is_grad_enabled = torch._C._set_grad_enabled, torch._C.is_grad_enabled
+    no_torch_function, tensor_base, ones = torch._C.DisableTorchFunction, torch._C.TensorBase, torch.ones
+    signature, is_instance, as_str, as_int, as_list, as_tuple = inspect.signature, isinstance, str, int, list, tuple
+
+    def call_with_grad(fn: Any, args: list, kwargs: dict, wrt: list, grad_output: Any, output_index: Any) -> dict:
+        """``fn`` called with fresh leaves on the ``wrt`` arguments, then backpropagated.
+
+        The function receives a (non-leaf) copy of each leaf. The differentiated output is the returned
+        tensor, or element ``output_index`` (default 0) of a returned tuple/list; without ``grad_output``
+        it must hold one element (a loss), otherwise ``sum(output * grad_output)`` is backpropagated.
+
+        Returns:
+            ``{"output": <what fn returned>, "grads": {name: Tensor or None}}`` (None: no gradient reached it).
+
+        Raises:
+            TypeError: a ``wrt`` name the call does not bind, or not a floating-point tensor; ValueError: a
+            non-scalar output without ``grad_output``; whatever the student's code raises.
+        """
+        bound = signature(fn).bind(*args, **kwargs)
+        names = [as_str(w) for w in wrt]
+        leaves = []
+        for name in names:
+            if name not in bound.arguments:
+                raise TypeError(f"call_with_grad: argument {name!r} was not passed")
+            value = bound.arguments[name]
+            with no_torch_function():
+                if not is_instance(value, tensor_base) or not is_floating(value):
+                    raise TypeError(f"call_with_grad: argument {name!r} is not a floating-point tensor")
+                leaf = requires_grad_(clone(detach(value)), True)
+                # A non-leaf copy: an in-place change of it is then not autograd's error (hostile a31).
+                bound.arguments[name] = clone(leaf)
+            leaves.append(leaf)
+        previous = is_grad_enabled()
+        set_grad_enabled(True)
+        try:
+            output = fn(*bound.args, **bound.kwargs)
+        finally:
+            set_grad_enabled(previous)
+        diff = output
+        if is_instance(output, (list, tuple)) and not is_instance(output, tensor_base):
+            diff = output[0 if output_index is None else as_int(output_index)] if len(output) else None
+        grads: list = [None] * len(leaves)
+        with no_torch_function():
+            if leaves and is_instance(diff, tensor_base) and requires_grad(diff):
+                if grad_output is None:
+                    if numel(diff) != 1:
+                        raise ValueError("call_with_grad: the output is not a single loss value")
+                    diff, seed = reshape(diff, ()), ones((), dtype=dtype_of(diff))
+                else:
+                    seed = to_dtype(grad_output, dtype_of(diff))
+                grads = as_list(run_backward(as_tuple([diff]), as_tuple([seed]), False, False, as_tuple(leaves),
+                                             True, False))
+        return {"output": output, "grads": dict(zip(names, grads))}
+
+    return call_with_grad
+
+
+#: ``ppo-course check`` (the student's own process) and the local grader call it from here; the
+#: sandbox's children use the copy captured before the student's import (:func:`trusted_operations`).
+buffer_graph_probe = _make_buffer_graph_probe()
+
+
+def trusted_operations() -> dict[str, Any]:
+    """The child's measurements, made now (before the student's import) and kept by the worker.
+
+    ``{"buffer_graph": probe(module, plan), "ppo_step": run_ppo_step, "call_with_grad": ...}``: the worker
+    calls these objects,
+    never the module attributes, so that a submission that rebinds ``ppo_course.sandbox.harness``'s
+    names (or replaces the module in ``sys.modules``) does not change what runs. What they return is
+    raw data that the parent validates (issue 19, class 3).
+    """
+    return {"buffer_graph": _make_buffer_graph_probe(), "ppo_step": _make_ppo_step_runner(),
+            "call_with_grad": _make_grad_runner()}
+
+
+def _make_ppo_step_runner() -> Any:
+    """Exercise 7's harness with its helpers bound now (before the student's import; issue 19, class 3).
+
+    ``build_setting``, the observer, the seeding and the toy reward are taken from their modules here,
+    so rebinding ``harness.build_setting``, ``observe.StepObserver`` or ``toy_task.score`` afterwards
+    changes nothing the worker's copy runs. Its result is data the parent compares with its own
+    reference step (the points), or reads to name a mistake (the trace).
+    """
     import sys
 
     from ppo_course.sandbox.observe import MODULE_NAMES, StepObserver
     from ppo_course.sandbox.seeding import seed_globals
     from ppo_course.toy_task import score
 
-    seed_globals(int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible
-    policy, ref_policy, optimizer, generator, config, queries = build_setting(payload)
-    kl_module = importlib.import_module("ex6_kl_reward")
-    kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
-    # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
-    modules = {stem: sys.modules.get(stem) for stem in MODULE_NAMES}
-    observer = StepObserver(policy, ref_policy, optimizer, generator, score, kl_ctl, modules)
-    with observer:
-        stats = module.ppo_step(policy, ref_policy, optimizer, queries, observer.reward_fn, observer.kl_ctl, config,
-                                generator)
-    return {
-        "state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()},
-        "stats": stats,
-        "kl_coef": kl_ctl.value,
-        "trace": observer.events,
-    }
+    setting, import_module, loaded, stems = build_setting, importlib.import_module, sys.modules, tuple(MODULE_NAMES)
+    observer_class, reseed, to_int = StepObserver, seed_globals, int
+
+    def run_ppo_step(module: Any, payload: dict) -> dict:
+        """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
+
+        Args:
+            module: the student's imported ``ex7_ppo_step``.
+            payload: ``{"model_config": dict, "state_dict": {name: Tensor},
+                "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``, and optionally
+                ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's).
+
+        Returns:
+            ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
+            "kl_coef": <kl_ctl.value after the step>, "trace": <the observed stages>}`` (the trace:
+            ``ppo_course.sandbox.observe``).
+
+        Raises:
+            Whatever the student's code raises (reported to the parent as StudentError);
+            ``KeyError``/``pydantic.ValidationError`` on a malformed payload.
+        """
+        reseed(to_int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible
+        policy, ref_policy, optimizer, generator, config, queries = setting(payload)
+        kl_module = import_module("ex6_kl_reward")
+        kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+        # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
+        modules = {stem: loaded.get(stem) for stem in stems}
+        observer = observer_class(policy, ref_policy, optimizer, generator, score, kl_ctl, modules)
+        with observer:
+            stats = module.ppo_step(policy, ref_policy, optimizer, queries, observer.reward_fn, observer.kl_ctl,
+                                    config, generator)
+        return {
+            "state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()},
+            "stats": stats,
+            "kl_coef": kl_ctl.value,
+            "trace": observer.events,
+        }
+
+    return run_ppo_step
+
+
+#: ``ppo-course check`` (the student's own process) calls it from here; the sandbox's children use the
+#: copy captured before the student's import (:func:`trusted_operations`).
+run_ppo_step = _make_ppo_step_runner()

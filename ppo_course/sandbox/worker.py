@@ -22,6 +22,8 @@ op                      does
 ``signature``           ``str(inspect.signature(module.name))``
 ``names``               public names of the module with their kinds
 ``harness_ex7``         one ``ppo_step`` on the package's model (``harness``)
+``probe``               one of ``harness.trusted_operations`` (captured before the import) on the
+                        module with the grader's ``plan``; returns raw data the parent judges
 ``ping``                liveness
 ======================  ====================================================
 
@@ -290,10 +292,20 @@ class Channel:
 class Worker:
     """Serves one student module over a ``Channel`` (see the module docstring)."""
 
-    def __init__(self, channel: Channel, module: Any, config: dict) -> None:
+    def __init__(self, channel: Channel, module: Any, config: dict, trusted: dict | None = None) -> None:
         self.channel = channel
         self.module = module
         self.config = config
+        # The measurements (``harness.trusted_operations``) and this worker's own methods, bound now:
+        # made before the student's import, they are not reached by rebinding a module or class
+        # attribute afterwards (issue 19, class 3). ``handle`` uses these, never ``self.<method>``.
+        if trusted is None:
+            from ppo_course.sandbox import harness
+
+            trusted = harness.trusted_operations()
+        self._trusted = dict(trusted)
+        self._call_with_grad = self.call_with_grad
+        self._target_of = self._target
 
     def _target(self, req: dict, buffers: list[bytes]) -> Any:
         target = req.get("target")
@@ -308,27 +320,27 @@ class Worker:
         if op == "ping":
             return "ok", "pong"
         if op == "call":
-            fn = getattr(self._target(req, buffers), str(req["name"]))
+            fn = getattr(self._target_of(req, buffers), str(req["name"]))
             args = ch.decode(req.get("args", []), buffers)
             kwargs = ch.decode(req.get("kwargs", {"t": "dict", "v": {}}), buffers)
             return "ok", fn(*args, **kwargs)
         if op == "getattr":
-            value = getattr(self._target(req, buffers), str(req["name"]))
+            value = getattr(self._target_of(req, buffers), str(req["name"]))
             if callable(value) and not isinstance(value, torch.Tensor):
                 return "ok", {"callable": True, "value": None}
             return "ok", {"callable": False, "value": value}
         if op == "call_with_grad":
-            return "ok", self.call_with_grad(req, buffers)
+            return "ok", self._call_with_grad(req, buffers)
         if op == "next":
             try:
-                return "ok", next(self._target(req, buffers))
+                return "ok", next(self._target_of(req, buffers))
             except StopIteration:
                 return "stop", None
         if op == "iter":
-            return "ok", iter(self._target(req, buffers))
+            return "ok", iter(self._target_of(req, buffers))
         if op == "list":
             limit = int(req.get("limit", 100000))
-            return "ok", list(itertools.islice(self._target(req, buffers), limit))
+            return "ok", list(itertools.islice(self._target_of(req, buffers), limit))
         if op == "release":
             for hid in req.get("ids", []):
                 obj = ch.objects.pop(int(hid), None)
@@ -345,57 +357,31 @@ class Worker:
                     out[name] = kind
             return "ok", out
         if op == "harness_ex7":
-            from ppo_course.sandbox import harness
-
             payload = ch.decode(req.get("payload"), buffers)
-            return "ok", harness.run_ppo_step(self.module, payload)
+            return "ok", self._trusted["ppo_step"](self.module, payload)
+        if op == "probe":
+            probe = self._trusted.get(str(req.get("name")))
+            if probe is None or req.get("name") in ("ppo_step", "call_with_grad"):
+                raise ValueError(f"unknown sandbox probe {req.get('name')!r}")
+            return "ok", probe(self.module, ch.decode(req.get("plan"), buffers))
         raise ValueError(f"unknown sandbox operation {op!r}")
 
     def call_with_grad(self, req: dict, buffers: list[bytes]) -> dict:
-        """Call ``name`` with fresh leaves on the ``wrt`` arguments and backprop.
+        """Call ``name`` with fresh leaves on the ``wrt`` arguments and backprop (``harness._make_grad_runner``,
+        the copy captured before the student's import).
 
-        The function receives a (non-leaf) copy of each leaf; its ``.grad`` is returned.
-
-        The differentiated output is the returned tensor, or element
-        ``output_index`` (default 0) of a returned tuple/list. Without
-        ``grad_output`` it must hold one element (a loss); otherwise
+        The function receives a (non-leaf) copy of each leaf; the gradient reaching each leaf is returned.
+        The differentiated output is the returned tensor, or element ``output_index`` (default 0) of a
+        returned tuple/list. Without ``grad_output`` it must hold one element (a loss); otherwise
         ``sum(output * grad_output)`` is backpropagated.
         """
         ch = self.channel
         fn = getattr(self.module, str(req["name"]))
         args = ch.decode(req.get("args", []), buffers)
         kwargs = ch.decode(req.get("kwargs", {"t": "dict", "v": {}}), buffers)
-        wrt = [str(w) for w in req.get("wrt", [])]
         grad_output = ch.decode(req.get("grad_output"), buffers)
-        output_index = req.get("output_index")
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-        leaves: dict[str, torch.Tensor] = {}
-        for name in wrt:
-            if name not in bound.arguments:
-                raise TypeError(f"call_with_grad: argument {name!r} was not passed to {req['name']}")
-            value = bound.arguments[name]
-            if not isinstance(value, torch.Tensor) or not value.is_floating_point():
-                raise TypeError(f"call_with_grad: argument {name!r} is not a floating-point tensor")
-            leaves[name] = value.detach().clone().requires_grad_(True)
-            # The function gets a non-leaf copy of the leaf: an in-place change of it is then
-            # not autograd's error, so that a gradient test grades gradients only (in-place
-            # changes are the inputs-untouched tests' job, judged by the parent on shared memory;
-            # hostile attack a31 behaved only when it saw a leaf that requires grad).
-            bound.arguments[name] = leaves[name].clone()
-        with torch.enable_grad():
-            output = fn(*bound.args, **bound.kwargs)
-            diff = output
-            if isinstance(output, (tuple, list)) and not isinstance(output, torch.Tensor):
-                diff = output[0 if output_index is None else int(output_index)] if len(output) else None
-            if isinstance(diff, torch.Tensor) and diff.requires_grad:
-                if grad_output is None:
-                    if diff.numel() != 1:
-                        raise ValueError(f"call_with_grad: the output has shape {list(diff.shape)}, not a single loss value")
-                    diff.reshape(()).backward()
-                else:
-                    torch.autograd.backward(diff, grad_tensors=grad_output.to(diff.dtype))
-        grads = {name: leaf.grad for name, leaf in leaves.items()}
-        return {"output": output, "grads": grads}
+        return self._trusted["call_with_grad"](fn, args, kwargs, [str(w) for w in req.get("wrt", [])], grad_output,
+                                               req.get("output_index"))
 
 
 def _flush_std() -> None:
@@ -449,6 +435,10 @@ def run_child(sock_fd: int, config: dict) -> None:
     info = {"pid": os.getpid(), "uid": os.getuid(), "workdir": iso.workdir, "network_isolated": iso.network_isolated,
             "mounts_private": iso.mounts_private, "seccomp": iso.seccomp, "notes": iso.notes}
     module_name = str(config["module"])
+    from ppo_course.sandbox import harness
+
+    worker = Worker(channel, None, config, harness.trusted_operations())  # before the student's code runs
+    handle = worker.handle  # bound now: rebinding Worker.handle later changes nothing
     seed_globals(zlib.crc32(module_name.encode("utf-8", "backslashreplace")))  # import-time draws too
     try:
         module = importlib.import_module(module_name)
@@ -458,7 +448,7 @@ def run_child(sock_fd: int, config: dict) -> None:
         os._exit(0)
     _flush_std()
     channel.send({"m": "ready", "info": info}, [])
-    worker = Worker(channel, module, config)
+    worker.module = module
     while True:
         req, buffers = channel.recv()
         if req.get("m") != "req":
@@ -469,7 +459,7 @@ def run_child(sock_fd: int, config: dict) -> None:
             if "shm" in req:
                 buffers = channel.shared_buffers(req["shm"])
             seed_globals(request_seed(req))
-            kind, value = worker.handle(req, buffers)
+            kind, value = handle(req, buffers)
         except codec.ProtocolError as exc:
             # A request the grader got wrong (e.g. a released handle): say so, keep serving.
             channel.send({"m": "err", "id": rid, "type": "SandboxProtocolError", "message": str(exc), "traceback": ""}, [])

@@ -43,7 +43,8 @@ MARKER = "ppohostile"
 #: A modification time (2001-09-09) that no real edit produces: an attack's os.utime proves write access.
 SENTINEL_MTIME = 1_000_000_007
 #: The exercise whose correct module rides along in both submissions of a pair.
-OTHER_EXERCISE = {"ex1_ratio": "ex2_clipped_loss", "ex2_clipped_loss": "ex1_ratio", "ex7_ppo_step": "ex6_kl_reward"}
+OTHER_EXERCISE = {"ex1_ratio": "ex2_clipped_loss", "ex2_clipped_loss": "ex1_ratio", "ex7_ppo_step": "ex6_kl_reward",
+                  "ex4_gae": "ex5_rollout_buffer", "ex5_rollout_buffer": "ex4_gae"}
 #: Instructor-side folders of the repository (anything an attack could hope to read or change).
 INSTRUCTOR_DIRS = ("solutions", "ppo_reference", "grader", "quiz_bank", "ppo_course", "exercises", "tests/hostile/canary")
 #: World-writable folders of the machine (a channel that would outlive a child).

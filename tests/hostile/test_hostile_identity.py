@@ -1,11 +1,11 @@
 """Issue 19, classes 7 and 8: code similarity cannot see, and identity taken from folder names.
 
-Class 7 (a88): the solution stored zlib-compressed in a data file and executed from a one-line
+Class 7 (a97): the solution stored zlib-compressed in a data file and executed from a one-line
 module ran in full (10/10) and showed 0 % similarity. Its honest twin hands in the same code as
 plain source. ``similarity`` must flag the attacker for review with the reason (exec, zlib, a
 file read), and must not flag the twin or the student it copied for that.
 
-Class 8 (a89): a classmate named ``alice_2`` made alice's own submission vanish under
+Class 8 (a98): a classmate named ``alice_2`` made alice's own submission vanish under
 ``--latest-only``. With the TA's roster, alice and alice_2 are two students, both graded,
 alice's score is what alice alone gets (the solution, full marks), and bob's two attempt
 folders (listed by the roster) give one row ``bob`` graded from his latest. Three reruns give
@@ -35,7 +35,7 @@ def _write(folder, files: dict[str, bytes | str]):
         (folder / name).write_bytes(data if isinstance(data, bytes) else data.encode())
 
 
-def test_a88_code_loaded_from_data_is_flagged_for_review_and_its_twin_is_not(tmp_path):
+def test_a97_code_loaded_from_data_is_flagged_for_review_and_its_twin_is_not(tmp_path):
     from grader.similarity import run_similarity
 
     solution = (SOLUTIONS / "ex1_ratio.py").read_text()
@@ -62,14 +62,14 @@ def test_a88_code_loaded_from_data_is_flagged_for_review_and_its_twin_is_not(tmp
     ("helper.py", "import marshal\n"),
     ("helper.py", "def ok(:\n"),                     # does not parse: cannot be compared
 ])
-def test_a88_other_ways_to_hide_code_are_flagged(tmp_path, name, data):
+def test_a97_other_ways_to_hide_code_are_flagged(tmp_path, name, data):
     from grader.code_loading import scan_submission
 
     _write(tmp_path / "s", {name: data})
     assert scan_submission(tmp_path / "s", "s"), name
 
 
-def test_a88_the_stubs_and_the_solutions_are_clean():
+def test_a97_the_stubs_and_the_solutions_are_clean():
     """The honest side of the rule: none of the course's own modules would be flagged."""
     from grader.code_loading import scan_source
 
@@ -80,7 +80,7 @@ def test_a88_the_stubs_and_the_solutions_are_clean():
 
 
 @pytest.mark.slow
-def test_a89_a_classmate_named_like_an_attempt_drops_nobody(cohort_root, monkeypatch):
+def test_a98_a_classmate_named_like_an_attempt_drops_nobody(cohort_root, monkeypatch):
     from grader import batch
     from grader.attempts import AttemptRule
     from grader.export import export_batch
