@@ -40,6 +40,23 @@ ints, bools, strings, detached CPU tensor copies):
 ``kl_update``      ``current, n_steps, value_before``
 ``purge``          (nothing)
 =================  ===============================================================
+
+With ``deep=True`` (the public test of ``ppo-course check``, issue 21 item 9) the
+observer also measures what only instrumentation shows, at the cost of one extra
+backward pass per mini-batch:
+
+=================  ===============================================================
+``forward``        also ``logp`` (log-softmax of the logits at the response tokens) and
+                   ``values`` of a no-grad pass (the rollout's own quantities)
+``step``           also ``loss_grad_norm`` (2-norm of the summed gradients of the
+                   ``ppo_loss`` outputs since the previous step, each taken by
+                   ``torch.autograd.grad``: what an unscaled accumulation would hold),
+                   ``losses`` (how many) and ``moved`` (bool: a parameter changed
+                   since the previous optimizer step, outside the optimizer)
+``clip``           ``max_norm, total_norm`` (``torch.nn.utils.clip_grad_norm_``: the
+                   norm before clipping)
+``end``            ``moved`` (a parameter changed after the last optimizer step)
+=================  ===============================================================
 """
 
 from __future__ import annotations
@@ -176,13 +193,19 @@ class StepObserver:
     """
 
     def __init__(self, policy: Any, ref_policy: Any, optimizer: Any, generator: torch.Generator,
-                 reward_fn: Callable, kl_ctl: Any, modules: dict[str, Any]) -> None:
+                 reward_fn: Callable, kl_ctl: Any, modules: dict[str, Any], deep: bool = False) -> None:
         self.events: list[dict] = []
+        self.deep = deep
+        self._params = [p for p in policy.parameters()]
+        self._snapshot: list[torch.Tensor] = []
+        self._pending: torch.Tensor | None = None  # summed ppo_loss gradients since the last step (deep)
+        self._pending_count = 0
         self.generator = generator
         self._policy, self._ref_policy, self._optimizer = policy, ref_policy, optimizer
         self._modules = modules
         self._saved: list[tuple[Any, str, Any]] = []
         self._hook: Any = None
+        self._post_hook: Any = None
         self._last_responses: torch.Tensor | None = None
         self._last_mask: torch.Tensor | None = None
         self.reward_fn = self._wrap_reward(reward_fn)
@@ -223,10 +246,25 @@ class StepObserver:
         def forward_response(*args: Any, **kwargs: Any) -> Any:
             a = _arguments("forward_response", args, kwargs)
             rows = a.get("queries").shape[0] if isinstance(a.get("queries"), torch.Tensor) else None
-            self.record("forward", who=who, temperature=_number(a.get("temperature")),
-                        grad=torch.is_grad_enabled(), rows=rows)
-            return fn(*args, **kwargs)
+            grad = torch.is_grad_enabled()
+            out = fn(*args, **kwargs)
+            extra: dict[str, Any] = {}
+            if self.deep and not grad:
+                extra = self._rollout_quantities(out, a.get("responses"))
+            self.record("forward", who=who, temperature=_number(a.get("temperature")), grad=grad, rows=rows, **extra)
+            return out
         return forward_response
+
+    @staticmethod
+    def _rollout_quantities(out: Any, responses: Any) -> dict[str, Any]:
+        """``logp`` and ``values`` of a no-grad forward pass (deep mode), or {} when they cannot be read."""
+        try:
+            logits, values = out
+            with torch.no_grad():
+                logp = torch.log_softmax(logits.double(), dim=-1).gather(-1, responses.unsqueeze(-1)).squeeze(-1)
+            return {"logp": _tensor(logp), "values": _tensor(values)}
+        except Exception:  # noqa: BLE001 - an odd output is the step's to fail on, not the observer's
+            return {}
 
     def _wrap_function(self, name: str, fn: Callable) -> Callable:
         def observed(*args: Any, **kwargs: Any) -> Any:
@@ -241,6 +279,8 @@ class StepObserver:
                 self.record("loss", rows=rows, old_is_new=old_is_new, clip_eps=_number(a.get("clip_eps")),
                             clip_range_value=_number(a.get("clip_range_value")), vf_coef=_number(a.get("vf_coef")),
                             ent_coef=_number(a.get("ent_coef")), loss=_number(loss))
+                if self.deep:
+                    self._add_loss_gradient(loss)
             elif name == "kl_shaped_rewards":
                 self.record("kl_rewards", kl_coef=_number(a.get("kl_coef")), placement=str(a.get("placement")),
                             logp=_tensor(a.get("logp")), ref_logp=_tensor(a.get("ref_logp")), out=_tensor(out))
@@ -265,7 +305,41 @@ class StepObserver:
             for p in group["params"]:
                 if p.grad is not None:
                     total += float(p.grad.detach().double().pow(2).sum())
-        self.record("step", grad_norm=math.sqrt(total))
+        if not self.deep:
+            self.record("step", grad_norm=math.sqrt(total))
+            return
+        pending = float(self._pending.norm()) if self._pending is not None else 0.0
+        self.record("step", grad_norm=math.sqrt(total), loss_grad_norm=pending, losses=self._pending_count,
+                    moved=self._moved())
+        self._pending, self._pending_count = None, 0
+
+    def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._snapshot = [p.detach().clone() for p in self._params]
+
+    def _moved(self) -> bool:
+        """A parameter differs from the last snapshot (taken at entry and after every optimizer step)."""
+        return any(not torch.equal(p.detach(), s) for p, s in zip(self._params, self._snapshot))
+
+    def _add_loss_gradient(self, loss: Any) -> None:
+        """Adds d loss / d θ (by ``torch.autograd.grad``, leaving ``.grad`` alone) to the pending sum."""
+        if not isinstance(loss, torch.Tensor) or not loss.requires_grad:
+            return
+        params = [p for p in self._params if p.requires_grad]
+        try:
+            grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+        except RuntimeError:
+            return
+        flat = torch.cat([(g if g is not None else torch.zeros_like(p)).detach().double().reshape(-1)
+                          for g, p in zip(grads, params)])
+        self._pending = flat if self._pending is None else self._pending + flat
+        self._pending_count += 1
+
+    def _wrap_clip(self, fn: Callable) -> Callable:
+        def clip_grad_norm_(parameters: Any, max_norm: Any, *args: Any, **kwargs: Any) -> Any:
+            total = fn(parameters, max_norm, *args, **kwargs)
+            self.record("clip", max_norm=_number(max_norm), total_norm=_number(total))
+            return total
+        return clip_grad_norm_
 
     # -- activation -----------------------------------------------------------------
     def _patch(self, owner: Any, name: str, value: Any) -> None:
@@ -279,6 +353,10 @@ class StepObserver:
         self._patch(self._ref_policy, "forward_response",
                     self._wrap_forward(self._ref_policy.forward_response, "ref"))
         self._hook = self._optimizer.register_step_pre_hook(self._pre_step)
+        if self.deep:
+            self._snapshot = [p.detach().clone() for p in self._params]
+            self._post_hook = self._optimizer.register_step_post_hook(self._post_step)
+            self._patch(torch.nn.utils, "clip_grad_norm_", self._wrap_clip(torch.nn.utils.clip_grad_norm_))
         zero_grad = self._optimizer.zero_grad
 
         def observed_zero_grad(*args: Any, **kwargs: Any) -> Any:
@@ -301,6 +379,9 @@ class StepObserver:
     def __exit__(self, *exc: Any) -> None:
         if self._hook is not None:
             self._hook.remove()
+        if self._post_hook is not None:
+            self._post_hook.remove()
+            self.record("end", moved=self._moved())
         for owner, name, old in reversed(self._saved):
             try:
                 if old is _MISSING:
