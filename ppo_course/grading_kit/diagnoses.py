@@ -149,6 +149,11 @@ DIAGNOSES: dict[str, str] = {
         "gamma is missing from your GAE: use it both in delta_t (gamma*V_{t+1}) and in the "
         "recursion (gamma*lambda*A_{t+1})."
     ),
+    "gae_shifted_by_one": (
+        "Your advantages are shifted by one position: A_t holds A_{t+1} (and the last real token 0), as when "
+        "the loop stores the running advantage before updating it. Update first: A_t = delta_t + "
+        "gamma*lambda*A_{t+1}, then store it at t (Book §5.5)."
+    ),
     "gae_missing_lambda": (
         "lambda is missing from your GAE recursion: A_t = delta_t + gamma*lambda*A_{t+1}."
     ),

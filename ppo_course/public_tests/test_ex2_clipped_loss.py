@@ -76,7 +76,8 @@ def test_surrogate_uses_clip_eps(student):
     # the max instead of the min gives (1.5 - 0.5 + 0.7 + 2.2 + 3 - 0.65) / 6 = 6.25 / 6.
     got = student.clipped_surrogate_loss(*_hand_inputs(), clip_eps=0.3)
     expect_close(got, _scalar(-5.3 / 6), rtol=1e-10, atol=1e-10, what="clipped_surrogate_loss(..., clip_eps=0.3)",
-                 candidates=[("ignores_hyperparameter", _scalar(-0.85)), ("max_instead_of_min", _scalar(-6.25 / 6))],
+                 candidates=[("ignores_hyperparameter", _scalar(-0.85)), ("max_instead_of_min", _scalar(-6.25 / 6)),
+                             ("loss_sign_flipped", _scalar(5.3 / 6))],
                  inputs="the hand case with clip_eps=0.3")
 
 
@@ -93,8 +94,9 @@ def test_surrogate_gradient_cases(student):
     #          | A>0, r=1.1 < 1.2 -> -2.2/6 | padding -> 0
     #   row 1: A>0, r=1 < 1.2 -> -3/6 | A<0, r=2 > 0.8 -> +1/6 | padding -> 0
     want = torch.tensor([[0.0, 0.0, -0.5 / 6, -2.2 / 6, 0.0], [-3.0 / 6, 1.0 / 6, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    # The objective instead of the loss (sign flipped) gives -want.
     expect_close(g, want, rtol=1e-10, atol=1e-10, what="d loss / d logp_new (Book eq. 5.9)",
-                 candidates=[("ratio_detached", torch.zeros(2, 5, dtype=torch.float64))],
+                 candidates=[("ratio_detached", torch.zeros(2, 5, dtype=torch.float64)), ("loss_sign_flipped", -want)],
                  inputs="the hand case; padding must get gradient 0 too")
     for name in ("advantages", "logp_old"):
         if grads[name] is not None and any_nonzero(grads[name]):
@@ -115,7 +117,11 @@ def test_surrogate_properties(student, batch):
     # float32 sums of ≤ 28 terms of size ≤ 8: 1e-5 covers rounding.
     tol = 1e-5 if batch.dtype == torch.float32 else 1e-10
     got = student.clipped_surrogate_loss(logp, logp, advantages, mask)
+    # At r = 1 the clip is idle: a flipped sign gives +masked_mean(A), padding in the mean sum/(B·T).
     expect_close(got, want, rtol=tol, atol=tol, what="clipped_surrogate_loss(logp, logp, A, mask)",
+                 candidates=[("loss_sign_flipped", -want),
+                             ("padding_in_mean", -(torch.where(m, advantages, 0).sum() / m.numel()).to(batch.dtype)),
+                             ("per_row_mean", -(torch.where(m, advantages, 0).sum(1) / m.sum(1)).mean().to(batch.dtype))],
                  inputs=show(logp=logp, advantages=advantages, mask=mask))
     # Changing only the padding must not change the loss (the student's own two answers agree).
     shifted = torch.where(m, advantages, advantages + 13.0)

@@ -28,12 +28,15 @@ def test_gae_hand_case(student):
     rewards, values = _t([[0.0, 0.0, 1.0]]), _t([[0.5, 0.6, 0.7]])
     mask = torch.ones(1, 3, dtype=torch.bool)
     adv, ret = _pair(student.compute_gae(rewards, values, mask, gamma=0.9, lam=0.5), "compute_gae")
-    # Without γ (γ = 1): A = (0.225, 0.25, 0.3).
+    # Without γ (γ = 1): A = (0.225, 0.25, 0.3). Shifted by one (A_t stored before its update): (0.165, 0.3, 0),
+    # returns (0.665, 0.9, 0.7).
     expect_close(adv, _t([[0.11425, 0.165, 0.3]]), rtol=1e-10, atol=1e-10, what="advantages (γ=0.9, λ=0.5)",
-                 candidates=[("gae_missing_gamma", _t([[0.225, 0.25, 0.3]]))],
+                 candidates=[("gae_missing_gamma", _t([[0.225, 0.25, 0.3]])),
+                             ("gae_shifted_by_one", _t([[0.165, 0.3, 0.0]]))],
                  inputs="rewards=[0, 0, 1], values=[0.5, 0.6, 0.7]")
     expect_close(ret, _t([[0.61425, 0.765, 1.0]]), rtol=1e-10, atol=1e-10, what="returns (γ=0.9, λ=0.5)",
-                 candidates=[("returns_not_a_plus_v", _t([[0.11425, 0.165, 0.3]]))],
+                 candidates=[("returns_not_a_plus_v", _t([[0.11425, 0.165, 0.3]])),
+                             ("gae_shifted_by_one", _t([[0.665, 0.9, 0.7]]))],
                  inputs="rewards=[0, 0, 1], values=[0.5, 0.6, 0.7]")
 
 
@@ -53,9 +56,12 @@ def test_gae_stops_at_last_real_token(student):
     expect_close(adv, _t([[0.48, 0.4, 0.0, 0.0]]), mask=mask, rtol=1e-10, atol=1e-10, what="advantages with padding",
                  candidates=[("gae_bootstraps_from_padding", _t([[5.23, 5.4, 0.0, 0.0]])),
                              ("gae_bootstraps_from_padding", _t([[0.401625, 0.3175, 0.0, 0.0]])),
-                             ("gae_ignores_mask", _t([[6.538625, 6.7775, 1.45, 11.0]]))],
+                             ("gae_ignores_mask", _t([[6.538625, 6.7775, 1.45, 11.0]])),
+                             ("gae_shifted_by_one", _t([[0.4, 0.0, 0.0, 0.0]]))],
                  inputs="rewards=[0, 1 | 3, 4], values=[0.5, 0.6 | 5, -7], 2 real tokens")
-    expect_close(ret, _t([[0.98, 1.0, 0.0, 0.0]]), mask=mask, rtol=1e-10, atol=1e-10, what="returns with padding")
+    # Shifted by one: A = (0.4, 0), returns (0.9, 0.6).
+    expect_close(ret, _t([[0.98, 1.0, 0.0, 0.0]]), mask=mask, rtol=1e-10, atol=1e-10, what="returns with padding",
+                 candidates=[("gae_shifted_by_one", _t([[0.9, 0.6, 0.0, 0.0]]))])
 
 
 def test_whiten_hand_case(student):
