@@ -128,9 +128,12 @@ class Loss(_Event):
 class Step(_Event):
     ev: Literal["step"]
     grad_norm: Number
-    loss_grad_norm: Number | None = None  # deep mode only
-    losses: Number | None = None
-    moved: StrictBool | None = None
+    moved: StrictBool | None = None  # deep mode only
+
+
+class Backward(_Event):
+    ev: Literal["backward"]
+    value: Number | None
 
 
 class Clip(_Event):
@@ -158,7 +161,7 @@ class Bare(_Event):
 EVENT_MODELS: dict[str, type[_Event]] = {
     "generate": Generate, "reward": Reward, "forward": Forward, "kl_rewards": KLRewards, "whiten": Whiten,
     "gae": GAE, "add": Add, "minibatches": Minibatches, "loss": Loss, "step": Step, "kl_update": KLUpdate,
-    "zero_grad": Bare, "purge": Bare, "clip": Clip, "end": End,
+    "zero_grad": Bare, "purge": Bare, "clip": Clip, "end": End, "backward": Backward,
 }
 
 

@@ -8,6 +8,7 @@ from hypothesis import given
 from ppo_course.grading_kit.compare import any_nonzero, close
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
 from ppo_course.grading_kit.inputs import batches, grading_settings, show
+from ppo_course.grading_kit.known_mistakes import known_mistakes
 
 EXERCISE = "ex2_clipped_loss"
 KIND = "public"
@@ -53,6 +54,16 @@ HAND_MISTAKES = [
 ]
 
 
+# The catalogued mistakes on these fixed inputs (ppo_course/grading_kit/known_mistakes.py): the same
+# variants the hidden tests try, so that a mistake gets one name everywhere.
+MISTAKE_CASES = {
+    **{f"ex2.hand.{kind}": ("clipped_surrogate_loss", lambda kind=kind: (_hand_inputs(kind), {}), "output")
+       for kind in ("bool", "int", "float")},
+    "ex2.clip_eps_0.3": ("clipped_surrogate_loss", lambda: (_hand_inputs(), {"clip_eps": 0.3}), "output"),
+    "ex2.grad.logp_new": ("clipped_surrogate_loss", lambda: (_hand_inputs(), {}), "grad:logp_new"),
+}
+
+
 def _scalar(x: float) -> torch.Tensor:
     return torch.tensor(x, dtype=torch.float64)
 
@@ -65,7 +76,7 @@ def test_surrogate_hand_case(student):
         # float64 sums of 6 terms: 1e-10 is far above rounding and far below any mistake.
         expect_close(got, _scalar(-0.85), rtol=1e-10, atol=1e-10,
                      what=f"clipped_surrogate_loss(hand case, {mask_kind} mask)",
-                     candidates=[(d, _scalar(v)) for d, v in HAND_MISTAKES],
+                     candidates=[(d, _scalar(v)) for d, v in HAND_MISTAKES] + known_mistakes(f"ex2.hand.{mask_kind}"),
                      inputs=f"r={RATIOS}, A={ADVANTAGES}, lengths={LENGTHS}, clip_eps=0.2")
 
 
@@ -77,7 +88,7 @@ def test_surrogate_uses_clip_eps(student):
     got = student.clipped_surrogate_loss(*_hand_inputs(), clip_eps=0.3)
     expect_close(got, _scalar(-5.3 / 6), rtol=1e-10, atol=1e-10, what="clipped_surrogate_loss(..., clip_eps=0.3)",
                  candidates=[("ignores_hyperparameter", _scalar(-0.85)), ("max_instead_of_min", _scalar(-6.25 / 6)),
-                             ("loss_sign_flipped", _scalar(5.3 / 6))],
+                             ("loss_sign_flipped", _scalar(5.3 / 6)), *known_mistakes("ex2.clip_eps_0.3")],
                  inputs="the hand case with clip_eps=0.3")
 
 
@@ -96,7 +107,8 @@ def test_surrogate_gradient_cases(student):
     want = torch.tensor([[0.0, 0.0, -0.5 / 6, -2.2 / 6, 0.0], [-3.0 / 6, 1.0 / 6, 0.0, 0.0, 0.0]], dtype=torch.float64)
     # The objective instead of the loss (sign flipped) gives -want.
     expect_close(g, want, rtol=1e-10, atol=1e-10, what="d loss / d logp_new (Book eq. 5.9)",
-                 candidates=[("ratio_detached", torch.zeros(2, 5, dtype=torch.float64)), ("loss_sign_flipped", -want)],
+                 candidates=[("ratio_detached", torch.zeros(2, 5, dtype=torch.float64)), ("loss_sign_flipped", -want),
+                             *known_mistakes("ex2.grad.logp_new")],
                  inputs="the hand case; padding must get gradient 0 too")
     for name in ("advantages", "logp_old"):
         if grads[name] is not None and any_nonzero(grads[name]):

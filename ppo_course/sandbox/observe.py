@@ -42,17 +42,16 @@ ints, bools, strings, detached CPU tensor copies):
 =================  ===============================================================
 
 With ``deep=True`` (the public test of ``ppo-course check``, issue 21 item 9) the
-observer also measures what only instrumentation shows, at the cost of one extra
-backward pass per mini-batch:
+observer also measures what only instrumentation shows (``Tensor.backward`` and
+``torch.nn.utils.clip_grad_norm_`` are wrapped for the duration of the call):
 
 =================  ===============================================================
 ``forward``        also ``logp`` (log-softmax of the logits at the response tokens) and
                    ``values`` of a no-grad pass (the rollout's own quantities)
-``step``           also ``loss_grad_norm`` (2-norm of the summed gradients of the
-                   ``ppo_loss`` outputs since the previous step, each taken by
-                   ``torch.autograd.grad``: what an unscaled accumulation would hold),
-                   ``losses`` (how many) and ``moved`` (bool: a parameter changed
-                   since the previous optimizer step, outside the optimizer)
+``step``           also ``moved`` (bool: a parameter changed since the previous
+                   optimizer step, outside the optimizer)
+``backward``       ``value`` (the scalar ``Tensor.backward()`` was called on: with the
+                   last ``loss`` event it shows the accumulation scaling)
 ``clip``           ``max_norm, total_norm`` (``torch.nn.utils.clip_grad_norm_``: the
                    norm before clipping)
 ``end``            ``moved`` (a parameter changed after the last optimizer step)
@@ -198,8 +197,7 @@ class StepObserver:
         self.deep = deep
         self._params = [p for p in policy.parameters()]
         self._snapshot: list[torch.Tensor] = []
-        self._pending: torch.Tensor | None = None  # summed ppo_loss gradients since the last step (deep)
-        self._pending_count = 0
+
         self.generator = generator
         self._policy, self._ref_policy, self._optimizer = policy, ref_policy, optimizer
         self._modules = modules
@@ -279,8 +277,7 @@ class StepObserver:
                 self.record("loss", rows=rows, old_is_new=old_is_new, clip_eps=_number(a.get("clip_eps")),
                             clip_range_value=_number(a.get("clip_range_value")), vf_coef=_number(a.get("vf_coef")),
                             ent_coef=_number(a.get("ent_coef")), loss=_number(loss))
-                if self.deep:
-                    self._add_loss_gradient(loss)
+
             elif name == "kl_shaped_rewards":
                 self.record("kl_rewards", kl_coef=_number(a.get("kl_coef")), placement=str(a.get("placement")),
                             logp=_tensor(a.get("logp")), ref_logp=_tensor(a.get("ref_logp")), out=_tensor(out))
@@ -308,10 +305,7 @@ class StepObserver:
         if not self.deep:
             self.record("step", grad_norm=math.sqrt(total))
             return
-        pending = float(self._pending.norm()) if self._pending is not None else 0.0
-        self.record("step", grad_norm=math.sqrt(total), loss_grad_norm=pending, losses=self._pending_count,
-                    moved=self._moved())
-        self._pending, self._pending_count = None, 0
+        self.record("step", grad_norm=math.sqrt(total), moved=self._moved())
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._snapshot = [p.detach().clone() for p in self._params]
@@ -320,19 +314,14 @@ class StepObserver:
         """A parameter differs from the last snapshot (taken at entry and after every optimizer step)."""
         return any(not torch.equal(p.detach(), s) for p, s in zip(self._params, self._snapshot))
 
-    def _add_loss_gradient(self, loss: Any) -> None:
-        """Adds d loss / d θ (by ``torch.autograd.grad``, leaving ``.grad`` alone) to the pending sum."""
-        if not isinstance(loss, torch.Tensor) or not loss.requires_grad:
-            return
-        params = [p for p in self._params if p.requires_grad]
-        try:
-            grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
-        except RuntimeError:
-            return
-        flat = torch.cat([(g if g is not None else torch.zeros_like(p)).detach().double().reshape(-1)
-                          for g, p in zip(grads, params)])
-        self._pending = flat if self._pending is None else self._pending + flat
-        self._pending_count += 1
+    def _wrap_backward(self, fn: Callable) -> Callable:
+        observer = self
+
+        def backward(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(tensor, torch.Tensor) and tensor.numel() == 1:
+                observer.record("backward", value=_number(tensor))
+            return fn(tensor, *args, **kwargs)
+        return backward
 
     def _wrap_clip(self, fn: Callable) -> Callable:
         def clip_grad_norm_(parameters: Any, max_norm: Any, *args: Any, **kwargs: Any) -> Any:
@@ -357,6 +346,7 @@ class StepObserver:
             self._snapshot = [p.detach().clone() for p in self._params]
             self._post_hook = self._optimizer.register_step_post_hook(self._post_step)
             self._patch(torch.nn.utils, "clip_grad_norm_", self._wrap_clip(torch.nn.utils.clip_grad_norm_))
+            self._patch(torch.Tensor, "backward", self._wrap_backward(torch.Tensor.backward))
         zero_grad = self._optimizer.zero_grad
 
         def observed_zero_grad(*args: Any, **kwargs: Any) -> Any:
