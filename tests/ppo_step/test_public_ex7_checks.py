@@ -77,6 +77,9 @@ def _import(path: Path, workdir: Path, twin: Path | None = None):
         spec = importlib.util.spec_from_file_location(f"ex7_public_{workdir.name}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
+        for sibling in SIBLINGS:  # the harness looks them up (ex6's controller) even where the step does not
+            if not hasattr(module, sibling):
+                setattr(module, sibling, importlib.import_module(sibling))
     finally:
         sys.path.remove(str(workdir))
         for name in (*SIBLINGS, "twin_code"):
