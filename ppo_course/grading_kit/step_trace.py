@@ -13,9 +13,12 @@ the validated copy.
 
 A trace that fails validation anywhere is dropped as a whole (``None``): the
 diagnosis then says less (``wrong_value`` or a stage named from the parent's
-own comparisons), never something wrong, and never ``grader_error``. Points
-never depend on the trace (they come from the parent's comparisons of
-parameters and stats with the reference).
+own comparisons), never something wrong, and never ``grader_error``. The
+hidden tests' points never depend on the trace (they come from the parent's
+comparisons of parameters and stats with the reference); the public test's
+stage checks (``step_checks``) do read it, so a child that forges its trace
+can at most keep that public test's points, which the hidden parity tests do
+not give.
 """
 
 from __future__ import annotations
