@@ -279,7 +279,7 @@ PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
 # --------------------------------------------------------------------------- ex4
 def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=True, next_value_same_t=False,
          forward=False, gamma_delta=True, gamma_rec=True, use_lam=True, returns="a_plus_v",
-         bootstrap_last=False, mask_carry=True):
+         bootstrap_last=False, mask_carry=True, shifted=False):
     """GAE with one mistake switched on (all switches off: the correct recursion)."""
     B, T = rewards.shape
     dt = rewards.dtype
@@ -306,6 +306,8 @@ def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=Tr
         if mask_carry:
             carry = carry * m[:, t]
         adv[:, t] = carry
+    if shifted:  # the store before the update: position t holds A_{t+1}, the last position 0
+        adv = torch.cat([adv[:, 1:], torch.zeros(B, 1, dtype=dt)], dim=1) * m
     if returns == "a_plus_v":
         ret = adv + v
     elif returns == "advantages":
@@ -345,6 +347,7 @@ GAE_VARIANTS: list[tuple[str, Variant]] = [
     ("gae_missing_gamma", _gae_variant(gamma_rec=False)),
     ("gae_missing_gamma", _gae_variant(gamma_delta=False)),
     ("gae_missing_lambda", _gae_variant(use_lam=False)),
+    ("gae_shifted_by_one", _gae_variant(shifted=True)),
 ]
 
 

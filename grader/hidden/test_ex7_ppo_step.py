@@ -16,8 +16,11 @@ import warnings
 import pytest
 import torch
 
-from grader import buggy_ppo_step, ppo_step_diagnosis
+from grader import buggy_ppo_step, ppo_step_diagnosis, ppo_step_stages
+from ppo_course.grading_kit import step_checks
+from ppo_course.grading_kit import step_trace as ppo_step_trace
 from grader.hidden.cache import cached
+from grader.hidden.ex7_support import Tracking, _held_rollout, evaluate_mean_score
 from grader.hidden.draws import draw_choice, draw_int
 from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.feedback import Mismatch
@@ -90,13 +93,21 @@ def make_payload(seed: int = 0, batch: int = 16, state: dict | None = None, conf
 
 
 def run_student(module, payload: dict) -> dict:
-    """The student's step through the harness (RemoteModule in grading, LocalModule in `check`)."""
+    """The student's step through the harness (RemoteModule in grading, LocalModule in `check`), validated
+    (`grader.ppo_step_trace.validate_result`) before any other code here reads it (issue 19, class 6)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         extra = {"ref_state_dict": payload["ref_state_dict"]} if "ref_state_dict" in payload else {}
-        out = module.ppo_step_harness(payload["model_config"], payload["state_dict"], payload["queries"],
-                                      payload["ppo_config"], payload["seed"], **extra)
-    if not isinstance(out, dict) or not isinstance(out.get("state_dict"), dict):
+        try:
+            raw = module.ppo_step_harness(payload["model_config"], payload["state_dict"], payload["queries"],
+                                          payload["ppo_config"], payload["seed"], **extra)
+        except Exception as exc:  # an earlier exercise's stub is named, not "not implemented" (issue 21, item 10)
+            found = step_checks.unimplemented_dependency(exc)
+            if found is None:
+                raise
+            raise Mismatch(found[0], found[1], "ppo_step(...) with your own ex1-ex6") from None
+    out = ppo_step_trace.validate_result(raw)
+    if out is None:
         raise Mismatch("wrong_type", "the harness got no parameters back", "ppo_step(...)")
     return out
 
@@ -130,16 +141,29 @@ def max_param_diff(a: dict, b: dict) -> float:
 
 
 def diagnose_step(got: dict, payload: dict, reference_trace: dict | None = None) -> str:
-    """Name the mistake of a step that differs from the reference: the first stage whose intermediate
-    quantities differ (`grader.ppo_step_diagnosis`, from the observed trace), else the known buggy variant
-    whose parameters match (`diagnose_params`), else "wrong_value"."""
-    want = reference_trace if reference_trace is not None else reference_step(payload)
-    found = ppo_step_diagnosis.diagnose(got, want, payload["ppo_config"])
-    if found:
-        return found
-    if isinstance(got.get("state_dict"), dict):
-        return diagnose_params(got["state_dict"], payload)
-    return "wrong_value"
+    """Name the mistake of a step that differs from the reference: a named mistake read from the observed
+    trace (`grader.ppo_step_diagnosis`), else the known buggy variant whose parameters match
+    (`diagnose_params`), else the first stage that departs from the reference (`grader.ppo_step_stages`),
+    else "wrong_value". `got` is a validated result (`run_student`); an exception anywhere in here is a
+    diagnosis that found nothing, never a grader error (issue 19, class 6)."""
+    try:
+        want = reference_trace if reference_trace is not None else reference_step(payload)
+        found = _safely(ppo_step_diagnosis.diagnose, got, want, payload["ppo_config"])
+        if not found and isinstance(got.get("state_dict"), dict):
+            found = _safely(diagnose_params, got["state_dict"], payload)
+        if not found or found == "wrong_value":
+            found = ppo_step_stages.first_departing_stage(got, want)
+        return found or "wrong_value"
+    except Exception:  # noqa: BLE001 - the catch-all diagnosis, never grader_error
+        return "wrong_value"
+
+
+def _safely(fn, *args) -> str | None:
+    """fn(*args), or None when it raises (diagnosis code reading the child's data says less, never fails)."""
+    try:
+        return fn(*args)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def diagnose_params(student_state: dict, payload: dict) -> str:
@@ -172,33 +196,6 @@ class _Run:
 @pytest.fixture(scope="module")
 def runs():
     return _Run()
-
-
-class Tracking:
-    """A known-good table whose RolloutBuffer (the reference's, living in this process) remembers its
-    instances, so that the default parity run also shows whether the step purged its buffer."""
-
-    def __init__(self):
-        import ppo_reference
-        from grader.sandbox import KnownGood
-
-        created: list = []
-        self.created = created
-
-        class TrackingBuffer(ppo_reference.RolloutBuffer):
-            def __init__(self):
-                super().__init__()
-                self.trained = False
-                self.trained_on = 0  # sequences held when training started
-                created.append(self)
-
-            def start_training(self):
-                super().start_training()
-                self.trained = True
-                self.trained_on = len(self)
-
-        self.known_good = KnownGood.reference()
-        self.known_good.table["ex5_rollout_buffer"]["RolloutBuffer"] = TrackingBuffer
 
 
 @pytest.fixture(scope="module")
@@ -244,6 +241,13 @@ def _named(runs, key: str, payload: dict, got: dict) -> str:
     return runs.get(("diagnosis", key), lambda: diagnose_step(got, payload, trace))
 
 
+def _require_parity(runs, payload: dict, got: dict, want: dict, what: str) -> None:
+    """No exercise-7 point before parity (issue 19, class 4): the step's parameters must be the reference's
+    on the same weights and seed, or this test fails with the step's diagnosis."""
+    if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
+        raise Mismatch(_named(runs, "default", payload, got), "", f"{what} (the parameters differ)")
+
+
 def test_ppo_step_parameters_match_reference(provider, runs, tracking):
     """After one step (known-good pieces), every parameter equals the reference's within 2e-5."""
     payload, got, want = _parity(provider, runs, tracking)
@@ -254,6 +258,7 @@ def test_ppo_step_parameters_match_reference(provider, runs, tracking):
 def test_ppo_step_stats_match_reference(provider, runs, tracking):
     """The returned stats hold the TRL-named floats of the stub, equal to the reference's."""
     payload, got, want = _parity(provider, runs, tracking)
+    _require_parity(runs, payload, got, want, "stats")
     stats = got.get("stats")
     if not isinstance(stats, dict):
         raise Mismatch("ppo_step_stats_missing", f"ppo_step returned {type(stats).__name__}", "ppo_step stats")
@@ -261,25 +266,21 @@ def test_ppo_step_stats_match_reference(provider, runs, tracking):
         if type(stats.get(key)) is not float:
             raise Mismatch("ppo_step_stats_missing", f"stats[{key!r}] is a {type(stats.get(key)).__name__}",
                            "ppo_step stats")
-    params_match = compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL)
-    for key in STAT_KEYS:
+    for key in STAT_KEYS:  # the parameters match (parity above): a differing stat is the stats' own mistake
         g, w = stats[key], float(want["stats"][key])
         # objective/kl_coef is the coefficient used for this step's rewards: no arithmetic, so exact.
         rtol = 1e-9 if key == "objective/kl_coef" else STAT_RTOL
         if not compare.close_scalar(g, w, rtol=rtol, atol=rtol):  # NaN fails
-            if key == "objective/kl_coef" and compare.close_scalar(got.get("kl_coef"), g, rtol=1e-9, atol=1e-9) \
-                    and params_match:
+            if key == "objective/kl_coef" and compare.close_scalar(got.get("kl_coef"), g, rtol=1e-9, atol=1e-9):
                 raise Mismatch("ppo_step_kl_coef_reported_after_update", "", f"stats[{key!r}]")
-            if not params_match:
-                # The parameters differ too: the same mistake explains both (diagnosed once, cached).
-                raise Mismatch(_named(runs, "default", payload, got), "", f"stats[{key!r}]")
-            found = ppo_step_diagnosis.stats_inconsistency(got)
+            found = _safely(ppo_step_diagnosis.stats_inconsistency, got)
             raise Mismatch(found or "wrong_value", "", f"stats[{key!r}]")
 
 
 def test_ppo_step_updates_kl_controller(provider, runs, tracking):
     """kl_ctl.update(mean summed KL per sequence, B) runs once, after the updates (TRL's units)."""
     payload, got, want = _parity(provider, runs, tracking)
+    _require_parity(runs, payload, got, want, "kl_ctl.value")
     value = got.get("kl_coef")
     if not compare.close_scalar(value, want["kl_coef"], rtol=1e-9, atol=1e-9):
         diagnosis = _named(runs, "default", payload, got)
@@ -304,7 +305,7 @@ def test_ppo_step_other_config(provider, runs):
         raise Mismatch(_named(runs, "other", payload, got), "", "parameters after one ppo_step (other config)")
     # Adam hides a gradient scaled by a constant (and clipping would normalise it): with clipping off here,
     # the norm the observer records at the optimizer step is the raw one.
-    scaled = ppo_step_diagnosis.gradient_scaled(got, runs.get(("reference_trace", "other"),
+    scaled = _safely(ppo_step_diagnosis.gradient_scaled, got, runs.get(("reference_trace", "other"),
                                                                lambda: reference_step(payload)),
                                                 payload["ppo_config"])
     if scaled:
@@ -314,48 +315,32 @@ def test_ppo_step_other_config(provider, runs):
 def test_ppo_step_purges_buffer(provider, runs, tracking):
     """Every rollout buffer the step creates is purged at the end (collect → train → purge).
 
-    Only buffers trained on the step's whole batch (one sequence per prompt) count: a buffer that
-    held a made-up row and was purged is not the step's rollout (hostile attack a38).
+    Points only with parity, and only buffers that held THIS step's rollout count (issue 19, class 4):
+    the responses the step generated, and the reference's logp_old and advantages for them. A buffer
+    of made-up rows (a38), or of zeros with as many rows as the batch (a88), is not the step's rollout.
     """
-    payload, _, _ = _parity(provider, runs, tracking)
-    batch = int(payload["queries"].shape[0])
-    trained = [b for b in tracking.created if b.trained and b.trained_on == batch]
+    payload, got, want = _parity(provider, runs, tracking)
+    _require_parity(runs, payload, got, want, "ppo_step's rollout buffer")
+    rollout = runs.get(("reference_trace", "default"), lambda: reference_step(payload))
+    trained = [b for b in tracking.created if b.trained and _held_rollout(b, rollout)]
     if not trained:
-        raise Mismatch("wrong_value", f"no rollout buffer was trained on the step's {batch} sequences",
+        raise Mismatch("wrong_value", "no rollout buffer held this step's own rollout when training started",
                        "ppo_step's rollout buffer")
     if any(b.phase != "collect" or len(b) != 0 for b in trained):
         raise Mismatch("ppo_step_no_purge", "", "ppo_step's rollout buffer after the step")
 
 
 def test_ppo_step_with_own_pieces(provider, runs, tracking):
-    """(0 points, reported) The step with YOUR ex1-ex6 also matches the reference.
+    """(0 points, reported) The step with YOUR ex1-ex6 gives the same parameters as the same step with
+    trusted ex1-ex6 (issue 21, item 13: a wrong step is charged by the other tests, not blamed on your
+    pieces here).
 
-    A failure here with the known-good tests passing means an earlier exercise
-    differs; its own tests say how. It costs nothing here.
+    A failure here means an earlier exercise differs; its own tests say how. It costs nothing here.
     """
-    payload, _, want = _parity(provider, runs, tracking)
+    payload, trusted, _ = _parity(provider, runs, tracking)
     got = run_student(provider.load(EXERCISE, known_good=False), payload)
-    if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
+    if not compare.params_close(got["state_dict"], trusted["state_dict"], atol=PARAM_ATOL):
         raise Mismatch("ppo_step_own_pieces_differ", "", "parameters with your own ex1-ex6")
-
-
-def evaluate_mean_score(state: dict, n: int = 64, seed: int = 999) -> float:
-    """Mean toy score of n sampled responses (temperature 1) from a policy with these weights
-    (cached per grader version and the weights' bytes)."""
-    return cached("ex7", ("evaluate_mean_score", state, n, seed), lambda: _evaluate_mean_score(state, n, seed))
-
-
-def _evaluate_mean_score(state: dict, n: int, seed: int) -> float:
-    from ppo_course import toy_task
-    from ppo_course.model import CausalLMWithValueHead
-
-    model = CausalLMWithValueHead(toy_task.policy_config())
-    model.load_state_dict(state)
-    model.eval()
-    queries = toy_task.sample_queries(n, torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        gen = model.generate(queries, toy_task.MAX_NEW_TOKENS, 1.0, 1.0, torch.Generator().manual_seed(seed + 1))
-    return float(toy_task.score(gen.responses, gen.mask).float().mean())
 
 
 TRAIN_STEPS = 5

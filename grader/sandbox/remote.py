@@ -320,6 +320,7 @@ class RemoteModule:
         seed: int,
         timeout: float | None = None,
         ref_state_dict: dict[str, torch.Tensor] | None = None,
+        observe: str | None = None,
     ) -> dict:
         """Run the student's ``ppo_step`` once on the package's model (``ppo_course.sandbox.harness``).
 
@@ -332,6 +333,8 @@ class RemoteModule:
                    "ppo_config": ppo_config, "seed": int(seed)}
         if ref_state_dict is not None:
             payload["ref_state_dict"] = dict(ref_state_dict)
+        if observe is not None:  # "deep": the observer's deep mode (ppo_course.sandbox.observe)
+            payload["observe"] = str(observe)
         return self._request("harness_ex7", {"payload": payload}, timeout)
 
     def buffer_graph_probe(self, plan: dict, timeout: float | None = None) -> dict:

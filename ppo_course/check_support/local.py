@@ -144,7 +144,8 @@ class LocalModule:
         return _detach(out), grads
 
     def ppo_step_harness(self, model_config: dict, state_dict: dict, queries: torch.Tensor, ppo_config: dict,
-                         seed: int, timeout: float | None = None, ref_state_dict: dict | None = None) -> dict:
+                         seed: int, timeout: float | None = None, ref_state_dict: dict | None = None,
+                         observe: str | None = None) -> dict:
         """Run the module's `ppo_step` once in the exercise-7 harness (`ppo_course.sandbox.harness`),
         as the graders' sandbox does: {"state_dict", "stats", "kl_coef"}. `ref_state_dict`: the
         reference policy's weights (default: a copy of the policy)."""
@@ -154,6 +155,8 @@ class LocalModule:
                    "ppo_config": ppo_config, "seed": int(seed)}
         if ref_state_dict is not None:
             payload["ref_state_dict"] = _copy(dict(ref_state_dict))
+        if observe is not None:  # "deep": the observer's deep mode (ppo_course.sandbox.observe)
+            payload["observe"] = str(observe)
         # A whole PPO step: the exercise-7 limit (`EX7_CPU_SECONDS`), not the per-function one.
         with self._call("ppo_step", EX7_CPU_SECONDS):
             return run_ppo_step(self._module, payload)

@@ -149,6 +149,11 @@ DIAGNOSES: dict[str, str] = {
         "gamma is missing from your GAE: use it both in delta_t (gamma*V_{t+1}) and in the "
         "recursion (gamma*lambda*A_{t+1})."
     ),
+    "gae_shifted_by_one": (
+        "Your advantages are shifted by one position: A_t holds A_{t+1} (and the last real token 0), as when "
+        "the loop stores the running advantage before updating it. Update first: A_t = delta_t + "
+        "gamma*lambda*A_{t+1}, then store it at t (Book §5.5)."
+    ),
     "gae_missing_lambda": (
         "lambda is missing from your GAE recursion: A_t = delta_t + gamma*lambda*A_{t+1}."
     ),
@@ -378,6 +383,71 @@ DIAGNOSES: dict[str, str] = {
     "ppo_step_own_pieces_differ": (
         "Your PPO step matches the reference with trusted building blocks, but not with your own "
         "earlier exercises; the difference comes from those modules (see their feedback)."
+    ),
+    # --- exercise 7, by stage: the first intermediate that departs from the stub's step (issue 21, item 13) ---
+    "ppo_step_params_outside_optimizer": (
+        "Your PPO step changes the weights outside optimizer.step() (by hand, or after the last step); every "
+        "update must come from the optimizer on the accumulated, clipped gradient (step 7 of the stub)."
+    ),
+    "ppo_step_stage_rollout": (
+        "Your PPO step first departs from the stub at the rollout: the sampled responses differ. Call "
+        "policy.generate(queries, config.max_new_tokens, config.temperature, config.top_p, generator) once, "
+        "first, with the given generator (step 1 of the stub)."
+    ),
+    "ppo_step_stage_scores": (
+        "Your PPO step first departs from the stub at the scores: reward_fn(responses, mask) of the generated "
+        "batch (step 2 of the stub)."
+    ),
+    "ppo_step_stage_kl": (
+        "Your PPO step first departs from the stub at the KL: the log-probs fed to kl_shaped_rewards differ "
+        "(logp_old of the policy and ref_logp of ref_policy, no gradient, at config.temperature; step 3)."
+    ),
+    "ppo_step_stage_rewards": (
+        "Your PPO step first departs from the stub at the shaped rewards fed to GAE (kl_shaped_rewards with "
+        "kl_ctl.value and config.kl_placement, then whiten(..., shift_mean=False) only if config.whiten_rewards; "
+        "step 4)."
+    ),
+    "ppo_step_stage_gae": (
+        "Your PPO step first departs from the stub at GAE: the advantages or returns differ although the rewards "
+        "match (compute_gae(rewards, values, mask, config.gamma, config.lam); step 5)."
+    ),
+    "ppo_step_stage_whitening": (
+        "Your PPO step first departs from the stub at the advantages stored in the buffer: whiten(advantages, "
+        "mask) once over the whole rollout, after GAE (step 5)."
+    ),
+    "ppo_step_stage_losses": (
+        "Your PPO step first departs from the stub in the training losses: the rollout matches, but the "
+        "mini-batch losses of the K epochs differ (mini-batch order, epochs, ppo_loss arguments or an update "
+        "between them; step 7)."
+    ),
+    "ppo_step_stage_weights": (
+        "Your PPO step matches the stub up to every mini-batch loss, yet the weights after the step differ: "
+        "look at how the gradients reach optimizer.step() (scaling by gradient_accumulation_steps, zero_grad, "
+        "gradient clipping, weights changed outside the optimizer; step 7)."
+    ),
+    "ex7_needs_ex1": (
+        "ex1_ratio is not implemented yet (a stub raises NotImplementedError) and exercise 7 uses it: your step "
+        "itself may be fine. Finish ex1_ratio; the graded step also runs with trusted pieces."
+    ),
+    "ex7_needs_ex2": (
+        "ex2_clipped_loss is not implemented yet (a stub raises NotImplementedError) and exercise 7 uses it: your step "
+        "itself may be fine. Finish ex2_clipped_loss; the graded step also runs with trusted pieces."
+    ),
+    "ex7_needs_ex3": (
+        "ex3_full_loss is not implemented yet (a stub raises NotImplementedError) and exercise 7 uses it: your step "
+        "itself may be fine. Finish ex3_full_loss; the graded step also runs with trusted pieces."
+    ),
+    "ex7_needs_ex4": (
+        "ex4_gae is not implemented yet (a stub raises NotImplementedError) and exercise 7 uses it: your step "
+        "itself may be fine. Finish ex4_gae; the graded step also runs with trusted pieces."
+    ),
+    "ex7_needs_ex5": (
+        "ex5_rollout_buffer is not implemented yet (a stub raises NotImplementedError) and exercise 7 uses it: your step "
+        "itself may be fine. Finish ex5_rollout_buffer; the graded step also runs with trusted pieces."
+    ),
+    "ex7_needs_ex6": (
+        "ex6_kl_reward is not implemented yet (a stub raises NotImplementedError) and exercise 7 uses it: your step "
+        "itself may be fine. Finish ex6_kl_reward; the graded step also runs with trusted pieces."
     ),
     # --- any exercise ---
     "advantages_renormalised": (

@@ -8,6 +8,7 @@ from hypothesis import given
 from ppo_course.grading_kit.compare import any_nonzero, close
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
 from ppo_course.grading_kit.inputs import batches, grading_settings, show
+from ppo_course.grading_kit.known_mistakes import known_mistakes
 
 EXERCISE = "ex2_clipped_loss"
 KIND = "public"
@@ -53,6 +54,16 @@ HAND_MISTAKES = [
 ]
 
 
+# The catalogued mistakes on these fixed inputs (ppo_course/grading_kit/known_mistakes.py): the same
+# variants the hidden tests try, so that a mistake gets one name everywhere.
+MISTAKE_CASES = {
+    **{f"ex2.hand.{kind}": ("clipped_surrogate_loss", lambda kind=kind: (_hand_inputs(kind), {}), "output")
+       for kind in ("bool", "int", "float")},
+    "ex2.clip_eps_0.3": ("clipped_surrogate_loss", lambda: (_hand_inputs(), {"clip_eps": 0.3}), "output"),
+    "ex2.grad.logp_new": ("clipped_surrogate_loss", lambda: (_hand_inputs(), {}), "grad:logp_new"),
+}
+
+
 def _scalar(x: float) -> torch.Tensor:
     return torch.tensor(x, dtype=torch.float64)
 
@@ -63,10 +74,16 @@ def test_surrogate_hand_case(student):
         args = _hand_inputs(mask_kind)
         got = student.clipped_surrogate_loss(*args)
         # float64 sums of 6 terms: 1e-10 is far above rounding and far below any mistake.
-        expect_close(got, _scalar(-0.85), rtol=1e-10, atol=1e-10,
-                     what=f"clipped_surrogate_loss(hand case, {mask_kind} mask)",
-                     candidates=[(d, _scalar(v)) for d, v in HAND_MISTAKES],
-                     inputs=f"r={RATIOS}, A={ADVANTAGES}, lengths={LENGTHS}, clip_eps=0.2")
+        try:
+            expect_close(got, _scalar(-0.85), rtol=1e-10, atol=1e-10,
+                         what=f"clipped_surrogate_loss(hand case, {mask_kind} mask)",
+                         candidates=[(d, _scalar(v)) for d, v in HAND_MISTAKES] + known_mistakes(f"ex2.hand.{mask_kind}"),
+                         inputs=f"r={RATIOS}, A={ADVANTAGES}, lengths={LENGTHS}, clip_eps=0.2")
+        except Mismatch as exc:
+            # Right with the bool mask (checked first), wrong with the same mask as int or float: the mask's dtype.
+            if mask_kind != "bool" and exc.diagnosis == "wrong_value":
+                raise Mismatch("mask_dtype_unsupported", exc.detail, exc.what) from None
+            raise
 
 
 def test_surrogate_uses_clip_eps(student):
@@ -76,7 +93,8 @@ def test_surrogate_uses_clip_eps(student):
     # the max instead of the min gives (1.5 - 0.5 + 0.7 + 2.2 + 3 - 0.65) / 6 = 6.25 / 6.
     got = student.clipped_surrogate_loss(*_hand_inputs(), clip_eps=0.3)
     expect_close(got, _scalar(-5.3 / 6), rtol=1e-10, atol=1e-10, what="clipped_surrogate_loss(..., clip_eps=0.3)",
-                 candidates=[("ignores_hyperparameter", _scalar(-0.85)), ("max_instead_of_min", _scalar(-6.25 / 6))],
+                 candidates=[("ignores_hyperparameter", _scalar(-0.85)), ("max_instead_of_min", _scalar(-6.25 / 6)),
+                             ("loss_sign_flipped", _scalar(5.3 / 6)), *known_mistakes("ex2.clip_eps_0.3")],
                  inputs="the hand case with clip_eps=0.3")
 
 
@@ -93,13 +111,38 @@ def test_surrogate_gradient_cases(student):
     #          | A>0, r=1.1 < 1.2 -> -2.2/6 | padding -> 0
     #   row 1: A>0, r=1 < 1.2 -> -3/6 | A<0, r=2 > 0.8 -> +1/6 | padding -> 0
     want = torch.tensor([[0.0, 0.0, -0.5 / 6, -2.2 / 6, 0.0], [-3.0 / 6, 1.0 / 6, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    # The objective instead of the loss (sign flipped) gives -want.
     expect_close(g, want, rtol=1e-10, atol=1e-10, what="d loss / d logp_new (Book eq. 5.9)",
-                 candidates=[("ratio_detached", torch.zeros(2, 5, dtype=torch.float64))],
+                 candidates=[("ratio_detached", torch.zeros(2, 5, dtype=torch.float64)), ("loss_sign_flipped", -want),
+                             *known_mistakes("ex2.grad.logp_new")],
                  inputs="the hand case; padding must get gradient 0 too")
     for name in ("advantages", "logp_old"):
         if grads[name] is not None and any_nonzero(grads[name]):
             raise Mismatch("gradient_into_constants", f"gradient reached `{name}`: {grads[name].tolist()}",
                            f"d loss / d {name}")
+
+
+def _at_ratio_one(advantages: torch.Tensor, m: torch.Tensor, dtype: torch.dtype) -> list:
+    """What the catalogued mistakes give at r = 1 (ε = 0.2), by hand: min(A, clip(1)·A) = A for the right loss.
+
+    A flipped sign: +masked_mean(A); padding in the mean: Σ_real A / (B·T), or Σ_all A / n_real (junk in the
+    numerator); per-row means or sums averaged over rows; clamp(r, 1.2, 0.8) (bounds swapped) = 0.8, so
+    min(A, 0.8·A); the advantage clipped instead of r: min(A, clip(A, 0.8, 1.2)) or clip(A, 0.8, 1.2).
+    """
+    real = torch.where(m, advantages, 0)
+    n = m.sum()
+
+    def mm(x):
+        return -(torch.where(m, x, 0).sum() / n).to(dtype)
+
+    return [("loss_sign_flipped", -mm(advantages)),
+            ("padding_in_mean", -(real.sum() / m.numel()).to(dtype)),
+            ("padding_in_mean", -(advantages.sum() / n).to(dtype)),
+            ("per_row_mean", -(real.sum(1) / m.sum(1)).mean().to(dtype)),
+            ("per_row_sum", -real.sum(1).mean().to(dtype)),
+            ("wrong_clip_bounds", mm(torch.minimum(advantages, 0.8 * advantages))),
+            ("clipped_advantage", mm(torch.minimum(advantages, advantages.clamp(0.8, 1.2)))),
+            ("clipped_advantage", mm(advantages.clamp(0.8, 1.2)))]
 
 
 @grading_settings(max_examples=25, shrink=True)
@@ -116,6 +159,7 @@ def test_surrogate_properties(student, batch):
     tol = 1e-5 if batch.dtype == torch.float32 else 1e-10
     got = student.clipped_surrogate_loss(logp, logp, advantages, mask)
     expect_close(got, want, rtol=tol, atol=tol, what="clipped_surrogate_loss(logp, logp, A, mask)",
+                 candidates=_at_ratio_one(advantages, m, batch.dtype),
                  inputs=show(logp=logp, advantages=advantages, mask=mask))
     # Changing only the padding must not change the loss (the student's own two answers agree).
     shifted = torch.where(m, advantages, advantages + 13.0)

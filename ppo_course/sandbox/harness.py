@@ -235,7 +235,8 @@ def _make_ppo_step_runner() -> Any:
             module: the student's imported ``ex7_ppo_step``.
             payload: ``{"model_config": dict, "state_dict": {name: Tensor},
                 "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``, and optionally
-                ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's).
+                ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's)
+                and ``"observe": "deep"`` (the observer's deep mode, ``ppo_course.sandbox.observe``).
 
         Returns:
             ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
@@ -252,7 +253,9 @@ def _make_ppo_step_runner() -> Any:
         kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
         # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
         modules = {stem: loaded.get(stem) for stem in stems}
-        observer = observer_class(policy, ref_policy, optimizer, generator, score, kl_ctl, modules)
+        # ``"observe": "deep"`` (the public test): also the measurements only instrumentation gives (observe.py).
+        observer = observer_class(policy, ref_policy, optimizer, generator, score, kl_ctl, modules,
+                                  deep=payload.get("observe") == "deep")
         with observer:
             stats = module.ppo_step(policy, ref_policy, optimizer, queries, observer.reward_fn, observer.kl_ctl,
                                     config, generator)

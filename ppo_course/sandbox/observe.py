@@ -40,6 +40,22 @@ ints, bools, strings, detached CPU tensor copies):
 ``kl_update``      ``current, n_steps, value_before``
 ``purge``          (nothing)
 =================  ===============================================================
+
+With ``deep=True`` (the public test of ``ppo-course check``, issue 21 item 9) the
+observer also measures what only instrumentation shows (``Tensor.backward`` and
+``torch.nn.utils.clip_grad_norm_`` are wrapped for the duration of the call):
+
+=================  ===============================================================
+``forward``        also ``logp`` (log-softmax of the logits at the response tokens) and
+                   ``values`` of a no-grad pass (the rollout's own quantities)
+``step``           also ``moved`` (bool: a parameter changed since the previous
+                   optimizer step, outside the optimizer)
+``backward``       ``value`` (the scalar ``Tensor.backward()`` was called on: with the
+                   last ``loss`` event it shows the accumulation scaling)
+``clip``           ``max_norm, total_norm`` (``torch.nn.utils.clip_grad_norm_``: the
+                   norm before clipping)
+``end``            ``moved`` (a parameter changed after the last optimizer step)
+=================  ===============================================================
 """
 
 from __future__ import annotations
@@ -176,13 +192,18 @@ class StepObserver:
     """
 
     def __init__(self, policy: Any, ref_policy: Any, optimizer: Any, generator: torch.Generator,
-                 reward_fn: Callable, kl_ctl: Any, modules: dict[str, Any]) -> None:
+                 reward_fn: Callable, kl_ctl: Any, modules: dict[str, Any], deep: bool = False) -> None:
         self.events: list[dict] = []
+        self.deep = deep
+        self._params = [p for p in policy.parameters()]
+        self._snapshot: list[torch.Tensor] = []
+
         self.generator = generator
         self._policy, self._ref_policy, self._optimizer = policy, ref_policy, optimizer
         self._modules = modules
         self._saved: list[tuple[Any, str, Any]] = []
         self._hook: Any = None
+        self._post_hook: Any = None
         self._last_responses: torch.Tensor | None = None
         self._last_mask: torch.Tensor | None = None
         self.reward_fn = self._wrap_reward(reward_fn)
@@ -223,10 +244,25 @@ class StepObserver:
         def forward_response(*args: Any, **kwargs: Any) -> Any:
             a = _arguments("forward_response", args, kwargs)
             rows = a.get("queries").shape[0] if isinstance(a.get("queries"), torch.Tensor) else None
-            self.record("forward", who=who, temperature=_number(a.get("temperature")),
-                        grad=torch.is_grad_enabled(), rows=rows)
-            return fn(*args, **kwargs)
+            grad = torch.is_grad_enabled()
+            out = fn(*args, **kwargs)
+            extra: dict[str, Any] = {}
+            if self.deep and not grad:
+                extra = self._rollout_quantities(out, a.get("responses"))
+            self.record("forward", who=who, temperature=_number(a.get("temperature")), grad=grad, rows=rows, **extra)
+            return out
         return forward_response
+
+    @staticmethod
+    def _rollout_quantities(out: Any, responses: Any) -> dict[str, Any]:
+        """``logp`` and ``values`` of a no-grad forward pass (deep mode), or {} when they cannot be read."""
+        try:
+            logits, values = out
+            with torch.no_grad():
+                logp = torch.log_softmax(logits.double(), dim=-1).gather(-1, responses.unsqueeze(-1)).squeeze(-1)
+            return {"logp": _tensor(logp), "values": _tensor(values)}
+        except Exception:  # noqa: BLE001 - an odd output is the step's to fail on, not the observer's
+            return {}
 
     def _wrap_function(self, name: str, fn: Callable) -> Callable:
         def observed(*args: Any, **kwargs: Any) -> Any:
@@ -241,6 +277,7 @@ class StepObserver:
                 self.record("loss", rows=rows, old_is_new=old_is_new, clip_eps=_number(a.get("clip_eps")),
                             clip_range_value=_number(a.get("clip_range_value")), vf_coef=_number(a.get("vf_coef")),
                             ent_coef=_number(a.get("ent_coef")), loss=_number(loss))
+
             elif name == "kl_shaped_rewards":
                 self.record("kl_rewards", kl_coef=_number(a.get("kl_coef")), placement=str(a.get("placement")),
                             logp=_tensor(a.get("logp")), ref_logp=_tensor(a.get("ref_logp")), out=_tensor(out))
@@ -265,7 +302,33 @@ class StepObserver:
             for p in group["params"]:
                 if p.grad is not None:
                     total += float(p.grad.detach().double().pow(2).sum())
-        self.record("step", grad_norm=math.sqrt(total))
+        if not self.deep:
+            self.record("step", grad_norm=math.sqrt(total))
+            return
+        self.record("step", grad_norm=math.sqrt(total), moved=self._moved())
+
+    def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._snapshot = [p.detach().clone() for p in self._params]
+
+    def _moved(self) -> bool:
+        """A parameter differs from the last snapshot (taken at entry and after every optimizer step)."""
+        return any(not torch.equal(p.detach(), s) for p, s in zip(self._params, self._snapshot))
+
+    def _wrap_backward(self, fn: Callable) -> Callable:
+        observer = self
+
+        def backward(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(tensor, torch.Tensor) and tensor.numel() == 1:
+                observer.record("backward", value=_number(tensor))
+            return fn(tensor, *args, **kwargs)
+        return backward
+
+    def _wrap_clip(self, fn: Callable) -> Callable:
+        def clip_grad_norm_(parameters: Any, max_norm: Any, *args: Any, **kwargs: Any) -> Any:
+            total = fn(parameters, max_norm, *args, **kwargs)
+            self.record("clip", max_norm=_number(max_norm), total_norm=_number(total))
+            return total
+        return clip_grad_norm_
 
     # -- activation -----------------------------------------------------------------
     def _patch(self, owner: Any, name: str, value: Any) -> None:
@@ -279,6 +342,11 @@ class StepObserver:
         self._patch(self._ref_policy, "forward_response",
                     self._wrap_forward(self._ref_policy.forward_response, "ref"))
         self._hook = self._optimizer.register_step_pre_hook(self._pre_step)
+        if self.deep:
+            self._snapshot = [p.detach().clone() for p in self._params]
+            self._post_hook = self._optimizer.register_step_post_hook(self._post_step)
+            self._patch(torch.nn.utils, "clip_grad_norm_", self._wrap_clip(torch.nn.utils.clip_grad_norm_))
+            self._patch(torch.Tensor, "backward", self._wrap_backward(torch.Tensor.backward))
         zero_grad = self._optimizer.zero_grad
 
         def observed_zero_grad(*args: Any, **kwargs: Any) -> Any:
@@ -301,6 +369,9 @@ class StepObserver:
     def __exit__(self, *exc: Any) -> None:
         if self._hook is not None:
             self._hook.remove()
+        if self._post_hook is not None:
+            self._post_hook.remove()
+            self.record("end", moved=self._moved())
         for owner, name, old in reversed(self._saved):
             try:
                 if old is _MISSING:

@@ -61,7 +61,11 @@ PROPOSED_DIAGNOSES: dict[str, str] = {
 # Ids that name no specific mistake (the catch-alls: a wrong value, an exception on valid input) or only a consequence that is true of every wrong step
 # (the 0-point own-pieces report of a wrong ex7 step; a step that does not learn): never "a wrong specific
 # diagnosis" in the specific-and-correct rate.
-GENERIC_DIAGNOSES = frozenset({"wrong_value", "raises_error", "ppo_step_own_pieces_differ", "ppo_step_no_learning"})
+# The exercise-7 stage ids (grader/ppo_step_stages.py) say where a step departs, not which mistake: generic.
+GENERIC_DIAGNOSES = frozenset({"wrong_value", "raises_error", "ppo_step_own_pieces_differ", "ppo_step_no_learning",
+                               "ppo_step_stage_rollout", "ppo_step_stage_scores", "ppo_step_stage_kl",
+                               "ppo_step_stage_rewards", "ppo_step_stage_gae", "ppo_step_stage_whitening",
+                               "ppo_step_stage_losses", "ppo_step_stage_weights"})
 ENTRY_SEPARATOR = "\n\n# ---- mistake-catalogue entry: {name} (overrides the definitions above) ----\n"
 
 

@@ -5,7 +5,9 @@ the advantage whitening: real PPO that learns, but not the reference's, so
 (parity being required) it earns no training-run points. Each attack runs the
 twin and then sets the weights by hand towards the toy reward model's
 favourite tokens, with made-up stats (a81 only where it thinks a call is a
-training step): before the fix, that earned the training run's points. Graded in the FULL profile (the fast one skips
+training step): before the fix, that earned the training run's points. a92
+replaces the observed trace with junk (issue 19, class 6): before the fix the
+grader's diagnosis raised on it (grader_error); no test may end in grader_error. Graded in the FULL profile (the fast one skips
 the 5-step training run, the target of this class). For each attack:
 
 * on every test of exercise 7 the hostile score is at most the twin's, and
@@ -24,7 +26,8 @@ from hostile_helpers import (ATTACKS, CANARY, Guards, read_attack, scores_by_tes
 
 pytestmark = pytest.mark.xdist_group("hostile")
 
-EX7_ATTACKS = [read_attack(ATTACKS / "a80_ex7_handset_weights.py"), read_attack(ATTACKS / "a81_ex7_hidden_call_detector.py")]
+EX7_ATTACKS = [read_attack(ATTACKS / "a80_ex7_handset_weights.py"), read_attack(ATTACKS / "a81_ex7_hidden_call_detector.py"),
+               read_attack(ATTACKS / "a92_ex7_malformed_trace.py")]
 TRAINING = ("ex7_ppo_step", "hidden", "test_training_run_raises_mean_score")
 
 
@@ -57,6 +60,9 @@ def test_ex7_attack_gains_nothing(attack, tmp_path, twin, fork_server):
     assert not violations, "\n".join(violations)
     assert not leftovers, "\n".join(leftovers)
     assert hostile.status == "graded", hostile.message
+    # The grader's own code never fails on the child's data (issue 19, class 6: a92's malformed trace).
+    broken = [t.test for t in hostile.tests if t.diagnosis == "grader_error"]
+    assert not broken, f"{attack.name}: grader_error on {broken}"
     got, want = scores_by_test(hostile), scores_by_test(twin)
     assert set(got) == set(want)
     assert want[TRAINING][0] == 0.0, "the twin is not the reference's step: without parity, no training points"

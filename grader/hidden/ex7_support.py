@@ -1,0 +1,85 @@
+"""Helpers of exercise 7's hidden graders (grader/hidden/test_ex7_ppo_step.py), apart to keep that file short.
+
+`Tracking`: the known-good table whose RolloutBuffer remembers what every buffer
+held (the purge test, issue 19 class 4); `_held_rollout`: whether a buffer held
+the reference step's own rollout; `evaluate_mean_score`: the toy task's mean
+score of a policy (the training-run test). Book fig. 5.1, §5.5.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from grader.hidden.cache import cached
+from ppo_course.grading_kit import compare
+
+
+class Tracking:
+    """A known-good table whose RolloutBuffer (the reference's, living in this process) remembers its
+    instances, so that the default parity run also shows whether the step purged its buffer."""
+
+    def __init__(self):
+        import ppo_reference
+        from grader.sandbox import KnownGood
+
+        created: list = []
+        self.created = created
+
+        class TrackingBuffer(ppo_reference.RolloutBuffer):
+            def __init__(self):
+                super().__init__()
+                self.trained = False
+                self.trained_on = 0  # sequences held when training started
+                self.added: list[dict] = []  # the fields of every add (the parent's own copies)
+                created.append(self)
+
+            def add(self, **fields):
+                super().add(**fields)
+                self.added.append({k: v.detach().clone() for k, v in fields.items() if isinstance(v, torch.Tensor)})
+
+            def start_training(self):
+                super().start_training()
+                self.trained = True
+                self.trained_on = len(self)
+
+        self.known_good = KnownGood.reference()
+        self.known_good.table["ex5_rollout_buffer"]["RolloutBuffer"] = TrackingBuffer
+
+
+def _held_rollout(buf, rollout: dict) -> bool:
+    """True when the buffer's added fields, stacked, are the reference step's rollout on this payload: the
+    same responses and mask, and logp_old and advantages within the trace tolerance (float rounding)."""
+    ref_add = next((e for e in rollout["trace"] if e.get("ev") == "add"), None)
+    if ref_add is None or not buf.added:
+        return False
+    want = ref_add["fields"]
+    try:
+        got = {k: torch.cat([a[k] for a in buf.added]) for k in ("responses", "mask", "logp_old", "advantages")}
+    except (KeyError, RuntimeError, TypeError):
+        return False
+    mask = want["mask"].bool()
+    if got["responses"].shape != want["responses"].shape or not torch.equal(got["responses"], want["responses"]) \
+            or got["mask"].shape != mask.shape or not torch.equal(got["mask"].bool(), mask):
+        return False
+    return all(got[k].shape == want[k].shape and compare.close(got[k].double(), want[k].double(), rtol=1e-4,
+                                                               atol=1e-4, mask=mask)
+               for k in ("logp_old", "advantages"))
+
+
+def evaluate_mean_score(state: dict, n: int = 64, seed: int = 999) -> float:
+    """Mean toy score of n sampled responses (temperature 1) from a policy with these weights
+    (cached per grader version and the weights' bytes)."""
+    return cached("ex7", ("evaluate_mean_score", state, n, seed), lambda: _evaluate_mean_score(state, n, seed))
+
+
+def _evaluate_mean_score(state: dict, n: int, seed: int) -> float:
+    from ppo_course import toy_task
+    from ppo_course.model import CausalLMWithValueHead
+
+    model = CausalLMWithValueHead(toy_task.policy_config())
+    model.load_state_dict(state)
+    model.eval()
+    queries = toy_task.sample_queries(n, torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        gen = model.generate(queries, toy_task.MAX_NEW_TOKENS, 1.0, 1.0, torch.Generator().manual_seed(seed + 1))
+    return float(toy_task.score(gen.responses, gen.mask).float().mean())

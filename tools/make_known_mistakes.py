@@ -1,0 +1,67 @@
+"""Write ppo_course/grading_kit/known_mistakes.json: the known buggy variants on the public tests' inputs.
+
+Run `python tools/make_known_mistakes.py` after changing `grader/buggy_variants.py` or a public
+test's `MISTAKE_CASES`; `tests/catalogue/test_known_mistakes.py` checks the table is current.
+Each public test module may define ``MISTAKE_CASES = {case: (function, args_thunk, quantity)}`` where
+``quantity`` is ``"output"``, ``"output[i]"`` or ``"grad:<parameter>"``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+PUBLIC = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer", "ex6_kl_reward")
+
+
+def _encode(x: torch.Tensor) -> tuple[str, list[int], list]:
+    flat = [v if math.isfinite(v) else str(v) for v in x.detach().double().reshape(-1).tolist()]
+    return str(x.dtype).removeprefix("torch."), list(x.shape), flat
+
+
+def build() -> dict:
+    """{case: [[diagnosis, dtype, shape, values], ...]} for every public module's MISTAKE_CASES."""
+    import ppo_reference
+    from grader import buggy_variants
+
+    table: dict[str, list] = {}
+    for stem in PUBLIC:
+        module = importlib.import_module(f"ppo_course.public_tests.test_{stem}")
+        for case, (function, make_args, quantity) in sorted(getattr(module, "MISTAKE_CASES", {}).items()):
+            args, kwargs = make_args()
+            ref = getattr(ppo_reference, function)
+            if quantity.startswith("grad:"):
+                pairs = buggy_variants.grad_candidates(function, args, kwargs, signature_of=ref, wrt=quantity[5:])
+            else:
+                index = int(quantity[7:-1]) if quantity.startswith("output[") else None
+                pick = (lambda out, i=index: out[i]) if index is not None else (lambda out: out)
+                pairs = buggy_variants.candidates(function, args, kwargs, signature_of=ref, pick=pick)
+            rows = []
+            for diagnosis, thunk in pairs:
+                try:
+                    value = thunk()
+                except Exception:  # noqa: BLE001 - a variant undefined on this input offers nothing
+                    continue
+                if isinstance(value, torch.Tensor) and value.is_floating_point():
+                    rows.append([diagnosis, *_encode(value)])
+            table[case] = rows
+    return table
+
+
+def main() -> int:
+    table = build()
+    target = REPO / "ppo_course" / "grading_kit" / "known_mistakes.json"
+    lines = [f"{json.dumps(case)}: {json.dumps(rows)}" for case, rows in sorted(table.items())]
+    target.write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
+    print(f"wrote {target} ({len(table)} cases)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
