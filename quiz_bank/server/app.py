@@ -66,7 +66,7 @@ def templates() -> Jinja2Templates:
 
 def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[dict[str, str]] | None = None,
                policy: PolicyFile | None = None, checker: Any = None, trust_proxy: bool = False,
-               session_hours: float = DEFAULT_SESSION_HOURS) -> FastAPI:
+               session_hours: float = DEFAULT_SESSION_HOURS, lti_tool: Any = None) -> FastAPI:
     """The quiz application.
 
     Args:
@@ -75,6 +75,8 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         policy: attempt policies (default: the course's file). checker: a SymbolicChecker (optional).
         trust_proxy: believe ``X-Forwarded-Proto``/``-Host`` (only behind your own reverse proxy).
         session_hours: lifetime of the session cookie.
+        lti_tool: a ``grader.lti.tool.LtiTool``: the LMS launches the quiz (``/lti/...``) and receives the
+            passed stops (``quiz_bank.server.lti_glue``); None: sign-in by token only.
     """
     app = FastAPI(title="PPO chapter quiz", docs_url=None, redoc_url=None, openapi_url=None)
     db = QuizDB(db_path)
@@ -259,7 +261,26 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
                         variant=variant, hint=_HINTS.get(variant.question.type, ""),
                         message=f"{exc}. Nothing was recorded; answer again.",
                         typed=raw_answer if isinstance(raw_answer, str) else "")
-        return page(request, "feedback.html", me=who, stop=n, verdict=verdict, title=bank.stops[n].title)
+        response = page(request, "feedback.html", me=who, stop=n, verdict=verdict, title=bank.stops[n].title)
+        post_progress = getattr(app.state, "post_progress", None)
+        if post_progress is not None:  # LTI: a passed stop reaches the LMS's gradebook after this response
+            from starlette.background import BackgroundTask
+
+            response.background = BackgroundTask(post_progress, who.student_id)
+        return response
+
+    if lti_tool is not None:
+        from quiz_bank.server.lti_glue import install_lti
+
+        def lti_sign_in(request: Request, student_id: str, role: str, html: str) -> Response:
+            response = HTMLResponse(html)
+            response.set_cookie(COOKIE, signer.issue(student_id, role), httponly=True, samesite="strict",
+                                max_age=int(session_hours * 3600), secure=security.is_https(request, trust_proxy))
+            return response
+
+        app.state.post_progress = install_lti(
+            app, lti_tool, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
+            stop_titles={n: stop.title for n, stop in bank.stops.items()})
 
     from quiz_bank.server import instructor, interactive_routes
 

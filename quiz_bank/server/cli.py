@@ -29,6 +29,10 @@ def add_arguments(verbs) -> None:
     serve.add_argument("--trust-proxy", action="store_true",
                        help="behind your own HTTPS reverse proxy: believe its X-Forwarded-Proto/-Host (Secure cookie, origin check)")
     serve.add_argument("--session-hours", type=float, default=12.0, help="lifetime of the sign-in cookie (default 12 h)")
+    serve.add_argument("--lti", type=Path, default=None, metavar="DIR",
+                       help="be an LTI 1.3 tool with the registrations and keys in DIR (`ppo-course lti`, docs/lti.md)")
+    serve.add_argument("--base-url", default=None, help="the URL the LMS reaches this server at (with --lti; "
+                       "default http://HOST:PORT)")
 
     tokens = verbs.add_parser("tokens", help="TA: sign-in tokens for every student of a roster (and instructors)")
     tokens.add_argument("--roster", type=Path, default=None, help="roster CSV with a student_id column")
@@ -79,9 +83,19 @@ def serve(args: argparse.Namespace) -> int:
     except (AuthError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    lti_tool = None
+    if args.lti is not None:
+        try:
+            from grader.lti.tool import LtiTool
+        except ImportError:
+            print("error: --lti needs the instructor install (grader.lti)", file=sys.stderr)
+            return 2
+        lti_tool = LtiTool(args.lti, args.base_url or f"http://{args.host}:{args.port}")
+        print(f"LTI 1.3 tool: login {lti_tool.login_url}, launch {lti_tool.launch_url}, "
+              f"{len(lti_tool.registry.platforms)} platform(s) registered", flush=True)
     with SymbolicChecker() as checker:
         app = create_app(bank, args.db, secret, roster=roster, policy=policy, checker=checker,
-                         trust_proxy=args.trust_proxy, session_hours=args.session_hours)
+                         trust_proxy=args.trust_proxy, session_hours=args.session_hours, lti_tool=lti_tool)
         print(f"quiz server on http://{args.host}:{args.port}/ (database {args.db}); Ctrl-C stops it", flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -51,9 +51,14 @@ def own_origin(request: Request, trust_proxy: bool) -> str:
     return f"{scheme}://{host}".lower()
 
 
+#: POSTs that come from the course platform by design (LTI 1.3's login initiation and form_post launch);
+#: they carry their own proof instead (a signed id_token bound to a one-time state and the browser's cookie).
+PLATFORM_POST_PATHS = frozenset({"/lti/login", "/lti/launch"})
+
+
 def cross_site_reason(request: Request, trust_proxy: bool) -> str | None:
     """Why an unsafe request is refused as cross-site (None when it may proceed)."""
-    if request.method not in UNSAFE_METHODS:
+    if request.method not in UNSAFE_METHODS or request.url.path in PLATFORM_POST_PATHS:
         return None
     site = request.headers.get("sec-fetch-site")
     if site is not None and site.lower() not in SAME_SITE_VALUES:

@@ -49,6 +49,7 @@ class MiniLMS:
         self.tokens: dict[str, set[str]] = {}
         self.used_jti: set[str] = set()
         self.deep_link_results: list[dict] = []
+        self.link_custom: dict[str, dict[str, str]] = {}
         self.fail_next_scores = 0
         self.app = self._build()
 
@@ -83,6 +84,8 @@ class MiniLMS:
         else:
             body[LTI + "message_type"] = "LtiResourceLinkRequest"
             body[LTI + "resource_link"] = {"id": link, "title": "PPO quiz"}
+            if link in self.link_custom:  # the custom parameters a deep-linked item carries (DL 2.0 §3.1)
+                body[LTI + "custom"] = dict(self.link_custom[link])
             item = self.line_items.get(link)
             if item:
                 body["https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"]["lineitem"] = item["id"]
