@@ -42,8 +42,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ppo_course.sandbox import syscall_filter
-from ppo_course.sandbox.readonly import make_read_only
+from ppo_course.sandbox import memcg, rootfs, syscall_filter
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -363,6 +362,10 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     iso = Isolation()
     limits = config["limits"]
     is_root = os.geteuid() == 0
+    cgroup, cg_version = config.get("memory_cgroup"), config.get("memory_cgroup_version")
+    if cgroup:
+        # First: every page this child and its processes fault in from here on counts (issue 19, class 2).
+        memcg.join(cgroup, int(cg_version))
     uid = config.get("uid") if is_root else None
     gid = uid
     namespaces_ok = False
@@ -401,47 +404,24 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     except OSError as exc:
         iso.notes.append(f"no mount namespace ({exc.strerror}): instructor files are not covered")
     if namespaces_ok:
+        needed = [os.path.realpath(p) for p in config.get("needed_paths", []) if os.path.exists(p)]
         try:
-            covers, notes = plan_covers(config.get("needed_paths", []), config.get("hide_paths", []), unprivileged=uid is not None)
+            # Issue 19, class 1: only what the interpreter needs, read-only and noatime, and a
+            # private writable /tmp, /dev/shm, /var/tmp (rootfs); the machine's root is detached.
+            new_root = os.path.join(config["workdir"], "root")
+            os.makedirs(new_root, mode=0o700, exist_ok=True)
+            iso.notes.extend(rootfs.build(new_root, needed, int(limits["tmp_size_mb"]), fresh_proc=uid is not None))
+            # An instructor path inside a needed one (results under the venv, say) is covered too.
+            hide = [h for h in config.get("hide_paths", []) if any(_is_within(os.path.realpath(h), n) and os.path.realpath(h) != n for n in needed)]
+            covers, notes = plan_covers(needed, hide, unprivileged=uid is not None)
             iso.notes.extend(notes)
-            shared = shared_writable_dirs()  # before the covers: /var/tmp must exist even when /var is covered
             apply_covers(covers)
-            # An install under /tmp (a CI clone, say) must stay readable under the private /tmp.
-            tmp_needed = _outermost([
-                n for n in (os.path.realpath(p) for p in config.get("needed_paths", []))
-                if _is_within(n, "/tmp") and n != "/tmp" and os.path.isdir(n)
-            ])
-            tmp_fds = {n: os.open(n, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for n in tmp_needed}
-            try:
-                tmp_size = int(limits["tmp_size_mb"])
-                opts = f"size={tmp_size}m,mode=1777"
-                mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
-                for n, fd in tmp_fds.items():
-                    os.makedirs(n, mode=0o755, exist_ok=True)
-                    mount(f"/proc/self/fd/{fd}", n, None, MS_BIND | MS_REC, None)
-            finally:
-                for fd in tmp_fds.values():
-                    os.close(fd)
-            for extra in shared:
-                os.makedirs(extra, mode=0o755, exist_ok=True)  # inside a cover's empty tmpfs
-                mount("tmpfs", extra, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")
-            # What the interpreter reads is read-only in here, so that a child running as
-            # the grader's own user (a non-root grader) cannot leave a .pth or a
-            # sitecustomize in the venv for every later grading to run.
-            make_read_only(_outermost([os.path.realpath(p) for p in config.get("needed_paths", []) if os.path.exists(p)]))
             iso.mounts_private = True
             iso.workdir = "/tmp/submission"
         except OSError as exc:
-            # The kernel granted a mount namespace but refused a cover: fail closed
-            # rather than run student code beside half-hidden instructor files.
-            raise OSError(exc.errno, f"covering instructor paths failed: {exc}") from None
-        if uid is not None:
-            # A fresh /proc that shows the child only its own uid's processes: the
-            # grader's command line, environment and open files stay out of sight.
-            try:
-                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
-            except OSError as exc:
-                iso.notes.append(f"could not remount /proc with hidepid ({exc.strerror}): other processes stay visible")
+            # The kernel granted a mount namespace but refused a step: fail closed rather
+            # than run student code beside the machine's files.
+            raise OSError(exc.errno, f"building the child's minimal root failed: {exc}") from None
     if not iso.mounts_private and not is_root:
         writable = [p for p in config.get("needed_paths", []) if os.path.exists(p) and os.access(p, os.W_OK)]
         if writable:
@@ -460,7 +440,11 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     # so does a user namespace on Linux >= 5.14 (per-namespace counts); otherwise the
     # grader's own tasks count too and the budget comes on top of them.
     private_count = uid is not None or (in_user_namespace and kernel_at_least(5, 14))
-    set_limits(limits, nproc_base=0 if private_count else tasks_before)
+    if cgroup:
+        memcg.set_budget(cgroup, int(cg_version), int(limits["memory_mb"]))
+    else:
+        iso.notes.append("no memory cgroup: one process, no memfd, address space less the tmpfs sizes")
+    set_limits(limits, nproc_base=0 if private_count else tasks_before, single_process=not cgroup)
     if uid is not None:
         os.setgroups([])
         os.setresgid(gid, gid, gid)  # type: ignore[arg-type]
@@ -487,7 +471,7 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     # Last: system calls no exercise needs (keyrings, ptrace, bpf, mounts, ...) fail with
     # EPERM from here on. A machine that cannot load the filter runs no student code.
     try:
-        syscall_filter.install()
+        syscall_filter.install(single_process=not cgroup)
     except OSError as exc:
         raise OSError(exc.errno, f"the seccomp filter could not be installed, so no student code runs: {exc.strerror}") from None
     iso.seccomp = True
@@ -512,13 +496,16 @@ def kernel_at_least(major: int, minor: int) -> bool:
     return got >= (major, minor)
 
 
-def set_limits(limits: dict, nproc_base: int = 0) -> None:
+def set_limits(limits: dict, nproc_base: int = 0, single_process: bool = False) -> None:
     """Apply the rlimits of ``grader.sandbox.Limits`` (a dict) to this process.
 
     RLIMIT_AS is the current virtual size (torch already mapped) plus
     ``memory_mb``, so that the budget is what student code may add;
     RLIMIT_NPROC is ``nproc_base + max_processes`` (``nproc_base``: tasks of
     this uid that the kernel counts but that are not the child's).
+    ``single_process`` (no memory cgroup, issue 19 class 2): the seccomp filter
+    refuses new processes and memfds, so this one address space, less the
+    private /tmp and /dev/shm tmpfs sizes, is the whole budget.
     """
     def lim(res: int, soft: int, hard: int | None = None) -> None:
         hard = soft if hard is None else hard
@@ -532,7 +519,10 @@ def set_limits(limits: dict, nproc_base: int = 0) -> None:
     lim(resource.RLIMIT_FSIZE, int(limits["max_file_bytes"]))
     lim(resource.RLIMIT_NOFILE, int(limits["max_open_files"]))
     lim(resource.RLIMIT_NPROC, nproc_base + int(limits["max_processes"]))
-    lim(resource.RLIMIT_AS, vm_size_bytes() + int(limits["memory_mb"]) * 1024 * 1024)
+    budget_mb = int(limits["memory_mb"])
+    if single_process:
+        budget_mb = max(64, budget_mb - int(limits["tmp_size_mb"]) - 1)  # 1 MiB: /dev/shm and the like
+    lim(resource.RLIMIT_AS, vm_size_bytes() + budget_mb * 1024 * 1024)
     # A write past RLIMIT_FSIZE then fails with EFBIG (an exception for the
     # student) instead of killing the process with SIGXFSZ.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
