@@ -362,10 +362,11 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     iso = Isolation()
     limits = config["limits"]
     is_root = os.geteuid() == 0
-    cgroup, cg_version = config.get("memory_cgroup"), config.get("memory_cgroup_version")
-    if cgroup:
+    cgroup = config.get("memory_cgroup")
+    budget = memcg.Budget(cgroup, int(config["memory_cgroup_version"])) if cgroup else None
+    if budget is not None:
         # First: every page this child and its processes fault in from here on counts (issue 19, class 2).
-        memcg.join(cgroup, int(cg_version))
+        budget.join()
     uid = config.get("uid") if is_root else None
     gid = uid
     namespaces_ok = False
@@ -404,7 +405,8 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     except OSError as exc:
         iso.notes.append(f"no mount namespace ({exc.strerror}): instructor files are not covered")
     if namespaces_ok:
-        needed = [os.path.realpath(p) for p in config.get("needed_paths", []) if os.path.exists(p)]
+        needed = sorted({q for p in config.get("needed_paths", []) if os.path.exists(p)
+                         for q in (os.path.abspath(p), os.path.realpath(p))})
         try:
             # Issue 19, class 1: only what the interpreter needs, read-only and noatime, and a
             # private writable /tmp, /dev/shm, /var/tmp (rootfs); the machine's root is detached.
@@ -440,8 +442,8 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     # so does a user namespace on Linux >= 5.14 (per-namespace counts); otherwise the
     # grader's own tasks count too and the budget comes on top of them.
     private_count = uid is not None or (in_user_namespace and kernel_at_least(5, 14))
-    if cgroup:
-        memcg.set_budget(cgroup, int(cg_version), int(limits["memory_mb"]))
+    if budget is not None:
+        budget.set(int(limits["memory_mb"]))
     else:
         iso.notes.append("no memory cgroup: one process, no memfd, address space less the tmpfs sizes")
     set_limits(limits, nproc_base=0 if private_count else tasks_before, single_process=not cgroup)

@@ -12,9 +12,9 @@ Life of one child's cgroup (all on the trusted side, before student code):
 1. the fork server (root) makes ``<its own memory cgroup>/ppo-sandbox-<server pid>/c<n>``
    before the fork (``Controller.create``);
 2. the child, still root and before any student code, moves itself in
-   (``join``) and, once its set-up is done, sets the limit to what it uses
+   (``Budget.join``) and, once its set-up is done, sets the limit to what it uses
    now plus ``Limits.memory_mb`` plus ``HEADROOM_MB`` for the interpreter's
-   own copy-on-write pages (``set_budget``), the same "on top of the
+   own copy-on-write pages (``Budget.set``), the same "on top of the
    interpreter + torch" meaning as ``RLIMIT_AS``; swap is not allowed to
    stretch it (``memsw`` / ``memory.swap.max``);
 3. an OOM in the cgroup kills the whole child (cgroup v2 ``memory.oom.group``;
@@ -169,34 +169,53 @@ class Controller:
         _remove_tree(self.base)
 
 
-def join(path: str, version: int) -> None:
-    """Move the calling process into the leaf (root, in the child, before any student code).
+class Budget:
+    """The child's own handle on its leaf, opened as root before its root changes (``rootfs``).
+
+    Args:
+        path: the leaf's folder (``Controller.create``).
+        version: 1 or 2.
 
     Raises:
-        OSError: the kernel refused (the child then does not run student code).
+        OSError: a control file could not be opened (the child then runs no student code).
     """
-    _write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
 
+    def __init__(self, path: str, version: int) -> None:
+        names = (("memory.current", "memory.max", "memory.swap.max") if version == 2 else
+                 ("memory.usage_in_bytes", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes"))
+        self.path = path
+        self.usage = os.open(os.path.join(path, names[0]), os.O_RDONLY | os.O_CLOEXEC)
+        self.limit = os.open(os.path.join(path, names[1]), os.O_WRONLY | os.O_CLOEXEC)
+        swap = os.path.join(path, names[2])
+        self.swap = os.open(swap, os.O_WRONLY | os.O_CLOEXEC) if os.path.exists(swap) else None
+        self.version = version
 
-def set_budget(path: str, version: int, memory_mb: int) -> int:
-    """Limit the leaf to what it uses now + ``memory_mb`` + ``HEADROOM_MB`` MiB, swap included; returns the limit in bytes.
+    def join(self) -> None:
+        """Move the calling process into the leaf (root, in the child, before any student code).
 
-    Raises:
-        OSError: the limit could not be written.
-    """
-    usage_file = "memory.current" if version == 2 else "memory.usage_in_bytes"
-    usage = int(_read(os.path.join(path, usage_file)).strip())
-    limit = usage + (int(memory_mb) + HEADROOM_MB) * 2**20
-    if version == 2:
-        _write(os.path.join(path, "memory.max"), str(limit))
-        if os.path.exists(os.path.join(path, "memory.swap.max")):
-            _write(os.path.join(path, "memory.swap.max"), "0")
-    else:
-        _write(os.path.join(path, "memory.limit_in_bytes"), str(limit))
-        memsw = os.path.join(path, "memory.memsw.limit_in_bytes")
-        if os.path.exists(memsw):
-            _write(memsw, str(limit))  # memory + swap: swapping out does not stretch the budget
-    return limit
+        Raises:
+            OSError: the kernel refused (the child then does not run student code).
+        """
+        _write(os.path.join(self.path, "cgroup.procs"), str(os.getpid()))
+
+    def set(self, memory_mb: int) -> int:
+        """Limit the leaf to what it uses now + ``memory_mb`` + ``HEADROOM_MB`` MiB, swap included; returns bytes.
+
+        Closes the handle. Raises ``OSError`` when the limit could not be written.
+        """
+        try:
+            os.lseek(self.usage, 0, os.SEEK_SET)
+            usage = int(os.read(self.usage, 64).decode("ascii").strip())
+            limit = usage + (int(memory_mb) + HEADROOM_MB) * 2**20
+            os.write(self.limit, str(limit).encode("ascii"))
+            if self.swap is not None:
+                # v2: no swap at all; v1: memory + swap under the same limit (swapping does not stretch it).
+                os.write(self.swap, (b"0" if self.version == 2 else str(limit).encode("ascii")))
+            return limit
+        finally:
+            for fd in (self.usage, self.limit, self.swap):
+                if fd is not None:
+                    os.close(fd)
 
 
 def _remove_tree(path: str) -> None:

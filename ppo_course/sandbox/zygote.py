@@ -539,6 +539,12 @@ def _warm_up() -> None:
         import numpy  # noqa: F401 - imported once here, seeded in every child (ppo_course.sandbox.seeding)
     except ImportError:
         pass
+    import gc
+
+    # What the warm-up made stays out of the collector's walks in every child: a collection would
+    # otherwise write to (and so copy) every page of the server's heap, charged to the child's memory cgroup.
+    gc.collect()
+    gc.freeze()
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
         isolate.warn(f"the fork server runs {threads} threads after warm-up; forking it is unsafe")
