@@ -81,6 +81,7 @@ class _Child:
         self.cgroup = cgroup  # its memory cgroup's folder (memcg), or None
         self.oom_fd = oom_fd  # eventfd readable at an OOM in that cgroup (cgroup v1), or None
         self.memory_mb = memory_mb
+        self.out_of_memory = False  # its cgroup hit the limit (set by the OOM watch)
         self.status: int | None = None
 
 
@@ -298,7 +299,8 @@ class ForkServer:
             child.oom_fd = None
         if self.memcg is None or child.cgroup is None:
             return ""
-        oom = self.memcg.oom_kills(child.cgroup) > 0
+        # The watch may kill the child before the kernel's OOM killer picks a victim (oom_kill stays 0).
+        oom = child.out_of_memory or self.memcg.oom_kills(child.cgroup) > 0
         for round_ in range(50):  # the last exiting task may still be leaving the cgroup
             if self.memcg.remove(child.cgroup):
                 break
@@ -317,6 +319,7 @@ class ForkServer:
             return
         for child in self.children.values():
             if child.oom_fd == fd:
+                child.out_of_memory = True
                 self._kill_tree(child)
 
     def spawn(self, config: dict, fds: list[int], client: int = -1) -> int:
