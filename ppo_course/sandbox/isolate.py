@@ -1,7 +1,8 @@
 """Confinement of one child process before it runs any student code.
 
 Runs inside the child right after the fork server forked it (as the fork
-server's user, normally root), in this order:
+server's user, normally root), in this order (first of all, when the fork
+server made one, the child joins its memory cgroup: ``memcg``, issue 19):
 
 1. a new session and process group (so that a time-out kills the whole group),
    and death with the fork server (``prctl(PR_SET_PDEATHSIG, SIGKILL)``);
@@ -10,11 +11,14 @@ server's user, normally root), in this order:
 3. the submission's regular files read into memory (symlinks are skipped, so
    that root never follows a link to an instructor file);
 4. where the kernel allows it: a private network namespace (no network) and a
-   private mount namespace in which instructor paths are covered with empty
-   tmpfs (what the interpreter needs is bind-mounted back), with a private,
-   size-limited /tmp, /var/tmp and /dev/shm;
+   private mount namespace whose root is a minimal one (``rootfs``: only what
+   the interpreter needs, read-only and noatime, after ``pivot_root``), with a
+   private, size-limited /tmp, /var/tmp and /dev/shm; instructor paths inside
+   a needed one are covered with empty tmpfs;
 5. the submission written into the private working directory;
-6. resource limits (address space, CPU time, processes, file size, open files, core);
+6. the memory cgroup's limit (what the child uses now + ``memory_mb``), or without
+   one a single process without memfds; resource limits (address space, CPU
+   time, processes, file size, open files, core);
 7. when root: all privileges dropped to an unprivileged uid/gid chosen per child
    (so that RLIMIT_NPROC counts only this child's processes), and
    ``PR_SET_NO_NEW_PRIVS``;
@@ -237,39 +241,6 @@ def plan_covers(needed: list[str], hide: list[str], unprivileged: bool) -> tuple
         rexpose = _outermost([n for n in needed if _is_within(n, t) and n != t]) if os.path.isdir(t) else []
         covers.append((t, rexpose))
     return covers, notes
-
-
-#: World-writable folders found on common machines; each gets a private tmpfs in the child.
-SHARED_WRITABLE = ("/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue", "/var/crash")
-#: Folders whose direct sub-folders are checked for world-writable ones (cheap: a few listdirs).
-_WRITABLE_SCAN_ROOTS = ("/", "/var", "/run", "/dev", "/var/lib", "/var/spool", "/var/cache")
-
-
-def shared_writable_dirs() -> list[str]:
-    """Folders besides /tmp where any uid may create files (real paths, each once).
-
-    A file the child leaves there would outlive it, visible to later children
-    and other students (a covert channel, or a change outside the sandbox):
-    ``confine`` covers each with a private tmpfs. Found by ``SHARED_WRITABLE``
-    plus one level under ``_WRITABLE_SCAN_ROOTS`` (e.g. /run/lock, which the
-    hostile suite found open on Debian); deeper ones are not searched.
-    """
-    found: list[str] = []
-    candidates = list(SHARED_WRITABLE)
-    for root in _WRITABLE_SCAN_ROOTS:
-        try:
-            candidates += [os.path.join(root, n) for n in sorted(os.listdir(root))]
-        except OSError:
-            continue
-    for path in candidates:
-        real = os.path.realpath(path)
-        try:
-            st = os.stat(real)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH and real != "/tmp" and real not in found:
-            found.append(real)
-    return found
 
 
 @dataclass
