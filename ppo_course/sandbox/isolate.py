@@ -374,7 +374,8 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
         namespaces_ok = True
     except OSError as exc:
-        iso.notes.append(f"no mount namespace ({exc.strerror}): instructor files are not covered")
+        iso.notes.append(f"no mount namespace ({exc.strerror}): no minimal root, instructor files are not covered "
+                         "and the machine's files (their access times too) stay visible")
     if namespaces_ok:
         needed = sorted({q for p in config.get("needed_paths", []) if os.path.exists(p)
                          for q in (os.path.abspath(p), os.path.realpath(p))})
