@@ -39,12 +39,16 @@ _LOCKED_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEX
 _ATIME_FLAGS = 1024 | 2048 | (1 << 21)
 
 
+#: Octal escapes in /proc/self/mountinfo (compiled once in the fork server, not in every child).
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
 def _mount_points_under(path: str) -> list[str]:
     """Mount points at or below ``path`` in this mount namespace (from /proc/self/mountinfo)."""
     points = []
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
         for line in fh:
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            point = _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), line.split()[4])
             if (point == path or point.startswith(path.rstrip('/') + '/')) and point not in points:
                 points.append(point)
     return points

@@ -35,7 +35,7 @@ import ctypes
 import ctypes.util
 import os
 
-from ppo_course.sandbox.readonly import make_read_only
+from ppo_course.sandbox.readonly import _mount_points_under, make_read_only
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -79,6 +79,7 @@ class _Builder:
     def __init__(self, new_root: str) -> None:
         self.new_root = new_root
         self.bound: list[str] = []  # host paths bound so far (real paths)
+        self.host_mounts = _mount_points_under("/")  # read once: most binds have no mount below them
 
     def inside(self, path: str) -> str:
         return self.new_root + path
@@ -119,7 +120,16 @@ class _Builder:
             if not os.path.exists(target):
                 os.close(os.open(target, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
         _mount(host, target, None, MS_BIND | MS_REC)
-        make_read_only([target], extra_flags=MS_NOATIME | MS_NOSUID | MS_NODEV, bound=True)
+        flags = MS_NOATIME | MS_NOSUID | MS_NODEV
+        if any(p != host and _is_within(p, host) for p in self.host_mounts):
+            make_read_only([target], extra_flags=flags, bound=True)  # each mount below it too
+        else:
+            try:
+                _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
+            except OSError as exc:
+                if exc.errno != 1:
+                    raise
+                make_read_only([target], bound=True)  # a user namespace: keep the locked flags
         self.bound.append(host)
 
     def device(self, node: str) -> None:
