@@ -13,6 +13,7 @@ hostile submission give the same results.
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import os
 import shutil
@@ -80,5 +81,6 @@ def test_a89_a_memory_swarm_is_out_of_memory_alone_in_a_jobs_2_batch(cohort_root
         float(results["extra_data"]["exercises"]["ex1_ratio"]["max_score"])
     ex2 = results["extra_data"]["exercises"]["ex2_clipped_loss"]
     assert ex2["score"] == ex2["max_score"]  # the hostile student's other exercise is its own, unharmed
-    assert len(set(reruns)) == 1, "three gradings of the same submission differ"
+    assert len(set(reruns)) == 1, "three gradings of the same submission differ:\n" + "\n".join(
+        difflib.unified_diff(reruns[0].splitlines(), next(r for r in reruns if r != reruns[0]).splitlines(), lineterm=""))
     assert "out_of_memory" in reruns[0]
