@@ -15,6 +15,7 @@ graded beside it is unharmed, and three gradings give the same grade.
 TARGET = "ex1_ratio"
 TWIN = "ex1_unstable.py"
 
+import mmap
 import os
 import time
 
@@ -33,7 +34,9 @@ def _swarm():
         pid = os.fork()
         if pid == 0:
             try:
-                hog = b"\x01" * EACH  # every page written: resident, not just reserved
+                hog = mmap.mmap(-1, EACH)
+                for offset in range(0, EACH, mmap.PAGESIZE):  # one byte a page: every page resident
+                    hog[offset] = 1
                 os.write(w, b"x")
                 time.sleep(20 + len(hog) % 2)
             finally:
