@@ -248,6 +248,8 @@ class SandboxProvider:
             return "wrong_signature", str(exc)
         if isinstance(exc, StudentCrash) and "remove debug prints" in str(exc):
             return "prints_too_much", str(exc)
+        if isinstance(exc, StudentCrash) and "(out of memory:" in str(exc):  # the memory cgroup's OOM (zygote)
+            return "out_of_memory", str(exc)
         if isinstance(exc, StudentImportError):
             return ("module_missing" if exc.cause == "missing" else "module_broken"), str(exc)
         if isinstance(exc, StudentError):

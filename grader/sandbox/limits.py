@@ -16,7 +16,11 @@ class Limits(pydantic.BaseModel):
 
     call_timeout_s: float = pydantic.Field(10.0, gt=0, description="wall-clock seconds per call, callbacks to known-good pieces included")
     import_timeout_s: float = pydantic.Field(10.0, gt=0, description="wall-clock seconds for the child's set-up and the module's import")
-    memory_mb: int = pydantic.Field(2048, gt=0, description="address space student code may add on top of the interpreter + torch (RLIMIT_AS), MiB")
+    memory_mb: int = pydantic.Field(2048, gt=0, description=(
+        "memory student code may add on top of the interpreter + torch, MiB: per process as address space "
+        "(RLIMIT_AS), and for all the child's processes, memfds and tmpfs pages together as its memory cgroup's "
+        "limit (+ memcg.HEADROOM_MB for the interpreter's own copy-on-write pages); without a cgroup, one "
+        "process whose address space is this less tmp_size_mb and 1 MiB"))
     cpu_time_s: int = pydantic.Field(120, gt=0, description="CPU seconds for the child's whole life (RLIMIT_CPU; SIGXCPU then SIGKILL)")
     max_processes: int = pydantic.Field(16, gt=0, description="tasks (processes + threads) of the child's private uid (RLIMIT_NPROC)")
     max_file_bytes: int = pydantic.Field(16 * 2**20, gt=0, description="largest file the child may write (RLIMIT_FSIZE), bytes")

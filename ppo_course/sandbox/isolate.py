@@ -1,7 +1,8 @@
 """Confinement of one child process before it runs any student code.
 
 Runs inside the child right after the fork server forked it (as the fork
-server's user, normally root), in this order:
+server's user, normally root), in this order (first of all, when the fork
+server made one, the child joins its memory cgroup: ``memcg``, issue 19):
 
 1. a new session and process group (so that a time-out kills the whole group),
    and death with the fork server (``prctl(PR_SET_PDEATHSIG, SIGKILL)``);
@@ -10,11 +11,14 @@ server's user, normally root), in this order:
 3. the submission's regular files read into memory (symlinks are skipped, so
    that root never follows a link to an instructor file);
 4. where the kernel allows it: a private network namespace (no network) and a
-   private mount namespace in which instructor paths are covered with empty
-   tmpfs (what the interpreter needs is bind-mounted back), with a private,
-   size-limited /tmp, /var/tmp and /dev/shm;
+   private mount namespace whose root is a minimal one (``rootfs``: only what
+   the interpreter needs, read-only and noatime, after ``pivot_root``), with a
+   private, size-limited /tmp, /var/tmp and /dev/shm; instructor paths inside
+   a needed one are covered with empty tmpfs;
 5. the submission written into the private working directory;
-6. resource limits (address space, CPU time, processes, file size, open files, core);
+6. the memory cgroup's limit (what the child uses now + ``memory_mb``), or without
+   one a single process without memfds; resource limits (address space, CPU
+   time, processes, file size, open files, core);
 7. when root: all privileges dropped to an unprivileged uid/gid chosen per child
    (so that RLIMIT_NPROC counts only this child's processes), and
    ``PR_SET_NO_NEW_PRIVS``;
@@ -42,8 +46,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ppo_course.sandbox import syscall_filter
-from ppo_course.sandbox.readonly import make_read_only
+from ppo_course.sandbox import memcg, rootfs, syscall_filter
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -240,39 +243,6 @@ def plan_covers(needed: list[str], hide: list[str], unprivileged: bool) -> tuple
     return covers, notes
 
 
-#: World-writable folders found on common machines; each gets a private tmpfs in the child.
-SHARED_WRITABLE = ("/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue", "/var/crash")
-#: Folders whose direct sub-folders are checked for world-writable ones (cheap: a few listdirs).
-_WRITABLE_SCAN_ROOTS = ("/", "/var", "/run", "/dev", "/var/lib", "/var/spool", "/var/cache")
-
-
-def shared_writable_dirs() -> list[str]:
-    """Folders besides /tmp where any uid may create files (real paths, each once).
-
-    A file the child leaves there would outlive it, visible to later children
-    and other students (a covert channel, or a change outside the sandbox):
-    ``confine`` covers each with a private tmpfs. Found by ``SHARED_WRITABLE``
-    plus one level under ``_WRITABLE_SCAN_ROOTS`` (e.g. /run/lock, which the
-    hostile suite found open on Debian); deeper ones are not searched.
-    """
-    found: list[str] = []
-    candidates = list(SHARED_WRITABLE)
-    for root in _WRITABLE_SCAN_ROOTS:
-        try:
-            candidates += [os.path.join(root, n) for n in sorted(os.listdir(root))]
-        except OSError:
-            continue
-    for path in candidates:
-        real = os.path.realpath(path)
-        try:
-            st = os.stat(real)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IWOTH and real != "/tmp" and real not in found:
-            found.append(real)
-    return found
-
-
 @dataclass
 class Isolation:
     """What ``confine`` managed to set up (for the ready message and the logs)."""
@@ -363,6 +333,11 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     iso = Isolation()
     limits = config["limits"]
     is_root = os.geteuid() == 0
+    cgroup = config.get("memory_cgroup")
+    budget = memcg.Budget(cgroup, int(config["memory_cgroup_version"])) if cgroup else None
+    if budget is not None:
+        # First: every page this child and its processes fault in from here on counts (issue 19, class 2).
+        budget.join()
     uid = config.get("uid") if is_root else None
     gid = uid
     namespaces_ok = False
@@ -399,49 +374,28 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
         namespaces_ok = True
     except OSError as exc:
-        iso.notes.append(f"no mount namespace ({exc.strerror}): instructor files are not covered")
+        iso.notes.append(f"no mount namespace ({exc.strerror}): no minimal root, instructor files are not covered "
+                         "and the machine's files (their access times too) stay visible")
     if namespaces_ok:
+        needed = sorted({q for p in config.get("needed_paths", []) if os.path.exists(p)
+                         for q in (os.path.abspath(p), os.path.realpath(p))})
         try:
-            covers, notes = plan_covers(config.get("needed_paths", []), config.get("hide_paths", []), unprivileged=uid is not None)
+            # Issue 19, class 1: only what the interpreter needs, read-only and noatime, and a
+            # private writable /tmp, /dev/shm, /var/tmp (rootfs); the machine's root is detached.
+            new_root = os.path.join(config["workdir"], "root")
+            os.makedirs(new_root, mode=0o700, exist_ok=True)
+            iso.notes.extend(rootfs.build(new_root, needed, int(limits["tmp_size_mb"]), fresh_proc=uid is not None))
+            # An instructor path inside a needed one (results under the venv, say) is covered too.
+            hide = [h for h in config.get("hide_paths", []) if any(_is_within(os.path.realpath(h), n) and os.path.realpath(h) != n for n in needed)]
+            covers, notes = plan_covers(needed, hide, unprivileged=uid is not None)
             iso.notes.extend(notes)
-            shared = shared_writable_dirs()  # before the covers: /var/tmp must exist even when /var is covered
             apply_covers(covers)
-            # An install under /tmp (a CI clone, say) must stay readable under the private /tmp.
-            tmp_needed = _outermost([
-                n for n in (os.path.realpath(p) for p in config.get("needed_paths", []))
-                if _is_within(n, "/tmp") and n != "/tmp" and os.path.isdir(n)
-            ])
-            tmp_fds = {n: os.open(n, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for n in tmp_needed}
-            try:
-                tmp_size = int(limits["tmp_size_mb"])
-                opts = f"size={tmp_size}m,mode=1777"
-                mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts)
-                for n, fd in tmp_fds.items():
-                    os.makedirs(n, mode=0o755, exist_ok=True)
-                    mount(f"/proc/self/fd/{fd}", n, None, MS_BIND | MS_REC, None)
-            finally:
-                for fd in tmp_fds.values():
-                    os.close(fd)
-            for extra in shared:
-                os.makedirs(extra, mode=0o755, exist_ok=True)  # inside a cover's empty tmpfs
-                mount("tmpfs", extra, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=1777")
-            # What the interpreter reads is read-only in here, so that a child running as
-            # the grader's own user (a non-root grader) cannot leave a .pth or a
-            # sitecustomize in the venv for every later grading to run.
-            make_read_only(_outermost([os.path.realpath(p) for p in config.get("needed_paths", []) if os.path.exists(p)]))
             iso.mounts_private = True
             iso.workdir = "/tmp/submission"
         except OSError as exc:
-            # The kernel granted a mount namespace but refused a cover: fail closed
-            # rather than run student code beside half-hidden instructor files.
-            raise OSError(exc.errno, f"covering instructor paths failed: {exc}") from None
-        if uid is not None:
-            # A fresh /proc that shows the child only its own uid's processes: the
-            # grader's command line, environment and open files stay out of sight.
-            try:
-                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
-            except OSError as exc:
-                iso.notes.append(f"could not remount /proc with hidepid ({exc.strerror}): other processes stay visible")
+            # The kernel granted a mount namespace but refused a step: fail closed rather
+            # than run student code beside the machine's files.
+            raise OSError(exc.errno, f"building the child's minimal root failed: {exc}") from None
     if not iso.mounts_private and not is_root:
         writable = [p for p in config.get("needed_paths", []) if os.path.exists(p) and os.access(p, os.W_OK)]
         if writable:
@@ -460,7 +414,11 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     # so does a user namespace on Linux >= 5.14 (per-namespace counts); otherwise the
     # grader's own tasks count too and the budget comes on top of them.
     private_count = uid is not None or (in_user_namespace and kernel_at_least(5, 14))
-    set_limits(limits, nproc_base=0 if private_count else tasks_before)
+    if budget is not None:
+        budget.set(int(limits["memory_mb"]))
+    else:
+        iso.notes.append("no memory cgroup: one process, no memfd, address space less the tmpfs sizes")
+    set_limits(limits, nproc_base=0 if private_count else tasks_before, single_process=not cgroup)
     if uid is not None:
         os.setgroups([])
         os.setresgid(gid, gid, gid)  # type: ignore[arg-type]
@@ -487,7 +445,7 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     # Last: system calls no exercise needs (keyrings, ptrace, bpf, mounts, ...) fail with
     # EPERM from here on. A machine that cannot load the filter runs no student code.
     try:
-        syscall_filter.install()
+        syscall_filter.install(single_process=not cgroup)
     except OSError as exc:
         raise OSError(exc.errno, f"the seccomp filter could not be installed, so no student code runs: {exc.strerror}") from None
     iso.seccomp = True
@@ -512,13 +470,16 @@ def kernel_at_least(major: int, minor: int) -> bool:
     return got >= (major, minor)
 
 
-def set_limits(limits: dict, nproc_base: int = 0) -> None:
+def set_limits(limits: dict, nproc_base: int = 0, single_process: bool = False) -> None:
     """Apply the rlimits of ``grader.sandbox.Limits`` (a dict) to this process.
 
     RLIMIT_AS is the current virtual size (torch already mapped) plus
     ``memory_mb``, so that the budget is what student code may add;
     RLIMIT_NPROC is ``nproc_base + max_processes`` (``nproc_base``: tasks of
     this uid that the kernel counts but that are not the child's).
+    ``single_process`` (no memory cgroup, issue 19 class 2): the seccomp filter
+    refuses new processes and memfds, so this one address space, less the
+    private /tmp and /dev/shm tmpfs sizes, is the whole budget.
     """
     def lim(res: int, soft: int, hard: int | None = None) -> None:
         hard = soft if hard is None else hard
@@ -532,7 +493,10 @@ def set_limits(limits: dict, nproc_base: int = 0) -> None:
     lim(resource.RLIMIT_FSIZE, int(limits["max_file_bytes"]))
     lim(resource.RLIMIT_NOFILE, int(limits["max_open_files"]))
     lim(resource.RLIMIT_NPROC, nproc_base + int(limits["max_processes"]))
-    lim(resource.RLIMIT_AS, vm_size_bytes() + int(limits["memory_mb"]) * 1024 * 1024)
+    budget_mb = int(limits["memory_mb"])
+    if single_process:
+        budget_mb = max(64, budget_mb - int(limits["tmp_size_mb"]) - 1)  # 1 MiB: /dev/shm and the like
+    lim(resource.RLIMIT_AS, vm_size_bytes() + budget_mb * 1024 * 1024)
     # A write past RLIMIT_FSIZE then fails with EFBIG (an exception for the
     # student) instead of killing the process with SIGXFSZ.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

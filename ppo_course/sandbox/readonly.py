@@ -36,22 +36,38 @@ _LOCKED_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEX
                  (os.ST_NOATIME, 1024), (os.ST_NODIRATIME, 2048), (os.ST_RELATIME, 1 << 21))
 
 
+_ATIME_FLAGS = 1024 | 2048 | (1 << 21)
+
+
+#: Octal escapes in /proc/self/mountinfo (compiled once in the fork server, not in every child).
+_OCTAL = re.compile(r"\\([0-7]{3})")
+
+
 def _mount_points_under(path: str) -> list[str]:
     """Mount points at or below ``path`` in this mount namespace (from /proc/self/mountinfo)."""
     points = []
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
         for line in fh:
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            point = _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), line.split()[4])
             if (point == path or point.startswith(path.rstrip('/') + '/')) and point not in points:
                 points.append(point)
     return points
 
 
-def make_read_only(paths: list[str]) -> None:
+def make_read_only(paths: list[str], extra_flags: int = 0, bound: bool = False) -> None:
     """Bind each of ``paths`` onto itself and remount it (and every mount below it) read-only.
 
     Must run in a private mount namespace. Keeps the flags the kernel locks
     (nosuid, nodev, noexec, atime) so that it also works in a user namespace.
+
+    Args:
+        paths: folders or files.
+        extra_flags: mount flags to add (e.g. ``MS_NOATIME|MS_NOSUID|MS_NODEV``
+            for the minimal root, ``rootfs``); where the kernel refuses them on a
+            locked mount (a user namespace), the remount is retried with the
+            locked flags alone: read-only still holds, and a read-only mount
+            never updates access times.
+        bound: the paths are already bind mounts of their own (skip the self-bind).
 
     Raises:
         OSError: a bind or remount failed (the caller fails closed).
@@ -59,7 +75,8 @@ def make_read_only(paths: list[str]) -> None:
     for path in paths:
         if not os.path.isdir(path) and not os.path.isfile(path):
             continue
-        _mount(path, path, MS_BIND | MS_REC)
+        if not bound:
+            _mount(path, path, MS_BIND | MS_REC)
         for point in _mount_points_under(path):
             try:
                 flags = os.statvfs(point).f_flag
@@ -69,4 +86,11 @@ def make_read_only(paths: list[str]) -> None:
             for st_bit, ms_bit in _LOCKED_FLAGS:
                 if flags & st_bit:
                     keep |= ms_bit
+            if extra_flags:
+                try:
+                    _mount(None, point, MS_BIND | MS_REMOUNT | MS_RDONLY | (keep & ~_ATIME_FLAGS) | extra_flags)
+                    continue
+                except OSError as exc:
+                    if exc.errno != 1:  # EPERM: a locked flag; anything else fails closed
+                        raise
             _mount(None, point, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)

@@ -73,6 +73,11 @@ CLONE_NAMESPACE_FLAGS: tuple[int, ...] = (
     0x40000000,  # CLONE_NEWNET
 )
 
+#: Without a memory cgroup (``single_process``): no new process (each would get its own RLIMIT_AS) and
+#: no memfd (its pages count against no process), so one address space is the child's whole memory.
+SINGLE_PROCESS_DENIED: tuple[str, ...] = ("fork", "vfork", "memfd_create", "memfd_secret")
+CLONE_THREAD = 0x00010000
+
 #: ``personality(0xffffffff)`` only reads the persona; any other argument is refused.
 _PERSONALITY_QUERY = 0xFFFFFFFF
 
@@ -82,8 +87,12 @@ def available() -> str | None:
     return _IMPORT_ERROR
 
 
-def build():  # -> pyseccomp.SyscallFilter
+def build(single_process: bool = False):  # -> pyseccomp.SyscallFilter
     """The filter described in the module docstring (not loaded yet).
+
+    Args:
+        single_process: also refuse ``SINGLE_PROCESS_DENIED`` and any ``clone`` without
+            ``CLONE_THREAD`` (threads stay allowed: they share the one address space).
 
     Raises:
         OSError: the binding or libseccomp is missing, or a rule is refused.
@@ -93,7 +102,7 @@ def build():  # -> pyseccomp.SyscallFilter
     try:
         flt = _seccomp.SyscallFilter(_seccomp.ALLOW)
         deny = _seccomp.ERRNO(errno.EPERM)
-        for name in DENIED_SYSCALLS:
+        for name in DENIED_SYSCALLS + (SINGLE_PROCESS_DENIED if single_process else ()):
             try:
                 number = _seccomp.resolve_syscall(_seccomp.Arch.NATIVE, name)
             except Exception:  # noqa: BLE001 - not a system call of this architecture
@@ -103,6 +112,8 @@ def build():  # -> pyseccomp.SyscallFilter
             flt.add_rule(deny, number)
         for flag in CLONE_NAMESPACE_FLAGS:
             flt.add_rule(deny, "clone", _seccomp.Arg(0, _seccomp.MASKED_EQ, flag, flag))
+        if single_process:
+            flt.add_rule(deny, "clone", _seccomp.Arg(0, _seccomp.MASKED_EQ, CLONE_THREAD, 0))
         flt.add_rule(_seccomp.ERRNO(errno.ENOSYS), "clone3")
         flt.add_rule(deny, "personality", _seccomp.Arg(0, _seccomp.NE, _PERSONALITY_QUERY))
     except OSError:
@@ -112,8 +123,10 @@ def build():  # -> pyseccomp.SyscallFilter
     return flt
 
 
-def install() -> None:
+def install(single_process: bool = False) -> None:
     """Build and load the filter into this process (and every process it will start).
+
+    ``single_process``: see ``build``.
 
     Sets ``PR_SET_NO_NEW_PRIVS`` (libseccomp's default), which the kernel
     requires of an unprivileged process; irreversible.
@@ -121,7 +134,7 @@ def install() -> None:
     Raises:
         OSError: the filter could not be built or loaded (the caller must not run student code).
     """
-    flt = build()
+    flt = build(single_process)
     try:
         flt.load()
     except Exception as exc:  # noqa: BLE001

@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 
-from ppo_course.sandbox import isolate
+from ppo_course.sandbox import isolate, memcg
 
 UID_BASE = 61000
 UID_COUNT = 1000
@@ -71,12 +71,17 @@ def describe_status(status: int | None) -> str:
 
 
 class _Child:
-    def __init__(self, pid: int, uid: int | None, lock_fd: int | None, workdir: str, client: int = -1) -> None:
+    def __init__(self, pid: int, uid: int | None, lock_fd: int | None, workdir: str, client: int = -1,
+                 cgroup: str | None = None, oom_fd: int | None = None, memory_mb: int = 0) -> None:
         self.client = client  # descriptor of the control connection that spawned it
         self.pid = pid
         self.uid = uid
         self.lock_fd = lock_fd
         self.workdir = workdir
+        self.cgroup = cgroup  # its memory cgroup's folder (memcg), or None
+        self.oom_fd = oom_fd  # eventfd readable at an OOM in that cgroup (cgroup v1), or None
+        self.memory_mb = memory_mb
+        self.out_of_memory = False  # its cgroup hit the limit (set by the OOM watch)
         self.status: int | None = None
 
 
@@ -103,6 +108,11 @@ class ForkServer:
         if self.is_root:
             os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
             self.kill_abandoned()
+        # One memory budget per child, counting every process and memory-backed file (issue 19, class 2).
+        self.memcg, why = memcg.Controller.open(os.getpid()) if self.is_root else (None, "the grader is not root")
+        if self.memcg is None:
+            isolate.warn(f"no memory cgroup ({why}): each child is held to one process without memfds, and "
+                         "its address space to the memory budget less its tmpfs sizes (docs/threat_model.md)")
 
     # -- uids -------------------------------------------------------------
     def kill_abandoned(self) -> list[int]:
@@ -274,12 +284,43 @@ class ForkServer:
             words = "stopped by the grader"
         else:
             words = describe_status(status)
+        words += self._release_cgroup(child)
         if child.lock_fd is not None:
             os.close(child.lock_fd)
         if child.workdir:
             shutil.rmtree(child.workdir, ignore_errors=True)
         del self.children[pid]
         return words
+
+    def _release_cgroup(self, child: _Child) -> str:
+        """Close the child's OOM watch and remove its memory cgroup; returns words to add when it ran out of memory."""
+        if child.oom_fd is not None:
+            os.close(child.oom_fd)
+            child.oom_fd = None
+        if self.memcg is None or child.cgroup is None:
+            return ""
+        # The watch may kill the child before the kernel's OOM killer picks a victim (oom_kill stays 0).
+        oom = child.out_of_memory or self.memcg.oom_kills(child.cgroup) > 0
+        for round_ in range(50):  # the last exiting task may still be leaving the cgroup
+            if self.memcg.remove(child.cgroup):
+                break
+            time.sleep(0.002 * min(round_ + 1, 10))
+        else:
+            isolate.warn(f"memory cgroup {child.cgroup} could not be removed")
+        child.cgroup = None
+        return (f" (out of memory: the submission's processes together used more than its {child.memory_mb} MiB "
+                "memory budget)") if oom else ""
+
+    def on_oom(self, fd: int) -> None:
+        """An OOM in a child's cgroup (v1 eventfd): kill the whole child, as v2's ``memory.oom.group`` does."""
+        try:
+            os.eventfd_read(fd)
+        except OSError:
+            return
+        for child in self.children.values():
+            if child.oom_fd == fd:
+                child.out_of_memory = True
+                self._kill_tree(child)
 
     def spawn(self, config: dict, fds: list[int], client: int = -1) -> int:
         if len(fds) != 3:
@@ -289,7 +330,10 @@ class ForkServer:
         if uid is not None:
             os.chown(workdir, uid, uid)
         server_pid = os.getpid()
-        config = dict(config, uid=uid, workdir=workdir, server_pid=server_pid)
+        cgroup = self.memcg.create() if self.memcg is not None else None
+        oom_fd = self.memcg.watch_oom(cgroup) if cgroup is not None else None
+        config = dict(config, uid=uid, workdir=workdir, server_pid=server_pid, memory_cgroup=cgroup,
+                      memory_cgroup_version=self.memcg.version if self.memcg is not None else None)
         pid = os.fork()
         if pid == 0:  # the child: never returns into the server loop
             code = 70
@@ -305,7 +349,8 @@ class ForkServer:
                 os._exit(code)
         for fd in fds:
             os.close(fd)
-        self.children[pid] = _Child(pid, uid, lock_fd, workdir, client)
+        memory_mb = int(config.get("limits", {}).get("memory_mb", 0))
+        self.children[pid] = _Child(pid, uid, lock_fd, workdir, client, cgroup, oom_fd, memory_mb)
         return pid
 
     def kill_all(self) -> None:
@@ -365,16 +410,20 @@ class ForkServer:
         return True
 
     def serve(self) -> None:
-        hello = {"hello": True, "pid": os.getpid(), "root": self.is_root, "probe": probe()}
+        hello = {"hello": True, "pid": os.getpid(), "root": self.is_root,
+                 "probe": dict(probe(memory=False), memory_cgroup=self.memcg is not None)}
         self.reply(hello)
         running = True
         while running:
-            waiting = list(self.clients.values()) + ([self.listener] if self.listener else [])
+            oom_fds = [c.oom_fd for c in self.children.values() if c.oom_fd is not None]
+            waiting = list(self.clients.values()) + ([self.listener] if self.listener else []) + oom_fds
             ready, _, _ = select.select(waiting, [], [], 1.0)
             self._reap()
             if os.getppid() != self.parent_pid:
                 break
-            for conn in ready:
+            for fd in [r for r in ready if isinstance(r, int)]:
+                self.on_oom(fd)
+            for conn in [r for r in ready if not isinstance(r, int)]:
                 if conn is self.listener:
                     try:
                         new, _ = self.listener.accept()
@@ -400,6 +449,8 @@ class ForkServer:
                     running = False
                     break
         self.kill_all()
+        if self.memcg is not None:
+            self.memcg.close()
         if self.listener is not None:
             path = self.listener.getsockname()
             self.listener.close()
@@ -409,9 +460,21 @@ class ForkServer:
                 pass
 
 
-def probe() -> dict:
-    """Which isolation features this machine grants (tried in a throwaway child)."""
+def probe(memory: bool = True) -> dict:
+    """Which isolation features this machine grants (tried in a throwaway child).
+
+    ``memory``: also try a memory cgroup (``memory_cgroup``; needs root), in a throwaway child too.
+    """
     result = {}
+    if memory:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os._exit(0 if os.geteuid() == 0 and memcg.probe() else 1)
+            except BaseException:  # noqa: BLE001
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        result["memory_cgroup"] = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     for name, flags in (("network_namespace", isolate.CLONE_NEWNET), ("mount_namespace", isolate.CLONE_NEWNS)):
         pid = os.fork()
         if pid == 0:
@@ -479,6 +542,12 @@ def _warm_up() -> None:
         import numpy  # noqa: F401 - imported once here, seeded in every child (ppo_course.sandbox.seeding)
     except ImportError:
         pass
+    import gc
+
+    # What the warm-up made stays out of the collector's walks in every child: a collection would
+    # otherwise write to (and so copy) every page of the server's heap, charged to the child's memory cgroup.
+    gc.collect()
+    gc.freeze()
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
         isolate.warn(f"the fork server runs {threads} threads after warm-up; forking it is unsafe")

@@ -236,12 +236,50 @@ for folder in {site.getsitepackages()[0], sys.prefix}:
 '''
 
 
+def _hidden_ancestors(paths: list[str]) -> dict[str, list[str]]:
+    """``{first ancestor "other" cannot traverse: [the paths below it]}`` (e.g. a clone in a 0700 mktemp folder, /root)."""
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        parts = Path(path).parts
+        for i in range(2, len(parts) + 1):
+            anc = str(Path(*parts[:i]))
+            if not os.stat(anc).st_mode & 0o001:
+                found.setdefault(anc, []).append(path)
+                break
+    return found
+
+
+def _as_user_who_can_read(paths: list[str], stash: Path, command: list[str]) -> list[str]:
+    """``command`` run in a private mount namespace where every folder on the way to ``paths`` is traversable.
+
+    What a non-root grader needs (docs/ta_guide.md) is read access to the venv, the Python installation
+    and the package; a checkout in a folder other users cannot enter (``git clone`` into ``mktemp -d``,
+    a 0700 home) does not give it. Rather than copy torch, the test gives the grader's user a view of the
+    same paths: each closed ancestor is covered with a 0755 tmpfs and the paths are bound back (as root,
+    before ``setpriv`` drops to the other user); the machine's own mounts are untouched.
+    """
+    script = ["set -e"]
+    for i, (anc, below) in enumerate(sorted(_hidden_ancestors(paths).items())):
+        for j, path in enumerate(below):
+            script.append(f"mkdir -p {stash}/{i}_{j} && mount --bind {path} {stash}/{i}_{j}")
+        script.append(f"mount -t tmpfs -o mode=0755,size=64k tmpfs {anc}")
+        for j, path in enumerate(below):
+            script.append(f"mkdir -p {path} && mount --bind {stash}/{i}_{j} {path}")
+    script.append('exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script), "sh", *command]
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("confine")  # no shared guards: may run beside the attacks
 def test_class6_a_non_root_grader_keeps_its_venv(tmp_path):
-    """A grader running as "nobody" over a venv it owns: the submission's .pth never lands, grades repeat."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to start a grader as another user")
+    """A grader running as "nobody" over a venv it owns: the submission's .pth never lands, grades repeat.
+
+    Independent of where the checkout lives: the grader's user reads the checkout and the Python
+    installation through ``_as_user_who_can_read`` (issue 19: a clone in a 0700 folder failed with
+    ``No module named 'grader'``).
+    """
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("setpriv", "unshare", "mount")):
+        pytest.skip("needs root, setpriv, unshare and mount to start a grader as another user")
     base = Path("/tmp") / f"ppo-nonroot-grader-{os.getpid()}"  # no marker: a parallel attack's guard scans /tmp
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(mode=0o755)
@@ -257,15 +295,18 @@ def test_class6_a_non_root_grader_keeps_its_venv(tmp_path):
             (base / name).mkdir()
             text = (SOLUTIONS / "ex1_ratio.py").read_text(encoding="utf-8")
             (base / name / "ex1_ratio.py").write_text(text if source else _PLANT + text, encoding="utf-8")
+        (base / "stash").mkdir()
         subprocess.run(["chown", "-R", "65534:65534", str(base)], check=True)
         before = sorted(p.name for p in site_dir.iterdir())
+        readable = sorted({str(REPO), os.path.realpath(sys.base_prefix), os.path.realpath(here_site)})
 
         def grade(name: str) -> dict:
             code = ("import json, sys; from grader.grade import grade_submission; "
                     f"r = grade_submission({str(base / name)!r}, exercises=['ex1_ratio'], profile='fast'); "
                     "d = r.to_results_json(); d['extra_data'].pop('timing', None); print(json.dumps(d))")
-            proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i",
-                                   "PATH=/usr/bin:/bin", f"HOME={base}", str(venv / "bin" / "python"), "-I", "-c", code],
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", "-i",
+                       "PATH=/usr/bin:/bin", f"HOME={base}", str(venv / "bin" / "python"), "-I", "-c", code]
+            proc = subprocess.run(_as_user_who_can_read(readable, base / "stash", command),
                                   capture_output=True, text=True, timeout=600, cwd=base)
             assert proc.returncode == 0, proc.stderr[-3000:]
             return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -228,7 +229,10 @@ def test_world_writable_folders_are_private_per_child(load, folder):
     if not first.info["mounts_private"]:
         pytest.skip("no private mount namespace on this machine")
     written = first.write_and_list(folder, "drop.txt")
-    assert isinstance(written, list) and "drop.txt" in written
+    if folder == "/run/lock":  # not in the child's minimal root at all (issue 19): nowhere to leave a file
+        assert written == "FileNotFoundError"
+    else:  # a private tmpfs of the child's own
+        assert isinstance(written, list) and "drop.txt" in written
     second = load(PROBE, "ex6_kl_reward")
     assert "drop.txt" not in second.listing(folder)
     assert not os.path.exists(os.path.join(folder, "drop.txt"))  # nor in the grader's view
@@ -246,9 +250,12 @@ def test_unprivileged_confinement_uses_a_user_namespace(server, tmp_path):
 
     if not server.root:
         pytest.skip("needs root to become another user for the test")
-    config = {"limits": Limits().child_dict(), "uid": None, "workdir": str(tmp_path),
+    # The fork server's own temp folder is its user's; pytest's tmp_path lies under root's 0700 folder,
+    # where "nobody" could not mount the minimal root (rootfs).
+    workdir = tempfile.mkdtemp(prefix="ppo-sandbox-test-")
+    config = {"limits": Limits().child_dict(), "uid": None, "workdir": workdir,
               "hide_paths": instructor_paths(), "needed_paths": needed_paths()}
-    os.chmod(tmp_path, 0o777)
+    os.chmod(workdir, 0o777)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the forked process
@@ -278,6 +285,7 @@ def test_unprivileged_confinement_uses_a_user_namespace(server, tmp_path):
     with os.fdopen(read_end) as fh:
         report = json.loads(fh.read())
     os.waitpid(pid, 0)
+    shutil.rmtree(workdir, ignore_errors=True)
     assert "error" not in report, report
     if not report["iso"]["mounts"]:
         pytest.skip(f"this kernel refuses unprivileged user namespaces: {report['iso']['notes']}")
