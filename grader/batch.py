@@ -17,10 +17,14 @@
    hang or memory blow-up of one student's grading cannot touch another's.
    The worker itself is trusted; the student code runs further down, in the
    sandbox that ``grade_submission`` uses (ARCHITECTURE.md "The sandbox").
-4. ``OUT_DIR/<student>/results.json`` and ``feedback.md`` are written
+4. The worker's typed result becomes one ``grader.outcome.StudentOutcome``
+   (``--never-lower`` applied to it, typed: ``grader.regrade.never_lower``);
+   ``OUT_DIR/<student>/results.json`` and ``feedback.md`` are written from it
    atomically as each student finishes, then ``batch.json`` (a
-   :class:`StudentRecord`) as the commit marker; ``OUT_DIR/gradebook.csv`` is
-   rebuilt from the records after every student (atomically).
+   ``StudentRecord`` of the same outcome) as the commit marker. The records
+   stay in memory; ``OUT_DIR/gradebook.csv`` is written from them (atomically)
+   at most once a second and when the batch ends, so the cost per student does
+   not grow with the class.
 
 Resuming: a student whose ``batch.json`` carries the same submission hash,
 grader fingerprint, profile and exercise selection is skipped. Since every
@@ -39,44 +43,30 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.fingerprint import grader_fingerprint
-from grader.intake import _JUNK_NAMES, BatchLimits, Entry, Rejected, StagedSubmission, SubmissionLimits  # noqa: F401
-from grader.intake import _display_name, stage_submission, submission_hash  # noqa: F401 - one intake (grader/intake.py)
-from grader.outcome import GradedEntry, _feedback_with_notes, _zero_results, exercise_reasons, grade_entry, zero_template  # noqa: F401
-from grader.records import (  # noqa: F401 - the records and gradebooks (grader/records.py)
-    CONTRACT_STEMS,
+from grader.intake import _JUNK_NAMES, BatchLimits, Entry, _display_name, submission_hash
+from grader.outcome import StudentOutcome, grade_entry, zero_outcome
+from grader.records import (
     GRADEBOOK,
-    NBGRADER_COLUMNS,
     NBGRADER_CSV,
     RECORD,
     RESERVED_IDS,
     STATE_DIR,
-    STATUSES,
-    Status,
     StudentRecord,
-    _record_from,
     atomic_write_json,
     clear_incomplete,
     gradebook_csv,
     mark_incomplete,
     nbgrader_csv,
     read_records,
+    record_of,
 )
 from grader.results import GradeResult, atomic_write_text
 from grader.warm import WarmPool, warm_workers_enabled
-from grader.workers import (  # noqa: F401 - the worker processes (grader/workers.py)
-    _WORKER_ENV_KEEP,
-    BatchAborted,
-    WorkerOutcome,
-    _Workers,
-    _worker_env,
-    default_jobs,
-    disk_full,
-    run_worker,
-)
+from grader.workers import BatchAborted, WorkerOutcome, _Workers, default_jobs, disk_full, run_worker
 
 
 def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
@@ -159,6 +149,14 @@ class BatchSummary:
         """Number of students in the gradebook with this status."""
         return sum(r.status == status for r in self.records)
 
+    def line(self) -> str:
+        """The one-line summary ``grade-batch`` and ``demo`` print: "16 students (15 graded, 1 empty); graded
+        now 16, up to date 0; 35.2 s"."""
+        counts = ", ".join(f"{self.count(s)} {s}" for s in ("graded", "empty", "rejected", "timed-out", "crashed")
+                           if self.count(s))
+        return (f"{len(self.records)} students ({counts}); graded now {len(self.graded_now)}, "
+                f"up to date {len(self.skipped)}; {self.seconds:.1f} s")
+
 
 class _NoProgress:
     def __init__(self, *a, **k) -> None:
@@ -240,7 +238,7 @@ def _sweep_stale_temporaries(out_dir: Path) -> None:
                 tmp.unlink(missing_ok=True)
 
 
-def _check_out_dir(submissions_dir: Path, out_dir: Path) -> None:
+def check_out_dir(submissions_dir: Path, out_dir: Path) -> None:
     """Refuse an output folder inside the submissions folder (or the same): the batch would write the class's
     results into the submissions (a student's folder, even) and read its own outputs as students next time.
 
@@ -251,6 +249,58 @@ def _check_out_dir(submissions_dir: Path, out_dir: Path) -> None:
     if out == subs or subs in out.parents:
         raise ValueError(f"the output folder {out_dir} is inside the submissions folder {submissions_dir}; "
                          "give --out a folder outside it (e.g. next to it)")
+
+
+#: While a batch runs, the gradebook is rewritten only when this many times the last write's cost has passed
+#: since it (so writing it takes at most ~2% of the batch, however large the class); always at the end.
+GRADEBOOK_PACE = 50.0
+
+
+@dataclass
+class _Run:
+    """One run of :func:`run_batch`: its settings, and the records it keeps in memory (one per student)."""
+
+    out_dir: Path
+    limits: BatchLimits
+    profile: str
+    exercises: list[str] | None
+    formats: tuple[str, ...]
+    assignment: str
+    never_lower: bool
+    fingerprint: str
+    say: Callable[[str], None]
+    records: dict[str, StudentRecord] = field(default_factory=dict)
+    typed: dict[str, GradeResult] = field(default_factory=dict)  # results graded now, for the class report
+    workers: _Workers = field(default_factory=_Workers)
+    runner: Callable[..., WorkerOutcome] = run_worker
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _written_at: float = -1e9
+    _write_cost: float = 0.0
+
+    @property
+    def state(self) -> Path:
+        """``OUT_DIR/.batch``: staging, worker scratch, published snapshots, the lock."""
+        return self.out_dir / STATE_DIR
+
+    @property
+    def key_common(self) -> dict:
+        """What, besides the submission's hash, decides whether a student's record is up to date."""
+        return {"grader_fingerprint": self.fingerprint, "profile": self.profile,
+                "exercises": sorted(self.exercises) if self.exercises else None}
+
+    def write_gradebook(self, *, now: bool = True) -> list[StudentRecord]:
+        """Write gradebook.csv (and nbgrader's CSV) from the records in memory; with ``now=False`` only when
+        :data:`GRADEBOOK_PACE` times the last write's cost has passed since it. Returns the records, sorted by id."""
+        with self._lock:
+            records = [self.records[sid] for sid in sorted(self.records)]
+            t0 = time.monotonic()
+            if now or t0 - self._written_at >= GRADEBOOK_PACE * self._write_cost:
+                atomic_write_text(self.out_dir / GRADEBOOK, gradebook_csv(records))
+                if "nbgrader" in self.formats:
+                    atomic_write_text(self.out_dir / NBGRADER_CSV, nbgrader_csv(records, self.assignment))
+                self._written_at = time.monotonic()
+                self._write_cost = self._written_at - t0
+            return records
 
 
 def run_batch(
@@ -266,7 +316,6 @@ def run_batch(
     assignment: str = "ppo",
     progress: bool = True,
     report: bool = True,
-    grade_fn: str | None = None,
     log: Callable[[str], None] | None = None,
     never_lower: bool = False,
     latest_only: bool = False,
@@ -288,38 +337,71 @@ def run_batch(
         assignment: the assignment name in the nbgrader CSV.
         progress: show a rich progress bar (stderr).
         report: write the class report when done.
-        grade_fn: ``"module:function"`` replacing ``grader.grade.grade_submission`` (tests).
         log: where warnings go (default: stderr).
         never_lower: after a grader change, keep each exercise's published score where the
-            regrade gives less (``grader.regrade.never_lower``).
+            regrade gives less (``grader.regrade.never_lower``); a changed submission is regraded
+            in full, and regrade.md and the student's feedback say so.
         latest_only: grade only each student's latest submission (``grader.regrade.parse_attempt``).
         cluster: a Dask scheduler's address: each submission is graded as a task there
             (``grader.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
 
     A student regraded because the grader fingerprint changed has the published results kept
     first; ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.regrade``).
+    The folder of a student no longer in ``submissions_dir`` moves to ``OUT_DIR/.batch/removed/``
+    (with a warning): what is in ``OUT_DIR`` is the gradebook's class.
 
     Returns:
         a :class:`BatchSummary`.
 
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
-        ValueError: if ``out_dir`` is ``submissions_dir`` or inside it.
+        ValueError: if ``out_dir`` is ``submissions_dir`` or inside it, or ``jobs`` < 1.
         BatchBusy: if another batch is writing to ``out_dir``.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
     """
     t_start = time.monotonic()
-    limits = limits or BatchLimits()
-    requested_jobs, jobs = jobs, jobs or default_jobs()
-    if jobs < 1:
+    if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
-    submissions_dir = Path(submissions_dir)
-    out_dir = Path(out_dir)
     say = log or (lambda msg: print(msg, file=sys.stderr))
-    _check_out_dir(submissions_dir, out_dir)
+    out_dir = Path(out_dir)
+    check_out_dir(Path(submissions_dir), out_dir)
+    entries, warnings, present = _class_list(Path(submissions_dir), latest_only)
+    run = _Run(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
+               grader_fingerprint(), say)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run.state.mkdir(exist_ok=True)
+    lock = _lock_out_dir(run.state)  # held until this function returns (or the process dies)
+    _clean_scratch(run)
+    _sweep_stale_temporaries(out_dir)
+    warnings += _set_aside_removed(out_dir, present)
+    for w in warnings:
+        say(f"warning: {w}")
+    todo, skipped = _plan(run, entries, force)
+    if todo:
+        run.runner = _runner(run, cluster, jobs)
+        jobs = getattr(run.runner, "jobs", None) or jobs or default_jobs()
+        mark_incomplete(out_dir, [e.student_id for e, _ in todo])  # `export` warns until the batch finishes
+    graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
+    records = run.write_gradebook()
+    clear_incomplete(out_dir)
+    from grader import regrade
+
+    regrade.write_regrade_report(out_dir, records, run.fingerprint, never_lower)
+    lock.close()
+    _clean_scratch(run)
+    if report:
+        from grader.report import write_class_report
+
+        write_class_report(out_dir, records, run.typed)
+    return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
+
+
+def _class_list(submissions_dir: Path, latest_only: bool) -> tuple[list[Entry], list[str], set[str]]:
+    """(:func:`discover`'s students less the earlier attempts with ``latest_only``, warnings, every id found)."""
     entries, warnings = discover(submissions_dir)
+    present = {e.student_id for e in entries}
     if latest_only:
         from grader.regrade import latest_only as _latest
 
@@ -328,189 +410,199 @@ def run_batch(
         if earlier:
             warnings.append(f"--latest-only: left out {len(earlier)} earlier submission(s): {', '.join(earlier)}")
         entries = [e for e in entries if e.student_id in latest]
-    for w in warnings:
-        say(f"warning: {w}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    state = out_dir / STATE_DIR
-    state.mkdir(exist_ok=True)
-    lock = _lock_out_dir(state)  # held until this function returns (or the process dies)
-    # Staging and scratch of a killed run are stale: start clean.
+    return entries, warnings, present
+
+
+def _set_aside_removed(out_dir: Path, present: set[str]) -> list[str]:
+    """Move ``OUT_DIR/<id>/`` of students no longer in the submissions folder to ``OUT_DIR/.batch/removed/<id>/``.
+
+    Only folders the batch made (holding a ``batch.json``); a folder already set aside is replaced.
+    Returns the warning for the TA ([] when nothing moved).
+    """
+    gone = sorted(p.name for p in out_dir.iterdir() if p.is_dir() and not p.is_symlink() and
+                  not p.name.startswith(".") and p.name not in present and (p / RECORD).is_file())
+    if not gone:
+        return []
+    removed = out_dir / STATE_DIR / "removed"
+    removed.mkdir(parents=True, exist_ok=True)
+    for sid in gone:
+        shutil.rmtree(removed / sid, ignore_errors=True)
+        os.replace(out_dir / sid, removed / sid)
+    return [f"{len(gone)} student(s) no longer in the submissions folder left the gradebook; their folders moved "
+            f"to {removed}: {', '.join(gone)}"]
+
+
+def _clean_scratch(run: _Run) -> None:
+    """Staging and scratch of a killed run are stale: start (and end) clean."""
     for scratch in ("staging", "work", "warm"):
-        shutil.rmtree(state / scratch, ignore_errors=True)
-    _sweep_stale_temporaries(out_dir)
-    fingerprint = grader_fingerprint()
-    key_common = {
-        "grader_fingerprint": fingerprint,
-        "profile": profile,
-        "exercises": sorted(exercises) if exercises else None,
-    }
-    ids = [e.student_id for e in entries]
-    gb_lock = threading.Lock()
-    workers = _Workers()
+        shutil.rmtree(run.state / scratch, ignore_errors=True)
 
-    def rebuild_gradebook() -> list[StudentRecord]:
-        with gb_lock:
-            records = read_records(out_dir, ids)
-            atomic_write_text(out_dir / GRADEBOOK, gradebook_csv(records))
-            if "nbgrader" in formats:
-                atomic_write_text(out_dir / NBGRADER_CSV, nbgrader_csv(records, assignment))
-            return records
 
-    # Which students are up to date?
-    todo: list[tuple[Entry, str]] = []
-    skipped: list[str] = []
+def _plan(run: _Run, entries: list[Entry], force: bool) -> tuple[list[tuple[Entry, str]], list[str]]:
+    """(students to grade with their submission hash, ids up to date); loads every record once into ``run``.
+
+    A grader change (or, with ``--never-lower``, a changed submission) keeps the published results for
+    regrade.md before they are replaced (``grader.regrade.keep_published``).
+    """
     from grader import regrade
 
+    todo: list[tuple[Entry, str]] = []
+    skipped: list[str] = []
     for entry in entries:
-        h = submission_hash(entry, limits)
-        rec = read_records(out_dir, [entry.student_id])
-        if not force:
-            if (
-                rec
-                and rec[0].submission_hash == h
-                and all(getattr(rec[0], k) == v for k, v in key_common.items())
-                and (out_dir / entry.student_id / "results.json").is_file()
-            ):
-                skipped.append(entry.student_id)
-                continue
-        # A grader change: keep the published results for regrade.md before they are replaced.
-        regrade.keep_published(out_dir, entry.student_id, fingerprint, rec[0] if rec else None)
+        h = submission_hash(entry, run.limits)
+        found = read_records(run.out_dir, [entry.student_id])
+        rec = found[0] if found else None
+        if rec is not None:
+            run.records[entry.student_id] = rec
+        if (not force and rec is not None and rec.submission_hash == h
+                and all(getattr(rec, k) == v for k, v in run.key_common.items())
+                and (run.out_dir / entry.student_id / "results.json").is_file()):
+            skipped.append(entry.student_id)
+            continue
+        regrade.keep_published(run.out_dir, entry.student_id, run.fingerprint, rec,
+                               submission_hash=h if run.never_lower else None)
         todo.append((entry, h))
+    return todo, skipped
 
-    runner: Callable[..., WorkerOutcome] = run_worker
-    if cluster and todo:  # the one swap: each staged submission is graded as a Dask task
+
+def _runner(run: _Run, cluster: str | None, jobs: int | None) -> Callable[..., WorkerOutcome]:
+    """The one swap of a batch: a Dask cluster's tasks, warm workers, or a fresh worker per student."""
+    if cluster:  # each staged submission is graded as a Dask task
         from grader.cluster import ClusterRunner
 
-        runner = ClusterRunner(cluster, fingerprint=fingerprint, log=say, sandboxed=not grade_fn)
-        jobs = requested_jobs or runner.default_jobs()
-    elif todo and warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/warm.py)
-        runner = WarmPool(state / "warm", grade_fn=grade_fn, workers=workers)
+        runner = ClusterRunner(cluster, fingerprint=run.fingerprint, log=run.say)
+        runner.jobs = jobs or runner.default_jobs()
+        return runner
+    if warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/warm.py)
+        return WarmPool(run.state / "warm", workers=run.workers)
+    return run_worker
 
-    typed: dict[str, GradeResult] = {}  # the typed result of each student graded now (for the class report)
 
-    def grade_one(entry: Entry, h: str) -> StudentRecord:
-        sid = entry.student_id
-        student_dir = out_dir / sid
-        student_dir.mkdir(parents=True, exist_ok=True)
-        # The old record goes first: a kill from here on leaves the student to regrade.
-        try:
-            os.unlink(student_dir / RECORD)
-        except FileNotFoundError:
-            pass
-        try:
-            graded = grade_entry(
-                entry,
-                state / "staging" / sid,
-                state / "work" / sid,
-                limits=limits,
-                profile=profile,
-                exercises=exercises,
-                grade_fn=grade_fn,
-                workers=workers,
-                runner=runner,
-            )
-        except BatchAborted:
-            raise  # the cluster is gone: nobody's fault in the class, record nothing
-        except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
-            if disk_full(exc):
-                raise  # a full output disk is nobody's fault in the class: stop, keep what is whole
-            message = f"the batch could not grade this submission ({type(exc).__name__}: {exc})"
-            results = _zero_results(zero_template(profile, exercises), message)
-            results["output"] = f"Status: crashed. {message}"
-            graded = GradedEntry("crashed", message, results, f"**Status: crashed.** {message}\n", [], 0.0)
-        if workers.stopping:
-            raise KeyboardInterrupt
-        if never_lower and _keep_published_scores(out_dir, sid, h, fingerprint, graded):
-            graded.result = None  # the published tests were kept: the report reads results.json, as published
-        if graded.result is not None:
-            typed[sid] = graded.result  # the report reads it from here, not from disk
-        atomic_write_text(student_dir / "feedback.md", graded.feedback)
-        atomic_write_json(student_dir / "results.json", graded.results)
-        key = {"submission_hash": h, **key_common}
-        record = _record_from(sid, graded.status, graded.message, graded.results, key, graded.seconds, entry.sources)
-        atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
-        return record
+def _grade_one(run: _Run, entry: Entry, h: str) -> StudentRecord:
+    """Grade one student and publish the outcome: results.json, feedback.md, then batch.json (the commit marker)."""
+    sid = entry.student_id
+    student_dir = run.out_dir / sid
+    student_dir.mkdir(parents=True, exist_ok=True)
+    # The old record goes first: a kill from here on leaves the student to regrade (and out of the gradebook).
+    (student_dir / RECORD).unlink(missing_ok=True)
+    with run._lock:
+        run.records.pop(sid, None)
+    try:
+        outcome = grade_entry(entry, run.state / "staging" / sid, run.state / "work" / sid, limits=run.limits,
+                              profile=run.profile, exercises=run.exercises, workers=run.workers,
+                              runner=run.runner)
+    except BatchAborted:
+        raise  # the cluster is gone: nobody's fault in the class, record nothing
+    except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
+        if disk_full(exc):
+            raise  # a full output disk is nobody's fault in the class: stop, keep what is whole
+        outcome = zero_outcome(sid, "crashed", f"the batch could not grade this submission ({type(exc).__name__}: "
+                               f"{exc})", run.profile, run.exercises)
+    if run.workers.stopping:
+        raise KeyboardInterrupt
+    outcome = _apply_regrade_rules(run, sid, h, outcome)
+    publish(student_dir, outcome)
+    record = record_of(outcome, {"submission_hash": h, **run.key_common}, entry.sources)
+    atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
+    with run._lock:
+        run.records[sid] = record
+        run.typed[sid] = outcome.result  # the report reads it from here, not from disk
+    return record
 
-    if todo:
-        mark_incomplete(out_dir, [e.student_id for e, _ in todo])  # `export` warns until the batch finishes
+
+def publish(student_dir: Path, outcome: StudentOutcome) -> None:
+    """Write a student's feedback.md and results.json from the one outcome (atomically each)."""
+    atomic_write_text(student_dir / "feedback.md", outcome.feedback_md())
+    atomic_write_json(student_dir / "results.json", outcome.results_json())
+
+
+def _apply_regrade_rules(run: _Run, sid: str, h: str, outcome: StudentOutcome) -> StudentOutcome:
+    """``--never-lower`` on the typed outcome: a grader change keeps each exercise's published score where it is
+    higher (clamped to this version's points); a changed submission is regraded in full, and said so."""
+    if not run.never_lower:
+        return outcome
+    from grader import regrade
+
+    before = regrade.published(run.out_dir, sid)
+    if before is None:
+        return outcome
+    old_record, old = before
+    if old_record.submission_hash != h:
+        line = (f"your submission changed since the published grading ({old_record.score:g} / "
+                f"{old_record.max_score:g}), so it was regraded in full: {outcome.result.score:g} / "
+                f"{outcome.result.max_score:g} (never lower keeps scores only across a grader change)")
+        return outcome.model_copy(update={"regrade": [*outcome.regrade, line]})
+    if old_record.grader_fingerprint == run.fingerprint or not outcome.graded:
+        return outcome
+    result, notes, replaced = regrade.never_lower(outcome.result, old.result)
+    if not notes:
+        return outcome
+    from grader.outcome import NEVER_LOWER
+
+    return outcome.model_copy(update={"result": result, "regrade": [*outcome.regrade, NEVER_LOWER + "; ".join(notes)],
+                                      "regrade_tests": replaced})
+
+
+def _grade_all(run: _Run, todo: list[tuple[Entry, str]], n_entries: int, n_skipped: int, jobs: int,
+               progress: bool) -> list[str]:
+    """Grade ``todo`` on ``jobs`` threads with a progress bar; the ids graded, in the order they finished.
+
+    Raises:
+        KeyboardInterrupt / BatchAborted / a full disk: after killing every worker and writing the gradebook.
+    """
     graded_now: list[str] = []
     tally = {"failed": 0, "timed-out": 0}
     with _progress(progress) as bar:
-        task = bar.add_task("grading", total=len(entries), completed=len(skipped), tally="")
-        if not todo:
-            rebuild_gradebook()
+        task = bar.add_task("grading", total=n_entries, completed=n_skipped, tally="")
         pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grade")
-        futures: dict[Future, str] = {pool.submit(grade_one, e, h): e.student_id for e, h in todo}
+        futures: dict[Future, str] = {pool.submit(_grade_one, run, e, h): e.student_id for e, h in todo}
         try:
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for fut in done:
-                    sid = futures[fut]
-                    try:
-                        record = fut.result()
-                    except (KeyboardInterrupt, BatchAborted):
-                        raise
-                    except Exception as exc:  # a bug in the batch layer itself: say so, keep going
-                        if disk_full(exc):
-                            raise
-                        say(f"error: grading {sid!r} failed in the batch layer: {exc!r}")
-                        tally["failed"] += 1
-                        bar.advance(task)
-                        continue
-                    graded_now.append(sid)
-                    if record.status == "timed-out":
-                        tally["timed-out"] += 1
-                    elif record.status in ("crashed", "rejected"):
-                        tally["failed"] += 1
-                    rebuild_gradebook()
-                    bar.update(
-                        task, advance=1, tally=f"failed {tally['failed']} · timed out {tally['timed-out']}"
-                    )
-        except BaseException as exc:
-            workers.kill_all()
-            for fut in futures:
-                fut.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
-            getattr(runner, "close", lambda: None)()
-            try:
-                rebuild_gradebook()
-            except OSError as again:
-                if not disk_full(again):
-                    raise
-                # the old gradebook stays whole (atomic writes); the rerun rebuilds it
-            raise exc
+                    record = _finished(run, fut, futures[fut], tally)
+                    if record is not None:
+                        graded_now.append(record.student_id)
+                    run.write_gradebook(now=False)
+                    bar.update(task, advance=1, tally=f"failed {tally['failed']} · timed out {tally['timed-out']}")
+        except BaseException:
+            _stop(run, pool, futures)
+            raise
         pool.shutdown(wait=True)
-    getattr(runner, "close", lambda: None)()
-    records = rebuild_gradebook()
-    clear_incomplete(out_dir)
-    regrade.write_regrade_report(out_dir, records, fingerprint, never_lower)
-    lock.close()
-    for scratch in ("staging", "work", "warm"):
-        shutil.rmtree(state / scratch, ignore_errors=True)
-    if report:
-        from grader.report import write_class_report
-
-        write_class_report(out_dir, records, typed)
-    return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
+    getattr(run.runner, "close", lambda: None)()
+    return graded_now
 
 
-def _keep_published_scores(out_dir: Path, sid: str, h: str, fingerprint: str, graded: GradedEntry) -> bool:
-    """``--never-lower``: a regrade (same submission, other grader) keeps each exercise's published score if higher.
+def _finished(run: _Run, fut: Future, sid: str, tally: dict[str, int]) -> StudentRecord | None:
+    """The record of a finished student (counted in ``tally``), or None after a fault of the batch layer (said)."""
+    try:
+        record = fut.result()
+    except (KeyboardInterrupt, BatchAborted):
+        raise
+    except Exception as exc:  # a bug in the batch layer itself: say so, keep going
+        if disk_full(exc):
+            raise
+        run.say(f"error: grading {sid!r} failed in the batch layer: {exc!r}")
+        tally["failed"] += 1
+        return None
+    if record.status == "timed-out":
+        tally["timed-out"] += 1
+    elif record.status in ("crashed", "rejected"):
+        tally["failed"] += 1
+    return record
 
-    The published results come from another grader version, so they are compared in their contract
-    format (results.json), not as this version's ``GradeResult``. Returns True when some exercise kept
-    its published tests (``graded.results``, ``message`` and ``feedback`` are then patched in place).
-    """
-    from grader import regrade
 
-    before = regrade.published(out_dir, sid)
-    if before is None or before[0].submission_hash != h or before[0].grader_fingerprint == fingerprint:
-        return False
-    graded.results, notes = regrade.never_lower(graded.results, before[1])
-    if notes:
-        text = "never lower: " + "; ".join(notes)
-        graded.message = "; ".join(filter(None, [graded.message, text]))
-        graded.results["output"] = (str(graded.results.get("output", "")) + f"\n\n{text}.").strip()
-        graded.feedback = f"**Regrade:** {text}.\n\n" + graded.feedback
-    return bool(notes)
+def _stop(run: _Run, pool: ThreadPoolExecutor, futures: dict[Future, str]) -> None:
+    """Ctrl-C, a lost cluster or a full disk: kill every worker, wait for the threads, keep a whole gradebook."""
+    run.workers.kill_all()
+    for fut in futures:
+        fut.cancel()
+    pool.shutdown(wait=True, cancel_futures=True)
+    getattr(run.runner, "close", lambda: None)()
+    try:
+        run.write_gradebook()
+    except OSError as again:
+        if not disk_full(again):
+            raise
+        # the old gradebook stays whole (atomic writes); the rerun rebuilds it

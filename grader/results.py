@@ -145,18 +145,7 @@ class GradeResult(BaseModel):
         return {
             "score": self.score,
             "output": cap(self.message) or f"Graded {len(self.tests)} tests: {self.score:g} / {self.max_score:g} points.",
-            "tests": [
-                {
-                    "name": t.name,
-                    "score": t.score,
-                    "max_score": t.max_score,
-                    "status": t.status,
-                    "output": cap(t.output),
-                    "visibility": t.visibility,
-                    "tags": [t.exercise, t.kind, *( [f"diagnosis:{t.diagnosis}"] if t.diagnosis else [] ), *t.tags],
-                }
-                for t in self.tests
-            ],
+            "tests": self.tests_json(self.tests),
             "extra_data": {
                 "max_score": self.max_score,
                 "exercises": {stem: {"score": e.score, "max_score": e.max_score}
@@ -169,6 +158,22 @@ class GradeResult(BaseModel):
                 **({"out_of_time": True} if self.out_of_time else {}),
             },
         }
+
+    @staticmethod
+    def tests_json(tests: list[TestResult]) -> list[dict]:
+        """results.json's ``tests`` entries of ``tests`` (contract format; read back by ``grader.records.parse_results``)."""
+        return [
+            {
+                "name": t.name,
+                "score": t.score,
+                "max_score": t.max_score,
+                "status": t.status,
+                "output": cap(t.output),
+                "visibility": t.visibility,
+                "tags": [t.exercise, t.kind, *([f"diagnosis:{t.diagnosis}"] if t.diagnosis else []), *t.tags],
+            }
+            for t in tests
+        ]
 
     def feedback_markdown(self) -> str:
         """feedback.md: a summary table, then one section per exercise with what failed and why."""
@@ -212,9 +217,9 @@ class GradeResult(BaseModel):
             for t in reported:
                 lines += [f"Reported (0 points): `{t.test}` did not pass: {t.doc} [{t.diagnosis}] "
                           f"{DIAGNOSES.get(t.diagnosis or '', '')}", ""]
-            passed = [t for t in tests if t.status == "passed"]
-            if passed and failed:
-                lines += ["Passed: " + ", ".join(f"`{t.test}`" for t in passed), ""]
+            passed = list(dict.fromkeys(t.test for t in tests if t.status == "passed"))  # a public and a hidden
+            if passed and failed:                                                    # test may share a name
+                lines += ["Passed: " + ", ".join(f"`{name}`" for name in passed), ""]
         return "\n".join(lines).rstrip() + "\n"
 
     def write_results_json(self, path: str | os.PathLike) -> Path:

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import pytest
 
-from ta_support import STAND_IN, write_student
+from ta_support import write_student
 from grader.analytics import per_test_stats
 from grader.batch import run_batch
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory):
+def batch(tmp_path_factory, stand_in_module):
     base = tmp_path_factory.mktemp("analytics")
     subs = base / "subs"
     for sid, source in {"ann": "BUG_GRAD", "ann_2": "ok", "ben": "BUG_VALUE", "cy": "BUG_VALUE BUG_GRAD",
                         "dee": "ok"}.items():
         write_student(subs, sid, {"ex2_clipped_loss.py": source})
-    summary = run_batch(subs, base / "out", jobs=2, grade_fn=STAND_IN, progress=False, log=lambda m: None,
+    summary = run_batch(subs, base / "out", jobs=2, progress=False, log=lambda m: None,
                         exercises=["ex2_clipped_loss"])
     return base / "out", summary.records
 
@@ -51,10 +51,10 @@ def test_report_has_the_section_and_the_heat_map(batch):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
 
 
-def test_no_resubmissions_no_attempts_column(tmp_path):
+def test_no_resubmissions_no_attempts_column(tmp_path, stand_in):
     subs = tmp_path / "subs"
     write_student(subs, "solo", {"ex2_clipped_loss.py": "ok"})
-    summary = run_batch(subs, tmp_path / "out", jobs=1, grade_fn=STAND_IN, progress=False, log=lambda m: None,
+    summary = run_batch(subs, tmp_path / "out", jobs=1, progress=False, log=lambda m: None,
                         exercises=["ex2_clipped_loss"])
     stats, resubmissions = per_test_stats(tmp_path / "out", summary.records)
     assert not resubmissions and all(s.attempts_to_full is None for s in stats)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ta_support import STAND_IN, write_student
+from ta_support import write_student
 from grader.batch import run_batch
 from grader.export import CANVAS_IDENTITY, export_batch, neutralise_cell
 from grader.points import EXERCISES
@@ -25,14 +25,14 @@ ALL_OK = {f"{stem}.py": "ok" for stem in EXERCISES}
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory) -> Path:
+def batch(tmp_path_factory, stand_in_module) -> Path:
     """alice: every module right (complete); bob: one bug in ex2; =evil: a formula-looking id, nothing right."""
     base = tmp_path_factory.mktemp("export")
     subs = base / "subs"
     write_student(subs, "alice", ALL_OK)
     write_student(subs, "bob", {**ALL_OK, "ex2_clipped_loss.py": "BUG_VALUE"})
     write_student(subs, "=evil", {"ex1_ratio.py": "BUG_VALUE BUG_GRAD"})
-    run_batch(subs, base / "out", jobs=2, grade_fn=STAND_IN, progress=False, log=lambda m: None, report=False)
+    run_batch(subs, base / "out", jobs=2, progress=False, log=lambda m: None, report=False)
     return base / "out"
 
 
