@@ -95,8 +95,8 @@ class StudentOutcome(BaseModel):
             for note in self.notes:
                 head.append(f"- {md_inline(note, 2000)}")
             head.append("")
-        for line in self.regrade:
-            head.append(f"**Regrade:** {md_inline(line, 2000)}.\n")
+        for line in self.regrade:  # the grader's own words (exercise stems and scores): nothing from the student
+            head.append(f"**Regrade:** {line}.\n")
         feedback = self.result.feedback_markdown() if self.graded else ""
         return "\n".join(head) + (("\n" if head else "") + feedback if feedback else "")
 

@@ -63,7 +63,9 @@ def stand_in_command(spec: str, real):
         boot = (f"import os, sys, importlib\nos.environ.update({env!r})\nsys.path[:0] = {paths!r}\n"
                 "import grader.workers, grader.warm\n"
                 f"grader.workers.grading_function = lambda: getattr(importlib.import_module({module!r}), {attr!r})\n"
-                "grader.warm._warm_up = lambda: None\n")
+                # A warm worker's warm-up: what the stand-in's first grading imports (the result models
+                # import the sandbox's package, torch with it), so that no student's clock pays for it.
+                f"grader.warm._warm_up = lambda: [importlib.import_module(m) for m in ({module!r}, 'grader.sandbox.errors')]\n")
         return [*cmd[:i], boot + cmd[i], *cmd[i + 1:]]
 
     command.stand_in = spec

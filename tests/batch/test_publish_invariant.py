@@ -74,7 +74,7 @@ def check_published(out: Path) -> None:
         assert not feedback.startswith("\n")
         if row["status"] == "graded":
             assert f"**Total: {total:g} / {max_total:g} points**" in feedback, sid
-        for stem in EXERCISES:
+        for stem in [c for c in row if c not in ("student_id", "total", "max_total", "status", "message")]:
             score, ex = float(row[stem]), extra["exercises"][stem]
             assert _close(score, ex["score"]) and _close(score, float(export[sid][stem])), (sid, stem)
             assert score <= ex["max_score"] + 1e-9, (sid, stem)
