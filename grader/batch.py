@@ -36,8 +36,6 @@ group when it dies, so a killed batch leaves nothing running.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 import threading
 import time
@@ -47,13 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.fingerprint import grader_fingerprint
-from grader.intake import _JUNK_NAMES, BatchLimits, Entry, _display_name, submission_hash
+from grader import regrade
+from grader.class_list import class_list
+from grader.intake import BatchLimits, Entry, submission_hash
 from grader.outcome import StudentOutcome, grade_entry, zero_outcome
 from grader.records import (
     GRADEBOOK,
     NBGRADER_CSV,
     RECORD,
-    RESERVED_IDS,
     STATE_DIR,
     StudentRecord,
     atomic_write_json,
@@ -64,74 +63,17 @@ from grader.records import (
     read_records,
     record_of,
 )
+from grader.out_folder import (
+    BatchBusy,  # noqa: F401 - raised by run_batch (documented there)
+    check_out_dir,
+    clean_scratch,
+    lock_out_dir,
+    set_aside_removed,
+    sweep_stale_temporaries,
+)
 from grader.results import GradeResult, atomic_write_text
 from grader.warm import WarmPool, warm_workers_enabled
 from grader.workers import BatchAborted, WorkerOutcome, _Workers, default_jobs, disk_full, run_worker
-
-
-def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
-    """List the students of a submissions folder.
-
-    Each sub-folder or ``*.zip`` file is one student; its name (without
-    ``.zip``) is the student id. Hidden entries (``.x``) and ``__MACOSX`` are
-    ignored; other files are stray and skipped with a warning. Two entries
-    with the same id (``alice/`` and ``alice.zip``) give one entry with both
-    sources and a ``problem``: the student is rejected, the batch carries on.
-    A top-level symlink, a non-UTF-8 name or a reserved id is also a problem.
-
-    Returns:
-        (entries sorted by student id, warnings for the TA).
-
-    Raises:
-        NotADirectoryError / FileNotFoundError: if ``submissions_dir`` is not a folder.
-    """
-    submissions_dir = Path(submissions_dir)
-    if not submissions_dir.is_dir():
-        raise NotADirectoryError(f"submissions folder {submissions_dir} does not exist or is not a folder")
-    warnings: list[str] = []
-    by_id: dict[str, list[tuple[Path, str, str | None]]] = {}
-    with os.scandir(os.fsencode(submissions_dir)) as it:
-        raw_entries = sorted(it, key=lambda e: e.name)
-    for de in raw_entries:
-        name, valid_utf8 = _display_name(de.name)
-        if name.startswith(".") or name in _JUNK_NAMES:
-            continue
-        path = Path(os.fsdecode(de.path))
-        problem: str | None = None
-        if de.is_symlink():
-            kind = "zip" if name.lower().endswith(".zip") else "dir"
-            problem = f"'{name}' is a symbolic link; submit the folder or zip itself"
-        elif de.is_dir(follow_symlinks=False):
-            kind = "dir"
-        elif de.is_file(follow_symlinks=False) and name.lower().endswith(".zip"):
-            kind = "zip"
-        else:
-            warnings.append(f"skipped stray file {name!r} in {submissions_dir} (not a folder or .zip)")
-            continue
-        student_id = name[: -len(".zip")] if kind == "zip" and name.lower().endswith(".zip") else name
-        if not valid_utf8 and problem is None:
-            problem = f"the name {name!r} is not valid UTF-8; rename it to the student id"
-        if student_id in RESERVED_IDS and problem is None:
-            problem = f"the student id {student_id!r} is reserved for the batch's own files"
-        by_id.setdefault(student_id, []).append((path, kind, problem))
-    entries: list[Entry] = []
-    for student_id in sorted(by_id):
-        found = by_id[student_id]
-        if len(found) > 1:
-            names = " and ".join(repr(p.name) for p, _, _ in found)
-            entries.append(
-                Entry(
-                    student_id,
-                    [p for p, _, _ in found],
-                    found[0][1],  # type: ignore[arg-type]
-                    problem=f"two submissions share the id {student_id!r} ({names}); keep one and regrade",
-                )
-            )
-            warnings.append(f"rejected {student_id!r}: {names} share the same student id")
-        else:
-            path, kind, problem = found[0]
-            entries.append(Entry(student_id, [path], kind, problem))  # type: ignore[arg-type]
-    return entries, warnings
 
 
 @dataclass
@@ -202,53 +144,6 @@ def _progress(enabled: bool):
         console=Console(stderr=True),
         transient=False,
     )
-
-
-class BatchBusy(RuntimeError):
-    """Another batch is writing to the same OUT_DIR right now."""
-
-
-def _lock_out_dir(state: Path):
-    """An exclusive ``flock`` on ``state/lock`` (released by the kernel even after kill -9).
-
-    Raises:
-        BatchBusy: if another process holds it.
-    """
-    import fcntl
-
-    fh = open(state / "lock", "w")
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
-        raise BatchBusy(f"another grade-batch is writing to {state.parent}; wait for it or use another --out")
-    return fh
-
-
-def _sweep_stale_temporaries(out_dir: Path) -> None:
-    """Remove what a batch killed mid-write (kill -9) left of ``atomic_write_text``'s temporary files.
-
-    Only names of that writer's shape (``.<name>.<random>.tmp``) directly in ``out_dir`` or one
-    student folder below; the final files were never touched (``os.replace`` is atomic). Called
-    under the batch's lock, so no live writer owns them.
-    """
-    for pattern in (".*.tmp", "*/.*.tmp"):
-        for tmp in out_dir.glob(pattern):
-            if tmp.is_file() and not tmp.is_symlink():
-                tmp.unlink(missing_ok=True)
-
-
-def check_out_dir(submissions_dir: Path, out_dir: Path) -> None:
-    """Refuse an output folder inside the submissions folder (or the same): the batch would write the class's
-    results into the submissions (a student's folder, even) and read its own outputs as students next time.
-
-    Raises:
-        ValueError: with both paths.
-    """
-    subs, out = Path(submissions_dir).resolve(), Path(out_dir).resolve()
-    if out == subs or subs in out.parents:
-        raise ValueError(f"the output folder {out_dir} is inside the submissions folder {submissions_dir}; "
-                         "give --out a folder outside it (e.g. next to it)")
 
 
 #: While a batch runs, the gradebook is rewritten only when this many times the last write's cost has passed
@@ -367,15 +262,15 @@ def run_batch(
     say = log or (lambda msg: print(msg, file=sys.stderr))
     out_dir = Path(out_dir)
     check_out_dir(Path(submissions_dir), out_dir)
-    entries, warnings, present = _class_list(Path(submissions_dir), latest_only)
+    entries, warnings, present = class_list(Path(submissions_dir), latest_only)
     run = _Run(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                grader_fingerprint(), say)
     out_dir.mkdir(parents=True, exist_ok=True)
     run.state.mkdir(exist_ok=True)
-    lock = _lock_out_dir(run.state)  # held until this function returns (or the process dies)
-    _clean_scratch(run)
-    _sweep_stale_temporaries(out_dir)
-    warnings += _set_aside_removed(out_dir, present)
+    lock = lock_out_dir(run.state)  # held until this function returns (or the process dies)
+    clean_scratch(run.state)
+    sweep_stale_temporaries(out_dir)
+    warnings += set_aside_removed(out_dir, present)
     for w in warnings:
         say(f"warning: {w}")
     todo, skipped = _plan(run, entries, force)
@@ -386,56 +281,14 @@ def run_batch(
     graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
     records = run.write_gradebook()
     clear_incomplete(out_dir)
-    from grader import regrade
-
     regrade.write_regrade_report(out_dir, records, run.fingerprint, never_lower)
     lock.close()
-    _clean_scratch(run)
+    clean_scratch(run.state)
     if report:
         from grader.report import write_class_report
 
         write_class_report(out_dir, records, run.typed)
     return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
-
-
-def _class_list(submissions_dir: Path, latest_only: bool) -> tuple[list[Entry], list[str], set[str]]:
-    """(:func:`discover`'s students less the earlier attempts with ``latest_only``, warnings, every id found)."""
-    entries, warnings = discover(submissions_dir)
-    present = {e.student_id for e in entries}
-    if latest_only:
-        from grader.regrade import latest_only as _latest
-
-        latest = _latest(e.student_id for e in entries)
-        earlier = sorted(e.student_id for e in entries if e.student_id not in latest)
-        if earlier:
-            warnings.append(f"--latest-only: left out {len(earlier)} earlier submission(s): {', '.join(earlier)}")
-        entries = [e for e in entries if e.student_id in latest]
-    return entries, warnings, present
-
-
-def _set_aside_removed(out_dir: Path, present: set[str]) -> list[str]:
-    """Move ``OUT_DIR/<id>/`` of students no longer in the submissions folder to ``OUT_DIR/.batch/removed/<id>/``.
-
-    Only folders the batch made (holding a ``batch.json``); a folder already set aside is replaced.
-    Returns the warning for the TA ([] when nothing moved).
-    """
-    gone = sorted(p.name for p in out_dir.iterdir() if p.is_dir() and not p.is_symlink() and
-                  not p.name.startswith(".") and p.name not in present and (p / RECORD).is_file())
-    if not gone:
-        return []
-    removed = out_dir / STATE_DIR / "removed"
-    removed.mkdir(parents=True, exist_ok=True)
-    for sid in gone:
-        shutil.rmtree(removed / sid, ignore_errors=True)
-        os.replace(out_dir / sid, removed / sid)
-    return [f"{len(gone)} student(s) no longer in the submissions folder left the gradebook; their folders moved "
-            f"to {removed}: {', '.join(gone)}"]
-
-
-def _clean_scratch(run: _Run) -> None:
-    """Staging and scratch of a killed run are stale: start (and end) clean."""
-    for scratch in ("staging", "work", "warm"):
-        shutil.rmtree(run.state / scratch, ignore_errors=True)
 
 
 def _plan(run: _Run, entries: list[Entry], force: bool) -> tuple[list[tuple[Entry, str]], list[str]]:
@@ -444,8 +297,6 @@ def _plan(run: _Run, entries: list[Entry], force: bool) -> tuple[list[tuple[Entr
     A grader change (or, with ``--never-lower``, a changed submission) keeps the published results for
     regrade.md before they are replaced (``grader.regrade.keep_published``).
     """
-    from grader import regrade
-
     todo: list[tuple[Entry, str]] = []
     skipped: list[str] = []
     for entry in entries:
@@ -500,7 +351,8 @@ def _grade_one(run: _Run, entry: Entry, h: str) -> StudentRecord:
                                f"{exc})", run.profile, run.exercises)
     if run.workers.stopping:
         raise KeyboardInterrupt
-    outcome = _apply_regrade_rules(run, sid, h, outcome)
+    if run.never_lower:
+        outcome = regrade.apply_never_lower(run.out_dir, sid, h, run.fingerprint, outcome)
     publish(student_dir, outcome)
     record = record_of(outcome, {"submission_hash": h, **run.key_common}, entry.sources)
     atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
@@ -514,33 +366,6 @@ def publish(student_dir: Path, outcome: StudentOutcome) -> None:
     """Write a student's feedback.md and results.json from the one outcome (atomically each)."""
     atomic_write_text(student_dir / "feedback.md", outcome.feedback_md())
     atomic_write_json(student_dir / "results.json", outcome.results_json())
-
-
-def _apply_regrade_rules(run: _Run, sid: str, h: str, outcome: StudentOutcome) -> StudentOutcome:
-    """``--never-lower`` on the typed outcome: a grader change keeps each exercise's published score where it is
-    higher (clamped to this version's points); a changed submission is regraded in full, and said so."""
-    if not run.never_lower:
-        return outcome
-    from grader import regrade
-
-    before = regrade.published(run.out_dir, sid)
-    if before is None:
-        return outcome
-    old_record, old = before
-    if old_record.submission_hash != h:
-        line = (f"your submission changed since the published grading ({old_record.score:g} / "
-                f"{old_record.max_score:g}), so it was regraded in full: {outcome.result.score:g} / "
-                f"{outcome.result.max_score:g} (never lower keeps scores only across a grader change)")
-        return outcome.model_copy(update={"regrade": [*outcome.regrade, line]})
-    if old_record.grader_fingerprint == run.fingerprint or not outcome.graded:
-        return outcome
-    result, notes, replaced = regrade.never_lower(outcome.result, old.result)
-    if not notes:
-        return outcome
-    from grader.outcome import NEVER_LOWER
-
-    return outcome.model_copy(update={"result": result, "regrade": [*outcome.regrade, NEVER_LOWER + "; ".join(notes)],
-                                      "regrade_tests": replaced})
 
 
 def _grade_all(run: _Run, todo: list[tuple[Entry, str]], n_entries: int, n_skipped: int, jobs: int,

@@ -187,6 +187,33 @@ def never_lower(new, old):
     return new.model_copy(update={"tests": tests, "exercises": exercises}), notes, replaced
 
 
+def apply_never_lower(out_dir: Path, sid: str, submission_hash: str, fingerprint: str, outcome):
+    """``--never-lower`` on a student's typed ``grader.outcome.StudentOutcome``; returns the outcome to publish.
+
+    Against the published snapshot (:func:`published`): a grader change keeps each exercise's published
+    score where it is higher (:func:`never_lower`: clamped to this version's points, said in the regrade
+    lines); a changed submission is regraded in full, and a regrade line says so.
+    """
+    before = published(out_dir, sid)
+    if before is None:
+        return outcome
+    old_record, old = before
+    if old_record.submission_hash != submission_hash:
+        line = (f"your submission changed since the published grading ({old_record.score:g} / "
+                f"{old_record.max_score:g}), so it was regraded in full: {outcome.result.score:g} / "
+                f"{outcome.result.max_score:g} (never lower keeps scores only across a grader change)")
+        return outcome.model_copy(update={"regrade": [*outcome.regrade, line]})
+    if old_record.grader_fingerprint == fingerprint or not outcome.graded:
+        return outcome
+    result, notes, replaced = never_lower(outcome.result, old.result)
+    if not notes:
+        return outcome
+    from grader.outcome import NEVER_LOWER
+
+    return outcome.model_copy(update={"result": result, "regrade": [*outcome.regrade, NEVER_LOWER + "; ".join(notes)],
+                                      "regrade_tests": replaced})
+
+
 # --------------------------------------------------------------------------- report
 
 

@@ -19,6 +19,8 @@ import pytest
 from conftest import write_student
 from grader import batch, outcome
 from grader.batch import run_batch
+from grader.class_list import discover
+from grader.out_folder import BatchBusy, lock_out_dir
 from grader.intake import BatchLimits, Rejected, stage_submission
 from grader.points import load_points
 from grader.records import CONTRACT_STEMS, NBGRADER_COLUMNS, STATE_DIR
@@ -154,7 +156,7 @@ def test_size_is_checked_from_headers_before_extracting(tmp_path, monkeypatch):
         zf.writestr("ex1_ratio.py", b"#" * 3000)
     opened = []
     monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, *a, **k: opened.append(a) or 1 / 0)
-    entries, _ = batch.discover(subs)
+    entries, _ = discover(subs)
     with pytest.raises(Rejected, match="more than the limit"):
         stage_submission(entries[0], tmp_path / "staging", BatchLimits(max_bytes=1000))
     assert opened == []
@@ -288,9 +290,9 @@ def test_a_fault_of_the_batch_layer_is_recorded_as_crashed(cohort, tmp_path, mon
 def test_a_second_batch_on_the_same_out_dir_is_refused(cohort, tmp_path):
     state = tmp_path / "out" / STATE_DIR
     state.mkdir(parents=True)
-    held = batch._lock_out_dir(state)  # what a running batch holds
+    held = lock_out_dir(state)  # what a running batch holds
     try:
-        with pytest.raises(batch.BatchBusy, match="another grade-batch"):
+        with pytest.raises(BatchBusy, match="another grade-batch"):
             grade(cohort, tmp_path / "out")
     finally:
         held.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ta_support import STAND_IN, write_student
+from ta_support import write_student
 from grader.gradescope.run import (BundleConfig, choose_profile, grade_for_gradescope, hidden_visibility_for,
                                    main, read_metadata)
 
