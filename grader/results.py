@@ -214,8 +214,9 @@ class GradeResult(BaseModel):
                     if t.kind == "public" and t.detail:  # student-derived: capped, in a fence it cannot close
                         lines += ["", *[f"  {line}" for line in fenced(t.detail.strip()).splitlines()]]
                 lines.append("")
-            for t in reported:
-                lines += [f"Reported (0 points): `{t.test}` did not pass: {t.doc} [{t.diagnosis}] "
+            for t in reported:  # the docstring of a 0-point test may start by saying so: said once
+                doc = t.doc.removeprefix("(0 points, reported)").strip()
+                lines += [f"Reported (0 points): `{t.test}` did not pass: {doc} [{t.diagnosis}] "
                           f"{DIAGNOSES.get(t.diagnosis or '', '')}", ""]
             passed = list(dict.fromkeys(t.test for t in tests if t.status == "passed"))  # a public and a hidden
             if passed and failed:                                                    # test may share a name
