@@ -124,7 +124,7 @@ def parse_results(data: dict) -> PublishedResults:
     extra = data.get("extra_data") or {}
     states = extra.get("exercise_status") or {}
     exercises = {stem: ExerciseResult(score=float(v["score"]), max_score=float(v["max_score"]),
-                                      status=states.get(stem, "graded"))
+                                      status=states.get(stem, "graded"))  # the published word: its state
                  for stem, v in (extra.get("exercises") or {}).items()}
     result = GradeResult(
         submission="", status="rejected" if extra.get("status") == "rejected" else "graded",

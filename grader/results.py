@@ -53,15 +53,15 @@ class TestResult(BaseModel):
 
 
 class ExerciseResult(BaseModel):
-    """Score of one exercise and, where the module could not be graded, why.
+    """Score of one exercise and, where the module could not be graded, why: one vocabulary, ``state``.
 
-    ``status`` is what results.json's ``extra_data.exercise_status`` shows (a contract format:
-    graded / missing / broken / not_selected). ``state`` is the typed reason
-    (``ppo_course.grading_kit.states.ExerciseState``, the words ``ppo-course check`` uses too):
-    graded, missing, syntax_error, import_error or not_implemented; when not given it follows
-    ``status`` (missing -> missing, broken -> import_error, else graded). Filled on the trusted
-    side from the sandbox's typed import failure (``grader.sandbox.errors.StudentImportError``),
-    never parsed from text:
+    ``state`` (``ppo_course.grading_kit.states.ExerciseState``, the words ``ppo-course check`` uses
+    too) is graded, missing, syntax_error, import_error or not_implemented. results.json's
+    ``extra_data.exercise_status`` (a contract format: graded / missing / broken) is derived from it
+    (:attr:`status`), never stored beside it. A writer that still passes ``status`` (an older
+    result, a test's stand-in) gets the state it means (missing -> missing, broken -> import_error,
+    graded -> graded) unless it gives ``state`` too. Filled on the trusted side from the sandbox's typed
+    import failure (``grader.sandbox.errors.StudentImportError``), never parsed from text:
 
     * ``error_type``: the import's exception class name, one of
       ``grader.sandbox.errors.ALLOWED_EXCEPTION_NAMES`` ("" when the import timed out or crashed);
@@ -74,23 +74,36 @@ class ExerciseResult(BaseModel):
 
     score: float
     max_score: float
-    status: Literal["graded", "missing", "broken", "not_selected"]
+    state: ExerciseState = "graded"
     message: str = ""
-    state: ExerciseState | None = None
     error_type: str = ""
     error_line: int | None = Field(default=None, ge=1, le=1_000_000)  # = grader.sandbox.errors.MAX_LINENO
     error_file: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}\.py$")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _state_from_status(cls, data):
+        """Accept the contract's ``status`` word as input: the state it means, unless ``state`` is given."""
+        if isinstance(data, dict) and "status" in data:
+            data = dict(data)
+            status = data.pop("status")
+            if data.get("state") is None:
+                data["state"] = {"missing": "missing", "broken": "import_error"}.get(status, "graded")
+        return data
+
     @model_validator(mode="after")
-    def _default_state(self) -> "ExerciseResult":
-        """Fill ``state`` from ``status`` when not given; check ``error_type`` against the allow-list."""
+    def _check_error_type(self) -> "ExerciseResult":
+        """Check ``error_type`` against the allow-list."""
         from grader.sandbox.errors import ALLOWED_EXCEPTION_NAMES  # (lazy: the package starts the sandbox's modules)
 
-        if self.state is None:
-            self.state = {"missing": "missing", "broken": "import_error"}.get(self.status, "graded")
         if self.error_type and self.error_type not in ALLOWED_EXCEPTION_NAMES:
             raise ValueError(f"error_type {self.error_type!r} is not an allowed exception name")
         return self
+
+    @property
+    def status(self) -> Literal["graded", "missing", "broken"]:
+        """results.json's word for :attr:`state`: missing, broken (syntax or import error) or graded."""
+        return {"missing": "missing", "syntax_error": "broken", "import_error": "broken"}.get(self.state, "graded")
 
     def reason(self, stem: str) -> str:
         """The gradebook's short reason for an exercise that was not really graded, or "".
