@@ -38,8 +38,10 @@ class StudentOutcome(BaseModel):
             zeros (every test of ``points.yaml`` at 0 with the reason) when nothing could be graded.
         graded: True when ``result`` came from a grading (False for the zeros of a time-out, a crash,
             an intake rejection).
-        regrade: lines on a regrade (``--never-lower`` kept scores, a changed submission), shown in
-            the gradebook's message, results.json's output and feedback.md.
+        never_lower: one note per exercise ``--never-lower`` kept at its published score ("ex4_gae kept at its
+            published 10 (the regrade gives 8)"); results.json's ``extra_data.never_lower``.
+        regrade: other lines on a regrade (a changed submission under ``--never-lower``).
+        Both are shown in the gradebook's message, results.json's output and feedback.md.
         regrade_tests: what the regrade gave the exercises whose published tests were kept (regrade.md).
     """
 
@@ -52,6 +54,7 @@ class StudentOutcome(BaseModel):
     seconds: float = 0.0
     result: GradeResult
     graded: bool = True
+    never_lower: list[str] = Field(default_factory=list)
     regrade: list[str] = Field(default_factory=list)
     regrade_tests: list[TestResult] = Field(default_factory=list)
 
@@ -60,7 +63,12 @@ class StudentOutcome(BaseModel):
         """The gradebook's message column: the reason, the notes, one reason per exercise not really graded,
         and the regrade lines."""
         reasons = exercise_reasons(self.result) if self.status == "graded" and self.graded else []
-        return "; ".join(filter(None, [self.message, *self.notes, *reasons, *self.regrade]))
+        return "; ".join(filter(None, [self.message, *self.notes, *reasons, *self.regrade_lines]))
+
+    @property
+    def regrade_lines(self) -> list[str]:
+        """The regrade's lines as the TA and the student read them: "never lower: <note>; <note>", then the others."""
+        return ([NEVER_LOWER + "; ".join(self.never_lower)] if self.never_lower else []) + self.regrade
 
     def results_json(self) -> dict:
         """results.json (contract format): the result's, with the status, notes and regrade lines leading ``output``."""
@@ -76,10 +84,10 @@ class StudentOutcome(BaseModel):
             for note in self.notes:
                 head += f"\n- {note}"
             results["output"] = (head + ("\n\n" + results["output"] if results["output"] else "")).strip()
-        if self.regrade:
-            results["output"] = (results["output"] + "\n\n" + "\n".join(f"{line}." for line in self.regrade)).strip()
-            results["extra_data"]["never_lower"] = [line.removeprefix(NEVER_LOWER) for line in self.regrade
-                                                    if line.startswith(NEVER_LOWER)]
+        if self.regrade_lines:
+            results["output"] = (results["output"] + "\n\n" + "\n".join(f"{line}." for line in self.regrade_lines)).strip()
+        if self.never_lower:
+            results["extra_data"]["never_lower"] = list(self.never_lower)
             if self.regrade_tests:
                 results["extra_data"]["regrade_tests"] = GradeResult.tests_json(self.regrade_tests)
         return results
@@ -95,7 +103,7 @@ class StudentOutcome(BaseModel):
             for note in self.notes:
                 head.append(f"- {md_inline(note, 2000)}")
             head.append("")
-        for line in self.regrade:  # the grader's own words (exercise stems and scores): nothing from the student
+        for line in self.regrade_lines:  # the grader's own words (exercise stems and scores): nothing from the student
             head.append(f"**Regrade:** {line}.\n")
         feedback = self.result.feedback_markdown() if self.graded else ""
         return "\n".join(head) + (("\n" if head else "") + feedback if feedback else "")

@@ -208,10 +208,7 @@ def apply_never_lower(out_dir: Path, sid: str, submission_hash: str, fingerprint
     result, notes, replaced = never_lower(outcome.result, old.result)
     if not notes:
         return outcome
-    from grader.outcome import NEVER_LOWER
-
-    return outcome.model_copy(update={"result": result, "regrade": [*outcome.regrade, NEVER_LOWER + "; ".join(notes)],
-                                      "regrade_tests": replaced})
+    return outcome.model_copy(update={"result": result, "never_lower": notes, "regrade_tests": replaced})
 
 
 # --------------------------------------------------------------------------- report

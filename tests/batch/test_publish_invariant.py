@@ -114,8 +114,8 @@ def _run(subs: Path, out: Path, monkeypatch, grader: str, step: tuple, last: boo
 
 
 @pytest.mark.slow
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.lists(STEPS, min_size=1, max_size=4), first=st.lists(st.sampled_from(SOURCES), min_size=6,
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(STEPS, min_size=1, max_size=3), first=st.lists(st.sampled_from(SOURCES), min_size=6,
                                                                       max_size=6))
 def test_published_files_agree_after_any_sequence_of_runs(steps, first, monkeypatch, stand_in):
     with tempfile.TemporaryDirectory() as tmp:
@@ -191,3 +191,42 @@ def test_a_removed_student_leaves_the_out_folder_and_is_said(tmp_path, stand_in)
     assert not (out / "bo").exists() and (out / ".batch" / "removed" / "bo" / "results.json").is_file()
     assert any("no longer in the submissions folder" in m and "bo" in m for m in said)
     assert list(_rows(out / "gradebook.csv")) == ["ana"]
+
+
+def _result(scores: dict[tuple[str, str], tuple[float, float]]):
+    """A typed result of {(stem, test): (score, max)}: every test hidden, each exercise the sum of its tests."""
+    from grader.results import ExerciseResult, GradeResult, TestResult
+
+    tests = [TestResult(exercise=stem, kind="hidden", test=name, score=s, max_score=m,
+                        status="passed" if s >= m else "failed", output="", visibility="visible",
+                        diagnosis=None if s >= m else "wrong_value") for (stem, name), (s, m) in scores.items()]
+    stems = dict.fromkeys(stem for stem, _ in scores)
+    exercises = {stem: ExerciseResult(score=sum(t.score for t in tests if t.exercise == stem),
+                                      max_score=sum(t.max_score for t in tests if t.exercise == stem))
+                 for stem in stems}
+    return GradeResult(submission="s", status="graded", grader_version="t", profile="full", exercises=exercises,
+                       tests=tests)
+
+
+def test_never_lower_on_typed_results_keeps_each_exercise_and_clamps_by_hand():
+    """By hand. Published: ex1 a=1/1 b=1/1 (2), ex2 c=1/1 (1), ex4 d=0/1 (0). Regrade after a points change:
+    ex1 a=0/0.5 b=1/1 (1), ex2 c=0/1 (0), ex4 d=1/1 (1). ex1 is kept: a clamped to 0.5, b 1 -> 1.5 (> 1, and
+    not the published 2, which is above the new max 1.5); ex2 kept at 1; ex4 not (the regrade gives more)."""
+    from grader.regrade import never_lower
+
+    old = _result({("ex1_ratio", "a"): (1, 1), ("ex1_ratio", "b"): (1, 1), ("ex2_clipped_loss", "c"): (1, 1),
+                   ("ex4_gae", "d"): (0, 1)})
+    new = _result({("ex1_ratio", "a"): (0, 0.5), ("ex1_ratio", "b"): (1, 1), ("ex2_clipped_loss", "c"): (0, 1),
+                   ("ex4_gae", "d"): (1, 1)})
+    kept, notes, replaced = never_lower(new, old)
+    assert {stem: e.score for stem, e in kept.exercises.items()} == {"ex1_ratio": 1.5, "ex2_clipped_loss": 1,
+                                                                   "ex4_gae": 1}
+    assert {stem: e.max_score for stem, e in kept.exercises.items()} == {"ex1_ratio": 1.5, "ex2_clipped_loss": 1,
+                                                                       "ex4_gae": 1}
+    assert [(t.test, t.score, t.max_score) for t in kept.tests] == [("a", 0.5, 0.5), ("b", 1, 1), ("c", 1, 1),
+                                                                    ("d", 1, 1)]
+    assert kept.score == 3.5 and all(t.score <= t.max_score for t in kept.tests)
+    assert [n.split(" ")[0] for n in notes] == ["ex1_ratio", "ex2_clipped_loss"]
+    assert "clamped" in notes[0] and notes[1] == "ex2_clipped_loss kept at its published 1 (the regrade gives 0)"
+    assert sorted(t.test for t in replaced) == ["a", "b", "c"]
+    assert never_lower(old, old)[1] == []  # nothing lower: nothing kept
