@@ -66,13 +66,19 @@ def set_aside_removed(out_dir: Path, present: set[str]) -> list[str]:
     """Move ``OUT_DIR/<id>/`` of students no longer in the submissions folder to ``OUT_DIR/.batch/removed/<id>/``.
 
     Only folders the batch made (holding a ``batch.json``); a folder already set aside is replaced.
-    Returns the warning for the TA ([] when nothing moved).
+    A student who is back in the submissions folder gets their folder back first (records, published
+    results: a resumed batch or a regrade finds them as they were). Returns the warning for the TA ([] when
+    nothing moved).
     """
+    removed = out_dir / STATE_DIR / "removed"
+    if removed.is_dir():
+        for sid in sorted(present):
+            if (removed / sid).is_dir() and not (out_dir / sid).exists():
+                os.replace(removed / sid, out_dir / sid)
     gone = sorted(p.name for p in out_dir.iterdir() if p.is_dir() and not p.is_symlink() and
                   not p.name.startswith(".") and p.name not in present and (p / RECORD).is_file())
     if not gone:
         return []
-    removed = out_dir / STATE_DIR / "removed"
     removed.mkdir(parents=True, exist_ok=True)
     for sid in gone:
         shutil.rmtree(removed / sid, ignore_errors=True)

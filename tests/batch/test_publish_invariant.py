@@ -191,6 +191,9 @@ def test_a_removed_student_leaves_the_out_folder_and_is_said(tmp_path, stand_in)
     assert not (out / "bo").exists() and (out / ".batch" / "removed" / "bo" / "results.json").is_file()
     assert any("no longer in the submissions folder" in m and "bo" in m for m in said)
     assert list(_rows(out / "gradebook.csv")) == ["ana"]
+    write_student(subs, "bo", {"ex1_ratio.py": "ok"})  # back (the same submission): the folder comes back
+    again = run_batch(subs, out, log=said.append, **kw)
+    assert (out / "bo" / "results.json").is_file() and sorted(again.skipped) == ["ana", "bo"]
 
 
 def _result(scores: dict[tuple[str, str], tuple[float, float]]):
