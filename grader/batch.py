@@ -36,6 +36,7 @@ group when it dies, so a killed batch leaves nothing running.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import time
@@ -185,16 +186,18 @@ class _Run:
 
     def write_gradebook(self, *, now: bool = True) -> list[StudentRecord]:
         """Write gradebook.csv (and nbgrader's CSV) from the records in memory; with ``now=False`` only when
-        :data:`GRADEBOOK_PACE` times the last write's cost has passed since it. Returns the records, sorted by id."""
+        :data:`GRADEBOOK_PACE` times the last write's cost has passed since it. Returns the records written, sorted
+        by id ([] when it was not the time)."""
         with self._lock:
-            records = [self.records[sid] for sid in sorted(self.records)]
             t0 = time.monotonic()
-            if now or t0 - self._written_at >= GRADEBOOK_PACE * self._write_cost:
-                atomic_write_text(self.out_dir / GRADEBOOK, gradebook_csv(records))
-                if "nbgrader" in self.formats:
-                    atomic_write_text(self.out_dir / NBGRADER_CSV, nbgrader_csv(records, self.assignment))
-                self._written_at = time.monotonic()
-                self._write_cost = self._written_at - t0
+            if not (now or t0 - self._written_at >= GRADEBOOK_PACE * self._write_cost):
+                return []
+            records = [self.records[sid] for sid in sorted(self.records)]
+            atomic_write_text(self.out_dir / GRADEBOOK, gradebook_csv(records))
+            if "nbgrader" in self.formats:
+                atomic_write_text(self.out_dir / NBGRADER_CSV, nbgrader_csv(records, self.assignment))
+            self._written_at = time.monotonic()
+            self._write_cost = self._written_at - t0
             return records
 
 
@@ -380,11 +383,15 @@ def _grade_all(run: _Run, todo: list[tuple[Entry, str]], n_entries: int, n_skipp
     with _progress(progress) as bar:
         task = bar.add_task("grading", total=n_entries, completed=n_skipped, tally="")
         pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grade")
-        futures: dict[Future, str] = {pool.submit(_grade_one, run, e, h): e.student_id for e, h in todo}
+        futures: dict[Future, str] = {}
+        queue = iter(todo)
         try:
-            pending = set(futures)
+            # At most 2 x jobs students in flight: each wait() then looks at a few futures, not at the whole class
+            # (submitting everyone at once made every completion cost O(class size)).
+            pending = {_submit(pool, futures, run, item) for item in itertools.islice(queue, 2 * jobs)}
             while pending:
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                pending |= {_submit(pool, futures, run, item) for item in itertools.islice(queue, len(done))}
                 for fut in done:
                     record = _finished(run, fut, futures[fut], tally)
                     if record is not None:
@@ -397,6 +404,13 @@ def _grade_all(run: _Run, todo: list[tuple[Entry, str]], n_entries: int, n_skipp
         pool.shutdown(wait=True)
     getattr(run.runner, "close", lambda: None)()
     return graded_now
+
+
+def _submit(pool: ThreadPoolExecutor, futures: dict[Future, str], run: _Run, item: tuple[Entry, str]) -> Future:
+    """Start grading one student on the pool; remember whose future it is."""
+    fut = pool.submit(_grade_one, run, *item)
+    futures[fut] = item[0].student_id
+    return fut
 
 
 def _finished(run: _Run, fut: Future, sid: str, tally: dict[str, int]) -> StudentRecord | None:
