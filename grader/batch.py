@@ -45,11 +45,20 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.fingerprint import grader_fingerprint
 from grader import regrade
 from grader.class_list import class_list
+from grader.fingerprint import grader_fingerprint
 from grader.intake import BatchLimits, Entry, submission_hash
+from grader.out_folder import (
+    BatchBusy,  # noqa: F401 - raised by run_batch, documented there
+    check_out_dir,
+    clean_scratch,
+    lock_out_dir,
+    set_aside_removed,
+    sweep_stale_temporaries,
+)
 from grader.outcome import StudentOutcome, grade_entry, zero_outcome
+from grader.progress import progress_bar
 from grader.records import (
     GRADEBOOK,
     NBGRADER_CSV,
@@ -63,14 +72,6 @@ from grader.records import (
     nbgrader_csv,
     read_records,
     record_of,
-)
-from grader.out_folder import (
-    BatchBusy,  # noqa: F401 - raised by run_batch (documented there)
-    check_out_dir,
-    clean_scratch,
-    lock_out_dir,
-    set_aside_removed,
-    sweep_stale_temporaries,
 )
 from grader.results import GradeResult, atomic_write_text
 from grader.warm import WarmPool, warm_workers_enabled
@@ -99,52 +100,6 @@ class BatchSummary:
                            if self.count(s))
         return (f"{len(self.records)} students ({counts}); graded now {len(self.graded_now)}, "
                 f"up to date {len(self.skipped)}; {self.seconds:.1f} s")
-
-
-class _NoProgress:
-    def __init__(self, *a, **k) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def add_task(self, *a, **k) -> int:
-        return 0
-
-    def update(self, *a, **k) -> None:
-        pass
-
-    def advance(self, *a, **k) -> None:
-        pass
-
-
-def _progress(enabled: bool):
-    if not enabled:
-        return _NoProgress()
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(
-        TextColumn("[bold]grading"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[tally]}"),
-        console=Console(stderr=True),
-        transient=False,
-    )
 
 
 #: While a batch runs, the gradebook is rewritten only when this many times the last write's cost has passed
@@ -270,28 +225,37 @@ def run_batch(
                grader_fingerprint(), say)
     out_dir.mkdir(parents=True, exist_ok=True)
     run.state.mkdir(exist_ok=True)
-    lock = lock_out_dir(run.state)  # held until this function returns (or the process dies)
-    clean_scratch(run.state)
-    sweep_stale_temporaries(out_dir)
-    warnings += set_aside_removed(out_dir, present)
-    for w in warnings:
-        say(f"warning: {w}")
-    todo, skipped = _plan(run, entries, force)
-    if todo:
-        run.runner = _runner(run, cluster, jobs)
-        jobs = getattr(run.runner, "jobs", None) or jobs or default_jobs()
-        mark_incomplete(out_dir, [e.student_id for e, _ in todo])  # `export` warns until the batch finishes
-    graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
-    records = run.write_gradebook()
-    clear_incomplete(out_dir)
-    regrade.write_regrade_report(out_dir, records, run.fingerprint, never_lower)
-    lock.close()
+    lock = lock_out_dir(run.state)  # held until the batch is written (or the process dies)
+    try:
+        graded_now, skipped, records = _locked_run(run, entries, warnings, present, force, cluster, jobs, progress)
+    finally:
+        lock.close()  # also after Ctrl-C: a rerun in the same process (a notebook, the tests) is not "busy"
     clean_scratch(run.state)
     if report:
         from grader.report import write_class_report
 
         write_class_report(out_dir, records, run.typed)
     return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
+
+
+def _locked_run(run: _Run, entries: list[Entry], warnings: list[str], present: set[str], force: bool,
+                cluster: str | None, jobs: int | None, progress: bool) -> tuple[list[str], list[str], list]:
+    """:func:`run_batch` under the output folder's lock: (graded now, up to date, the gradebook's records)."""
+    clean_scratch(run.state)
+    sweep_stale_temporaries(run.out_dir)
+    warnings += set_aside_removed(run.out_dir, present)
+    for w in warnings:
+        run.say(f"warning: {w}")
+    todo, skipped = _plan(run, entries, force)
+    if todo:
+        run.runner = _runner(run, cluster, jobs)
+        jobs = getattr(run.runner, "jobs", None) or jobs or default_jobs()
+        mark_incomplete(run.out_dir, [e.student_id for e, _ in todo])  # `export` warns until the batch finishes
+    graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
+    records = run.write_gradebook()
+    clear_incomplete(run.out_dir)
+    regrade.write_regrade_report(run.out_dir, records, run.fingerprint, run.never_lower)
+    return graded_now, skipped, records
 
 
 def _plan(run: _Run, entries: list[Entry], force: bool) -> tuple[list[tuple[Entry, str]], list[str]]:
@@ -380,7 +344,7 @@ def _grade_all(run: _Run, todo: list[tuple[Entry, str]], n_entries: int, n_skipp
     """
     graded_now: list[str] = []
     tally = {"failed": 0, "timed-out": 0}
-    with _progress(progress) as bar:
+    with progress_bar(progress) as bar:
         task = bar.add_task("grading", total=n_entries, completed=n_skipped, tally="")
         pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grade")
         futures: dict[Future, str] = {}
