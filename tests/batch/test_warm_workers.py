@@ -48,7 +48,7 @@ def test_one_worker_grades_student_after_student(stand_in, tmp_path):
     finally:
         pool.close()
     assert [o.status for o in outcomes] == ["graded"] * 3
-    assert all(o.results["extra_data"]["exercises"]["ex1_ratio"]["score"] == 2.0 for o in outcomes)
+    assert all(o.result.exercises["ex1_ratio"].score == 2.0 for o in outcomes)
     assert pool.started == 1  # one worker, three students
 
 
@@ -77,7 +77,7 @@ def test_a_crashed_worker_is_replaced_and_says_how_it_died(stand_in, tmp_path):
     finally:
         pool.close()
     assert first.status == "crashed" and "exit status 3" in first.message
-    assert second.status == "graded" and second.results["extra_data"]["exercises"]["ex1_ratio"]["score"] == 1.0
+    assert second.status == "graded" and second.result.exercises["ex1_ratio"].score == 1.0
     assert pool.started == 2
 
 
