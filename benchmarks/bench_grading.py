@@ -1,6 +1,7 @@
 """Benchmark of grading on the demo cohort, with its floor and nbgrader (a runnable script, not a test).
 
     python benchmarks/bench_grading.py [--quick] [--profile full|fast] [--repeat N] [--skip-nbgrader]
+    python benchmarks/bench_grading.py --scaling 16,200,1000
 
 Measures, in one run, on ``examples/cohort/submissions`` (CPU-seconds are
 user + system of the command and every process under it, see
@@ -31,6 +32,10 @@ The floor and nbgrader run the students' code unconfined: give this script
 trusted cohorts only (the demo cohort is ours). ``--quick`` grades two
 students (one for nbgrader) once in the fast profile: about 90 CPU-seconds, a
 minute or two on an idle 2-core machine; the lines it prints are those of a full run.
+
+4. ``--scaling 16,200,1000`` (alone): the demo cohort replicated to a synthetic class of each size,
+   graded with the tests' stand-in grade: CPU-seconds per submission of everything a batch does
+   besides the hidden tests, which must stay flat (``grading_bench/scaling.py``).
 """
 
 from __future__ import annotations
@@ -120,7 +125,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-nbgrader", action="store_true")
     parser.add_argument("--no-legacy", action="store_true", help="leave out the fixed-seed ex1-ex6 notebook")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (printed)")
+    parser.add_argument("--scaling", default=None, metavar="SIZES",
+                        help="only the synthetic class: CPU-s per submission at these class sizes "
+                             "(e.g. 16,200,1000; grading_bench/scaling.py)")
     args = parser.parse_args(argv)
+    if args.scaling:
+        from grading_bench.scaling import run_scaling
+
+        become_subreaper()
+        with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
+            print(f"start: {load_average()}")
+            run_scaling(args.cohort, Path(tmp), tuple(int(x) for x in args.scaling.split(",")))
+            print(f"end: {load_average()}")
+        return 0
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     profile = args.profile or ("fast" if args.quick else "full")

@@ -60,16 +60,16 @@ def per_test_stats(out_dir: Path, records, results: dict | None = None) -> tuple
     from grader.regrade import attempts_by_student
 
     graded = {r.student_id for r in records if r.status == "graded"}
-    history = attempts_by_student(sorted(graded))
+    history = attempts_by_student(sorted(graded))  # the gradebook's rows grouped into students
     resubmissions = any(len(ids) > 1 for ids in history.values())
     results = results or {}
     views = {sid: results.get(sid) or load_result(out_dir, sid) for sid in graded}
     order: dict[tuple[str, str], int] = {}
-    latest: dict[tuple[str, str], list] = {}  # TestResult or PublishedTest (same attribute names)
+    latest: dict[tuple[str, str], list] = {}  # typed TestResult
     for ids in history.values():
         view = views.get(ids[-1])
         for t in view.tests if view else []:
-            if t.kind == "hidden":
+            if t.kind == "hidden" and t.max_score > 0:  # a 0-point test informs, it is not the class's score
                 key = (t.exercise, t.test)
                 order.setdefault(key, len(order))
                 latest.setdefault(key, []).append(t)
@@ -78,7 +78,7 @@ def per_test_stats(out_dir: Path, records, results: dict | None = None) -> tuple
         tests = latest[key]
         diagnoses = Counter(t.diagnosis for t in tests if t.status != "passed" and t.diagnosis)
         top = min(diagnoses.items(), key=lambda kv: (-kv[1], kv[0])) if diagnoses else None
-        s = TestStats(key[0], key[1], len(tests), sum(t.status == "passed" for t in tests) / len(tests),
+        s = TestStats(key[0], key[1], len(tests), sum(_full_marks(t) for t in tests) / len(tests),
                       statistics.fmean(t.score / t.max_score if t.max_score > 0 else float(t.status == "passed")
                                        for t in tests), top)
         if resubmissions:
@@ -87,7 +87,7 @@ def per_test_stats(out_dir: Path, records, results: dict | None = None) -> tuple
                 for attempt, sid in enumerate(ids, 1):
                     view = views.get(sid)
                     hit = [t for t in (view.tests if view else []) if (t.exercise, t.test) == key]
-                    if hit and hit[0].max_score > 0 and hit[0].score >= hit[0].max_score - 1e-9:
+                    if hit and _full_marks(hit[0]):
                         firsts.append(attempt)
                         break
             s.reached_full = len(firsts)
@@ -96,7 +96,13 @@ def per_test_stats(out_dir: Path, records, results: dict | None = None) -> tuple
     return stats, resubmissions
 
 
-def analytics_markdown(stats: list[TestStats], resubmissions: bool, png_name: str | None = HEATMAP) -> str:
+def _full_marks(t) -> bool:
+    """A test passed with all its points: the one rule of both the pass rate and attempts to full marks."""
+    return t.status == "passed" and t.score >= t.max_score - 1e-9
+
+
+def analytics_markdown(stats: list[TestStats], resubmissions: bool, png_name: str | None = HEATMAP,
+                       n_rows: int | None = None) -> str:
     """The "Per hidden test" section of report.md (hardest tests first within each exercise's order)."""
     lines = ["", "## Per hidden test", ""]
     if not stats:
@@ -108,7 +114,15 @@ def analytics_markdown(stats: list[TestStats], resubmissions: bool, png_name: st
     if resubmissions:
         head += " attempts to full marks |"
         rule += " ---: |"
-    lines += ["Rates on each student's latest graded submission.", "", head, rule]
+    students = max((s.n for s in stats), default=0)
+    if resubmissions and n_rows is not None:
+        lines += [f"The gradebook's {n_rows} graded submissions are {students} students' attempts (folders named "
+                  "`alice`, `alice_2`, ... by `grader.regrade.parse_attempt`): rates on each student's latest "
+                  "graded submission, attempts over all of them.", ""]
+    else:
+        lines += [f"Rates on each student's latest graded submission ({students} students; 0-point tests, "
+                  "which only inform, are not listed).", ""]
+    lines += [head, rule]
     for s in stats:
         failed = s.n - round(s.pass_rate * s.n)
         diag = f"`{s.top_diagnosis[0]}` ({s.top_diagnosis[1]} of {failed} failing)" if s.top_diagnosis else "–"
@@ -156,6 +170,8 @@ def plot_heatmap(stats: list[TestStats], path: Path) -> Path | None:
 def per_test_section(out_dir: Path, records, results: dict | None = None) -> str:
     """Draw ``report_tests.png`` into ``out_dir`` and return the markdown section for report.md (``results``: as
     :func:`per_test_stats`)."""
+    records = list(records)
     stats, resubmissions = per_test_stats(out_dir, records, results)
     png = plot_heatmap(stats, Path(out_dir) / HEATMAP)
-    return analytics_markdown(stats, resubmissions, HEATMAP if png else None)
+    return analytics_markdown(stats, resubmissions, HEATMAP if png else None,
+                              n_rows=sum(r.status == "graded" for r in records))

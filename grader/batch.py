@@ -17,10 +17,14 @@
    hang or memory blow-up of one student's grading cannot touch another's.
    The worker itself is trusted; the student code runs further down, in the
    sandbox that ``grade_submission`` uses (ARCHITECTURE.md "The sandbox").
-4. ``OUT_DIR/<student>/results.json`` and ``feedback.md`` are written
+4. The worker's typed result becomes one ``grader.outcome.StudentOutcome``
+   (``--never-lower`` applied to it, typed: ``grader.regrade.never_lower``);
+   ``OUT_DIR/<student>/results.json`` and ``feedback.md`` are written from it
    atomically as each student finishes, then ``batch.json`` (a
-   :class:`StudentRecord`) as the commit marker; ``OUT_DIR/gradebook.csv`` is
-   rebuilt from the records after every student (atomically).
+   ``StudentRecord`` of the same outcome) as the commit marker. The records
+   stay in memory; ``OUT_DIR/gradebook.csv`` is written from them (atomically)
+   at most once a second and when the batch ends, so the cost per student does
+   not grow with the class.
 
 Resuming: a student whose ``batch.json`` carries the same submission hash,
 grader fingerprint, profile and exercise selection is skipped. Since every
@@ -32,116 +36,47 @@ group when it dies, so a killed batch leaves nothing running.
 
 from __future__ import annotations
 
-import os
-import shutil
+import itertools
+from typing import Any
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader import regrade
+from grader.class_list import class_list
 from grader.fingerprint import grader_fingerprint
-from grader.intake import _JUNK_NAMES, BatchLimits, Entry, Rejected, StagedSubmission, SubmissionLimits  # noqa: F401
-from grader.intake import _display_name, stage_submission, submission_hash  # noqa: F401 - one intake (grader/intake.py)
-from grader.outcome import GradedEntry, _feedback_with_notes, _zero_results, exercise_reasons, grade_entry, zero_template  # noqa: F401
-from grader.records import (  # noqa: F401 - the records and gradebooks (grader/records.py)
-    CONTRACT_STEMS,
+from grader.intake import BatchLimits, Entry, submission_hash
+from grader.out_folder import (
+    BatchBusy,  # noqa: F401 - raised by run_batch, documented there
+    check_out_dir,
+    clean_scratch,
+    lock_out_dir,
+    set_aside_removed,
+    sweep_stale_temporaries,
+)
+from grader.outcome import StudentOutcome, grade_entry, zero_outcome
+from grader.progress import progress_bar
+from grader.records import (
     GRADEBOOK,
-    NBGRADER_COLUMNS,
     NBGRADER_CSV,
     RECORD,
-    RESERVED_IDS,
     STATE_DIR,
-    STATUSES,
-    Status,
     StudentRecord,
-    _record_from,
     atomic_write_json,
     clear_incomplete,
     gradebook_csv,
     mark_incomplete,
     nbgrader_csv,
     read_records,
+    record_of,
 )
 from grader.results import GradeResult, atomic_write_text
 from grader.warm import WarmPool, warm_workers_enabled
-from grader.workers import (  # noqa: F401 - the worker processes (grader/workers.py)
-    _WORKER_ENV_KEEP,
-    BatchAborted,
-    WorkerOutcome,
-    _Workers,
-    _worker_env,
-    default_jobs,
-    disk_full,
-    run_worker,
-)
-
-
-def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
-    """List the students of a submissions folder.
-
-    Each sub-folder or ``*.zip`` file is one student; its name (without
-    ``.zip``) is the student id. Hidden entries (``.x``) and ``__MACOSX`` are
-    ignored; other files are stray and skipped with a warning. Two entries
-    with the same id (``alice/`` and ``alice.zip``) give one entry with both
-    sources and a ``problem``: the student is rejected, the batch carries on.
-    A top-level symlink, a non-UTF-8 name or a reserved id is also a problem.
-
-    Returns:
-        (entries sorted by student id, warnings for the TA).
-
-    Raises:
-        NotADirectoryError / FileNotFoundError: if ``submissions_dir`` is not a folder.
-    """
-    submissions_dir = Path(submissions_dir)
-    if not submissions_dir.is_dir():
-        raise NotADirectoryError(f"submissions folder {submissions_dir} does not exist or is not a folder")
-    warnings: list[str] = []
-    by_id: dict[str, list[tuple[Path, str, str | None]]] = {}
-    with os.scandir(os.fsencode(submissions_dir)) as it:
-        raw_entries = sorted(it, key=lambda e: e.name)
-    for de in raw_entries:
-        name, valid_utf8 = _display_name(de.name)
-        if name.startswith(".") or name in _JUNK_NAMES:
-            continue
-        path = Path(os.fsdecode(de.path))
-        problem: str | None = None
-        if de.is_symlink():
-            kind = "zip" if name.lower().endswith(".zip") else "dir"
-            problem = f"'{name}' is a symbolic link; submit the folder or zip itself"
-        elif de.is_dir(follow_symlinks=False):
-            kind = "dir"
-        elif de.is_file(follow_symlinks=False) and name.lower().endswith(".zip"):
-            kind = "zip"
-        else:
-            warnings.append(f"skipped stray file {name!r} in {submissions_dir} (not a folder or .zip)")
-            continue
-        student_id = name[: -len(".zip")] if kind == "zip" and name.lower().endswith(".zip") else name
-        if not valid_utf8 and problem is None:
-            problem = f"the name {name!r} is not valid UTF-8; rename it to the student id"
-        if student_id in RESERVED_IDS and problem is None:
-            problem = f"the student id {student_id!r} is reserved for the batch's own files"
-        by_id.setdefault(student_id, []).append((path, kind, problem))
-    entries: list[Entry] = []
-    for student_id in sorted(by_id):
-        found = by_id[student_id]
-        if len(found) > 1:
-            names = " and ".join(repr(p.name) for p, _, _ in found)
-            entries.append(
-                Entry(
-                    student_id,
-                    [p for p, _, _ in found],
-                    found[0][1],  # type: ignore[arg-type]
-                    problem=f"two submissions share the id {student_id!r} ({names}); keep one and regrade",
-                )
-            )
-            warnings.append(f"rejected {student_id!r}: {names} share the same student id")
-        else:
-            path, kind, problem = found[0]
-            entries.append(Entry(student_id, [path], kind, problem))  # type: ignore[arg-type]
-    return entries, warnings
+from grader.workers import BatchAborted, WorkerOutcome, _Workers, default_jobs, disk_full, run_worker
 
 
 @dataclass
@@ -159,98 +94,68 @@ class BatchSummary:
         """Number of students in the gradebook with this status."""
         return sum(r.status == status for r in self.records)
 
-
-class _NoProgress:
-    def __init__(self, *a, **k) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def add_task(self, *a, **k) -> int:
-        return 0
-
-    def update(self, *a, **k) -> None:
-        pass
-
-    def advance(self, *a, **k) -> None:
-        pass
+    def line(self) -> str:
+        """The one-line summary ``grade-batch`` and ``demo`` print: "16 students (15 graded, 1 empty); graded
+        now 16, up to date 0; 35.2 s"."""
+        counts = ", ".join(f"{self.count(s)} {s}" for s in ("graded", "empty", "rejected", "timed-out", "crashed")
+                           if self.count(s))
+        return (f"{len(self.records)} students ({counts}); graded now {len(self.graded_now)}, "
+                f"up to date {len(self.skipped)}; {self.seconds:.1f} s")
 
 
-def _progress(enabled: bool):
-    if not enabled:
-        return _NoProgress()
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(
-        TextColumn("[bold]grading"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[tally]}"),
-        console=Console(stderr=True),
-        transient=False,
-    )
+#: While a batch runs, the gradebook is rewritten only when this many times the last write's cost has passed
+#: since it (so writing it takes at most ~2% of the batch, however large the class); always at the end.
+GRADEBOOK_PACE = 50.0
 
 
-class BatchBusy(RuntimeError):
-    """Another batch is writing to the same OUT_DIR right now."""
+@dataclass
+class _Run:
+    """One run of :func:`run_batch`: its settings, and the records it keeps in memory (one per student)."""
 
+    out_dir: Path
+    limits: BatchLimits
+    profile: str
+    exercises: list[str] | None
+    formats: tuple[str, ...]
+    assignment: str
+    never_lower: bool
+    fingerprint: str
+    say: Callable[[str], None]
+    records: dict[str, StudentRecord] = field(default_factory=dict)
+    typed: dict[str, GradeResult] = field(default_factory=dict)  # results graded now, for the class report
+    workers: _Workers = field(default_factory=_Workers)
+    runner: Callable[..., WorkerOutcome] = run_worker
+    cluster_runner: Any = None  # a connected grader.cluster.ClusterRunner with --cluster (connected before any write)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _written_at: float = -1e9
+    _write_cost: float = 0.0
 
-def _lock_out_dir(state: Path):
-    """An exclusive ``flock`` on ``state/lock`` (released by the kernel even after kill -9).
+    @property
+    def state(self) -> Path:
+        """``OUT_DIR/.batch``: staging, worker scratch, published snapshots, the lock."""
+        return self.out_dir / STATE_DIR
 
-    Raises:
-        BatchBusy: if another process holds it.
-    """
-    import fcntl
+    @property
+    def key_common(self) -> dict:
+        """What, besides the submission's hash, decides whether a student's record is up to date."""
+        return {"grader_fingerprint": self.fingerprint, "profile": self.profile,
+                "exercises": sorted(self.exercises) if self.exercises else None}
 
-    fh = open(state / "lock", "w")
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
-        raise BatchBusy(f"another grade-batch is writing to {state.parent}; wait for it or use another --out")
-    return fh
-
-
-def _sweep_stale_temporaries(out_dir: Path) -> None:
-    """Remove what a batch killed mid-write (kill -9) left of ``atomic_write_text``'s temporary files.
-
-    Only names of that writer's shape (``.<name>.<random>.tmp``) directly in ``out_dir`` or one
-    student folder below; the final files were never touched (``os.replace`` is atomic). Called
-    under the batch's lock, so no live writer owns them.
-    """
-    for pattern in (".*.tmp", "*/.*.tmp"):
-        for tmp in out_dir.glob(pattern):
-            if tmp.is_file() and not tmp.is_symlink():
-                tmp.unlink(missing_ok=True)
-
-
-def _check_out_dir(submissions_dir: Path, out_dir: Path) -> None:
-    """Refuse an output folder inside the submissions folder (or the same): the batch would write the class's
-    results into the submissions (a student's folder, even) and read its own outputs as students next time.
-
-    Raises:
-        ValueError: with both paths.
-    """
-    subs, out = Path(submissions_dir).resolve(), Path(out_dir).resolve()
-    if out == subs or subs in out.parents:
-        raise ValueError(f"the output folder {out_dir} is inside the submissions folder {submissions_dir}; "
-                         "give --out a folder outside it (e.g. next to it)")
+    def write_gradebook(self, *, now: bool = True) -> list[StudentRecord]:
+        """Write gradebook.csv (and nbgrader's CSV) from the records in memory; with ``now=False`` only when
+        :data:`GRADEBOOK_PACE` times the last write's cost has passed since it. Returns the records written, sorted
+        by id ([] when it was not the time)."""
+        with self._lock:
+            t0 = time.monotonic()
+            if not (now or t0 - self._written_at >= GRADEBOOK_PACE * self._write_cost):
+                return []
+            records = [self.records[sid] for sid in sorted(self.records)]
+            atomic_write_text(self.out_dir / GRADEBOOK, gradebook_csv(records))
+            if "nbgrader" in self.formats:
+                atomic_write_text(self.out_dir / NBGRADER_CSV, nbgrader_csv(records, self.assignment))
+            self._written_at = time.monotonic()
+            self._write_cost = self._written_at - t0
+            return records
 
 
 def run_batch(
@@ -266,7 +171,6 @@ def run_batch(
     assignment: str = "ppo",
     progress: bool = True,
     report: bool = True,
-    grade_fn: str | None = None,
     log: Callable[[str], None] | None = None,
     never_lower: bool = False,
     latest_only: bool = False,
@@ -289,10 +193,10 @@ def run_batch(
         assignment: the assignment name in the nbgrader CSV.
         progress: show a rich progress bar (stderr).
         report: write the class report when done.
-        grade_fn: ``"module:function"`` replacing ``grader.grade.grade_submission`` (tests).
         log: where warnings go (default: stderr).
         never_lower: after a grader change, keep each exercise's published score where the
-            regrade gives less (``grader.regrade.never_lower``).
+            regrade gives less (``grader.regrade.never_lower``); a changed submission is regraded
+            in full, and regrade.md and the student's feedback say so.
         latest_only: grade only each student's latest submission, under the student id; needs a stated
             ``attempt_rule`` (``grader.attempts``: never a rule guessed from folder names).
         attempt_rule: a ``grader.attempts.AttemptRule`` (roster and/or pattern) mapping folders to students.
@@ -301,225 +205,224 @@ def run_batch(
 
     A student regraded because the grader fingerprint changed has the published results kept
     first; ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.regrade``).
+    The folder of a student no longer in ``submissions_dir`` moves to ``OUT_DIR/.batch/removed/``
+    (with a warning): what is in ``OUT_DIR`` is the gradebook's class.
 
     Returns:
         a :class:`BatchSummary`.
 
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
-        ValueError: if ``out_dir`` is ``submissions_dir`` or inside it; ``grader.attempts.AttemptRuleError``
-            (a ValueError) for ``latest_only`` without a rule or a student with several folders without it.
+        ValueError: if ``out_dir`` is ``submissions_dir`` or inside it, or ``jobs`` < 1;
+            ``grader.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
+            student with several folders without it.
         BatchBusy: if another batch is writing to ``out_dir``.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
     """
     t_start = time.monotonic()
-    limits = limits or BatchLimits()
-    requested_jobs, jobs = jobs, jobs or default_jobs()
-    if jobs < 1:
+    if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
-    submissions_dir = Path(submissions_dir)
-    out_dir = Path(out_dir)
     say = log or (lambda msg: print(msg, file=sys.stderr))
-    _check_out_dir(submissions_dir, out_dir)
-    entries, warnings = discover(submissions_dir)
-    selection = None
-    if latest_only or attempt_rule is not None:  # whose folder is which: only by the TA's rule (grader.attempts)
-        from grader.attempts import AttemptRule, select
-
-        selection = select(entries, attempt_rule or AttemptRule(), latest_only=latest_only)
-        entries, warnings = selection.entries, warnings + selection.warnings
-    for w in warnings:
-        say(f"warning: {w}")
+    out_dir = Path(out_dir)
+    check_out_dir(Path(submissions_dir), out_dir)
+    entries, warnings, selection = class_list(Path(submissions_dir), latest_only, attempt_rule)
+    present = {e.student_id for e in entries}
     cluster_runner = None
     if cluster:  # connect first: no scheduler leaves nothing behind; the workers' grader is the one fingerprinted
         from grader.cluster import ClusterRunner
 
-        cluster_runner = ClusterRunner(cluster, log=say, sandboxed=not grade_fn)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    state = out_dir / STATE_DIR
-    state.mkdir(exist_ok=True)
-    lock = _lock_out_dir(state)  # held until this function returns (or the process dies)
-    if selection is not None:
-        selection.write(out_dir)
-    # Staging and scratch of a killed run are stale: start clean.
-    for scratch in ("staging", "work", "warm"):
-        shutil.rmtree(state / scratch, ignore_errors=True)
-    _sweep_stale_temporaries(out_dir)
+        cluster_runner = ClusterRunner(cluster, log=say)
     fingerprint = cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint()
-    key_common = {
-        "grader_fingerprint": fingerprint,
-        "profile": profile,
-        "exercises": sorted(exercises) if exercises else None,
-    }
-    ids = [e.student_id for e in entries]
-    gb_lock = threading.Lock()
-    workers = _Workers()
-
-    def rebuild_gradebook() -> list[StudentRecord]:
-        with gb_lock:
-            records = read_records(out_dir, ids)
-            atomic_write_text(out_dir / GRADEBOOK, gradebook_csv(records))
-            if "nbgrader" in formats:
-                atomic_write_text(out_dir / NBGRADER_CSV, nbgrader_csv(records, assignment))
-            return records
-
-    # Which students are up to date?
-    todo: list[tuple[Entry, str]] = []
-    skipped: list[str] = []
-    from grader import regrade
-
-    for entry in entries:
-        h = submission_hash(entry, limits)
-        rec = read_records(out_dir, [entry.student_id])
-        if not force:
-            if (
-                rec
-                and rec[0].submission_hash == h
-                and all(getattr(rec[0], k) == v for k, v in key_common.items())
-                and (out_dir / entry.student_id / "results.json").is_file()
-            ):
-                skipped.append(entry.student_id)
-                continue
-        # A grader change: keep the published results for regrade.md before they are replaced.
-        regrade.keep_published(out_dir, entry.student_id, fingerprint, rec[0] if rec else None)
-        todo.append((entry, h))
-
-    runner: Callable[..., WorkerOutcome] = run_worker
-    if cluster_runner is not None and not todo:
-        cluster_runner.close()
-    elif cluster_runner is not None:  # the one swap: each staged submission is graded as a Dask task
-        runner = cluster_runner
-        jobs = requested_jobs or runner.default_jobs()
-    elif todo and warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/warm.py)
-        runner = WarmPool(state / "warm", grade_fn=grade_fn, workers=workers)
-
-    typed: dict[str, GradeResult] = {}  # the typed result of each student graded now (for the class report)
-
-    def grade_one(entry: Entry, h: str) -> StudentRecord:
-        sid = entry.student_id
-        student_dir = out_dir / sid  # made only when there is something to write: no empty folder on a fault
-        # The old record goes first: a kill from here on leaves the student to regrade.
-        try:
-            os.unlink(student_dir / RECORD)
-        except FileNotFoundError:
-            pass
-        try:
-            graded = grade_entry(
-                entry,
-                state / "staging" / sid,
-                state / "work" / sid,
-                limits=limits,
-                profile=profile,
-                exercises=exercises,
-                grade_fn=grade_fn,
-                workers=workers,
-                runner=runner,
-            )
-        except BatchAborted:
-            raise  # the cluster is gone: nobody's fault in the class, record nothing
-        except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
-            if disk_full(exc):
-                raise  # a full output disk is nobody's fault in the class: stop, keep what is whole
-            message = f"the batch could not grade this submission ({type(exc).__name__}: {exc})"
-            results = _zero_results(zero_template(profile, exercises), message)
-            results["output"] = f"Status: crashed. {message}"
-            graded = GradedEntry("crashed", message, results, f"**Status: crashed.** {message}\n", [], 0.0)
-        if workers.stopping:
-            raise KeyboardInterrupt
-        if never_lower and _keep_published_scores(out_dir, sid, h, fingerprint, graded):
-            graded.result = None  # the published tests were kept: the report reads results.json, as published
-        if graded.result is not None:
-            typed[sid] = graded.result  # the report reads it from here, not from disk
-        student_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(student_dir / "feedback.md", graded.feedback)
-        atomic_write_json(student_dir / "results.json", graded.results)
-        key = {"submission_hash": h, **key_common}
-        record = _record_from(sid, graded.status, graded.message, graded.results, key, graded.seconds, entry.sources)
-        atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
-        return record
-
-    if todo:
-        mark_incomplete(out_dir, [e.student_id for e, _ in todo])  # `export` warns until the batch finishes
-    graded_now: list[str] = []
-    tally = {"failed": 0, "timed-out": 0}
-    with _progress(progress) as bar:
-        task = bar.add_task("grading", total=len(entries), completed=len(skipped), tally="")
-        if not todo:
-            rebuild_gradebook()
-        pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grade")
-        futures: dict[Future, str] = {pool.submit(grade_one, e, h): e.student_id for e, h in todo}
-        try:
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    sid = futures[fut]
-                    try:
-                        record = fut.result()
-                    except (KeyboardInterrupt, BatchAborted):
-                        raise
-                    except Exception as exc:  # a bug in the batch layer itself: say so, keep going
-                        if disk_full(exc):
-                            raise
-                        say(f"error: grading {sid!r} failed in the batch layer: {exc!r}")
-                        tally["failed"] += 1
-                        bar.advance(task)
-                        continue
-                    graded_now.append(sid)
-                    if record.status == "timed-out":
-                        tally["timed-out"] += 1
-                    elif record.status in ("crashed", "rejected"):
-                        tally["failed"] += 1
-                    rebuild_gradebook()
-                    bar.update(
-                        task, advance=1, tally=f"failed {tally['failed']} · timed out {tally['timed-out']}"
-                    )
-        except BaseException as exc:
-            workers.kill_all()
-            for fut in futures:
-                fut.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
-            getattr(runner, "close", lambda: None)()
-            try:
-                rebuild_gradebook()
-            except OSError as again:
-                if not disk_full(again):
-                    raise
-                # the old gradebook stays whole (atomic writes); the rerun rebuilds it
-            raise exc
-        pool.shutdown(wait=True)
-    getattr(runner, "close", lambda: None)()
-    records = rebuild_gradebook()
-    clear_incomplete(out_dir)
-    regrade.write_regrade_report(out_dir, records, fingerprint, never_lower)
-    lock.close()
-    for scratch in ("staging", "work", "warm"):
-        shutil.rmtree(state / scratch, ignore_errors=True)
+    run = _Run(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
+               fingerprint, say)
+    run.cluster_runner = cluster_runner
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run.state.mkdir(exist_ok=True)
+    lock = lock_out_dir(run.state)  # held until the batch is written (or the process dies)
+    if selection is not None:
+        selection.write(out_dir)  # attempts.md / attempts.csv: what was graded for whom, and what was left out
+    try:
+        graded_now, skipped, records = _locked_run(run, entries, warnings, present, force, jobs, progress)
+    finally:
+        lock.close()  # also after Ctrl-C: a rerun in the same process (a notebook, the tests) is not "busy"
+    clean_scratch(run.state)
     if report:
         from grader.report import write_class_report
 
-        write_class_report(out_dir, records, typed)
+        write_class_report(out_dir, records, run.typed)
     return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
 
 
-def _keep_published_scores(out_dir: Path, sid: str, h: str, fingerprint: str, graded: GradedEntry) -> bool:
-    """``--never-lower``: a regrade (same submission, other grader) keeps each exercise's published score if higher.
+def _locked_run(run: _Run, entries: list[Entry], warnings: list[str], present: set[str], force: bool,
+                jobs: int | None, progress: bool) -> tuple[list[str], list[str], list]:
+    """:func:`run_batch` under the output folder's lock: (graded now, up to date, the gradebook's records)."""
+    clean_scratch(run.state)
+    sweep_stale_temporaries(run.out_dir)
+    warnings += set_aside_removed(run.out_dir, present)
+    for w in warnings:
+        run.say(f"warning: {w}")
+    todo, skipped = _plan(run, entries, force)
+    if todo:
+        run.runner = _runner(run, jobs)
+        jobs = getattr(run.runner, "jobs", None) or jobs or default_jobs()
+        mark_incomplete(run.out_dir, [e.student_id for e, _ in todo])  # `export` warns until the batch finishes
+    elif run.cluster_runner is not None:
+        run.cluster_runner.close()
+    graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
+    records = run.write_gradebook()
+    clear_incomplete(run.out_dir)
+    regrade.write_regrade_report(run.out_dir, records, run.fingerprint, run.never_lower)
+    return graded_now, skipped, records
 
-    The published results come from another grader version, so they are compared in their contract
-    format (results.json), not as this version's ``GradeResult``. Returns True when some exercise kept
-    its published tests (``graded.results``, ``message`` and ``feedback`` are then patched in place).
+
+def _plan(run: _Run, entries: list[Entry], force: bool) -> tuple[list[tuple[Entry, str]], list[str]]:
+    """(students to grade with their submission hash, ids up to date); loads every record once into ``run``.
+
+    A grader change (or, with ``--never-lower``, a changed submission) keeps the published results for
+    regrade.md before they are replaced (``grader.regrade.keep_published``).
     """
-    from grader import regrade
+    todo: list[tuple[Entry, str]] = []
+    skipped: list[str] = []
+    for entry in entries:
+        h = submission_hash(entry, run.limits)
+        found = read_records(run.out_dir, [entry.student_id])
+        rec = found[0] if found else None
+        if rec is not None:
+            run.records[entry.student_id] = rec
+        if (not force and rec is not None and rec.submission_hash == h
+                and all(getattr(rec, k) == v for k, v in run.key_common.items())
+                and (run.out_dir / entry.student_id / "results.json").is_file()):
+            skipped.append(entry.student_id)
+            continue
+        regrade.keep_published(run.out_dir, entry.student_id, run.fingerprint, rec,
+                               submission_hash=h if run.never_lower else None)
+        todo.append((entry, h))
+    return todo, skipped
 
-    before = regrade.published(out_dir, sid)
-    if before is None or before[0].submission_hash != h or before[0].grader_fingerprint == fingerprint:
-        return False
-    graded.results, notes = regrade.never_lower(graded.results, before[1])
-    if notes:
-        text = "never lower: " + "; ".join(notes)
-        graded.message = "; ".join(filter(None, [graded.message, text]))
-        graded.results["output"] = (str(graded.results.get("output", "")) + f"\n\n{text}.").strip()
-        graded.feedback = f"**Regrade:** {text}.\n\n" + graded.feedback
-    return bool(notes)
+
+def _runner(run: _Run, jobs: int | None) -> Callable[..., WorkerOutcome]:
+    """The one swap of a batch: a Dask cluster's tasks, warm workers, or a fresh worker per student."""
+    if run.cluster_runner is not None:  # each staged submission is graded as a Dask task
+        runner = run.cluster_runner
+        runner.jobs = jobs or runner.default_jobs()
+        return runner
+    if warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/warm.py)
+        return WarmPool(run.state / "warm", workers=run.workers)
+    return run_worker
+
+
+def _grade_one(run: _Run, entry: Entry, h: str) -> StudentRecord:
+    """Grade one student and publish the outcome: results.json, feedback.md, then batch.json (the commit marker)."""
+    sid = entry.student_id
+    student_dir = run.out_dir / sid  # made only when there is something to write: no empty folder on a fault
+    # The old record goes first: a kill from here on leaves the student to regrade (and out of the gradebook).
+    (student_dir / RECORD).unlink(missing_ok=True)
+    with run._lock:
+        run.records.pop(sid, None)
+    try:
+        outcome = grade_entry(entry, run.state / "staging" / sid, run.state / "work" / sid, limits=run.limits,
+                              profile=run.profile, exercises=run.exercises, workers=run.workers,
+                              runner=run.runner)
+    except BatchAborted:
+        raise  # the cluster is gone: nobody's fault in the class, record nothing
+    except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
+        if disk_full(exc):
+            raise  # a full output disk is nobody's fault in the class: stop, keep what is whole
+        outcome = zero_outcome(sid, "crashed", f"the batch could not grade this submission ({type(exc).__name__}: "
+                               f"{exc})", run.profile, run.exercises)
+    if run.workers.stopping:
+        raise KeyboardInterrupt
+    if run.never_lower:
+        outcome = regrade.apply_never_lower(run.out_dir, sid, h, run.fingerprint, outcome)
+    student_dir.mkdir(parents=True, exist_ok=True)
+    publish(student_dir, outcome)
+    record = record_of(outcome, {"submission_hash": h, **run.key_common}, entry.sources)
+    atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
+    with run._lock:
+        run.records[sid] = record
+        run.typed[sid] = outcome.result  # the report reads it from here, not from disk
+    return record
+
+
+def publish(student_dir: Path, outcome: StudentOutcome) -> None:
+    """Write a student's feedback.md and results.json from the one outcome (atomically each)."""
+    atomic_write_text(student_dir / "feedback.md", outcome.feedback_md())
+    atomic_write_json(student_dir / "results.json", outcome.results_json())
+
+
+def _grade_all(run: _Run, todo: list[tuple[Entry, str]], n_entries: int, n_skipped: int, jobs: int,
+               progress: bool) -> list[str]:
+    """Grade ``todo`` on ``jobs`` threads with a progress bar; the ids graded, in the order they finished.
+
+    Raises:
+        KeyboardInterrupt / BatchAborted / a full disk: after killing every worker and writing the gradebook.
+    """
+    graded_now: list[str] = []
+    tally = {"failed": 0, "timed-out": 0}
+    with progress_bar(progress) as bar:
+        task = bar.add_task("grading", total=n_entries, completed=n_skipped, tally="")
+        pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grade")
+        futures: dict[Future, str] = {}
+        queue = iter(todo)
+        try:
+            # At most 2 x jobs students in flight: each wait() then looks at a few futures, not at the whole class
+            # (submitting everyone at once made every completion cost O(class size)).
+            pending = {_submit(pool, futures, run, item) for item in itertools.islice(queue, 2 * jobs)}
+            while pending:
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                pending |= {_submit(pool, futures, run, item) for item in itertools.islice(queue, len(done))}
+                for fut in done:
+                    record = _finished(run, fut, futures[fut], tally)
+                    if record is not None:
+                        graded_now.append(record.student_id)
+                    run.write_gradebook(now=False)
+                    bar.update(task, advance=1, tally=f"failed {tally['failed']} · timed out {tally['timed-out']}")
+        except BaseException:
+            _stop(run, pool, futures)
+            raise
+        pool.shutdown(wait=True)
+    getattr(run.runner, "close", lambda: None)()
+    return graded_now
+
+
+def _submit(pool: ThreadPoolExecutor, futures: dict[Future, str], run: _Run, item: tuple[Entry, str]) -> Future:
+    """Start grading one student on the pool; remember whose future it is."""
+    fut = pool.submit(_grade_one, run, *item)
+    futures[fut] = item[0].student_id
+    return fut
+
+
+def _finished(run: _Run, fut: Future, sid: str, tally: dict[str, int]) -> StudentRecord | None:
+    """The record of a finished student (counted in ``tally``), or None after a fault of the batch layer (said)."""
+    try:
+        record = fut.result()
+    except (KeyboardInterrupt, BatchAborted):
+        raise
+    except Exception as exc:  # a bug in the batch layer itself: say so, keep going
+        if disk_full(exc):
+            raise
+        run.say(f"error: grading {sid!r} failed in the batch layer: {exc!r}")
+        tally["failed"] += 1
+        return None
+    if record.status == "timed-out":
+        tally["timed-out"] += 1
+    elif record.status in ("crashed", "rejected"):
+        tally["failed"] += 1
+    return record
+
+
+def _stop(run: _Run, pool: ThreadPoolExecutor, futures: dict[Future, str]) -> None:
+    """Ctrl-C, a lost cluster or a full disk: kill every worker, wait for the threads, keep a whole gradebook."""
+    run.workers.kill_all()
+    for fut in futures:
+        fut.cancel()
+    pool.shutdown(wait=True, cancel_futures=True)
+    getattr(run.runner, "close", lambda: None)()
+    try:
+        run.write_gradebook()
+    except OSError as again:
+        if not disk_full(again):
+            raise
+        # the old gradebook stays whole (atomic writes); the rerun rebuilds it

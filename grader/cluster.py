@@ -94,8 +94,6 @@ class ClusterRunner:
             (the most common among those that may grade), which then is :attr:`fingerprint`.
         log: where warnings go (a refused worker, one line each).
         retries: Dask retries of a task that raised (default :data:`TASK_RETRIES`).
-        sandboxed: False for a stand-in grader that runs no student code (tests): workers then
-            need no isolation, as in the local pool.
         wait_for_workers_s: how long to wait for a first worker to join, seconds.
 
     Raises:
@@ -105,14 +103,13 @@ class ClusterRunner:
     """
 
     def __init__(self, address: str, *, fingerprint: str | None = None, log: Callable[[str], None],
-                 retries: int = TASK_RETRIES, sandboxed: bool = True, wait_for_workers_s: float = 120.0) -> None:
+                 retries: int = TASK_RETRIES, wait_for_workers_s: float = 120.0) -> None:
         try:
             from distributed import Client
         except ImportError as exc:
             raise ImportError("grade-batch --cluster needs Dask's `distributed` package: "
                               "pip install 'ppo-course[cluster]'") from exc
         self.address, self.fingerprint, self.log, self.retries = address, fingerprint, log, retries
-        self.sandboxed = sandboxed
         self.refused: dict[str, str] = {}  # worker address -> reason
         self._seen: set[str] = set()  # workers met so far (a worker that leaves is said once)
         self._watch_lock = threading.Lock()
@@ -157,7 +154,7 @@ class ClusterRunner:
                                       f"{self.fingerprint}: install the client's exact version of ppo-course there")
                 continue
             missing = [f.replace("_", " ") for f in REQUIRED_ISOLATION if not report["isolation"].get(f)]
-            if self.sandboxed and missing:  # checked in each task too (cluster_worker.refusal)
+            if missing:  # checked in each task too (cluster_worker.refusal)
                 self._refuse(address, f"this node cannot isolate student code (the kernel refuses a "
                                       f"{' and a '.join(missing)}), so it would run it unconfined; run the worker "
                                       "as root or on a kernel with unprivileged user namespaces (docs/cluster.md)")
@@ -169,7 +166,7 @@ class ClusterRunner:
         from grader.fingerprint import grader_fingerprint
 
         fit = [r["fingerprint"] for r in reports.values() if not isinstance(r, BaseException)
-               and (not self.sandboxed or all(r["isolation"].get(f) for f in REQUIRED_ISOLATION))]
+               and all(r["isolation"].get(f) for f in REQUIRED_ISOLATION)]
         if not fit:
             return grader_fingerprint()  # nobody may grade: _raise_if_none_left says why
         counts, local = Counter(fit), grader_fingerprint()
@@ -221,7 +218,7 @@ class ClusterRunner:
 
     # -- one submission ---------------------------------------------------------
     def __call__(self, submission: Path, scratch: Path, *, profile: str, exercises: list[str] | None,
-                 timeout_s: float, grade_fn: str | None = None, workers=None,
+                 timeout_s: float, workers=None,
                  submission_limits=None) -> WorkerOutcome:
         """Grade the staged folder ``submission`` on the cluster; the local ``run_worker``'s contract.
 
@@ -246,7 +243,7 @@ class ClusterRunner:
             allowed = self._raise_if_none_left() if refused else None
             future = self.client.submit(
                 grade_task, archive, Path(submission).name, self.fingerprint, profile, exercises, timeout_s,
-                grade_fn, submission_limits.model_dump_json() if submission_limits is not None else None,
+                submission_limits.model_dump_json() if submission_limits is not None else None,
                 key=f"ppo-course-grade-{uuid.uuid4().hex}", pure=False, retries=self.retries,
                 workers=allowed, allow_other_workers=refused,
             )

@@ -213,26 +213,23 @@ def _address() -> str:
         return ""
 
 
-def refusal(fingerprint: str, *, sandboxed: bool = True) -> str | None:
+def refusal(fingerprint: str) -> str | None:
     """Why this node must not grade for a client whose grader fingerprint is ``fingerprint``, or None.
 
     Args:
         fingerprint: the client's ``grader_fingerprint()`` (16 hex characters).
-        sandboxed: False for a stand-in grader that runs no student code (tests): no isolation needed,
-            as in the local pool.
     """
     mine = worker_fingerprint()
     if mine != fingerprint:
         return (f"its grader fingerprint is {mine}, the client's is {fingerprint}: another version of "
                 "ppo-course (grader, reference or student runtime) would grade differently; install the "
                 "client's exact version on every worker node")
-    if sandboxed:
-        granted = node_isolation()
-        missing = [f.replace("_", " ") for f in REQUIRED_ISOLATION if not granted.get(f)]
-        if missing:
-            return (f"this node cannot isolate student code (the kernel refuses a {' and a '.join(missing)}), "
-                    "so it would run it unconfined; run the worker as root or on a kernel with unprivileged "
-                    "user namespaces (docs/cluster.md, 'What each node needs')")
+    granted = node_isolation()
+    missing = [f.replace("_", " ") for f in REQUIRED_ISOLATION if not granted.get(f)]
+    if missing:
+        return (f"this node cannot isolate student code (the kernel refuses a {' and a '.join(missing)}), "
+                "so it would run it unconfined; run the worker as root or on a kernel with unprivileged "
+                "user namespaces (docs/cluster.md, 'What each node needs')")
     return None
 
 
@@ -248,10 +245,10 @@ _POOLS: dict = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def _runner(grade_fn: str | None, root: Path):
+def _runner(root: Path):
     """This Dask worker process's warm graders (``grader.warm.WarmPool``, one per Dask thread), or a fresh worker.
 
-    One pool per process and ``grade_fn``, kept for the life of the Dask worker: its warm workers
+    One pool per process, kept for the life of the Dask worker: its warm workers
     watch this process and die with it. ``PPO_COURSE_WARM_WORKERS=0`` grades each task in a fresh worker.
     """
     from grader.warm import WarmPool, warm_workers_enabled
@@ -260,14 +257,14 @@ def _runner(grade_fn: str | None, root: Path):
     if not warm_workers_enabled():
         return run_worker
     with _POOLS_LOCK:
-        pool = _POOLS.get(grade_fn)
+        pool = _POOLS.get("pool")
         if pool is None:
-            pool = _POOLS[grade_fn] = WarmPool(root / f"warm-{os.getpid()}", grade_fn=grade_fn)
+            pool = _POOLS["pool"] = WarmPool(root / f"warm-{os.getpid()}")
         return pool.run
 
 
 def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, exercises: list[str] | None,
-               timeout_s: float, grade_fn: str | None = None, limits_json: str | None = None) -> str:
+               timeout_s: float, limits_json: str | None = None) -> str:
     """Grade one staged submission on this Dask worker; returns a :class:`TaskOutcome` as JSON.
 
     Args:
@@ -277,9 +274,7 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
         fingerprint: the client's ``grader_fingerprint()``; this node must have the same.
         profile, exercises: passed to ``grade_submission`` (``"full"``/``"fast"``; stems or None).
         timeout_s: hard wall-clock limit of the grading process, seconds (``BatchLimits.timeout_s``).
-        grade_fn: ``"module:function"`` replacing ``grade_submission`` (tests), as in the local pool.
-        limits_json: the batch's ``grader.intake.SubmissionLimits`` as JSON (None with a stand-in
-            ``grade_fn``): the worker re-stages and stops its sandboxed calls at the same absolute
+        limits_json: the batch's ``grader.intake.SubmissionLimits`` as JSON: the worker re-stages and stops its sandboxed calls at the same absolute
             deadline as a local worker.
 
     Returns:
@@ -290,7 +285,7 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
         ValueError: bytes that are not a submission archive.
     """
     address = _address()
-    why = refusal(fingerprint, sandboxed=not grade_fn)
+    why = refusal(fingerprint)
     if why:
         raise WorkerRefused(address, why)
     if not student_id or "/" in student_id or "\0" in student_id or student_id in (".", ".."):
@@ -306,8 +301,8 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
         from grader.intake import SubmissionLimits
 
         limits = SubmissionLimits.model_validate_json(limits_json) if limits_json else None
-        outcome = _runner(grade_fn, root)(submission, scratch, profile=profile, exercises=exercises,
-                                          timeout_s=timeout_s, grade_fn=grade_fn, submission_limits=limits)
+        outcome = _runner(root)(submission, scratch, profile=profile, exercises=exercises,
+                                timeout_s=timeout_s, submission_limits=limits)
         # The runner already validated the worker's result.json into the typed GradeResult.
         return TaskOutcome(status=outcome.status, result=outcome.result, message=outcome.message,
                            seconds=round(outcome.seconds, 3),

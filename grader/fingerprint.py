@@ -16,7 +16,7 @@ from pathlib import Path
 _SKIP_FROM_FINGERPRINT = {"batch.py", "records.py", "outcome.py", "workers.py", "worker_process.py", "warm.py",
                           "fingerprint.py", "report.py", "analytics.py", "regrade.py", "export.py", "similarity.py",
                           "cluster.py", "cluster_worker.py", "roster.py", "attempts.py", "lms.py",
-                          "code_loading.py"}
+                          "code_loading.py", "class_list.py", "out_folder.py", "progress.py"}
 _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "gradescope", "__pycache__"}
 
 

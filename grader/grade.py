@@ -108,7 +108,7 @@ def test_docs(stem: str, kind: str) -> dict[str, str]:
     return docs
 
 
-def _zero_exercise(stem: str, points: PointsConfig, status: str, message: str, diagnosis: str,
+def _zero_exercise(stem: str, points: PointsConfig, state: ExerciseState, message: str, diagnosis: str,
                    profile: str) -> tuple[ExerciseResult, list[TestResult]]:
     """Every test of `stem` failed for one reason (missing or broken module)."""
     ex = points.exercises[stem]
@@ -124,7 +124,7 @@ def _zero_exercise(stem: str, points: PointsConfig, status: str, message: str, d
                                     status="failed", output=_test_output(kind, doc, False, diagnosis, ""),
                                     visibility=ex.visibility(kind, name), diagnosis=diagnosis, tags=list(entry.tags),
                                     doc=doc))
-    return ExerciseResult(score=0.0, max_score=max_score, status=status, message=message), tests
+    return ExerciseResult(score=0.0, max_score=max_score, state=state, message=message), tests
 
 
 def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None = None,
@@ -306,7 +306,6 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
                     # Hidden tests never show inputs or expected values, not even in the model.
                     detail=detail if (kind == "public" and not passed) else ""))
         failure = provider.primary_import_failure(stem) if provider is not None else None
-        status = "broken" if failure is not None else "graded"
         ex_message = ""
         state = _exercise_state(ex_tests, failure)
         if failure is not None:
@@ -318,7 +317,7 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
         score = round(sum(t.score for t in ex_tests), 6)
         max_score = round(sum(t.max_score for t in ex_tests), 6)
         exercises[stem] = ExerciseResult(
-            score=score, max_score=max_score, status=status, message=ex_message, state=state,
+            score=score, max_score=max_score, message=ex_message, state=state,
             error_type=failure.type_name if failure is not None else "",
             error_line=place[0], error_file=place[1])
         tests += ex_tests

@@ -1,46 +1,116 @@
-"""One student's outcome: stage, grade in a worker, and turn what came back into a status and results.
+"""One student's outcome: stage, grade in a worker, and turn what came back into one typed :class:`StudentOutcome`.
 
 TA side. :func:`grade_entry` never raises for a bad submission: it answers
 ``rejected`` (intake said no, or the grader could not read it), ``empty``,
-``timed-out``, ``crashed`` or ``graded``, with the results.json to publish and
-feedback that leads with the status. Used by the batch and the Gradescope runner.
+``timed-out``, ``crashed`` or ``graded``, always with a typed ``GradeResult``
+(a submission that could not be graded gets :func:`zero_result`: every test of
+``grader/points.yaml`` scored 0 with the reason). ``results.json`` and
+``feedback.md`` are shaped here and nowhere else (:meth:`StudentOutcome.results_json`,
+:meth:`StudentOutcome.feedback_md`); the batch, the Gradescope runner, the
+record, regrades and the class report all read the same outcome.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from grader.intake import BatchLimits, Entry, Rejected, stage_submission
-from grader.results import GradeResult
-from grader.workers import WorkerOutcome, _Workers, run_worker
-from ppo_course.text_safety import md_inline
+from pydantic import BaseModel, ConfigDict, Field
 
-@dataclass
-class GradedEntry:
-    """One student's outcome.
+from grader.intake import BatchLimits, Entry, Rejected, stage_submission
+from grader.records import Status
+from grader.results import GradeResult, TestResult
+from grader.workers import WorkerOutcome, _Workers, run_worker, time_out_message
+from ppo_course.text_safety import cap, md_inline
+
+
+class StudentOutcome(BaseModel):
+    """One student's outcome: what every file a TA opens is written from.
 
     Attributes:
-        status: graded / timed-out / crashed / empty / rejected.
-        message: the gradebook's message column (the status's reason, the intake's notes, then one
-            short reason per exercise not really graded: :func:`exercise_reasons`).
-        results: the results.json dictionary to publish (contract format; the status leads its ``output``).
-        feedback: feedback.md to publish.
+        student_id: the student (a folder or zip name).
+        status: graded / timed-out / crashed / empty / rejected (``grader.records.Status``).
+        message: the status's reason ("" for a clean grading).
         notes: the intake's notes (files it skipped, ...).
         seconds: wall-clock seconds of the grading.
-        result: the typed ``GradeResult`` the worker returned (None when nothing was graded: rejected
-            by the intake, timed out, crashed); what the batch, the report and regrades read.
+        result: the typed result, never None: the worker's ``GradeResult``, or :func:`zero_result`'s
+            zeros (every test of ``points.yaml`` at 0 with the reason) when nothing could be graded.
+        graded: True when ``result`` came from a grading (False for the zeros of a time-out, a crash,
+            an intake rejection).
+        never_lower: one note per exercise ``--never-lower`` kept at its published score ("ex4_gae kept at its
+            published 10 (the regrade gives 8)"); results.json's ``extra_data.never_lower``.
+        regrade: other lines on a regrade (a changed submission under ``--never-lower``).
+        Both are shown in the gradebook's message, results.json's output and feedback.md.
+        regrade_tests: what the regrade gave the exercises whose published tests were kept (regrade.md).
     """
 
-    status: str
-    message: str
-    results: dict
-    feedback: str
-    notes: list[str]
-    seconds: float
-    result: GradeResult | None = None
+    model_config = ConfigDict(extra="forbid")
+
+    student_id: str
+    status: Status
+    message: str = ""
+    notes: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+    result: GradeResult
+    graded: bool = True
+    never_lower: list[str] = Field(default_factory=list)
+    regrade: list[str] = Field(default_factory=list)
+    regrade_tests: list[TestResult] = Field(default_factory=list)
+
+    @property
+    def gradebook_message(self) -> str:
+        """The gradebook's message column: the reason, the notes, one reason per exercise not really graded,
+        and the regrade lines."""
+        reasons = exercise_reasons(self.result) if self.status == "graded" and self.graded else []
+        return "; ".join(filter(None, [self.message, *self.notes, *reasons, *self.regrade_lines]))
+
+    @property
+    def regrade_lines(self) -> list[str]:
+        """The regrade's lines as the TA and the student read them: "never lower: <note>; <note>", then the others."""
+        return ([NEVER_LOWER + "; ".join(self.never_lower)] if self.never_lower else []) + self.regrade
+
+    def results_json(self) -> dict:
+        """results.json (contract format): the result's, with the status, notes and regrade lines leading ``output``."""
+        if self.graded:
+            results = self.result.to_results_json()
+        else:  # the zeros of what could not be graded: the compact shape, every test's output the reason
+            results = self.result.to_results_json()
+            extra = results["extra_data"]
+            results["output"] = ""
+            results["extra_data"] = {k: extra[k] for k in ("max_score", "exercises", "grader_version")}
+        if self.notes or self.status != "graded":
+            head = f"Status: {self.status}. {self.message}".strip()
+            for note in self.notes:
+                head += f"\n- {note}"
+            results["output"] = (head + ("\n\n" + results["output"] if results["output"] else "")).strip()
+        if self.regrade_lines:
+            results["output"] = (results["output"] + "\n\n" + "\n".join(f"{line}." for line in self.regrade_lines)).strip()
+        if self.never_lower:
+            results["extra_data"]["never_lower"] = list(self.never_lower)
+            if self.regrade_tests:
+                results["extra_data"]["regrade_tests"] = GradeResult.tests_json(self.regrade_tests)
+        return results
+
+    def feedback_md(self) -> str:
+        """feedback.md: a status header when the grading was not clean, the regrade lines, then the result's feedback."""
+        head: list[str] = []
+        if self.status != "graded" or self.notes:
+            # The id (a folder or zip name), the message and notes quote student-derived text: escaped, capped.
+            head.append(f"# Batch grading: {md_inline(self.student_id)}\n")
+            head.append(f"**Status: {self.status}.** {md_inline(self.message, 2000)}\n" if self.message
+                        else f"**Status: {self.status}.**\n")
+            for note in self.notes:
+                head.append(f"- {md_inline(note, 2000)}")
+            head.append("")
+        for line in self.regrade_lines:  # the grader's own words (exercise stems and scores): nothing from the student
+            head.append(f"**Regrade:** {line}.\n")
+        feedback = self.result.feedback_markdown() if self.graded else ""
+        return "\n".join(head) + (("\n" if head else "") + feedback if feedback else "")
+
+
+#: The prefix of a ``--never-lower`` line in :attr:`StudentOutcome.regrade`.
+NEVER_LOWER = "never lower: "
 
 
 def grade_entry(
@@ -51,77 +121,61 @@ def grade_entry(
     limits: BatchLimits,
     profile: str,
     exercises: list[str] | None,
-    grade_fn: str | None = None,
     workers: _Workers | None = None,
     runner: Callable[..., WorkerOutcome] | None = None,
-) -> GradedEntry:
+) -> StudentOutcome:
     """Check, stage and grade one submission in a worker process; never raises for a bad submission.
 
-    A submission that could not be graded gets :func:`zero_template`'s results (every
-    test, scored 0 with the reason). Status:
-    ``rejected`` (failed a check, or ``grade_submission`` could not read it),
+    Status: ``rejected`` (failed a check, or ``grade_submission`` could not read it),
     ``empty`` (no Python file), ``timed-out``, ``crashed`` (the worker died, or the grader
-    reported ``grader_error`` on some test) or ``graded``. The
-    staging and scratch folders are removed afterwards. ``runner`` replaces
-    :func:`run_worker` (same signature; ``grader.cluster.ClusterRunner``).
+    reported ``grader_error`` on some test) or ``graded``. The staging and scratch folders
+    are removed afterwards. ``runner`` replaces :func:`run_worker` (same signature;
+    ``grader.cluster.ClusterRunner``, ``grader.warm.WarmPool.run``).
     """
-    notes: list[str] = []
-    result: GradeResult | None = None
+    sid = entry.student_id
     try:
         staged = stage_submission(entry, staging, limits)
-        notes = staged.notes
     except Rejected as exc:
-        message = str(exc)
-        results = _zero_results(zero_template(profile, exercises), f"Submission rejected: {message}")
-        status, seconds, feedback = "rejected", 0.0, ""
-    else:
-        outcome = (runner or run_worker)(
-            staged.root,
-            scratch,
-            profile=profile,
-            exercises=exercises,
-            timeout_s=limits.timeout_s,
-            grade_fn=grade_fn,
-            workers=workers,
-            submission_limits=None if grade_fn else limits,
-        )
-        status, message, seconds, feedback = outcome.status, outcome.message, outcome.seconds, outcome.feedback
-        result = outcome.result
-        if result is None:
-            results = _zero_results(zero_template(profile, exercises), message)
-        else:
-            results = result.to_results_json()
-            if staged.n_python_files == 0:
-                status, message = "empty", "the submission holds no Python file"
-            elif result.status == "rejected":
-                # grade_submission could not read it; its message says why (as results.json's output).
-                status = "rejected"
-                message = results["output"] or "the grader could not read the submission"
-            elif result.out_of_time:
-                # Some calls were cut short by the submission's clock: which ones depends on the machine's
-                # load, so no partial score is published (deterministic: 0 with the reason, as a killed worker).
-                status = "timed-out"
-                message = (f"grading took longer than the limit of {limits.timeout_s:g} s and was stopped "
-                           "(look for an infinite loop or very slow code)")
-                results, feedback, result = _zero_results(zero_template(profile, exercises), message), "", None
-            elif n_errors := grader_errors(result):
-                # Not the student's fault: a low score here would be silently wrong.
-                status = "crashed"
-                message = (f"the grader itself failed on {n_errors} test(s) (diagnosis grader_error); "
-                           "fix the grader, then rerun the batch")
+        shutil.rmtree(staging, ignore_errors=True)
+        return zero_outcome(sid, "rejected", str(exc), profile, exercises)
+    try:
+        outcome = (runner or run_worker)(staged.root, scratch, profile=profile, exercises=exercises,
+                                         timeout_s=limits.timeout_s, workers=workers, submission_limits=limits)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
-    if notes or status != "graded":
-        head = f"Status: {status}. {message}".strip()
-        for note in notes:
-            head += f"\n- {note}"
-        results["output"] = (head + ("\n\n" + results["output"] if results.get("output") else "")).strip()
-    reasons = exercise_reasons(result) if status == "graded" and result is not None else []
-    full_message = "; ".join(filter(None, [message, *notes, *reasons]))
-    return GradedEntry(
-        status, full_message, results, _feedback_with_notes(entry.student_id, status, message, notes, feedback), notes,
-        seconds, result)
+    return _classify(sid, outcome, staged.n_python_files, staged.notes, limits, profile, exercises)
+
+
+def _classify(sid: str, outcome: WorkerOutcome, n_python_files: int, notes: list[str], limits: BatchLimits,
+              profile: str, exercises: list[str] | None) -> StudentOutcome:
+    """The :class:`StudentOutcome` of what a worker returned (see :func:`grade_entry`)."""
+    result = outcome.result
+    if result is None:  # timed out or crashed: nothing graded
+        return zero_outcome(sid, outcome.status, outcome.message, profile, exercises, notes, outcome.seconds)
+    status, message = "graded", ""
+    if n_python_files == 0:
+        status, message = "empty", "the submission holds no Python file"
+    elif result.status == "rejected":  # grade_submission could not read it; its message says why
+        status, message = "rejected", cap(result.message) or "the grader could not read the submission"
+    elif result.out_of_time:
+        # Some calls were cut short by the submission's clock: which ones depends on the machine's load,
+        # so no partial score is published (deterministic: 0 with the reason, as a killed worker).
+        return zero_outcome(sid, "timed-out", time_out_message(limits.timeout_s), profile, exercises, notes,
+                            outcome.seconds)
+    elif n_errors := grader_errors(result):  # not the student's fault: a low score here would be silently wrong
+        status = "crashed"
+        message = (f"the grader itself failed on {n_errors} test(s) (diagnosis grader_error); "
+                   "fix the grader, then rerun the batch")
+    return StudentOutcome(student_id=sid, status=status, message=message, notes=notes, seconds=outcome.seconds,
+                          result=result)
+
+
+def zero_outcome(sid: str, status: Status, message: str, profile: str, exercises: list[str] | None,
+                 notes: list[str] | None = None, seconds: float = 0.0) -> StudentOutcome:
+    """The outcome of a submission that could not be graded: :func:`zero_result` with the reason."""
+    return StudentOutcome(student_id=sid, status=status, message=message, notes=list(notes or []), seconds=seconds,
+                          result=zero_result(profile, exercises, message), graded=False)
 
 
 def exercise_reasons(result: GradeResult) -> list[str]:
@@ -141,49 +195,16 @@ def grader_errors(result: GradeResult) -> int:
     return sum(t.diagnosis == "grader_error" for t in result.tests)
 
 
-def zero_template(profile: str, exercises: list[str] | None) -> dict:
-    """The results.json of a submission that could not be graded, built from ``grader/points.yaml`` (nothing runs).
+def zero_result(profile: str, exercises: list[str] | None, reason: str) -> GradeResult:
+    """A typed result scoring 0 everywhere, built from ``grader/points.yaml`` (nothing runs).
 
-    Every selected exercise's tests with their max scores, as an empty
-    submission's results would list them; :func:`_zero_results` scores them 0
-    with the reason. Deterministic, so it needs no cache.
+    Every selected exercise's tests with their max scores (as an empty submission's results would
+    list them), each scored 0 with ``reason`` as its output. Deterministic.
     """
     from grader.grade import _rejected
     from grader.points import EXERCISES, load_points
 
     selected = [s for s in EXERCISES if exercises is None or s in exercises]
-    result: GradeResult = _rejected(Path("empty"), selected, load_points(), profile, "nothing to grade")
-    return result.to_results_json()
-
-
-def _zero_results(template: dict | None, reason: str) -> dict:
-    """A results.json scoring 0 everywhere, shaped like ``template`` (an empty submission's results)."""
-    exercises = {}
-    max_score = 0.0
-    tests: list[dict] = []
-    version = None
-    if template:
-        extra = template.get("extra_data", {})
-        exercises = {k: {"score": 0.0, "max_score": float(v.get("max_score", 0.0))} for k, v in extra.get("exercises", {}).items()}
-        max_score = float(extra.get("max_score", sum(v["max_score"] for v in exercises.values())))
-        version = extra.get("grader_version")
-        for t in template.get("tests", []):
-            tests.append({**t, "score": 0.0, "status": "failed", "output": reason})
-    return {
-        "score": 0.0,
-        "output": "",  # grade_entry puts the status and the reason here
-        "tests": tests,
-        "extra_data": {"max_score": max_score, "exercises": exercises, "grader_version": version},
-    }
-
-
-def _feedback_with_notes(student_id: str, status: str, message: str, notes: list[str], feedback: str) -> str:
-    head = []
-    if status != "graded" or notes:
-        # The id (a folder or zip name), the message and notes quote student-derived text: escaped, capped.
-        head.append(f"# Batch grading: {md_inline(student_id)}\n")
-        head.append(f"**Status: {status}.** {md_inline(message, 2000)}\n" if message else f"**Status: {status}.**\n")
-        for note in notes:
-            head.append(f"- {md_inline(note, 2000)}")
-        head.append("")
-    return "\n".join(head) + ("\n" + feedback if feedback else "")
+    empty = _rejected(Path("empty"), selected, load_points(), profile, "nothing to grade")
+    return empty.model_copy(update={"message": reason,
+                                    "tests": [t.model_copy(update={"output": reason}) for t in empty.tests]})

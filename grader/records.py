@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.points import EXERCISES
-from grader.results import atomic_write_text  # the shared atomic writer (tmp + fsync + os.replace)
+from grader.results import ExerciseResult, GradeResult, TestResult, atomic_write_text  # (the one atomic writer)
 from ppo_course.text_safety import csv_cell
 
 # The contract's exercise modules, in the gradebook's column order (one list: grader/points.py).
@@ -89,66 +89,70 @@ def tag_diagnosis(tags: Iterable[object]) -> str | None:
     return next((str(t)[len(DIAGNOSIS_TAG):] for t in tags if str(t).startswith(DIAGNOSIS_TAG)), None)
 
 
-class PublishedTest(BaseModel):
-    """One entry of a published results.json's ``tests``, read back with the names of ``grader.results.TestResult``.
+def _published_test(t: dict, doc: str = "") -> TestResult:
+    """One entry of a published results.json's ``tests`` as the typed ``TestResult`` it was written from.
 
-    ``exercise`` (module stem), ``kind`` (hidden/public), ``test`` (function name) and ``diagnosis``
-    are the fields ``GradeResult.to_results_json`` folded into ``name`` and ``tags``; the report,
-    analytics and regrades read them from here (the one reader of that format), or from the typed
-    ``TestResult`` itself when the batch still holds it.
+    ``name`` is "<stem> · <kind> · <test>" and ``tags`` ``[stem, kind, "diagnosis:<id>"?, *tags]``
+    (``GradeResult.to_results_json``); ``doc`` and ``detail`` are not published (empty here).
     """
-
-    __test__ = False
-    model_config = ConfigDict(extra="ignore")
-
-    name: str
-    score: float
-    max_score: float
-    status: str
-    tags: list[str] = Field(default_factory=list)
-
-    @property
-    def exercise(self) -> str:
-        """The module stem (``tags[0]``)."""
-        return self.tags[0] if self.tags else ""
-
-    @property
-    def kind(self) -> str:
-        """``hidden`` or ``public`` (``tags[1]``)."""
-        return self.tags[1] if len(self.tags) > 1 else ""
-
-    @property
-    def test(self) -> str:
-        """The test function's name (the last part of "<stem> · <kind> · <test>")."""
-        return self.name.rsplit(" · ", 1)[-1]
-
-    @property
-    def diagnosis(self) -> str | None:
-        """The ``diagnosis:<id>`` tag's id, or None (:func:`tag_diagnosis`)."""
-        return tag_diagnosis(self.tags)
+    tags = [str(x) for x in t.get("tags") or []]
+    stem, kind, test = (str(t["name"]).split(" · ", 2) + ["", "", ""])[:3]
+    return TestResult(exercise=tags[0] if tags else stem, kind=kind if kind in ("hidden", "public") else "hidden",
+                      test=test or str(t["name"]), score=float(t["score"]), max_score=float(t["max_score"]),
+                      status="passed" if t.get("status") == "passed" else "failed", output=str(t.get("output", "")),
+                      visibility=t.get("visibility") or "after_published", diagnosis=tag_diagnosis(tags),
+                      tags=[x for x in tags[2:] if not x.startswith(DIAGNOSIS_TAG)], doc=doc)
 
 
 class PublishedResults(BaseModel):
-    """A student's published ``results.json`` as the report, analytics and regrades read it (typed)."""
+    """A published results.json read back as the typed model: the result, and what a regrade added to it."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
-    score: float = 0.0
-    tests: list[PublishedTest] = Field(default_factory=list)
+    result: GradeResult
+    never_lower: list[str] = Field(default_factory=list)  # ``extra_data.never_lower``
+    regrade_tests: list[TestResult] = Field(default_factory=list)  # ``extra_data.regrade_tests``
 
 
-def load_result(out_dir: Path, student_id: str) -> PublishedResults | None:
-    """``OUT_DIR/<student>/results.json`` validated into :class:`PublishedResults`, or None (absent, unreadable, off-schema).
+def parse_results(data: dict) -> PublishedResults:
+    """A results.json dictionary (this or an older grader version, or the zeros of an ungraded student) as
+    :class:`PublishedResults`; the one reader of the published format.
+
+    Raises:
+        ValueError / KeyError / TypeError (pydantic's ValidationError is a ValueError): off-schema data.
+    """
+    extra = data.get("extra_data") or {}
+    states = extra.get("exercise_status") or {}
+    exercises = {stem: ExerciseResult(score=float(v["score"]), max_score=float(v["max_score"]),
+                                      status=states.get(stem, "graded"))  # the published word: its state
+                 for stem, v in (extra.get("exercises") or {}).items()}
+    result = GradeResult(
+        submission="", status="rejected" if extra.get("status") == "rejected" else "graded",
+        message="", grader_version=str(extra.get("grader_version") or ""),
+        profile="fast" if extra.get("profile") == "fast" else "full", exercises=exercises,
+        tests=[_published_test(t) for t in data.get("tests") or []],
+        out_of_time=bool(extra.get("out_of_time")))
+    return PublishedResults(result=result, never_lower=[str(n) for n in extra.get("never_lower") or []],
+                            regrade_tests=[_published_test(t) for t in extra.get("regrade_tests") or []])
+
+
+def read_results(path: Path) -> PublishedResults | None:
+    """:func:`parse_results` of the results.json at ``path``, or None (absent, unreadable, off-schema)."""
+    try:
+        return parse_results(json.loads(Path(path).read_bytes()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def load_result(out_dir: Path, student_id: str) -> GradeResult | None:
+    """``OUT_DIR/<student>/results.json`` as the typed ``GradeResult``, or None (absent, unreadable, off-schema).
 
     The one reader of published results for the class report (``grader.report``), the per-test
-    analytics (``grader.analytics``); a batch that still holds a student's typed
-    ``GradeResult`` passes that instead (same attribute names: ``tests[].exercise/kind/test/status/
-    score/max_score/diagnosis``).
+    analytics (``grader.analytics``) and regrades (``grader.regrade``), for results of any grader
+    version; a batch that still holds a student's outcome passes its ``GradeResult`` instead.
     """
-    try:
-        return PublishedResults.model_validate_json((Path(out_dir) / student_id / "results.json").read_bytes())
-    except (OSError, ValidationError):
-        return None
+    published = read_results(Path(out_dir) / student_id / "results.json")
+    return None if published is None else published.result
 
 
 def atomic_write_json(path: Path, data: object) -> None:
@@ -156,33 +160,27 @@ def atomic_write_json(path: Path, data: object) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def _record_from(
-    student_id: str,
-    status: str,
-    message: str,
-    results: dict,
-    key: dict,
-    seconds: float,
-    sources: list[Path],
-) -> StudentRecord:
-    extra = results.get("extra_data", {}) or {}
-    exercises = {
-        stem: {"score": float(v.get("score", 0.0)), "max_score": float(v.get("max_score", 0.0))}
-        for stem, v in (extra.get("exercises") or {}).items()
-    }
+def record_of(outcome, key: dict, sources: list[Path]) -> StudentRecord:
+    """The :class:`StudentRecord` of a ``grader.outcome.StudentOutcome`` (its typed result's scores).
+
+    ``key``: ``submission_hash``, ``grader_fingerprint``, ``profile``, ``exercises`` (what decides a skip);
+    ``sources``: the submission's folder or zip (the newest modification time goes to nbgrader's CSV).
+    """
+    result = outcome.result
     mtime = None
     try:
         mtime = max(os.lstat(p).st_mtime for p in sources)
-    except OSError:
+    except (OSError, ValueError):
         pass
     return StudentRecord(
-        student_id=student_id,
-        status=status,  # type: ignore[arg-type]
-        message=message,
-        score=float(results.get("score", 0.0)),
-        max_score=float(extra.get("max_score", sum(v["max_score"] for v in exercises.values()))),
-        exercise_scores=exercises,
-        seconds=round(seconds, 3),
+        student_id=outcome.student_id,
+        status=outcome.status,
+        message=outcome.gradebook_message,
+        score=result.score,
+        max_score=result.max_score,
+        exercise_scores={stem: {"score": float(e.score), "max_score": float(e.max_score)}
+                         for stem, e in result.exercises.items()},
+        seconds=round(outcome.seconds, 3),
         sources=[p.name for p in sources],
         source_mtime=mtime,
         **key,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 import shutil
@@ -91,14 +90,16 @@ def latest_only(submission_ids) -> set[str]:
 # ----------------------------------------------------------------------- snapshots
 
 
-def keep_published(out_dir: Path, student_id: str, fingerprint: str, record) -> None:
+def keep_published(out_dir: Path, student_id: str, fingerprint: str, record, submission_hash: str | None = None) -> None:
     """Copy a student's results.json and batch.json into ``.batch/published/<id>/`` before a regrade.
 
-    Only when ``record`` (the student's current ``StudentRecord``) was graded
-    by another fingerprint; a snapshot of the same grader is never replaced by
-    a half-done regrade's.
+    When ``record`` (the student's current ``StudentRecord``) was graded by another fingerprint,
+    or (``submission_hash`` given: ``--never-lower``) for another submission; a snapshot is never
+    replaced by a half-done regrade's (the record goes before the regrade writes anything).
     """
-    if record is None or record.grader_fingerprint == fingerprint:
+    if record is None:
+        return
+    if record.grader_fingerprint == fingerprint and (submission_hash is None or record.submission_hash == submission_hash):
         return
     src = Path(out_dir) / student_id
     if not (src / "results.json").is_file():
@@ -112,16 +113,16 @@ def keep_published(out_dir: Path, student_id: str, fingerprint: str, record) -> 
 
 
 def published(out_dir: Path, student_id: str):
-    """(published ``StudentRecord``, published results.json dict) of a student, or None."""
-    from grader.records import StudentRecord
+    """(published ``StudentRecord``, published ``grader.records.PublishedResults``) of a student, or None."""
+    from grader.records import StudentRecord, read_results
 
     folder = Path(out_dir) / ".batch" / PUBLISHED_DIR / student_id
     try:
         record = StudentRecord.model_validate_json((folder / "batch.json").read_text(encoding="utf-8"))
-        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return record, results
+    results = read_results(folder / "results.json")
+    return None if results is None else (record, results)
 
 
 def drop_published(out_dir: Path) -> None:
@@ -132,40 +133,82 @@ def drop_published(out_dir: Path) -> None:
 # ----------------------------------------------------------------------- never lower
 
 
-def _stem_of(test: dict) -> str:
-    return str((test.get("tags") or [""])[0])
+def never_lower(new, old):
+    """``new`` where every exercise that scored more in ``old`` (the published result) keeps its published tests.
 
-
-def never_lower(results: dict, old_results: dict) -> tuple[dict, list[str]]:
-    """``results`` where every exercise scoring less than in ``old_results`` keeps its published tests.
+    Args:
+        new: this regrade's typed ``GradeResult``.
+        old: the published result, typed (``grader.records.load_result``; any grader version).
 
     Returns:
-        (the patched results.json dict, one note per kept exercise, e.g.
-        ``"ex4_gae kept at its published 10 (the regrade gives 8)"``).
+        (the result to publish, one note per kept exercise such as ``"ex4_gae kept at its published 10
+        (the regrade gives 8)"``, the regrade's tests of the kept exercises for regrade.md).
+
+    A kept exercise takes the published score of each test this version still has, clamped to the
+    test's points in this version (a points change never gives more than the maximum; the note says
+    so), and this regrade's score for a test the published result did not have. The exercise is kept
+    only when that gives more than the regrade; its score is always the sum of its tests.
     """
-    new_ex = (results.get("extra_data") or {}).get("exercises") or {}
-    old_ex = (old_results.get("extra_data") or {}).get("exercises") or {}
-    notes = []
-    tests = list(results.get("tests") or [])
-    replaced: list[dict] = []
-    for stem, new in new_ex.items():
-        old = old_ex.get(stem)
-        if old is None or not float(new["score"]) < float(old["score"]) - 1e-9:
+    notes: list[str] = []
+    replaced: list = []
+    kept_tests: dict[str, object] = {}
+    exercises = dict(new.exercises)
+    for stem, ex in new.exercises.items():
+        before = old.exercises.get(stem)
+        if before is None:
             continue
-        old_tests = [t for t in old_results.get("tests") or [] if _stem_of(t) == stem]
-        replaced += [t for t in tests if _stem_of(t) == stem]
-        tests = [t for t in tests if _stem_of(t) != stem] + old_tests
-        new_ex[stem] = {"score": float(old["score"]), "max_score": float(old["max_score"])}
-        notes.append(f"{stem} kept at its published {float(old['score']):g} (the regrade gives {float(new['score']):g})")
-    if notes:
-        order = {name: i for i, name in enumerate(t.get("name") for t in results.get("tests") or [])}
-        tests.sort(key=lambda t: order.get(t.get("name"), len(order)))
-        results = {**results, "tests": tests}
-        results["score"] = round(sum(float(t.get("score", 0.0)) for t in tests), 6)
-        extra = results.setdefault("extra_data", {})
-        extra["never_lower"] = notes
-        extra["regrade_tests"] = replaced  # what the regrade gave the kept exercises, for regrade.md
-    return results, notes
+        now = {t.name: t for t in new.tests if t.exercise == stem}
+        tests = {t.name: t for t in now.values()}
+        clamped = False
+        for t in old.tests:
+            cur = now.get(t.name)
+            if t.exercise != stem or cur is None:
+                continue  # a test this grader version no longer has: its points are gone
+            score = min(t.score, cur.max_score)
+            clamped |= score < t.score - 1e-9
+            same = t.status == cur.status and t.diagnosis == cur.diagnosis  # then this grading's words are true too
+            tests[t.name] = cur.model_copy(update={"score": score} if same else
+                                           {"score": score, "status": t.status, "output": t.output,
+                                            "diagnosis": t.diagnosis, "detail": ""})
+        score = round(sum(t.score for t in tests.values()), 6)
+        if not score > ex.score + 1e-9:
+            continue
+        replaced += now.values()
+        kept_tests.update(tests)
+        exercises[stem] = before.model_copy(update={"score": score, "max_score": ex.max_score})
+        if clamped or abs(score - before.score) > 1e-9:
+            notes.append(f"{stem} kept at {score:g} of its published {before.score:g}, clamped to this version's "
+                         f"points (max {ex.max_score:g}; the regrade gives {ex.score:g})")
+        else:
+            notes.append(f"{stem} kept at its published {before.score:g} (the regrade gives {ex.score:g})")
+    if not notes:
+        return new, [], []
+    tests = [kept_tests.get(t.name, t) for t in new.tests]
+    return new.model_copy(update={"tests": tests, "exercises": exercises}), notes, replaced
+
+
+def apply_never_lower(out_dir: Path, sid: str, submission_hash: str, fingerprint: str, outcome):
+    """``--never-lower`` on a student's typed ``grader.outcome.StudentOutcome``; returns the outcome to publish.
+
+    Against the published snapshot (:func:`published`): a grader change keeps each exercise's published
+    score where it is higher (:func:`never_lower`: clamped to this version's points, said in the regrade
+    lines); a changed submission is regraded in full, and a regrade line says so.
+    """
+    before = published(out_dir, sid)
+    if before is None:
+        return outcome
+    old_record, old = before
+    if old_record.submission_hash != submission_hash:
+        line = (f"your submission changed since the published grading ({old_record.score:g} / "
+                f"{old_record.max_score:g}), so it was regraded in full: {outcome.result.score:g} / "
+                f"{outcome.result.max_score:g} (never lower keeps scores only across a grader change)")
+        return outcome.model_copy(update={"regrade": [*outcome.regrade, line]})
+    if old_record.grader_fingerprint == fingerprint or not outcome.graded:
+        return outcome
+    result, notes, replaced = never_lower(outcome.result, old.result)
+    if not notes:
+        return outcome
+    return outcome.model_copy(update={"result": result, "never_lower": notes, "regrade_tests": replaced})
 
 
 # --------------------------------------------------------------------------- report
@@ -198,28 +241,20 @@ class TestChange:
         return text
 
 
-def _diagnosis(test: dict) -> str:
-    from grader.records import tag_diagnosis
-
-    return tag_diagnosis(test.get("tags") or []) or ""
-
-
-def test_changes(student_id: str, old_results: dict, new_results: dict) -> list[TestChange]:
-    """Every test whose score differs between two results.json dicts (added or removed tests included)."""
-    old = {t.get("name"): t for t in old_results.get("tests") or []}
-    new = {t.get("name"): t for t in new_results.get("tests") or []}
+def test_changes(student_id: str, old_tests: list, new_tests: list) -> list[TestChange]:
+    """Every test whose score differs between two lists of typed ``TestResult`` (added or removed tests included)."""
+    old = {t.name: t for t in old_tests}
+    new = {t.name: t for t in new_tests}
     changes = []
     for name in list(old) + [n for n in new if n not in old]:
         a, b = old.get(name), new.get(name)
-        sa = float(a["score"]) if a else None
-        sb = float(b["score"]) if b else None
-        if a and b and math.isclose(sa, sb, abs_tol=1e-9):
+        if a and b and math.isclose(a.score, b.score, abs_tol=1e-9):
             continue
         ref = b or a
-        changes.append(TestChange(student_id, _stem_of(ref), str(name), sa, sb, float(ref.get("max_score", 0.0)),
-                                  a.get("status", "") if a else "absent", b.get("status", "") if b else "absent",
-                                  _diagnosis(a) if a else "", _diagnosis(b) if b else "",
-                                  float(a.get("max_score", 0.0)) if a else None))
+        changes.append(TestChange(student_id, ref.exercise, name, a.score if a else None, b.score if b else None,
+                                  ref.max_score, a.status if a else "absent", b.status if b else "absent",
+                                  (a.diagnosis or "") if a else "", (b.diagnosis or "") if b else "",
+                                  a.max_score if a else None))
     return changes
 
 
@@ -237,33 +272,34 @@ class StudentRegrade:
 
 
 def collect(out_dir: Path, records, fingerprint: str) -> list[StudentRegrade]:
-    """The :class:`StudentRegrade` of every student with a snapshot from another grader, sorted by id."""
+    """The :class:`StudentRegrade` of every student with a snapshot from another grader (or, kept by
+    ``--never-lower``, of another submission), sorted by id."""
+    from grader.records import read_results
+
     out = []
     for r in sorted(records, key=lambda r: r.student_id):
         if r.grader_fingerprint != fingerprint:
             continue
         before = published(out_dir, r.student_id)
-        if before is None or before[0].grader_fingerprint == fingerprint:
+        if before is None or (before[0].grader_fingerprint == fingerprint
+                              and before[0].submission_hash == r.submission_hash):
             continue
-        old_record, old_results = before
-        try:
-            new_results = json.loads((Path(out_dir) / r.student_id / "results.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        old_record, old = before
+        new = read_results(Path(out_dir) / r.student_id / "results.json")
+        if new is None:
             continue
-        notes = list((new_results.get("extra_data") or {}).get("never_lower") or [])
-        kept_stems = {n.split(" ", 1)[0] for n in notes}
-        changes = test_changes(r.student_id, old_results, new_results)
+        kept_stems = {n.split(" ", 1)[0] for n in new.never_lower}
+        changes = test_changes(r.student_id, old.result.tests, new.result.tests)
         for c in changes:
             c.kept_published = c.exercise in kept_stems
         # With --never-lower a kept exercise shows no moved test: list what the regrade would have done.
         if kept_stems:
-            raw = (new_results.get("extra_data") or {}).get("regrade_tests") or []
-            for c in test_changes(r.student_id, old_results, {"tests": raw}):
+            for c in test_changes(r.student_id, old.result.tests, new.regrade_tests):
                 if c.exercise in kept_stems:
                     c.kept_published = True
                     changes.append(c)
         out.append(StudentRegrade(r.student_id, old_record.score, r.score, old_record.grader_fingerprint,
-                                  old_record.submission_hash != r.submission_hash, changes, notes))
+                                  old_record.submission_hash != r.submission_hash, changes, new.never_lower))
     return out
 
 
@@ -304,7 +340,9 @@ def regrade_markdown(regrades: list[StudentRegrade], fingerprint: str, never_low
         lines += ["No score moved.", ""]
     for s in moved:
         head = f"### {s.student_id}: {_fmt(s.old_total)} → {_fmt(s.new_total)}"
-        if s.submission_changed:
+        if s.submission_changed and s.old_fingerprint == fingerprint:
+            head += " (the submission changed: regraded in full, never lower applies to a grader change only)"
+        elif s.submission_changed:
             head += " (the submission changed too)"
         lines += [head, ""]
         for n in s.notes:

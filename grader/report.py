@@ -44,16 +44,20 @@ class ClassSummary:
     diagnoses: Counter = field(default_factory=Counter)
     diagnosis_stems: dict[str, set[str]] = field(default_factory=dict)
     diagnosis_students: dict[str, list[str]] = field(default_factory=dict)
+    diagnosis_points: Counter = field(default_factory=Counter)  # id -> points the class lost to it
 
 
-def diagnoses_in(result) -> list[tuple[str, str]]:
-    """(diagnosis id, module stem) for every failed test that carries a diagnosis.
+def diagnoses_in(result) -> list[tuple[str, str, float]]:
+    """(diagnosis id, module stem, points lost) for every failed test worth points that carries a diagnosis.
+
+    A 0-point test only informs (e.g. exercise 7 run on the student's own ex1-ex6): it is no mistake
+    of the class's score, so it is left out.
 
     Args:
-        result: a typed ``grader.results.GradeResult``, or the ``grader.records.PublishedResults``
-            of a published results.json (both give ``tests[].status/diagnosis/exercise``).
+        result: a typed ``grader.results.GradeResult`` (the batch's, or ``grader.records.load_result``'s).
     """
-    return [(t.diagnosis, t.exercise) for t in result.tests if t.status != "passed" and t.diagnosis]
+    return [(t.diagnosis, t.exercise, t.max_score - t.score) for t in result.tests
+            if t.status != "passed" and t.diagnosis and t.max_score > 0]
 
 
 def summarise(out_dir: Path, records: Iterable, results: dict | None = None) -> ClassSummary:
@@ -75,6 +79,7 @@ def summarise(out_dir: Path, records: Iterable, results: dict | None = None) -> 
     diag: Counter = Counter()
     diag_stems: dict[str, set[str]] = {}
     diag_students: dict[str, list[str]] = {}
+    diag_points: Counter = Counter()
     for r in records:
         for stem, s in r.exercise_scores.items():
             exercise_max[stem] = max(exercise_max.get(stem, 0.0), s["max_score"])
@@ -86,8 +91,9 @@ def summarise(out_dir: Path, records: Iterable, results: dict | None = None) -> 
         if result is None:
             continue
         seen: set[str] = set()
-        for did, stem in diagnoses_in(result):
+        for did, stem, lost in diagnoses_in(result):
             diag_stems.setdefault(did, set()).add(stem)
+            diag_points[did] += lost
             if did not in seen:
                 seen.add(did)
                 diag[did] += 1
@@ -106,6 +112,7 @@ def summarise(out_dir: Path, records: Iterable, results: dict | None = None) -> 
         diagnoses=diag,
         diagnosis_stems=diag_stems,
         diagnosis_students=diag_students,
+        diagnosis_points=diag_points,
     )
 
 
@@ -232,13 +239,18 @@ def report_figure(summary: ClassSummary, top: int = TOP_MISTAKES):
     ax2.set_title("Per exercise (graded students)")
     mistakes = _ranked(summary.diagnoses)[:top]
     if mistakes:
-        ax3.barh(range(len(mistakes)), [n for _, n in mistakes], color="#c00000")
+        # Bars: the points the class lost to each mistake (a count of students alone is 1 for most
+        # mistakes of a small class: ten bars of one height say nothing); the students are written on them.
+        lost = [summary.diagnosis_points.get(d, 0.0) for d, _ in mistakes]
+        ax3.barh(range(len(mistakes)), lost, color="#c00000")
         ax3.set_yticks(range(len(mistakes)), [d for d, _ in mistakes], fontsize=8)
+        for i, ((_, n), x) in enumerate(zip(mistakes, lost)):
+            ax3.text(x, i, f" {n} student{'s' if n != 1 else ''}", va="center", fontsize=7)
+        ax3.set_xlim(0, max(lost, default=1.0) * 1.35 or 1.0)
         ax3.invert_yaxis()  # most common on top
     else:
         ax3.text(0.5, 0.5, "no diagnosed mistakes", ha="center", va="center", transform=ax3.transAxes)
-    ax3.set_xlabel("students")
-    ax3.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax3.set_xlabel("points lost by the class")
     ax3.set_title("Most common diagnosed mistakes")
     fig.tight_layout()
     return fig

@@ -53,15 +53,15 @@ class TestResult(BaseModel):
 
 
 class ExerciseResult(BaseModel):
-    """Score of one exercise and, where the module could not be graded, why.
+    """Score of one exercise and, where the module could not be graded, why: one vocabulary, ``state``.
 
-    ``status`` is what results.json's ``extra_data.exercise_status`` shows (a contract format:
-    graded / missing / broken / not_selected). ``state`` is the typed reason
-    (``ppo_course.grading_kit.states.ExerciseState``, the words ``ppo-course check`` uses too):
-    graded, missing, syntax_error, import_error or not_implemented; when not given it follows
-    ``status`` (missing -> missing, broken -> import_error, else graded). Filled on the trusted
-    side from the sandbox's typed import failure (``grader.sandbox.errors.StudentImportError``),
-    never parsed from text:
+    ``state`` (``ppo_course.grading_kit.states.ExerciseState``, the words ``ppo-course check`` uses
+    too) is graded, missing, syntax_error, import_error or not_implemented. results.json's
+    ``extra_data.exercise_status`` (a contract format: graded / missing / broken) is derived from it
+    (:attr:`status`), never stored beside it. A writer that still passes ``status`` (an older
+    result, a test's stand-in) gets the state it means (missing -> missing, broken -> import_error,
+    graded -> graded) unless it gives ``state`` too. Filled on the trusted side from the sandbox's typed
+    import failure (``grader.sandbox.errors.StudentImportError``), never parsed from text:
 
     * ``error_type``: the import's exception class name, one of
       ``grader.sandbox.errors.ALLOWED_EXCEPTION_NAMES`` ("" when the import timed out or crashed);
@@ -74,23 +74,36 @@ class ExerciseResult(BaseModel):
 
     score: float
     max_score: float
-    status: Literal["graded", "missing", "broken", "not_selected"]
+    state: ExerciseState = "graded"
     message: str = ""
-    state: ExerciseState | None = None
     error_type: str = ""
     error_line: int | None = Field(default=None, ge=1, le=1_000_000)  # = grader.sandbox.errors.MAX_LINENO
     error_file: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}\.py$")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _state_from_status(cls, data):
+        """Accept the contract's ``status`` word as input: the state it means, unless ``state`` is given."""
+        if isinstance(data, dict) and "status" in data:
+            data = dict(data)
+            status = data.pop("status")
+            if data.get("state") is None:
+                data["state"] = {"missing": "missing", "broken": "import_error"}.get(status, "graded")
+        return data
+
     @model_validator(mode="after")
-    def _default_state(self) -> "ExerciseResult":
-        """Fill ``state`` from ``status`` when not given; check ``error_type`` against the allow-list."""
+    def _check_error_type(self) -> "ExerciseResult":
+        """Check ``error_type`` against the allow-list."""
         from grader.sandbox.errors import ALLOWED_EXCEPTION_NAMES  # (lazy: the package starts the sandbox's modules)
 
-        if self.state is None:
-            self.state = {"missing": "missing", "broken": "import_error"}.get(self.status, "graded")
         if self.error_type and self.error_type not in ALLOWED_EXCEPTION_NAMES:
             raise ValueError(f"error_type {self.error_type!r} is not an allowed exception name")
         return self
+
+    @property
+    def status(self) -> Literal["graded", "missing", "broken"]:
+        """results.json's word for :attr:`state`: missing, broken (syntax or import error) or graded."""
+        return {"missing": "missing", "syntax_error": "broken", "import_error": "broken"}.get(self.state, "graded")
 
     def reason(self, stem: str) -> str:
         """The gradebook's short reason for an exercise that was not really graded, or "".
@@ -145,18 +158,7 @@ class GradeResult(BaseModel):
         return {
             "score": self.score,
             "output": cap(self.message) or f"Graded {len(self.tests)} tests: {self.score:g} / {self.max_score:g} points.",
-            "tests": [
-                {
-                    "name": t.name,
-                    "score": t.score,
-                    "max_score": t.max_score,
-                    "status": t.status,
-                    "output": cap(t.output),
-                    "visibility": t.visibility,
-                    "tags": [t.exercise, t.kind, *( [f"diagnosis:{t.diagnosis}"] if t.diagnosis else [] ), *t.tags],
-                }
-                for t in self.tests
-            ],
+            "tests": self.tests_json(self.tests),
             "extra_data": {
                 "max_score": self.max_score,
                 "exercises": {stem: {"score": e.score, "max_score": e.max_score}
@@ -169,6 +171,22 @@ class GradeResult(BaseModel):
                 **({"out_of_time": True} if self.out_of_time else {}),
             },
         }
+
+    @staticmethod
+    def tests_json(tests: list[TestResult]) -> list[dict]:
+        """results.json's ``tests`` entries of ``tests`` (contract format; read back by ``grader.records.parse_results``)."""
+        return [
+            {
+                "name": t.name,
+                "score": t.score,
+                "max_score": t.max_score,
+                "status": t.status,
+                "output": cap(t.output),
+                "visibility": t.visibility,
+                "tags": [t.exercise, t.kind, *([f"diagnosis:{t.diagnosis}"] if t.diagnosis else []), *t.tags],
+            }
+            for t in tests
+        ]
 
     def feedback_markdown(self) -> str:
         """feedback.md: a summary table, then one section per exercise with what failed and why."""
@@ -209,12 +227,13 @@ class GradeResult(BaseModel):
                     if t.kind == "public" and t.detail:  # student-derived: capped, in a fence it cannot close
                         lines += ["", *[f"  {line}" for line in fenced(t.detail.strip()).splitlines()]]
                 lines.append("")
-            for t in reported:
-                lines += [f"Reported (0 points): `{t.test}` did not pass: {t.doc} [{t.diagnosis}] "
+            for t in reported:  # the docstring of a 0-point test may start by saying so: said once
+                doc = t.doc.removeprefix("(0 points, reported)").strip()
+                lines += [f"Reported (0 points): `{t.test}` did not pass: {doc} [{t.diagnosis}] "
                           f"{DIAGNOSES.get(t.diagnosis or '', '')}", ""]
-            passed = [t for t in tests if t.status == "passed"]
-            if passed and failed:
-                lines += ["Passed: " + ", ".join(f"`{t.test}`" for t in passed), ""]
+            passed = list(dict.fromkeys(t.test for t in tests if t.status == "passed"))  # a public and a hidden
+            if passed and failed:                                                    # test may share a name
+                lines += ["Passed: " + ", ".join(f"`{name}`" for name in passed), ""]
         return "\n".join(lines).rstrip() + "\n"
 
     def write_results_json(self, path: str | os.PathLike) -> Path:

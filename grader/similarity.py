@@ -2,7 +2,7 @@
 
 ``ppo-course similarity SUBMISSIONS_DIR --out DIR`` lands here
 (:func:`run_similarity`). Student code is only *read as text*: every
-submission goes through the batch's own intake (``grader.batch.discover`` and
+submission goes through the batch's own intake (``grader.class_list.discover`` and
 ``grader.intake.stage_submission``: the same size, zip-bomb, path and symlink
 checks as grading) into a temporary folder, and each ``.py`` file is decoded
 and fingerprinted by copydetect (pygments tokens, winnowing; Schleimer et al.
@@ -145,7 +145,7 @@ def read_cohort(submissions_dir: Path, *, kind: str = "class", prefix: str = "",
                 notes: list[str] | None = None, review: list | None = None) -> list[Unit]:
     """The units of every student of a submissions folder, through the batch's intake checks.
 
-    Each student (sub-folder or zip, ``grader.batch.discover``) is staged with
+    Each student (sub-folder or zip, ``grader.class_list.discover``) is staged with
     ``grader.intake.stage_submission`` into a temporary folder and read as
     text; a submission the intake rejects is left out with a note. Every staged
     file is also scanned for code loaded from data (``grader.code_loading``):
@@ -154,7 +154,7 @@ def read_cohort(submissions_dir: Path, *, kind: str = "class", prefix: str = "",
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
     """
-    from grader.batch import discover
+    from grader.class_list import discover
     from grader.intake import BatchLimits, Rejected, stage_submission
 
     notes = notes if notes is not None else []
@@ -359,7 +359,7 @@ def run_similarity(submissions_dir: Path, out_dir: Path, *, archives: Iterable[P
     Raises:
         NotADirectoryError: if a given folder does not exist.
     """
-    from grader.batch import discover
+    from grader.class_list import discover
 
     notes: list[str] = []
     review: list = []

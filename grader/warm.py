@@ -30,7 +30,7 @@ Protocol (newline-delimited JSON on the worker's stdin/stdout; its own prints
 and the grader's log go to stderr, a log file):
 
 - worker → ``{"ready": pid}`` once imports and warm-up are done;
-- parent → ``{"submission", "out", "profile", "exercises", "grade_fn", "limits", "deadline", "env"}``
+- parent → ``{"submission", "out", "profile", "exercises", "limits", "deadline", "env"}``
   (``env``: where the batch's fork server listens, ``grader.workers._shared_forkserver_env``);
 - worker → ``{"ok": true}`` once ``out/result.json`` (the typed ``GradeResult``) is written,
   or ``{"ok": false, "error": "..."}`` (then it exits: a grader fault, the student is ``crashed``).
@@ -49,11 +49,11 @@ import traceback
 from pathlib import Path
 
 from grader.intake import SubmissionLimits
+import grader.workers as worker_side  # worker_side.worker_command: the one command line of a worker
 from grader.workers import (
-    _WORKER_BOOT,
     WorkerOutcome,
     read_result,
-    _boot_paths,
+    time_out_message,
     _kill_group,
     _shared_forkserver_env,
     _watch_parent,
@@ -80,18 +80,15 @@ class _WorkerGone(Exception):
 class _WarmWorker:
     """One live worker process and its pipes (used by one pool thread at a time)."""
 
-    def __init__(self, log_path: Path, cwd: Path, grade_fn: str | None, workers: _Workers | None) -> None:
+    def __init__(self, log_path: Path, cwd: Path, workers: _Workers | None) -> None:
         self.log_path, self.graded = log_path, 0
         cwd.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-I", "-c", _WORKER_BOOT, *_boot_paths(grade_fn), "--", "serve",
-               "--parent-pid", str(os.getpid())]
-        if grade_fn:
-            cmd += ["--grade-fn", grade_fn]
+        cmd = [*worker_side.worker_command("serve"), "--parent-pid", str(os.getpid())]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             # The batch's fork server is named per request (it may still be starting while this worker warms up).
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                         env=_worker_env(shared_server=False, stand_in=bool(grade_fn)),
+                                         env=_worker_env(shared_server=False),
                                          cwd=cwd, start_new_session=True)
         self._workers = workers
         if workers is not None:
@@ -178,23 +175,22 @@ class WarmPool:
 
     Args:
         scratch: folder for the workers' logs and empty working folders.
-        grade_fn: ``"module:function"`` replacing ``grade_submission`` (test stand-ins); one per pool.
         workers: the batch's registry of live processes (Ctrl-C kills them all).
         max_students: gradings before a worker is replaced (bounds anything that grows).
         max_rss_mb: resident memory (MiB) past which a worker is replaced after its current student.
     """
 
-    def __init__(self, scratch: Path, *, grade_fn: str | None = None, workers: _Workers | None = None,
+    def __init__(self, scratch: Path, *, workers: _Workers | None = None,
                  max_students: int = 64, max_rss_mb: float = 3072.0) -> None:
-        self.scratch, self.grade_fn, self.workers = Path(scratch), grade_fn, workers
+        self.scratch, self.workers = Path(scratch), workers
         self.max_students, self.max_rss_mb = max_students, max_rss_mb
         self._local = threading.local()
         self._all: set[_WarmWorker] = set()
         self._lock = threading.Lock()
         self._count = 0
         self.started = 0  # workers started (a figure for tests and the benchmark)
-        if not grade_fn:  # start the batch's fork server now, while the first workers import and warm up
-            threading.Thread(target=_shared_forkserver_env, daemon=True, name="start-forkserver").start()
+        # Start the batch's fork server now, while the first workers import and warm up.
+        threading.Thread(target=_shared_forkserver_env, daemon=True, name="start-forkserver").start()
 
     def _worker(self) -> _WarmWorker:
         worker = getattr(self._local, "worker", None)
@@ -203,7 +199,7 @@ class WarmPool:
         with self._lock:
             self._count += 1
             n = self._count
-        worker = _WarmWorker(self.scratch / f"worker-{n}.log", self.scratch / f"cwd-{n}", self.grade_fn, self.workers)
+        worker = _WarmWorker(self.scratch / f"worker-{n}.log", self.scratch / f"cwd-{n}", self.workers)
         with self._lock:
             self._all.add(worker)
             self.started += 1
@@ -218,8 +214,7 @@ class WarmPool:
             self._local.worker = None
 
     def run(self, submission: Path, scratch: Path, *, profile: str, exercises: list[str] | None, timeout_s: float,
-            grade_fn: str | None = None, workers: _Workers | None = None,
-            submission_limits: SubmissionLimits | None = None) -> WorkerOutcome:
+            workers: _Workers | None = None, submission_limits: SubmissionLimits | None = None) -> WorkerOutcome:
         """Grade one staged submission on this thread's warm worker (see :func:`grader.workers.run_worker`).
 
         Returns:
@@ -227,18 +222,16 @@ class WarmPool:
             ``timeout_s`` seconds from the request (the worker is then killed and replaced), or
             ``crashed`` when the worker died, failed, or wrote unreadable results.
         """
-        if (grade_fn or None) != (self.grade_fn or None):
-            raise ValueError(f"this pool grades with {self.grade_fn!r}, not {grade_fn!r}")
         scratch.mkdir(parents=True, exist_ok=True)
         t_start = time.monotonic()
         try:
             worker = self._worker()
         except _WorkerGone as exc:
             return WorkerOutcome("crashed", None, str(exc), time.monotonic() - t_start)
-        env = {} if self.grade_fn else _shared_forkserver_env()  # waits for the batch's fork server
+        env = _shared_forkserver_env()  # waits for the batch's fork server
         t0 = time.monotonic()  # the student's clock starts at a ready worker and fork server
         payload = {"submission": str(Path(submission).resolve()), "out": str(scratch.resolve()), "profile": profile,
-                   "exercises": exercises, "grade_fn": grade_fn, "limits": None, "deadline": None,
+                   "exercises": exercises, "limits": None, "deadline": None,
                    "env": env}
         if submission_limits is not None:
             margin = min(30.0, 0.1 * timeout_s)  # as run_worker: time to write the results
@@ -253,10 +246,7 @@ class WarmPool:
         seconds = time.monotonic() - t0
         if reply is None:
             self._retire(worker)
-            return WorkerOutcome(
-                "timed-out", None,
-                f"grading took longer than the limit of {timeout_s:g} s and was stopped "
-                "(look for an infinite loop or very slow code)", seconds)
+            return WorkerOutcome("timed-out", None, time_out_message(timeout_s), seconds)
         worker.graded += 1
         if not reply.get("ok"):  # a grader fault: the worker logged it and exits with status 1
             try:
@@ -298,20 +288,18 @@ def _warm_up() -> None:
 
 
 def serve_main(argv: list[str]) -> int:
-    """Entry of ``python -m grader.workers serve``: a warm worker answering grading requests until stdin closes."""
+    """Entry of ``python -m grader.worker_process serve``: a warm worker answering grading requests until stdin closes."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m grader.workers serve")
+    parser = argparse.ArgumentParser(prog="python -m grader.worker_process serve")
     parser.add_argument("--parent-pid", type=int, default=None)
-    parser.add_argument("--grade-fn", default=None)
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
         _watch_parent(args.parent_pid)
     # Replies go on the original stdout; anything printed from here on lands in the log (stderr).
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
-    if not args.grade_fn:
-        _warm_up()
+    _warm_up()
     reply.write(json.dumps({"ready": os.getpid()}) + "\n")
     for line in sys.stdin:
         if not line.strip():
@@ -320,8 +308,7 @@ def serve_main(argv: list[str]) -> int:
             req = json.loads(line)
             os.environ.update(req.get("env") or {})  # the batch's fork server (PPO_COURSE_FORKSERVER)
             grade_request(Path(req["submission"]), Path(req["out"]), profile=req["profile"],
-                          exercises=req.get("exercises"), grade_fn=req.get("grade_fn"),
-                          limits_json=req.get("limits"), deadline=req.get("deadline"))
+                          exercises=req.get("exercises"), limits_json=req.get("limits"), deadline=req.get("deadline"))
         except Exception as exc:  # a grader fault: say so, log it, and leave (the pool starts a new worker)
             traceback.print_exc()
             sys.stderr.flush()

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from grader.intake import SubmissionLimits
 from grader.results import GradeResult, atomic_write_text
@@ -83,16 +84,9 @@ _WORKER_ENV_KEEP = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "OMP
                     "OPENBLAS_NUM_THREADS", OWN_FORKSERVER_ENV)
 
 
-def _worker_env(shared_server: bool = True, stand_in: bool = False) -> dict[str, str]:
-    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens.
-
-    ``stand_in``: the worker runs a test's stand-in ``grade_fn`` (a hidden test hook), which may read
-    its own variables: then the operator's environment is kept, still without any ``PYTHON*``.
-    """
-    if stand_in:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    else:
-        env = {k: os.environ[k] for k in _WORKER_ENV_KEEP if k in os.environ}
+def _worker_env(shared_server: bool = True) -> dict[str, str]:
+    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens."""
+    env = {k: os.environ[k] for k in _WORKER_ENV_KEEP if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     # N workers on N cores: intra-op threads would only oversubscribe.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -110,6 +104,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+#: What a worker run ends with (a subset of ``grader.records.Status``; the batch adds empty and rejected).
+WorkerStatus = Literal["graded", "timed-out", "crashed"]
+
+
 @dataclass
 class WorkerOutcome:
     """What one worker run produced.
@@ -117,25 +115,15 @@ class WorkerOutcome:
     Attributes:
         status: ``graded``, ``timed-out`` or ``crashed``.
         result: the typed :class:`grader.results.GradeResult` when graded (validated back from the
-            worker's ``result.json`` with pydantic), else None.
+            worker's ``result.json`` with pydantic), else None (``grader.outcome`` then builds the zeros).
         message: why, for anything but ``graded`` ("" otherwise).
         seconds: wall-clock seconds of the run.
     """
 
-    status: str
+    status: WorkerStatus
     result: GradeResult | None
     message: str
     seconds: float
-
-    @property
-    def results(self) -> dict | None:
-        """The results.json dictionary of :attr:`result` (``GradeResult.to_results_json``), or None."""
-        return None if self.result is None else self.result.to_results_json()
-
-    @property
-    def feedback(self) -> str:
-        """feedback.md of :attr:`result` (``GradeResult.feedback_markdown``), or ""."""
-        return "" if self.result is None else self.result.feedback_markdown()
 
 
 #: The typed result a worker writes in its scratch folder (the only file the batch reads back).
@@ -191,7 +179,6 @@ def run_worker(
     profile: str,
     exercises: list[str] | None,
     timeout_s: float,
-    grade_fn: str | None = None,
     workers: _Workers | None = None,
     submission_limits: SubmissionLimits | None = None,
 ) -> WorkerOutcome:
@@ -214,13 +201,7 @@ def run_worker(
     # `python -I`: no cwd, PYTHONPATH or user site on sys.path, so a student folder named `grader/`
     # or `torch/` in the operator's working folder can never be imported by the worker.
     cmd = [
-        sys.executable,
-        "-I",
-        "-c",
-        _WORKER_BOOT,
-        *_boot_paths(grade_fn),
-        "--",
-        "worker",
+        *worker_command("worker"),
         "--submission",
         str(Path(submission).resolve()),  # absolute: the worker runs in its own empty folder
         "--out",
@@ -232,8 +213,6 @@ def run_worker(
     ]
     if exercises:
         cmd += ["--exercises", ",".join(exercises)]
-    if grade_fn:
-        cmd += ["--grade-fn", grade_fn]
     t0 = time.monotonic()
     if submission_limits is not None:
         # The worker's sandboxed calls stop at the same absolute moment the worker is killed, less a
@@ -248,7 +227,7 @@ def run_worker(
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=_worker_env(shared_server=not grade_fn, stand_in=bool(grade_fn)),  # a stand-in needs no sandbox
+            env=_worker_env(),
             cwd=cwd,
             start_new_session=True,
         )
@@ -259,13 +238,7 @@ def run_worker(
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.wait()
-            return WorkerOutcome(
-                "timed-out",
-                None,
-                f"grading took longer than the limit of {timeout_s:g} s and was stopped "
-                "(look for an infinite loop or very slow code)",
-                time.monotonic() - t0,
-            )
+            return WorkerOutcome("timed-out", None, time_out_message(timeout_s), time.monotonic() - t0)
         finally:
             # Whatever happened, nothing the worker started may outlive it.
             _kill_group(proc)
@@ -295,13 +268,28 @@ _WORKER_BOOT = (
 )
 
 
-def _boot_paths(grade_fn: str | None) -> list[str]:
-    """``name=folder`` for the grader (and a stand-in ``grade_fn``'s module): where this process found them."""
+def time_out_message(timeout_s: float) -> str:
+    """The one wording of a submission that ran out of its grading time (gradebook, results.json, feedback)."""
+    return (f"grading took longer than the limit of {timeout_s:g} s and was stopped "
+            "(look for an infinite loop or very slow code)")
+
+
+def worker_command(mode: str) -> list[str]:
+    """The command line that starts a worker process: ``python -I -c BOOT name=folder ... -- MODE``.
+
+    ``mode`` is ``worker`` (grade one submission, :func:`worker_main`) or ``serve`` (a warm worker,
+    ``grader.warm.serve_main``); the caller appends that mode's arguments. The one place a worker's
+    interpreter and boot code are chosen (fresh, warm and cluster workers alike).
+    """
+    return [sys.executable, "-I", "-c", _WORKER_BOOT, *_boot_paths(), "--", mode]
+
+
+def _boot_paths() -> list[str]:
+    """``name=folder`` for the grader: where this process found it."""
     import importlib.util
 
     out = []
-    names = ["grader"] + ([grade_fn.partition(":")[0].split(".")[0]] if grade_fn else [])
-    for name in names:
+    for name in ["grader"]:
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.origin:
             continue
@@ -323,19 +311,15 @@ def _watch_parent(parent_pid: int) -> None:
     threading.Thread(target=loop, daemon=True, name="watch-parent").start()
 
 
-def _load_grade_fn(spec: str | None) -> Callable:
-    if not spec:
-        from grader.grade import grade_submission
+def grading_function() -> Callable:
+    """The function a worker grades with: ``grader.grade.grade_submission`` (imported on first use)."""
+    from grader.grade import grade_submission
 
-        return grade_submission
-    import importlib
-
-    module_name, _, attr = spec.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    return grade_submission
 
 
 def grade_request(submission: Path, out: Path, *, profile: str, exercises: list[str] | None,
-                  grade_fn: str | None, limits_json: str | None, deadline: float | None) -> None:
+                  limits_json: str | None, deadline: float | None) -> None:
     """Grade one staged submission in this (worker) process; write the typed ``result.json`` (``GradeResult``).
 
     The one grading step of a fresh worker (:func:`worker_main`) and a warm one
@@ -346,7 +330,7 @@ def grade_request(submission: Path, out: Path, *, profile: str, exercises: list[
     Raises:
         whatever the grader raises (a grader fault: the batch reports ``crashed``).
     """
-    grade = _load_grade_fn(grade_fn)
+    grade = grading_function()
     kwargs = {}
     if limits_json:
         limits = SubmissionLimits.model_validate_json(limits_json)
@@ -371,7 +355,6 @@ def worker_main(argv: list[str]) -> int:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--profile", default="full")
     parser.add_argument("--exercises", default=None)
-    parser.add_argument("--grade-fn", default=None)
     parser.add_argument("--parent-pid", type=int, default=None)
     parser.add_argument("--limits", default=None, help="the batch's SubmissionLimits as JSON")
     parser.add_argument("--deadline", type=float, default=None, help="absolute time.monotonic() deadline")
@@ -381,5 +364,5 @@ def worker_main(argv: list[str]) -> int:
         _watch_parent(args.parent_pid)
     grade_request(args.submission, args.out, profile=args.profile,
                   exercises=args.exercises.split(",") if args.exercises else None,
-                  grade_fn=args.grade_fn, limits_json=args.limits, deadline=args.deadline)
+                  limits_json=args.limits, deadline=args.deadline)
     return 0

@@ -148,8 +148,7 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"[yellow]{len(differ)} student(s) differ from EXPECTED.md: {', '.join(differ)}[/yellow]")
         else:
             console.print(f"[green]All {len(got)} students match examples/cohort/EXPECTED.md.[/green]")
-    console.print(f"Graded in {summary.seconds:.1f} s ({len(summary.graded_now)} graded now, "
-                  f"{len(summary.skipped)} already up to date).")
+    console.print(summary.line(), markup=False, highlight=False)  # the same line as grade-batch's
     console.print(f"Gradebook:     {out / 'gradebook.csv'}")
     console.print(f"Class report:  {out / 'report.md'} (+ report.png)")
     console.print(f"Per student:   {out}/<student>/results.json and feedback.md")

@@ -51,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     """Grade the batch, print where the files are; exit 0 when the batch ran, 2 on a usage error."""
     import sys
 
-    from grader.batch import BatchAborted, BatchBusy, BatchLimits
+    from grader.batch import BatchBusy, check_out_dir
+    from grader.intake import BatchLimits
+    from grader.workers import BatchAborted, disk_full
     from ppo_course.syllabus import EXERCISES
 
     if not args.submissions.is_dir():
@@ -69,10 +71,8 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"error: unknown exercise(s) {unknown}; known: {', '.join(EXERCISES)}", file=sys.stderr)
         return 2
-    from grader.batch import _check_out_dir
-
     try:
-        _check_out_dir(args.submissions, args.out)
+        check_out_dir(args.submissions, args.out)
         args.attempt_rule = _attempt_rule(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -103,8 +103,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        from grader.batch import disk_full
-
         if not disk_full(exc):
             raise
         # Every file written so far is whole (atomic writes); a rerun resumes where this stopped.
@@ -112,13 +110,10 @@ def run(args: argparse.Namespace) -> int:
               f"the batch stopped. Students already written are kept; free some space and rerun "
               f"the same command to resume.", file=sys.stderr)
         return 1
-    counts = ", ".join(f"{summary.count(s)} {s}" for s in ("graded", "empty", "rejected", "timed-out", "crashed")
-                       if summary.count(s))
-    print(f"{len(summary.records)} students ({counts}); graded now {len(summary.graded_now)}, "
-          f"up to date {len(summary.skipped)}; {summary.seconds:.1f} s")
+    print(summary.line())
     print(f"gradebook: {summary.out_dir / 'gradebook.csv'}")
     if "nbgrader" in (args.formats or []):
-        from grader.batch import NBGRADER_CSV
+        from grader.records import NBGRADER_CSV
 
         print(f"nbgrader grades: {summary.out_dir / NBGRADER_CSV}")
     print(f"class report: {summary.out_dir / 'report.md'}")

@@ -148,7 +148,7 @@ def safe_outputs(results: dict) -> dict:
     return results
 
 
-def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str | None = None,
+def grade_for_gradescope(submission: Path, config: BundleConfig,
                          metadata: SubmissionMetadata | None = None) -> dict:
     """Grade one Gradescope submission and return its results.json dict (see the module docstring)."""
     from grader.outcome import grade_entry
@@ -164,10 +164,10 @@ def grade_for_gradescope(submission: Path, config: BundleConfig, grade_fn: str |
     work = Path(tempfile.mkdtemp(prefix="ppo-course-gradescope-"))
     try:
         graded = grade_entry(_find_entry(submission), work / "staging", work / "scratch", limits=limits,
-                             profile=config.profile, exercises=None, grade_fn=grade_fn)
+                             profile=config.profile, exercises=None)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    results = safe_outputs(apply_visibility(graded.results, hidden_visibility_for(config, metadata)))
+    results = safe_outputs(apply_visibility(graded.results_json(), hidden_visibility_for(config, metadata)))
     if config.quiz:
         from grader.gradescope.quiz import add_quiz_results
 
@@ -190,13 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=None)
     parser.add_argument("--metadata", type=Path, default=None,
                         help="submission_metadata.json (default: beside the submission folder, as on Gradescope)")
-    parser.add_argument("--grade-fn", default=None, help=argparse.SUPPRESS)  # tests only
     args = parser.parse_args(argv)
     config = BundleConfig()
     if args.config is not None and args.config.is_file():
         config = BundleConfig.model_validate_json(args.config.read_text(encoding="utf-8"))
     metadata = read_metadata(args.metadata or args.submission.parent / "submission_metadata.json")
-    results = grade_for_gradescope(args.submission, config, grade_fn=args.grade_fn, metadata=metadata)
+    results = grade_for_gradescope(args.submission, config, metadata=metadata)
     atomic_write_json(args.results, results)
     print(f"graded: score {results.get('score', 0):g}, status {results['extra_data']['batch_status']}")
     return 0

@@ -73,8 +73,8 @@ class GuardedModule:
                 raise
             cpu = isinstance(exc, StudentCrash)  # RLIMIT_CPU's SIGXCPU, else the wall-clock backstop
             seconds = self._limits.cpu_time_s if cpu else self._limits.call_timeout_s
-            self._hung[name] = (f"`{name}` did not return within {seconds:g} s (an endless loop?); "
-                                f"{'CPU' if cpu else 'wall-clock'} time")
+            self._hung[name] = (f"`{name}` did not return within {seconds:g} s of "
+                                f"{'CPU' if cpu else 'wall-clock'} time (an endless loop?)")
             raise StudentTimeout(self._hung[name]) from None
 
     def call(self, name: str, args=(), kwargs=None, timeout=None):

@@ -11,6 +11,26 @@ HERE = Path(__file__).parent
 STAND_IN = "stand_in_grader:grade_submission"
 
 
+@pytest.fixture
+def stand_in(monkeypatch):
+    """Batch workers grade with the stand-in (tests/batch/stand_in_grader.py) for this test; returns ``install``
+    to switch to another stand-in ("module:function") mid-test."""
+    import stand_in_grader
+
+    stand_in_grader.install(STAND_IN, monkeypatch)
+    return lambda spec: stand_in_grader.install(spec, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def stand_in_module():
+    """:func:`stand_in` for a whole module (for module-scoped fixtures that grade)."""
+    import stand_in_grader
+
+    with pytest.MonkeyPatch.context() as mp:
+        stand_in_grader.install(STAND_IN, mp)
+        yield
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _stand_in_on_path():
     """Workers are fresh processes: put this folder on their PYTHONPATH so they can import the stand-in.

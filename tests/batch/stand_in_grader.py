@@ -15,13 +15,23 @@ folder: two tests of 1 point. ``test_value`` fails when the source holds
 "broken" (0). Markers that act on the grading process itself:
 ``STANDIN_HANG`` sleeps forever, ``STANDIN_CRASH`` kills the process,
 ``STANDIN_SLOW`` sleeps 0.4 s.
+
+How a batch reaches it (tests only; production code has no switch for it): :func:`install`
+replaces ``grader.workers.worker_command`` in the test's process with a command whose boot
+code first sets ``grader.workers.grading_function`` (and the warm worker's warm-up) to the
+stand-in, then runs the ordinary worker. Everything else (staging, limits, environment
+allow-list, time-outs, warm pools, the cluster's checks) is the production path.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from pathlib import Path
+
+#: The stand-in of this module, as :func:`install` takes it.
+STAND_IN = "stand_in_grader:grade_submission"
 
 from grader.points import EXERCISES
 from grader.results import ExerciseResult, GradeResult, TestResult
@@ -34,7 +44,54 @@ def _root(path: Path) -> Path:
     return path
 
 
-def grade_submission(path, *, exercises=None, profile="full") -> GradeResult:
+def stand_in_command(spec: str, real):
+    """A ``grader.workers.worker_command`` whose workers grade with ``spec`` ("module:function") instead.
+
+    The worker's environment is this process's (less ``PYTHON*``, read when a worker starts), so a
+    stand-in may read the test's variables; its module is found where this process finds it.
+    """
+    module, _, attr = spec.partition(":")
+
+    def command(mode: str) -> list[str]:
+        cmd = real(mode)
+        i = cmd.index("-c") + 1
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        found = importlib.util.find_spec(module.split(".")[0])
+        if found is not None and found.origin:
+            paths.insert(0, str(Path(found.origin).parent))
+        boot = (f"import os, sys, importlib\nos.environ.update({env!r})\nsys.path[:0] = {paths!r}\n"
+                "import grader.workers, grader.warm\n"
+                f"grader.workers.grading_function = lambda: getattr(importlib.import_module({module!r}), {attr!r})\n"
+                # A warm worker's warm-up: what the stand-in's first grading imports (the result models
+                # import the sandbox's package, torch with it), so that no student's clock pays for it.
+                f"grader.warm._warm_up = lambda: [importlib.import_module(m) for m in ({module!r}, 'grader.sandbox.errors')]\n")
+        return [*cmd[:i], boot + cmd[i], *cmd[i + 1:]]
+
+    command.stand_in = spec
+    command.real = real
+    return command
+
+
+def install(spec: str = STAND_IN, monkeypatch=None) -> None:
+    """Make every batch worker of this process grade with ``spec`` (with ``monkeypatch``: until the test ends).
+
+    Also ``PPO_COURSE_BATCH_OWN_FORKSERVER=1``: a stand-in forks no student child, so the batch
+    starts no shared fork server for it (a fork server imports torch: seconds per batch).
+    """
+    import grader.workers as workers
+
+    real = getattr(workers.worker_command, "real", workers.worker_command)
+    command = stand_in_command(spec, real)
+    if monkeypatch is not None:
+        monkeypatch.setattr(workers, "worker_command", command)
+        monkeypatch.setenv(workers.OWN_FORKSERVER_ENV, "1")
+    else:
+        workers.worker_command = command
+        os.environ[workers.OWN_FORKSERVER_ENV] = "1"
+
+
+def grade_submission(path, *, exercises=None, profile="full", submission_limits=None) -> GradeResult:
     """Grade ``path`` with the stand-in rules of the module docstring."""
     path = Path(path)
     root = _root(path)

@@ -10,20 +10,27 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import STAND_IN, write_student
+from conftest import write_student
 from grader import batch, outcome
-from grader.batch import NBGRADER_COLUMNS, BatchLimits, run_batch
+from grader.batch import run_batch
+from grader.class_list import discover
+from grader.out_folder import BatchBusy, lock_out_dir
+from grader.intake import BatchLimits, Rejected, stage_submission
 from grader.points import load_points
+from grader.records import CONTRACT_STEMS, NBGRADER_COLUMNS, STATE_DIR
+
+pytestmark = pytest.mark.usefixtures("stand_in")
 
 
 def grade(subs: Path, out: Path, **kw) -> batch.BatchSummary:
     kw.setdefault("jobs", 2)
-    return run_batch(subs, out, grade_fn=STAND_IN, progress=False, log=lambda m: None, **kw)
+    return run_batch(subs, out, progress=False, log=lambda m: None, **kw)
 
 
 def rows(out: Path) -> dict[str, dict[str, str]]:
@@ -46,7 +53,7 @@ def test_gradebook_has_contract_columns_and_scores(cohort, tmp_path):
     book = rows(tmp_path / "out")
     header = (tmp_path / "out" / "gradebook.csv").read_text().splitlines()[0].split(",")
     assert header[0] == "student_id" and header[-4:] == ["total", "max_total", "status", "message"]
-    assert header[1:-4] == list(batch.CONTRACT_STEMS)
+    assert header[1:-4] == list(CONTRACT_STEMS)
     assert (book["alice"]["total"], book["alice"]["status"]) == ("4", "graded")
     assert (book["alice"]["ex1_ratio"], book["alice"]["ex4_gae"], book["alice"]["ex2_clipped_loss"]) == ("2", "2", "0")
     assert (book["bob"]["total"], book["bob"]["ex2_clipped_loss"]) == ("1", "1")
@@ -73,7 +80,7 @@ def test_stray_files_are_skipped_with_a_warning(cohort, tmp_path):
     (cohort / "notes.txt").write_text("not a student")
     (cohort / ".DS_Store").write_bytes(b"\0")
     warnings = []
-    run_batch(cohort, tmp_path / "out", jobs=2, grade_fn=STAND_IN, progress=False, log=warnings.append)
+    run_batch(cohort, tmp_path / "out", jobs=2, progress=False, log=warnings.append)
     assert set(rows(tmp_path / "out")) == {"alice", "bob", "carol"}
     assert any("notes.txt" in w for w in warnings)
     assert not any(".DS_Store" in w for w in warnings)
@@ -149,9 +156,9 @@ def test_size_is_checked_from_headers_before_extracting(tmp_path, monkeypatch):
         zf.writestr("ex1_ratio.py", b"#" * 3000)
     opened = []
     monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, *a, **k: opened.append(a) or 1 / 0)
-    entries, _ = batch.discover(subs)
-    with pytest.raises(batch.Rejected, match="more than the limit"):
-        batch.stage_submission(entries[0], tmp_path / "staging", BatchLimits(max_bytes=1000))
+    entries, _ = discover(subs)
+    with pytest.raises(Rejected, match="more than the limit"):
+        stage_submission(entries[0], tmp_path / "staging", BatchLimits(max_bytes=1000))
     assert opened == []
 
 
@@ -252,21 +259,21 @@ def test_parse_expected_reads_the_total_of_the_profile(tmp_path):
 
 def test_unreadable_file_rejects_only_that_student(cohort, tmp_path, monkeypatch):
     # chmod 000 does not stop root (these tests may run as root): fail the read itself instead.
-    real_copy = batch.shutil.copyfile
+    real_copy = shutil.copyfile
 
     def copyfile(src, dst, *a, **k):
         if str(src).endswith(os.path.join("bob", "ex2_clipped_loss.py")):
             raise PermissionError(13, "Permission denied", str(src))
         return real_copy(src, dst, *a, **k)
 
-    monkeypatch.setattr(batch.shutil, "copyfile", copyfile)
+    monkeypatch.setattr(shutil, "copyfile", copyfile)
     book = rows(grade(cohort, tmp_path / "out").out_dir)
     assert book["bob"]["status"] == "rejected" and "cannot be read (Permission denied)" in book["bob"]["message"]
     assert book["alice"]["status"] == "graded"
 
 
 def test_a_fault_of_the_batch_layer_is_recorded_as_crashed(cohort, tmp_path, monkeypatch):
-    real = batch.stage_submission
+    real = outcome.stage_submission
 
     def flaky(entry, dest, limits):
         if entry.student_id == "bob":
@@ -281,11 +288,11 @@ def test_a_fault_of_the_batch_layer_is_recorded_as_crashed(cohort, tmp_path, mon
 
 
 def test_a_second_batch_on_the_same_out_dir_is_refused(cohort, tmp_path):
-    state = tmp_path / "out" / batch.STATE_DIR
+    state = tmp_path / "out" / STATE_DIR
     state.mkdir(parents=True)
-    held = batch._lock_out_dir(state)  # what a running batch holds
+    held = lock_out_dir(state)  # what a running batch holds
     try:
-        with pytest.raises(batch.BatchBusy, match="another grade-batch"):
+        with pytest.raises(BatchBusy, match="another grade-batch"):
             grade(cohort, tmp_path / "out")
     finally:
         held.close()

@@ -22,8 +22,10 @@ SCRIPT = """
 import sys
 from grader import batch
 from grader.batch import run_batch
+import stand_in_grader
+stand_in_grader.install(sys.argv[3])
 batch.grader_fingerprint = lambda: "pinned"
-run_batch(sys.argv[1], sys.argv[2], jobs=2, grade_fn=sys.argv[3], progress=False, log=lambda m: None)
+run_batch(sys.argv[1], sys.argv[2], jobs=2, progress=False, log=lambda m: None)
 """
 
 
@@ -41,12 +43,12 @@ def slow_cohort(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(slow_cohort, tmp_path_factory) -> str:
+def uninterrupted(slow_cohort, tmp_path_factory, stand_in_module) -> str:
     """The gradebook of an uninterrupted run (fingerprint pinned, as in the killed runs)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(batch, "grader_fingerprint", lambda: "pinned")
         out = tmp_path_factory.mktemp("uninterrupted")
-        run_batch(slow_cohort, out, jobs=2, grade_fn=STAND_IN, progress=False, log=lambda m: None)
+        run_batch(slow_cohort, out, jobs=2, progress=False, log=lambda m: None)
     return (out / "gradebook.csv").read_text()
 
 
@@ -59,7 +61,7 @@ def _wait_gone(text: str, seconds: float = 5.0) -> list[int]:
 
 @pytest.mark.parametrize(("sig", "kill_after_rows"), [(signal.SIGKILL, 0), (signal.SIGKILL, 3), (signal.SIGINT, 2)],
                          ids=["kill-9-at-start", "kill-9-after-3", "ctrl-c-after-2"])
-def test_killed_then_rerun_gives_the_uninterrupted_gradebook(slow_cohort, uninterrupted, tmp_path, sig,
+def test_killed_then_rerun_gives_the_uninterrupted_gradebook(stand_in, slow_cohort, uninterrupted, tmp_path, sig,
                                                              kill_after_rows, monkeypatch):
     monkeypatch.setattr(batch, "grader_fingerprint", lambda: "pinned")
     want = uninterrupted
@@ -84,23 +86,23 @@ def test_killed_then_rerun_gives_the_uninterrupted_gradebook(slow_cohort, uninte
     partial = (out / "gradebook.csv").read_text() if (out / "gradebook.csv").exists() else ""
     assert partial != want
 
-    resumed = run_batch(slow_cohort, out, jobs=2, grade_fn=STAND_IN, progress=False, log=lambda m: None)
+    resumed = run_batch(slow_cohort, out, jobs=2, progress=False, log=lambda m: None)
     assert (out / "gradebook.csv").read_text() == want
     if kill_after_rows:
         assert len(resumed.skipped) >= kill_after_rows  # finished students were not regraded
 
 
-def test_rerun_sweeps_temporaries_a_kill_left_mid_write(tmp_path):
+def test_rerun_sweeps_temporaries_a_kill_left_mid_write(stand_in, tmp_path):
     """kill -9 between the atomic writer's mkstemp and os.replace leaves `.name.xxx.tmp`: the rerun removes it."""
     subs = tmp_path / "subs"
     write_student(subs, "alice", {"ex1_ratio.py": "ok"})
     out = tmp_path / "out"
-    run_batch(subs, out, jobs=1, grade_fn=STAND_IN, progress=False, log=lambda m: None, report=False)
+    run_batch(subs, out, jobs=1, progress=False, log=lambda m: None, report=False)
     stale = [out / ".gradebook.csv.k1ll3d.tmp", out / "alice" / ".feedback.md.k1ll3d.tmp"]
     for path in stale:
         path.write_text("half a file")
     keep = out / "alice" / "notes.tmp"  # not the writer's shape: a TA's own file stays
     keep.write_text("mine")
-    run_batch(subs, out, jobs=1, grade_fn=STAND_IN, progress=False, log=lambda m: None, report=False)
+    run_batch(subs, out, jobs=1, progress=False, log=lambda m: None, report=False)
     assert [p for p in stale if p.exists()] == []
     assert keep.read_text() == "mine"

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import BatchLimits, run_batch
+from grader.batch import run_batch
+from grader.intake import BatchLimits
 from grader.sandbox.process import submission_deadline, submission_ran_out
 
 COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissions"
@@ -67,7 +68,7 @@ def test_an_output_folder_inside_the_submissions_is_refused(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "class" / "ada").iterdir()) == []  # nothing was written there
 
 
-def test_export_of_an_unfinished_batch_warns_which_students_are_missing(tmp_path, capsys):
+def test_export_of_an_unfinished_batch_warns_which_students_are_missing(tmp_path, capsys, monkeypatch):
     """A TA exported a batch they had interrupted: 5 of 10 students were silently absent from the LMS file."""
     from grader.records import INCOMPLETE, STATE_DIR, incomplete_ids
     from ppo_course.cli import main
@@ -76,7 +77,10 @@ def test_export_of_an_unfinished_batch_warns_which_students_are_missing(tmp_path
         (tmp_path / "subs" / sid).mkdir(parents=True)
         (tmp_path / "subs" / sid / "ex1_ratio.py").write_text("x = 1\n")
     out = tmp_path / "out"
-    run_batch(tmp_path / "subs", out, jobs=1, grade_fn=STAND_IN, progress=False, report=False)
+    import stand_in_grader
+
+    stand_in_grader.install(STAND_IN, monkeypatch)
+    run_batch(tmp_path / "subs", out, jobs=1, progress=False, report=False)
     assert incomplete_ids(out) is None and not (out / STATE_DIR / INCOMPLETE).exists()  # finished: no marker
     assert main(["export", str(out), "--format", "csv", "--out", str(tmp_path / "e.csv")]) == 0
     assert "did not finish" not in capsys.readouterr().err

@@ -37,7 +37,8 @@ def test_published_results_read_back_with_the_typed_names(tmp_path):
     assert [(t.exercise, t.kind, t.test, t.status, t.diagnosis) for t in back.tests] == \
         [(t.exercise, t.kind, t.test, t.status, t.diagnosis) for t in result.tests]
     # Hand count: test_a and test_c carry max_instead_of_min, test_d failed without a diagnosis.
-    assert diagnoses_in(back) == diagnoses_in(result) == [("max_instead_of_min", "ex2_clipped_loss")] * 2
+    assert diagnoses_in(back) == diagnoses_in(result) == [("max_instead_of_min", "ex2_clipped_loss", 1.0)] * 2
+    assert back.score == result.score and back.max_score == result.max_score  # the totals read back too
     assert load_result(tmp_path, "nobody") is None
 
 

@@ -24,7 +24,8 @@ def _summary(n_students: int = 3):
                         totals=[10.0, 40.0, 75.0][:n_students], exercise_max={"ex1_ratio": 10.0},
                         exercise_scores={"ex1_ratio": [1.0, 5.0, 10.0][:n_students]},
                         diagnoses=Counter({d: 1 + i % n_students for i, d in enumerate(MISTAKES)}),
-                        diagnosis_stems={d: {"ex1_ratio"} for d in MISTAKES})
+                        diagnosis_stems={d: {"ex1_ratio"} for d in MISTAKES},
+                        diagnosis_points=Counter({d: 0.5 * (i + 1) for i, d in enumerate(MISTAKES)}))
 
 
 def test_report_png_lists_the_same_mistakes_as_report_md_with_whole_student_counts():
@@ -39,9 +40,15 @@ def test_report_png_lists_the_same_mistakes_as_report_md_with_whole_student_coun
     png_rows = [t.get_text() for t in mistakes.get_yticklabels()]
     assert len(md_rows) == 10 and png_rows == md_rows
     fig.canvas.draw()
-    for axis in (hist.yaxis, mistakes.xaxis):  # students are counted in whole numbers
-        ticks = [t for t in axis.get_ticklocs() if t >= 0]
-        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    ticks = [t for t in hist.yaxis.get_ticklocs() if t >= 0]  # students are counted in whole numbers
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    # The mistakes panel: bars are the points the class lost to each mistake (not ten bars of one student
+    # each), the students written beside them.
+    assert mistakes.get_xlabel() == "points lost by the class"
+    widths = [round(p.get_width(), 6) for p in mistakes.patches]
+    assert widths == [summary.diagnosis_points[d] for d in md_rows]
+    said = [t.get_text().strip() for t in mistakes.texts]
+    assert said == [f"{n} student{'s' if n != 1 else ''}" for n in (summary.diagnoses[d] for d in md_rows)]
 
 
 def test_batch_outputs_share_one_file_mode(tmp_path: Path):
@@ -126,3 +133,36 @@ def test_danger_plot_never_draws_a_negative_kl():
     ys = [y for line in kl_ax.get_lines() for y in line.get_ydata()]
     assert ys and min(ys) >= 0.0 and kl_ax.get_ylim()[0] >= 0.0
     assert "drawn at 0" in kl_ax.get_title()
+
+
+def test_feedback_says_a_reported_test_once_and_a_shared_test_name_once():
+    """A 0-point test whose docstring starts "(0 points, reported)" gets that said once; a public and a hidden
+    test sharing a name are listed once under "Passed:" (issue 21 item 7)."""
+    from grader.results import ExerciseResult, GradeResult, TestResult
+
+    def test(kind, name, passed, points, doc=""):
+        return TestResult(exercise="ex7_ppo_step", kind=kind, test=name, score=points if passed else 0.0,
+                          max_score=points, status="passed" if passed else "failed", output="",
+                          visibility="visible", diagnosis=None if passed else "ppo_step_own_pieces_differ", doc=doc)
+
+    result = GradeResult(submission="s", status="graded", grader_version="t", profile="full",
+                         exercises={"ex7_ppo_step": ExerciseResult(score=2, max_score=3, state="graded")},
+                         tests=[test("public", "test_step_runs", True, 1), test("hidden", "test_step_runs", True, 1),
+                                test("hidden", "test_step_matches", False, 1),
+                                test("hidden", "test_own", False, 0, "(0 points, reported) The step with YOUR ex1-ex6.")])
+    md = result.feedback_markdown()
+    assert "Passed: `test_step_runs`\n" in md
+    assert md.count("(0 points") == 1 and "did not pass: The step with YOUR ex1-ex6." in md
+
+
+def test_demo_and_grade_batch_print_the_same_summary_line(tmp_path: Path):
+    """Both commands print ``BatchSummary.line()`` (issue 21 item 7: their summaries differed)."""
+    import inspect
+
+    from grader.batch import BatchSummary
+    from grader.commands import demo, grade_batch
+
+    summary = BatchSummary(tmp_path, [], ["a"], ["b"], [], 1.25)
+    assert summary.line() == "0 students (); graded now 1, up to date 1; 1.2 s"
+    for command in (demo, grade_batch):
+        assert "summary.line()" in inspect.getsource(command.run)

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import STAND_IN, write_student
 
-from grader.batch import BatchLimits, run_batch
+from grader.batch import run_batch
+from grader.intake import BatchLimits
 from grader.warm import WarmPool
 from grader.workers import _Workers
 
@@ -26,7 +27,7 @@ COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissi
 
 
 def _pool_run(pool: WarmPool, submission: Path, scratch: Path, timeout_s: float = 60.0):
-    return pool.run(submission, scratch, profile="full", exercises=None, timeout_s=timeout_s, grade_fn=STAND_IN)
+    return pool.run(submission, scratch, profile="full", exercises=None, timeout_s=timeout_s)
 
 
 def _alive(pid: int) -> bool:
@@ -38,23 +39,23 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_one_worker_grades_student_after_student(tmp_path):
+def test_one_worker_grades_student_after_student(stand_in, tmp_path):
     for sid in ("a", "b", "c"):
         write_student(tmp_path / "subs", sid, {"ex1_ratio.py": "x = 1\n"})
-    pool = WarmPool(tmp_path / "warm", grade_fn=STAND_IN)
+    pool = WarmPool(tmp_path / "warm")
     try:
         outcomes = [_pool_run(pool, tmp_path / "subs" / sid, tmp_path / "out" / sid) for sid in ("a", "b", "c")]
     finally:
         pool.close()
     assert [o.status for o in outcomes] == ["graded"] * 3
-    assert all(o.results["extra_data"]["exercises"]["ex1_ratio"]["score"] == 2.0 for o in outcomes)
+    assert all(o.result.exercises["ex1_ratio"].score == 2.0 for o in outcomes)
     assert pool.started == 1  # one worker, three students
 
 
-def test_a_hang_is_timed_out_and_the_next_student_gets_a_new_worker(tmp_path):
+def test_a_hang_is_timed_out_and_the_next_student_gets_a_new_worker(stand_in, tmp_path):
     write_student(tmp_path / "subs", "hanger", {"ex1_ratio.py": "STANDIN_HANG\n"})
     write_student(tmp_path / "subs", "after", {"ex1_ratio.py": "x = 1\n"})
-    pool = WarmPool(tmp_path / "warm", grade_fn=STAND_IN)
+    pool = WarmPool(tmp_path / "warm")
     try:
         first = _pool_run(pool, tmp_path / "subs" / "hanger", tmp_path / "out" / "hanger", timeout_s=3)
         hung_pid = next(iter(pool._all)).proc.pid if pool._all else None
@@ -66,24 +67,24 @@ def test_a_hang_is_timed_out_and_the_next_student_gets_a_new_worker(tmp_path):
     assert hung_pid is None or not _alive(hung_pid)  # the hung worker was killed, not left behind
 
 
-def test_a_crashed_worker_is_replaced_and_says_how_it_died(tmp_path):
+def test_a_crashed_worker_is_replaced_and_says_how_it_died(stand_in, tmp_path):
     write_student(tmp_path / "subs", "crasher", {"ex1_ratio.py": "STANDIN_CRASH\n"})
     write_student(tmp_path / "subs", "after", {"ex1_ratio.py": "BUG_VALUE\n"})
-    pool = WarmPool(tmp_path / "warm", grade_fn=STAND_IN)
+    pool = WarmPool(tmp_path / "warm")
     try:
         first = _pool_run(pool, tmp_path / "subs" / "crasher", tmp_path / "out" / "crasher")
         second = _pool_run(pool, tmp_path / "subs" / "after", tmp_path / "out" / "after")
     finally:
         pool.close()
     assert first.status == "crashed" and "exit status 3" in first.message
-    assert second.status == "graded" and second.results["extra_data"]["exercises"]["ex1_ratio"]["score"] == 1.0
+    assert second.status == "graded" and second.result.exercises["ex1_ratio"].score == 1.0
     assert pool.started == 2
 
 
-def test_workers_are_recycled_after_max_students(tmp_path):
+def test_workers_are_recycled_after_max_students(stand_in, tmp_path):
     for sid in "abcde":
         write_student(tmp_path / "subs", sid, {"ex1_ratio.py": "x = 1\n"})
-    pool = WarmPool(tmp_path / "warm", grade_fn=STAND_IN, max_students=2)
+    pool = WarmPool(tmp_path / "warm", max_students=2)
     try:
         outcomes = [_pool_run(pool, tmp_path / "subs" / sid, tmp_path / "out" / sid) for sid in "abcde"]
     finally:
@@ -92,10 +93,10 @@ def test_workers_are_recycled_after_max_students(tmp_path):
     assert pool.started == 3  # 2 + 2 + 1
 
 
-def test_close_and_ctrl_c_leave_no_worker_behind(tmp_path):
+def test_close_and_ctrl_c_leave_no_worker_behind(stand_in, tmp_path):
     write_student(tmp_path / "subs", "a", {"ex1_ratio.py": "x = 1\n"})
     registry = _Workers()
-    pool = WarmPool(tmp_path / "warm", grade_fn=STAND_IN, workers=registry)
+    pool = WarmPool(tmp_path / "warm", workers=registry)
     assert _pool_run(pool, tmp_path / "subs" / "a", tmp_path / "out" / "a").status == "graded"
     pid = next(iter(pool._all)).proc.pid
     registry.kill_all()  # what run_batch does on Ctrl-C
@@ -103,13 +104,7 @@ def test_close_and_ctrl_c_leave_no_worker_behind(tmp_path):
     assert not _alive(pid)
 
 
-def test_the_pool_refuses_another_grade_fn(tmp_path):
-    pool = WarmPool(tmp_path / "warm", grade_fn=STAND_IN)
-    with pytest.raises(ValueError, match="this pool grades with"):
-        pool.run(tmp_path, tmp_path / "out", profile="full", exercises=None, timeout_s=5, grade_fn=None)
-
-
-def test_a_batch_of_stand_ins_uses_one_worker_per_job_slot(tmp_path, monkeypatch):
+def test_a_batch_of_stand_ins_uses_one_worker_per_job_slot(stand_in, tmp_path, monkeypatch):
     for sid in ("a", "b", "c", "d"):
         write_student(tmp_path / "subs", sid, {"ex1_ratio.py": "x = 1\n"})
     started = []
@@ -120,7 +115,7 @@ def test_a_batch_of_stand_ins_uses_one_worker_per_job_slot(tmp_path, monkeypatch
         started.append(self)
 
     monkeypatch.setattr(WarmPool, "__init__", spy)
-    summary = run_batch(tmp_path / "subs", tmp_path / "out", jobs=1, grade_fn=STAND_IN, progress=False, report=False)
+    summary = run_batch(tmp_path / "subs", tmp_path / "out", jobs=1, progress=False, report=False)
     assert [r.status for r in summary.records] == ["graded"] * 4
     assert len(started) == 1 and started[0].started == 1
 
@@ -153,7 +148,7 @@ def test_a_grade_does_not_depend_on_who_was_graded_before_in_the_same_worker(tmp
     assert forward["chen"] != forward["ada"]  # the comparison can fail: different students differ
 
 
-def test_a_killed_batch_leaves_no_warm_worker(tmp_path):
+def test_a_killed_batch_leaves_no_warm_worker(stand_in, tmp_path):
     """The warm worker watches the batch's pid: when the batch is gone, the worker kills its own group."""
     import subprocess
     import sys
@@ -162,9 +157,10 @@ def test_a_killed_batch_leaves_no_warm_worker(tmp_path):
     write_student(tmp_path / "subs", "a", {"ex1_ratio.py": "STANDIN_HANG\n"})
     code = (
         "import sys; from pathlib import Path; from grader.warm import WarmPool\n"
-        f"pool = WarmPool(Path({str(tmp_path / 'warm')!r}), grade_fn={STAND_IN!r})\n"
+        f"import stand_in_grader; stand_in_grader.install({STAND_IN!r})\n"
+        f"pool = WarmPool(Path({str(tmp_path / 'warm')!r}))\n"
         f"pool.run(Path({str(tmp_path / 'subs' / 'a')!r}), Path({str(tmp_path / 'out')!r}), profile='full',"
-        f" exercises=None, timeout_s=600, grade_fn={STAND_IN!r})\n"
+        f" exercises=None, timeout_s=600)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code], env=os.environ.copy())
     worker_pid = None

@@ -34,7 +34,9 @@ import pytest
 distributed = pytest.importorskip("distributed")  # in the `test` extra: present wherever make test runs
 
 from grader import cluster_worker  # noqa: E402
-from grader.batch import RECORD, grader_fingerprint, run_batch  # noqa: E402
+from grader.batch import run_batch  # noqa: E402
+from grader.fingerprint import grader_fingerprint  # noqa: E402
+from grader.records import RECORD  # noqa: E402
 from grader.cluster import ClusterUnavailable  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]
@@ -50,7 +52,8 @@ SLOW_STUDENTS = {
     "s2": {"ex4_gae.py": "BUG_GRAD BUG_VALUE"},
     "s3": {"ex7_ppo_step.py": None},  # missing module
 }
-STAND_IN_OPTIONS = dict(grade_fn=STAND_IN, progress=False, report=False)
+STAND_IN_OPTIONS = dict(progress=False, report=False)
+PRELOAD = [str(STAND_IN_DIR / "stand_in_preload.py")]  # the Dask workers' grading processes use the stand-in
 STUDENTS = ("ada", "ivan", "lea", "max.zip")
 EXERCISES = ["ex4_gae"]
 OPTIONS = dict(profile="fast", exercises=EXERCISES, progress=False, report=False)
@@ -100,6 +103,9 @@ def stand_in_path():
         mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(STAND_IN_DIR), os.environ.get("PYTHONPATH")])))
         # Local workers run `python -I` (PYTHONPATH ignored): they find the stand-in where this process does.
         mp.syspath_prepend(str(STAND_IN_DIR))
+        import stand_in_grader
+
+        stand_in_grader.install(STAND_IN, mp)  # this process's (client's and local pool's) workers
         yield
 
 
@@ -115,7 +121,7 @@ def local_slow(slow_cohort, stand_in_path, tmp_path_factory) -> Path:
 def dask_cluster(stand_in_path):
     """A loopback LocalCluster: 2 worker processes (each under a nanny that restarts it), 1 thread each."""
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address=":0") as cluster, \
+                                  dashboard_address=":0", preload=PRELOAD) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         yield cluster, client
 
@@ -204,7 +210,7 @@ def test_worker_killed_mid_task_is_retried_elsewhere(slow_cohort, local_slow, da
 CLI_WITH_STAND_IN = (
     "import functools, sys\n"
     "from grader import batch\n"
-    f"batch.run_batch = functools.partial(batch.run_batch, grade_fn={STAND_IN!r})\n"
+    f"import stand_in_grader; stand_in_grader.install({STAND_IN!r})\n"
     "from ppo_course.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
@@ -297,7 +303,7 @@ def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_p
     (subs / "s0" / "ex2_clipped_loss.py").write_text("STANDIN_SLOW\n")
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
             distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
-                                     dashboard_address=":0") as cluster, \
+                                     dashboard_address=":0", preload=PRELOAD) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         killed: list[int] = []
 
@@ -332,8 +338,7 @@ def test_workers_that_change_version_after_connection_are_refused_in_the_task(da
     cluster, client = dask_cluster
     client.wait_for_workers(2, timeout=60)
     warnings: list[str] = []
-    runner = ClusterRunner(cluster.scheduler_address, fingerprint=grader_fingerprint(), log=warnings.append,
-                           sandboxed=False)
+    runner = ClusterRunner(cluster.scheduler_address, fingerprint=grader_fingerprint(), log=warnings.append)
     staged = tmp_path / "s0"
     staged.mkdir()
     (staged / "ex1_ratio.py").write_text("x = 1\n")
@@ -341,8 +346,7 @@ def test_workers_that_change_version_after_connection_are_refused_in_the_task(da
         assert runner.refused == {}
         client.run(_pretend_other_version, "00000000deadbeef")
         with pytest.raises(ClusterUnavailable, match="no worker of the Dask cluster .* may grade"):
-            runner(staged, tmp_path / "scratch", profile="fast", exercises=["ex1_ratio"], timeout_s=60,
-                   grade_fn=STAND_IN)
+            runner(staged, tmp_path / "scratch", profile="fast", exercises=["ex1_ratio"], timeout_s=60)
     finally:
         client.run(_pretend_other_version, None)
         runner.close()

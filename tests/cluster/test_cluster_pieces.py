@@ -17,7 +17,9 @@ import pytest
 distributed = pytest.importorskip("distributed")  # in the `test` extra: present wherever make test runs
 
 from grader import cluster_worker  # noqa: E402
-from grader.batch import RECORD, grader_fingerprint, run_batch  # noqa: E402
+from grader.batch import run_batch  # noqa: E402
+from grader.fingerprint import grader_fingerprint  # noqa: E402
+from grader.records import RECORD  # noqa: E402
 from grader.cluster import CLUSTER_ENV, ClusterUnavailable, resolve_address  # noqa: E402
 from grader.cluster_worker import WorkerRefused, grade_task, pack_submission, unpack_submission  # noqa: E402
 
@@ -76,8 +78,10 @@ def test_node_without_namespaces_refuses_to_grade(monkeypatch):
     monkeypatch.setattr(cluster_worker, "_ISOLATION", {"network_namespace": False, "mount_namespace": True})
     why = cluster_worker.refusal(grader_fingerprint())
     assert why is not None and "network namespace" in why and "unconfined" in why
-    # A stand-in grader runs no student code: no sandbox needed (as in the local pool).
-    assert cluster_worker.refusal(grader_fingerprint(), sandboxed=False) is None
+    # No switch turns the check off (a stand-in grader in tests is graded on an isolating node too).
+    import inspect
+
+    assert list(inspect.signature(cluster_worker.refusal).parameters) == ["fingerprint"]
 
 
 def test_node_isolation_is_the_kernels_answer():
@@ -126,7 +130,8 @@ def test_scheduler_gone_mid_batch_is_a_clear_error_and_keeps_what_was_written(tm
                                   "--port", str(port), "--no-dashboard"], env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
-                               "--no-dashboard", "--host", "127.0.0.1", "--no-nanny"], env=env,
+                               "--no-dashboard", "--host", "127.0.0.1", "--no-nanny",
+                               "--preload", str(STAND_IN_DIR / "stand_in_preload.py")], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = tmp_path / "out"
 
@@ -141,7 +146,7 @@ def test_scheduler_gone_mid_batch_is_a_clear_error_and_keeps_what_was_written(tm
         os.environ["PYTHONPATH"] = env["PYTHONPATH"]  # the worker's grading processes import the stand-in
         threading.Thread(target=kill_scheduler_after_first_student, daemon=True).start()
         with pytest.raises(ClusterUnavailable, match="lost the Dask scheduler .* rerun the same command to resume"):
-            run_batch(subs, out, grade_fn=STAND_IN, progress=False, report=False, log=lambda m: None,
+            run_batch(subs, out, progress=False, report=False, log=lambda m: None,
                       cluster=address)
     finally:
         if old is None:

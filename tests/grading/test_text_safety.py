@@ -103,7 +103,7 @@ def test_results_json_and_feedback_md_stay_small_and_inert(tmp_path, text):
 # ------------------------------------------------------------------------- gradebook.csv, grades.csv
 
 def _record(student_id: str, message: str):
-    from grader.batch import StudentRecord
+    from grader.records import StudentRecord
 
     return StudentRecord(student_id=student_id, status="rejected", message=message, submission_hash="h",
                          grader_fingerprint="f", profile="fast", score=0.0, max_score=10.0)
@@ -111,7 +111,7 @@ def _record(student_id: str, message: str):
 
 @pytest.mark.parametrize("writer", ["gradebook_csv", "nbgrader_csv"])
 def test_csv_writers_never_write_a_formula_or_a_huge_cell(writer):
-    import grader.batch as batch
+    import grader.records as batch
 
     records = [_record(sid, msg) for sid, msg in zip(FORMULAS + ["big" + HUGE[:100_000]],
                                                      [FORGERY, *FORMULAS[1:], HUGE[:100_000], "fine"])]
@@ -125,9 +125,9 @@ def test_csv_writers_never_write_a_formula_or_a_huge_cell(writer):
 
 
 def test_batch_feedback_notes_escape_the_student_id_and_message():
-    from grader.batch import _feedback_with_notes
+    from grader.outcome import zero_outcome
 
-    md = _feedback_with_notes(FORGERY, "rejected", FORGERY, [FORGERY], "")
+    md = zero_outcome(FORGERY, "rejected", FORGERY, "fast", ["ex1_ratio"], [FORGERY]).feedback_md()
     html = _html(md)
     _assert_inert(html)
     assert "<strong>Total:" not in html and len(md) < 10_000

@@ -7,7 +7,7 @@ machine), so 200 real gradings cannot fit the issue's ~4 minutes. The load
 test therefore grades each *distinct* submission once for real
 (``grade_submission`` in the test process: good, buggy and hostile code in
 the real sandbox), and the workers replay that result (``replay_grade``,
-given to the batch as ``grade_fn``). Everything the test is about (200
+installed in the batch's workers by ``tests/batch/stand_in_grader.install``). Everything the test is about (200
 workers at ``--jobs 2``, a SIGKILL at a random moment, atomic writes,
 resuming) runs for real; a few "live" students have no replay and are graded
 for real inside the workers, so that the kill also lands on real grading
@@ -44,10 +44,10 @@ def submission_key(folder: Path) -> str:
     return h.hexdigest()
 
 
-def replay_grade(submission, *, exercises=None, profile="full"):
+def replay_grade(submission, *, exercises=None, profile="full", submission_limits=None):
     """``grade_submission``'s signature: the recorded result of an identical submission, else a real grading.
 
-    Used by the batch workers through ``grade_fn``; the recorded results live
+    Used by the batch workers (``stand_in_grader.install``); the recorded results live
     in ``$PPO_HOSTILE_REPLAY_DIR/<key>.json`` (``GradeResult`` as JSON).
     """
     from grader.results import GradeResult

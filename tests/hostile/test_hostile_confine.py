@@ -214,7 +214,7 @@ def test_class6_workers_ignore_the_operators_pythonpath_and_working_folder(tmp_p
 
 
 def test_class6_a_workers_environment_is_an_allow_list(monkeypatch):
-    from grader import batch
+    from grader import workers as batch
 
     monkeypatch.setenv("PYTHONPATH", "/somewhere")
     monkeypatch.setenv("PYTHONSTARTUP", "/somewhere/evil.py")

@@ -21,3 +21,23 @@ def _stand_in_on_path():
                                                                os.environ.get("PYTHONPATH", "")])))
         mp.setenv("OMP_NUM_THREADS", "1")
         yield
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    """Batch workers grade with tests/batch/stand_in_grader.py for this test; returns the installer of another
+    stand-in ("module:function", e.g. ``stand_in_v2:grade_submission``), undone when the test ends."""
+    import stand_in_grader
+
+    stand_in_grader.install(stand_in_grader.STAND_IN, monkeypatch)
+    return lambda spec: stand_in_grader.install(spec, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def stand_in_module():
+    """:func:`stand_in` for module-scoped fixtures that grade."""
+    import stand_in_grader
+
+    with pytest.MonkeyPatch.context() as mp:
+        stand_in_grader.install(stand_in_grader.STAND_IN, mp)
+        yield lambda spec: stand_in_grader.install(spec, mp)

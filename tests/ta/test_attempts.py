@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ta_support import STAND_IN, write_student
+from ta_support import write_student
 from grader.attempts import AttemptRule, AttemptRuleError, select
-from grader.batch import discover, run_batch
+from grader.batch import run_batch
+from grader.class_list import discover
 from grader.roster import RosterError, read_roster
 
 
@@ -105,14 +106,14 @@ def test_bad_patterns_are_refused():
         AttemptRule(pattern=r"(?P<student>.+")
 
 
-def test_batch_rows_are_student_ids_and_the_report_names_every_folder(tmp_path):
+def test_batch_rows_are_student_ids_and_the_report_names_every_folder(tmp_path, stand_in):
     subs, out = tmp_path / "subs", tmp_path / "out"
     write_student(subs, "amy", {"ex2_clipped_loss.py": "BUG_VALUE BUG_GRAD"})
     write_student(subs, "amy_2", {"ex2_clipped_loss.py": "ok"})
     write_student(subs, "bob", {"ex2_clipped_loss.py": "BUG_GRAD"})
     roster = read_roster(_roster(tmp_path / "r.csv", "student_id,attempts\namy,amy;amy_2\nbob,\ndee,\n"))
     said: list[str] = []
-    run_batch(subs, out, jobs=1, grade_fn=STAND_IN, progress=False, log=said.append, report=False,
+    run_batch(subs, out, jobs=1, progress=False, log=said.append, report=False,
               latest_only=True, attempt_rule=AttemptRule(roster=roster))
     book = _book(out)
     assert {k: v["total"] for k, v in book.items()} == {"amy": "2", "bob": "1"}  # amy_2's ok module: 2 points

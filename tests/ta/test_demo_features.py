@@ -91,7 +91,10 @@ def test_regrade_of_demo_students_after_a_points_change(tmp_path, monkeypatch):
     first = batch.run_batch(subs, tmp_path / "out", **kw)
     before = {r.student_id: r.score for r in first.records}
     monkeypatch.setattr(batch, "grader_fingerprint", lambda: "points-changed")
-    second = batch.run_batch(subs, tmp_path / "out", grade_fn="real_grader_v2:grade_submission", **kw)
+    import stand_in_grader
+
+    stand_in_grader.install("real_grader_v2:grade_submission", monkeypatch)
+    second = batch.run_batch(subs, tmp_path / "out", **kw)
     after = {r.student_id: r.score for r in second.records}
     assert {s: after[s] - before[s] for s in before} == {"ada": 1, "eli": 0, "ivan": 0}
     with open(tmp_path / "out" / "regrade.csv", newline="") as fh:

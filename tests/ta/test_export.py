@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from ta_support import STAND_IN, write_student
+from ta_support import write_student
 from grader.batch import run_batch
 from grader.export import CANVAS_IDENTITY, ExportRefused, export_batch, neutralise_cell
 from grader.points import EXERCISES
@@ -43,14 +43,14 @@ class MoodleImportAborted(Exception):
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory) -> Path:
+def batch(tmp_path_factory, stand_in_module) -> Path:
     """alice: every module right (complete); bob: one bug in ex2; =evil: a formula-looking id, nothing right."""
     base = tmp_path_factory.mktemp("export")
     subs = base / "subs"
     write_student(subs, "alice", ALL_OK)
     write_student(subs, "bob", {**ALL_OK, "ex2_clipped_loss.py": "BUG_VALUE"})
     write_student(subs, "=evil", {"ex1_ratio.py": "BUG_VALUE BUG_GRAD"})
-    run_batch(subs, base / "out", jobs=2, grade_fn=STAND_IN, progress=False, log=lambda m: None, report=False)
+    run_batch(subs, base / "out", jobs=2, progress=False, log=lambda m: None, report=False)
     return base / "out"
 
 
@@ -135,14 +135,14 @@ def test_without_a_roster_the_ids_are_one_stated_field_only(batch, tmp_path):
     assert dict(done.left_out)["=evil"].startswith("the Canvas identifier '=evil' starts like a spreadsheet formula")
 
 
-def test_moodle_import_accepts_the_file_and_never_meets_an_unknown_user(batch, roster, tmp_path):
+def test_moodle_import_accepts_the_file_and_never_meets_an_unknown_user(batch, roster, tmp_path, stand_in):
     """chen (not on the roster) and a roster entry without an email are left out: Moodle would abort on them."""
     subs = tmp_path / "subs"
     out = tmp_path / "out"
     shutil.copytree(batch, out)
     write_student(subs, "chen", ALL_OK)
     write_student(subs, "dee", ALL_OK)
-    run_batch(subs, out, jobs=1, grade_fn=STAND_IN, progress=False, log=lambda m: None, report=False)
+    run_batch(subs, out, jobs=1, progress=False, log=lambda m: None, report=False)
     (tmp_path / "r2.csv").write_text(ROSTER + "dee,Dee D,S-dee,,\n")
     done = export_batch(out, "moodle", tmp_path / "moodle.csv", roster=tmp_path / "r2.csv", moodle_id="email")
     maxima = {f"ppo {s}": 2.0 for s in EXERCISES} | {"ppo chapter_complete": 1.0}
@@ -218,10 +218,10 @@ def test_plain_csv_and_quiz_completion(batch, tmp_path):
     assert "alice,2,2,2,2,2,2,2,14,14,1,graded" in (tmp_path / "plain2.csv").read_text()
 
 
-def test_chapter_complete_is_not_marked_over_an_exercises_subset(tmp_path):
+def test_chapter_complete_is_not_marked_over_an_exercises_subset(tmp_path, stand_in):
     subs = tmp_path / "subs"
     write_student(subs, "alice", ALL_OK)
-    run_batch(subs, tmp_path / "out", jobs=1, grade_fn=STAND_IN, progress=False, log=lambda m: None, report=False,
+    run_batch(subs, tmp_path / "out", jobs=1, progress=False, log=lambda m: None, report=False,
               exercises=["ex2_clipped_loss"])
     done = export_batch(tmp_path / "out", "canvas", tmp_path / "c.csv")
     assert "chapter_complete" not in (tmp_path / "c.csv").read_text()

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from ta_support import ROOT, STAND_IN, write_student
+from ta_support import ROOT, write_student
 from grader.gradescope.run import BundleConfig, grade_for_gradescope, main
 
 Visibility = Literal["hidden", "after_due_date", "after_published", "visible"]
@@ -53,18 +53,18 @@ class GradescopeResults(BaseModel):
         return self.score if self.score is not None else sum(t.score or 0.0 for t in self.tests)
 
 
-def test_a_graded_submission_reads_back_by_gradescopes_schema(tmp_path):
+def test_a_graded_submission_reads_back_by_gradescopes_schema(tmp_path, stand_in):
     write_student(tmp_path, "submission", {"ex2_clipped_loss.py": "BUG_VALUE"})
     results = GradescopeResults.model_validate(
-        grade_for_gradescope(tmp_path / "submission", BundleConfig(), grade_fn=STAND_IN))
+        grade_for_gradescope(tmp_path / "submission", BundleConfig()))
     assert results.tests and all(t.status in ("passed", "failed") and t.max_score is not None for t in results.tests)
     assert results.total() == pytest.approx(sum(t.score for t in results.tests))
 
 
-def test_a_python_without_torch_publishes_a_grader_error_not_the_students_zero(tmp_path, monkeypatch):
+def test_a_python_without_torch_publishes_a_grader_error_not_the_students_zero(tmp_path, monkeypatch, stand_in):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError, as in a bare Python
     write_student(tmp_path, "submission", {"ex2_clipped_loss.py": "ok"})
-    data = grade_for_gradescope(tmp_path / "submission", BundleConfig(), grade_fn=STAND_IN)
+    data = grade_for_gradescope(tmp_path / "submission", BundleConfig())
     results = GradescopeResults.model_validate(data)
     assert results.tests == []  # no test, so nothing tagged module_missing or shown as the student's failure
     assert "NOT graded" in results.output and "not your score" in results.output
@@ -72,7 +72,7 @@ def test_a_python_without_torch_publishes_a_grader_error_not_the_students_zero(t
     assert "module_missing" not in json.dumps(data)
 
 
-def test_the_fast_tier_states_the_points_it_leaves_to_the_regrade(tmp_path):
+def test_the_fast_tier_states_the_points_it_leaves_to_the_regrade(tmp_path, stand_in):
     """points.yaml (read here, by hand): 80 points in all, exercise 7's training run 4 of them."""
     points = yaml.safe_load((ROOT / "grader" / "points.yaml").read_text())
     ex7 = points["exercises"]["ex7_ppo_step"]["hidden"]["test_training_run_raises_mean_score"]
@@ -100,10 +100,10 @@ def test_the_bundles_timeout_fits_gradescopes_default():
     assert "540 s" in (ROOT / "docs" / "ta_guide.md").read_text()
 
 
-def test_the_runner_writes_the_broken_environment_result(tmp_path, monkeypatch):
+def test_the_runner_writes_the_broken_environment_result(tmp_path, monkeypatch, stand_in):
     monkeypatch.setitem(sys.modules, "numpy", None)
     write_student(tmp_path, "submission", {"ex2_clipped_loss.py": "ok"})
     out = tmp_path / "results.json"
-    assert main(["--submission", str(tmp_path / "submission"), "--results", str(out), "--grade-fn", STAND_IN]) == 0
+    assert main(["--submission", str(tmp_path / "submission"), "--results", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["extra_data"]["batch_status"] == "grader_error" and "numpy" in data["extra_data"]["environment_error"]

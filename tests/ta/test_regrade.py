@@ -21,8 +21,20 @@ from grader.regrade import attempts_by_student, latest_only, parse_attempt
 V2 = "stand_in_v2:grade_submission"
 
 
+_INSTALL: list = []  # this test's stand-in installer (the `stand_in` fixture, set by _installer)
+
+
+@pytest.fixture(autouse=True)
+def _installer(stand_in):
+    _INSTALL[:] = [stand_in]
+    yield
+    _INSTALL.clear()
+
+
 def grade(subs: Path, out: Path, grade_fn: str, **kw) -> batch.BatchSummary:
-    return run_batch(subs, out, jobs=2, grade_fn=grade_fn, progress=False, log=lambda m: None,
+    """One grade-batch run whose workers grade with the stand-in ``grade_fn`` ("module:function")."""
+    _INSTALL[0](grade_fn)
+    return run_batch(subs, out, jobs=2, progress=False, log=lambda m: None,
                      exercises=["ex2_clipped_loss"], report=False, **kw)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ta_support import STAND_IN, write_student
+from ta_support import write_student
 from grader.gradescope.run import (BundleConfig, choose_profile, grade_for_gradescope, hidden_visibility_for,
                                    main, read_metadata)
 
@@ -65,14 +65,14 @@ def test_unreadable_metadata_means_defaults(tmp_path):
     (0, "2099-01-01T00:00:00Z", "fast", "after_published"),
     (4, "2000-01-01T00:00:00Z", "full", "visible"),
 ])
-def test_the_runner_grades_with_the_tier_and_visibility(tmp_path, previous, due, tier, visibility):
+def test_the_runner_grades_with_the_tier_and_visibility(stand_in, tmp_path, previous, due, tier, visibility):
     root = tmp_path / "autograder"
     write_student(root, "submission", {"ex2_clipped_loss.py": "BUG_VALUE"})
     metadata(root, due=due, previous=previous)
     (root / "config.json").write_text(BundleConfig(reveal_after=4).model_dump_json())
     results_path = root / "results" / "results.json"
     assert main(["--submission", str(root / "submission"), "--results", str(results_path),
-                 "--config", str(root / "config.json"), "--grade-fn", STAND_IN]) == 0
+                 "--config", str(root / "config.json")]) == 0
     results = json.loads(results_path.read_text())
     assert results["extra_data"]["tier"] == tier and results["extra_data"]["profile"] == tier
     hidden = [t for t in results["tests"] if "hidden" in t["tags"]]
