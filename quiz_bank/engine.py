@@ -144,7 +144,9 @@ _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0"}
 
 
-def _split_ids(response: Any) -> list[str]:
+def _split_ids(response: Any, known: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """Option ids of a response: a list as given, or a string split on spaces/commas; one run of letters such
+    as "acd" is read letter by letter unless it is itself one of the ``known`` ids (ids may be words)."""
     if isinstance(response, list):
         if not all(isinstance(x, str) for x in response):
             raise Unparseable("expected a list of option ids (strings)")
@@ -152,7 +154,7 @@ def _split_ids(response: Any) -> list[str]:
     if isinstance(response, str):
         text = response.replace(",", " ").replace(";", " ").strip().lower()
         parts = text.split()
-        if len(parts) == 1 and len(parts[0]) > 1 and parts[0].isalpha():
+        if len(parts) == 1 and len(parts[0]) > 1 and parts[0].isalpha() and parts[0] not in known:
             parts = list(parts[0])  # "acd" typed without separators
         return parts
     raise Unparseable(f"expected option ids, got {type(response).__name__}")
@@ -168,17 +170,18 @@ def normalise_response(question, response: Any, variant: Variant | None = None) 
         Unparseable: with the reason, for a response that cannot be read.
     """
     kind = question.type
+    option_ids = {o.id for o in question.options} if kind in ("single", "multi") else set()
     if kind in ("single", "multi") and variant is not None and variant.shuffled and isinstance(response, str):
         labels = variant.label_to_id()
-        response = [labels.get(x, x) for x in _split_ids(response)]
+        response = [labels.get(x, x) for x in _split_ids(response, option_ids | set(labels))]
     if kind == "single":
-        ids = _split_ids(response)
+        ids = _split_ids(response, option_ids)
         known = [o.id for o in question.options]
         if len(ids) != 1 or ids[0] not in known:
             raise Unparseable(f"expected exactly one of {', '.join(known)}")
         return ids[0]
     if kind == "multi":
-        ids = _split_ids(response)
+        ids = _split_ids(response, option_ids)
         known = [o.id for o in question.options]
         unknown = [i for i in ids if i not in known]
         if unknown:
@@ -202,7 +205,7 @@ def normalise_response(question, response: Any, variant: Variant | None = None) 
         known = [o.id for o in question.items]
         if isinstance(response, str) and variant is not None:
             labels = {label: item_id for label, item_id, _ in variant.choices}
-            ids = [labels.get(x, x) for x in _split_ids(response)]
+            ids = [labels.get(x, x) for x in _split_ids(response, set(known) | set(labels))]
         else:
             ids = [x.strip() for x in response] if isinstance(response, list) and all(isinstance(x, str) for x in response) else None
             if ids is None:
