@@ -153,6 +153,17 @@ CASE_ORACLE = {
     "payoff/1": T, "payoff/2": F, "payoff/3": T, "payoff/4": F,
     # Stop 6: "saving one full forward pass per mini-batch, which is significant for a 70B model".
     "store/1": T, "store/2": F, "store/3": T, "store/4": F,
+    # Big picture: "A single unlucky batch can push the policy into a region where it generates garbage;
+    # garbage gets low rewards; the next gradient makes things worse" — the step after each situation.
+    "spiral/1": "garbage", "spiral/2": "garbage", "spiral/3": "low-rewards", "spiral/4": "low-rewards",
+    "spiral/5": "worse-gradient", "spiral/6": "worse-gradient",
+    # Stop 1: vanilla PG "no constraint on step size"; TRPO "Fisher information matrix and conjugate gradients";
+    # PPO "a soft, per-sample clip that any first-order optimizer (Adam over mini-batches) can apply".
+    "method/1": "vanilla", "method/2": "vanilla", "method/3": "trpo", "method/4": "trpo",
+    "method/5": "ppo", "method/6": "ppo",
+    # Big picture: "chapter 3's machinery (policy gradient, advantage, GAE, KL anchor) plus one new idea: clip";
+    # "stage 3 of the pipeline is PPO"; "Chapter 7 (GRPO) will keep the clip and delete the critic."
+    "where/1": "ch3", "where/2": "ch3", "where/3": "ch5", "where/4": "ch5", "where/5": "ch7", "where/6": "ch7",
 }
 
 ORACLES = {
