@@ -164,6 +164,14 @@ CASE_ORACLE = {
     # Big picture: "chapter 3's machinery (policy gradient, advantage, GAE, KL anchor) plus one new idea: clip";
     # "stage 3 of the pipeline is PPO"; "Chapter 7 (GRPO) will keep the clip and delete the critic."
     "where/1": "ch3", "where/2": "ch3", "where/3": "ch5", "where/4": "ch5", "where/5": "ch7", "where/6": "ch7",
+    # Stop 1: TRPO "works perfectly — but requires expensive second-order optimization"; PPO "similar stability
+    # with a simple first-order clipped objective: 10× simpler ... almost as well"; both fix vanilla policy
+    # gradient's "fatal flaw — no constraint on step size", whose unlucky batch starts the collapse (neither).
+    "which/1": "trpo", "which/2": "trpo", "which/3": "ppo", "which/4": "ppo",
+    "which/5": "both", "which/6": "both", "which/7": "neither", "which/8": "neither",
+    # Go-deeper box: "curvature information (the Fisher matrix) and iterative solves (conjugate gradients)";
+    # "a soft, per-sample clip that any first-order optimizer (Adam over mini-batches) can apply".
+    "part/1": "curvature", "part/2": "curvature", "part/3": "solves", "part/4": "solves", "part/5": "ppo", "part/6": "ppo",
 }
 
 ORACLES = {
