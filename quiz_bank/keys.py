@@ -406,6 +406,7 @@ CASE_KEYS: dict[str, Any] = {
     "where": ("ch3", "ch3", "ch5", "ch5", "ch7", "ch7"),  # big picture: ch. 3 machinery, the clip, ch. 7 GRPO
     "which": ("trpo", "trpo", "ppo", "ppo", "both", "both", "neither", "neither"),  # stop 1: TRPO vs PPO
     "part": ("curvature", "curvature", "solves", "solves", "ppo", "ppo"),  # stop 1 box: Fisher, CG, the clip
+    "hook": ("load", "load", "generate", "generate", "score", "score", "step", "step"),  # stop 7: the loop
 }
 
 

@@ -172,6 +172,12 @@ CASE_ORACLE = {
     # Go-deeper box: "curvature information (the Fisher matrix) and iterative solves (conjugate gradients)";
     # "a soft, per-sample clip that any first-order optimizer (Adam over mini-batches) can apply".
     "part/1": "curvature", "part/2": "curvature", "part/3": "solves", "part/4": "solves", "part/5": "ppo", "part/6": "ppo",
+    # Stop 7: "the model loads as AutoModelForCausalLMWithValueHead ... with LoRA adapters (r = 64, α = 16, on the
+    # q/k/v/o projections)"; "generate (512 tokens, temperature 0.7, top-p 0.9) → score with the reward model →
+    # ppo_trainer.step(...)", whose internals are "per-token KL ... GAE ... advantage whitening"; "The generation
+    # call maps to the vLLM workers in production setups".
+    "hook/1": "load", "hook/2": "load", "hook/3": "generate", "hook/4": "generate",
+    "hook/5": "score", "hook/6": "score", "hook/7": "step", "hook/8": "step",
 }
 
 ORACLES = {
