@@ -401,6 +401,12 @@ CASE_KEYS: dict[str, Any] = {
     "tension": "TFTF",           # stop 8: one point inside the band; middle of the range
     "payoff": "TFTF",            # stop 5 payoff line (what it says, not whether it adds up)
     "store": "TFTF",             # stop 6: one forward pass per mini-batch, significant at 70B
+    "spiral": ("garbage", "garbage", "low-rewards", "low-rewards", "worse-gradient", "worse-gradient"),  # stop 1 collapse
+    "method": ("vanilla", "vanilla", "trpo", "trpo", "ppo", "ppo"),  # stop 1: no constraint / hard KL / soft clip
+    "where": ("ch3", "ch3", "ch5", "ch5", "ch7", "ch7"),  # big picture: ch. 3 machinery, the clip, ch. 7 GRPO
+    "which": ("trpo", "trpo", "ppo", "ppo", "both", "both", "neither", "neither"),  # stop 1: TRPO vs PPO
+    "part": ("curvature", "curvature", "solves", "solves", "ppo", "ppo"),  # stop 1 box: Fisher, CG, the clip
+    "hook": ("load", "load", "generate", "generate", "score", "score", "step", "step"),  # stop 7: the loop
 }
 
 

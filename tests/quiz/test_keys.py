@@ -153,6 +153,31 @@ CASE_ORACLE = {
     "payoff/1": T, "payoff/2": F, "payoff/3": T, "payoff/4": F,
     # Stop 6: "saving one full forward pass per mini-batch, which is significant for a 70B model".
     "store/1": T, "store/2": F, "store/3": T, "store/4": F,
+    # Big picture: "A single unlucky batch can push the policy into a region where it generates garbage;
+    # garbage gets low rewards; the next gradient makes things worse" — the step after each situation.
+    "spiral/1": "garbage", "spiral/2": "garbage", "spiral/3": "low-rewards", "spiral/4": "low-rewards",
+    "spiral/5": "worse-gradient", "spiral/6": "worse-gradient",
+    # Stop 1: vanilla PG "no constraint on step size"; TRPO "Fisher information matrix and conjugate gradients";
+    # PPO "a soft, per-sample clip that any first-order optimizer (Adam over mini-batches) can apply".
+    "method/1": "vanilla", "method/2": "vanilla", "method/3": "trpo", "method/4": "trpo",
+    "method/5": "ppo", "method/6": "ppo",
+    # Big picture: "chapter 3's machinery (policy gradient, advantage, GAE, KL anchor) plus one new idea: clip";
+    # "stage 3 of the pipeline is PPO"; "Chapter 7 (GRPO) will keep the clip and delete the critic."
+    "where/1": "ch3", "where/2": "ch3", "where/3": "ch5", "where/4": "ch5", "where/5": "ch7", "where/6": "ch7",
+    # Stop 1: TRPO "works perfectly — but requires expensive second-order optimization"; PPO "similar stability
+    # with a simple first-order clipped objective: 10× simpler ... almost as well"; both fix vanilla policy
+    # gradient's "fatal flaw — no constraint on step size", whose unlucky batch starts the collapse (neither).
+    "which/1": "trpo", "which/2": "trpo", "which/3": "ppo", "which/4": "ppo",
+    "which/5": "both", "which/6": "both", "which/7": "neither", "which/8": "neither",
+    # Go-deeper box: "curvature information (the Fisher matrix) and iterative solves (conjugate gradients)";
+    # "a soft, per-sample clip that any first-order optimizer (Adam over mini-batches) can apply".
+    "part/1": "curvature", "part/2": "curvature", "part/3": "solves", "part/4": "solves", "part/5": "ppo", "part/6": "ppo",
+    # Stop 7: "the model loads as AutoModelForCausalLMWithValueHead ... with LoRA adapters (r = 64, α = 16, on the
+    # q/k/v/o projections)"; "generate (512 tokens, temperature 0.7, top-p 0.9) → score with the reward model →
+    # ppo_trainer.step(...)", whose internals are "per-token KL ... GAE ... advantage whitening"; "The generation
+    # call maps to the vLLM workers in production setups".
+    "hook/1": "load", "hook/2": "load", "hook/3": "generate", "hook/4": "generate",
+    "hook/5": "score", "hook/6": "score", "hook/7": "step", "hook/8": "step",
 }
 
 ORACLES = {

@@ -90,8 +90,16 @@ def test_the_rule_counts_only_right_answers_on_unseen_items():
 
 
 def test_a_question_without_claim_or_level_is_its_own_claim(bank):
-    q = bank.questions(1)[0]
-    assert mastery.claim_of(q) == q.id and mastery.level_of(q) in ("recall", "apply", "understand")
+    real = bank.questions(1)[0]
+    assert mastery.claim_of(real) == real.claim and mastery.level_of(real) == real.level  # the bank lists both
+    bare = ClaimedQuestion(real, None)
+    bare.level = None
+    assert mastery.claim_of(bare) == real.id and mastery.level_of(bare) == "recall"
+
+
+def solo_bank(bank, stop=1) -> FakeBank:
+    """Stop ``stop`` of the real bank with every question its own claim (the bank before claims were listed)."""
+    return FakeBank({stop: FakeStop(bank.stops[stop].title, [ClaimedQuestion(q, None) for q in bank.questions(stop)])})
 
 
 def _client(app, student):
@@ -150,7 +158,8 @@ def test_server_a_retry_meets_the_other_item_of_a_missed_claim_and_passes_on_uns
 
 
 def test_server_right_answers_on_seen_items_do_not_pass(bank, checker, tmp_path):
-    """The real bank as it is (one item per claim): after a failed attempt every fixed claim is exhausted."""
+    """One item per claim (each question its own claim): after a failed attempt every fixed claim is exhausted."""
+    bank = solo_bank(bank)
     app = mastery_app(tmp_path, bank, checker)
     service = app.state.service
     client = _client(app, "bob")
@@ -186,7 +195,9 @@ def test_take_under_mastery_gives_no_verdict_and_keeps_a_passed_stop(bank, key_o
     store, policy = tmp_path / "quiz.sqlite3", tmp_path / "policy.yaml"
     policy.write_text("default: {mode: mastery, cooldown_s: 0}\n")
     key = key_of("tess")
-    stdin = "".join(typed(q, "tess", 1, key["answers"][q.id], bank) + "\n" for q in bank.questions(1))
+    drawn1 = set(mastery.draw(bank, 1, "tess", 1, {}))  # what `quiz take` asks: one per claim, in bank order
+    order1 = [q.id for q in bank.questions(1) if q.id in drawn1]
+    stdin = "".join(typed(bank.by_id[q], "tess", 1, key["answers"][q], bank) + "\n" for q in order1)
     code, out, err = run_cli(["quiz", "take", "--stop", 1, "--student", "tess", "--store", store, "--policy", policy], stdin)
     assert code == 0, err
     assert "Recorded." in out and "Not right." not in out and "Right." not in out.replace("Recorded.", "")
@@ -199,7 +210,8 @@ def test_take_under_mastery_gives_no_verdict_and_keeps_a_passed_stop(bank, key_o
     from quiz_server_support import form_answer, offline_service
 
     service = offline_service(bank)
-    wrong = [form_answer(service, "tess", q.id, 2, right=False) for q in bank.questions(1)]
+    drawn2 = set(mastery.draw(bank, 1, "tess", 2, mastery.last_seen_from([(1, order1)], bank)))
+    wrong = [form_answer(service, "tess", q.id, 2, right=False) for q in bank.questions(1) if q.id in drawn2]
     stdin = "".join((",".join(w) if isinstance(w, list) else w) + "\n" for w in wrong) + "n\n"
     code, out, _ = run_cli(["quiz", "take", "--stop", 1, "--new-attempt", "--student", "tess", "--store", store,
                             "--policy", policy], stdin)
