@@ -38,7 +38,6 @@ def _cell(value) -> str:
 
 def student_scores(bank, db) -> list[dict]:
     """Per student: roster fields, best percent per stop, passed stops, completion."""
-    sizes = {s: len(bank.questions(s)) for s in bank.stops}
     rows = []
     for person in db.roster():
         sid = person["student_id"]
@@ -46,8 +45,11 @@ def student_scores(bank, db) -> list[dict]:
         best = {s: 0 for s in range(1, N_STOPS + 1)}
         passed = set()
         for a in attempts:
-            if a.n_correct is not None:
-                best[a.stop] = max(best[a.stop], round(100 * a.n_correct / sizes[a.stop]))
+            if a.n_correct is not None and a.question_order:
+                # Out of the questions that attempt asked (under mastery, one per claim, not the whole bank);
+                # 100 only when passed (right answers on questions already seen do not pass a stop).
+                percent = round(100 * a.n_correct / len(a.question_order))
+                best[a.stop] = max(best[a.stop], percent if a.passed else min(percent, 99))
             if a.passed:
                 passed.add(a.stop)
         rows.append(person | {"best": best, "passed": passed, "complete": len(passed) == N_STOPS})

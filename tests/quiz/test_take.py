@@ -44,10 +44,19 @@ def script(bank, key, stop, student, attempt=1, skip=0, render_bank=None) -> str
     )
 
 
+def every_question_policy(tmp_path) -> Path:
+    """The older policy, kept as an option (attempt_policy.yaml): every question of the stop in bank order,
+    a verdict after each answer. These tests script a whole stop's answers in that order; the default
+    (mastery) policy's terminal quiz is tested in test_mastery.py."""
+    policy = tmp_path / "every_question.yaml"
+    policy.write_text("default: {mode: cooldown, cooldown_s: 120}\n")
+    return policy
+
+
 def test_take_a_stop_through_stdin_passes_and_is_stored(bank, key_of, run_cli, tmp_path):
     store = tmp_path / "quiz.sqlite3"
     stdin = script(bank, key_of("tina"), 1, "tina")
-    code, out, err = run_cli(["quiz", "take", "--stop", 1, "--student", "tina", "--store", store], stdin)
+    code, out, err = run_cli(["quiz", "take", "--stop", 1, "--student", "tina", "--store", store, "--policy", every_question_policy(tmp_path)], stdin)
     assert code == 0, err
     n = len(bank.questions(1))
     assert f"Stop 1 passed: {n}/{n}" in out and f"Question 1/{n}" in out
@@ -94,7 +103,7 @@ def test_wrong_answer_is_told_without_the_key_and_the_retry_is_the_whole_stop_fr
 def test_unparseable_input_is_asked_again_not_recorded(bank, key_of, run_cli, tmp_path):
     store = tmp_path / "quiz.sqlite3"
     stdin = "zzz\n\n" + script(bank, key_of("vic"), 1, "vic")
-    code, out, _ = run_cli(["quiz", "take", "--stop", 1, "--student", "vic", "--store", store], stdin)
+    code, out, _ = run_cli(["quiz", "take", "--stop", 1, "--student", "vic", "--store", store, "--policy", every_question_policy(tmp_path)], stdin)
     assert code == 0 and "Could not read that: expected exactly one of a, b, c, d" in out
     with AttemptStore(store) as s:
         assert len(s.attempts("vic", "stop1.vanilla-pg-flaw")) == 1
@@ -103,9 +112,9 @@ def test_unparseable_input_is_asked_again_not_recorded(bank, key_of, run_cli, tm
 def test_end_of_input_saves_progress_and_the_next_take_resumes(bank, key_of, run_cli, tmp_path):
     store = tmp_path / "quiz.sqlite3"
     full = script(bank, key_of("walt"), 1, "walt").splitlines(keepends=True)
-    code, out, _ = run_cli(["quiz", "take", "--stop", 1, "--student", "walt", "--store", store], "".join(full[:3]))
+    code, out, _ = run_cli(["quiz", "take", "--stop", 1, "--student", "walt", "--store", store, "--policy", every_question_policy(tmp_path)], "".join(full[:3]))
     assert code == 1 and "progress saved" in out
-    code, out, _ = run_cli(["quiz", "take", "--student", "walt", "--store", store], "".join(full[3:]))
+    code, out, _ = run_cli(["quiz", "take", "--student", "walt", "--store", store, "--policy", every_question_policy(tmp_path)], "".join(full[3:]))
     assert code == 1  # stop 1 finished, then stop 2 started and input ended
     n = len(bank.questions(1))
     # Only the unanswered were asked, and they keep their numbers (issue 13 item 7: no renumbering on resume).
@@ -119,7 +128,8 @@ def test_take_survives_being_killed_mid_quiz(bank, key_of, tmp_path):
     store = tmp_path / "quiz.sqlite3"
     lines = script(bank, key_of("xena"), 1, "xena").splitlines(keepends=True)
     code = "import sys; from ppo_course.cli import main; sys.exit(main(sys.argv[1:]))"
-    argv = ["quiz", "take", "--stop", "1", "--student", "xena", "--store", str(store)]
+    argv = ["quiz", "take", "--stop", "1", "--student", "xena", "--store", str(store), "--policy",
+            str(every_question_policy(tmp_path))]
     proc = subprocess.Popen([sys.executable, "-c", code, *argv], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, text=True, cwd=tmp_path)
     try:
