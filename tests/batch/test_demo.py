@@ -37,7 +37,7 @@ BY_HAND: dict[str, tuple[str, set[str], set[str]]] = {
     "lea": ("empty", set(), ALL),
     "max": ("graded", set(), {E7}),  # zip, ex7 missing
     "noor": ("graded", {E4}, set()),  # whiten biased
-    "ola": ("graded", {E7}, set()),  # no advantage whitening
+    "ola": ("graded", set(), {E7}),  # no advantage whitening: no exercise-7 point before parity (issue 19, class 4)
     "pia": ("graded", set(), {E2}),  # UTF-16: NUL bytes
 }
 

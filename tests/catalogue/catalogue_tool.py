@@ -278,7 +278,10 @@ def _outcomes_for(group: list[Entry], result: Optional[dict], error: Optional[st
             if ex is None:
                 out.error = f"{e.exercise} missing from the GradeResult"
             else:
-                out.score, out.max_score, out.exercise_status = ex["score"], ex["max_score"], ex["status"]
+                from grader.results import ExerciseResult
+
+                status = ExerciseResult.model_validate(ex).status  # derived from the one state vocabulary
+                out.score, out.max_score, out.exercise_status = ex["score"], ex["max_score"], status
                 out.lost_points = ex["max_score"] <= 0 or ex["score"] < ex["max_score"] - 1e-9
             failed = [t for t in result["tests"] if t["exercise"] == e.exercise and t["status"] == "failed"]
             out.failed_tests = [t["test"] for t in failed]

@@ -94,7 +94,9 @@ def scan(bundle: Path, repo: Path) -> list[str]:
         rel = path.relative_to(bundle)
         if rel.parts[0] in FORBIDDEN_IMPORTS:
             problems.append(f"{rel}: instructor package {rel.parts[0]}/ in the bundle")
-        if path.suffix.lower() in DATA_SUFFIXES:
+        # known_mistakes.json: what the catalogued *buggy* variants return on the public tests' own inputs
+        # (tools/make_known_mistakes.py), so that a public test can name the mistake; no correct answer.
+        if path.suffix.lower() in DATA_SUFFIXES and rel.as_posix() != "ppo_course/grading_kit/known_mistakes.json":
             problems.append(f"{rel}: data file (possible expected values)")
         if path.name == "keys.py":
             problems.append(f"{rel}: answer-key module")

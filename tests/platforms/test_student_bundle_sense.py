@@ -21,7 +21,7 @@ from conftest import REPO, clean_env
 # What a student reads: the guide, the install script, the package description, the stubs, the questions.
 STUDENT_FILES = ("README.md", "install.sh", "pyproject.toml", "exercises/*.py", "quiz_bank/*.yaml")
 # Folders/files that exist once the student has run what the guide says (install.sh makes .venv).
-MADE_BY_THE_STUDENT = (".venv",)
+MADE_BY_THE_STUDENT = (".venv", "build/")  # install.sh makes (and then removes) build/
 PATH = re.compile(r"(?<![\w./:\\-])((?:[A-Za-z_.][\w.-]*/)+[\w.-]*|[\w.-]+\.(?:md|py|toml|sh|yaml|cfg|ipynb))(?![\w/])")
 COMMAND = re.compile(r"ppo-course((?: [a-z][a-z-]*){1,2})")
 
@@ -85,7 +85,7 @@ def _student_commands() -> dict[str, set[str] | None]:
 
 def test_every_command_the_bundle_mentions_exists_in_the_bundle(bundle: Path):
     commands = _student_commands()
-    assert set(commands) == {"check", "quiz", "plot"}
+    assert set(commands) == {"check", "quiz", "plot", "submit"}
     wrong = []
     for f in _student_files(bundle):
         for match in COMMAND.finditer(f.read_text(encoding="utf-8")):

@@ -12,6 +12,12 @@ import re
 from quiz_bank.engine import expected_answer
 
 
+#: The quiz server tests' roster (the ``quiz_server`` fixture loads it).
+ROSTER = [{"student_id": sid, "name": f"Student {sid}", "section": "A", "sis_user_id": f"SIS-{sid}",
+           "sis_login_id": f"{sid}@uni.example", "canvas_id": "", "email": f"{sid}@uni.example"}
+          for sid in ("ann", "bob", "cat", "dan")]
+
+
 def form_answer(service, student: str, question_id: str, attempt: int, right: bool = True):
     """The value(s) of the ``answer`` form field: right or wrong for this variant."""
     variant = service.variant(student, question_id, attempt)

@@ -129,7 +129,7 @@ def _answer_attempt(client, service, student, stop, wrong_qids=(), pages=None):
 def mastery_app(tmp_path, bank, checker, **policy):
     from quiz_bank.server.app import create_app
 
-    from conftest import ROSTER
+    from quiz_server_support import ROSTER
 
     return create_app(bank, tmp_path / "quiz.sqlite", SERVER_SECRET, roster=ROSTER, checker=checker,
                       policy=PolicyFile(default=AttemptPolicy(mode="mastery", cooldown_s=0, **policy)))
@@ -226,7 +226,7 @@ def test_take_under_mastery_gives_no_verdict_and_keeps_a_passed_stop(bank, key_o
 def test_the_older_policies_still_tell_each_answer(bank, checker, tmp_path, mode):
     from quiz_bank.server.app import create_app
 
-    from conftest import ROSTER
+    from quiz_server_support import ROSTER
 
     app = create_app(bank, tmp_path / "quiz.sqlite", SERVER_SECRET, roster=ROSTER, checker=checker,
                      policy=PolicyFile(default=AttemptPolicy(mode=mode, cooldown_s=0)))

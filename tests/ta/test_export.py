@@ -140,6 +140,7 @@ def test_moodle_import_accepts_the_file_and_never_meets_an_unknown_user(batch, r
     subs = tmp_path / "subs"
     out = tmp_path / "out"
     shutil.copytree(batch, out)
+    shutil.copytree(batch.parent / "subs", subs)  # the class stays (a student missing from it is set aside)
     write_student(subs, "chen", ALL_OK)
     write_student(subs, "dee", ALL_OK)
     run_batch(subs, out, jobs=1, progress=False, log=lambda m: None, report=False)
