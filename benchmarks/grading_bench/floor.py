@@ -298,7 +298,10 @@ def scores(outcomes: dict, stems: list[str], profile: str) -> dict[str, dict[str
                 outcome = outcomes.get((stem, kind, name))
                 ok = outcome is not None and outcome.passed
                 max_score += entry.points
-                score += entry.points if ok else 0.0
+                # a public test's points count only when its hidden twins pass (grader.points, issue 19 class 5)
+                counts = points.exercises[stem].counted(kind, name, ok, lambda twin, stem=stem: (
+                    outcomes.get((stem, "hidden", twin)) is not None and outcomes[(stem, "hidden", twin)].passed))
+                score += entry.points if counts else 0.0
                 passed += ok
                 total += 1
         out[stem] = {"score": round(score, 6), "max_score": round(max_score, 6), "passed": passed, "tests": total}
