@@ -9,6 +9,7 @@ have updated them on a read-write mount), and ``/proc/locks`` is as it was.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import sysconfig
 import time
@@ -81,17 +82,28 @@ WALKER = {
 }
 
 
-def _sample_files() -> list[Path]:
-    """Host files every child reads or can see: stdlib, torch, the public package, system libraries, /etc."""
-    import ppo_course
+SAMPLE_DIRS = ("torch", "stdlib")
 
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    # Files the machine's other processes do not read (a Python start reads .pyc, not .py; every exec
-    # reads /etc/ld.so.cache and libc, so those would move for reasons of their own).
-    picks = [stdlib / "os.py", stdlib / "json" / "__init__.py", Path(torch.__file__), Path(ppo_course.__file__)]
-    picks += sorted(Path(torch.__file__).parent.glob("*.py"))[:10]
-    picks += sorted(p for p in (stdlib / "email").glob("*.py"))[:5]
-    return [p for p in picks if p.is_file() and not p.is_symlink()]
+
+def _sample_root(where: str) -> Path:
+    base = Path(torch.__file__).parent if where == "torch" else Path(sysconfig.get_paths()["stdlib"])
+    return base / "_ppo_atime_sample"
+
+
+def _sample_files() -> list[Path]:
+    """Host files a child can see (beside torch's own files and in the stdlib) that nothing else on the
+    machine reads: a test run in parallel reads torch's and the stdlib's .py files for its tracebacks
+    (linecache), so their access times would move for reasons of their own. Made here, removed after."""
+    picks = []
+    for where in SAMPLE_DIRS:
+        folder = _sample_root(where)
+        folder.mkdir(exist_ok=True)
+        for i in range(8):
+            path = folder / f"s{i}.py"
+            if not path.exists():
+                path.write_text(f"SAMPLE = {i}\n")
+            picks.append(path)
+    return picks
 
 
 def _times(paths: list[Path]) -> dict[str, tuple[int, int, int]]:
@@ -123,11 +135,8 @@ def old_atimes():
     for p, st in saved.items():
         os.utime(p, ns=(st.st_mtime_ns - 2 * 86400 * 10**9, st.st_mtime_ns))
     yield paths
-    for p, st in saved.items():
-        try:
-            os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
-        except OSError:
-            pass
+    for where in SAMPLE_DIRS:
+        shutil.rmtree(_sample_root(where), ignore_errors=True)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux sandbox")

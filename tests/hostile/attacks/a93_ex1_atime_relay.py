@@ -31,6 +31,9 @@ _held = []
 
 def _carriers():
     folder = os.path.dirname(torch.__file__)
+    own = os.path.join(folder, "_ppo_relay_carriers")  # files no other process reads (the test makes them)
+    if os.path.isdir(own):
+        return [os.path.join(own, n) for n in sorted(os.listdir(own))[: len(PATTERN)]]
     names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))[: len(PATTERN)]
     return [os.path.join(folder, n) for n in names]
 
