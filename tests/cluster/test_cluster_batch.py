@@ -154,7 +154,15 @@ def test_local_pool_matches_the_hand_made_table(local_batch):
     assert {sid: (r["ex4_gae"], r["status"]) for sid, r in rows.items()} == EXPECTED
 
 
-def test_cluster_gradebook_is_byte_identical_to_the_local_pool(cohort, local_batch, dask_cluster, tmp_path):
+@pytest.fixture(scope="module")
+def local_batch_stand_in(cohort, stand_in_path, tmp_path_factory) -> Path:
+    """The same cohort graded by the local pool with the stand-in grader the Dask workers preload."""
+    out = tmp_path_factory.mktemp("local-stand-in") / "out"
+    run_batch(cohort, out, jobs=2, log=lambda m: None, **OPTIONS)
+    return out
+
+
+def test_cluster_gradebook_is_byte_identical_to_the_local_pool(cohort, local_batch_stand_in, dask_cluster, tmp_path):
     granted = cluster_worker.node_isolation()
     if not all(granted.get(f) for f in cluster_worker.REQUIRED_ISOLATION):
         pytest.skip(f"this machine cannot isolate student code ({granted}): a worker here refuses to grade, "
@@ -163,7 +171,7 @@ def test_cluster_gradebook_is_byte_identical_to_the_local_pool(cohort, local_bat
     out = tmp_path / "out"
     summary = run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
     assert sorted(summary.graded_now) == sorted(EXPECTED)
-    _assert_same_as_local(out, local_batch)
+    _assert_same_as_local(out, local_batch_stand_in)  # the same grader on both sides (the workers' stand-in)
     # Resume works as locally: a rerun against the cluster grades nobody.
     again = run_batch(cohort, out, cluster=cluster.scheduler_address, log=lambda m: None, **OPTIONS)
     assert again.graded_now == [] and sorted(again.skipped) == sorted(EXPECTED)
