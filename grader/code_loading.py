@@ -92,6 +92,15 @@ class _Scanner(ast.NodeVisitor):
             self.found.append((node.lineno, f"names {node.value!r} as a string (a builtin that runs code)"))
 
 
+
+def decode_source(raw: bytes) -> str:
+    """Text of a source file read as bytes: UTF-16 when it has a BOM, else UTF-8 (bad bytes replaced); NULs dropped."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = raw.decode("utf-16", "replace")
+    else:
+        text = raw.decode("utf-8-sig", "replace")
+    return text.replace("\x00", "")
+
 def scan_source(text: str) -> list[tuple[int, str]]:
     """``[(line, reason)]`` for one Python source text (module docstring's list), in line order.
 
@@ -113,7 +122,6 @@ def scan_submission(root: Path, owner: str) -> list[Finding]:
         root: the intake's staged copy (``grader.intake.stage_submission``), never the original.
         owner: the student id for the report.
     """
-    from grader.similarity import decode_source
 
     root = Path(root)
     findings: list[Finding] = []

@@ -45,6 +45,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from ppo_course.syllabus import EXERCISES
+from grader.code_loading import decode_source
 
 HELPERS = "(helpers)"
 CSV_NAME = "flagged_pairs.csv"
@@ -119,15 +120,6 @@ class SimilarityReport:
 
 
 # --------------------------------------------------------------------------- reading
-
-
-def decode_source(raw: bytes) -> str:
-    """Text of a source file read as bytes: UTF-16 when it has a BOM, else UTF-8 (bad bytes replaced); NULs dropped."""
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        text = raw.decode("utf-16", "replace")
-    else:
-        text = raw.decode("utf-8-sig", "replace")
-    return text.replace("\x00", "")
 
 
 def _units_of_folder(root: Path, owner: str, kind: str) -> list[Unit]:
