@@ -32,7 +32,7 @@ browser:
 	else echo "note: chromium/chromedriver missing and not root: the browser test will skip (CI=true makes it fail)"; fi
 
 test: $(STAMP) browser
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=30
 
 train: $(STAMP)
 	$(VENV)/bin/ppo-course train
