@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install train bench exercises clean browser
+.PHONY: demo test install train bench bench-full exercises clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,16 +32,21 @@ browser:
 	else echo "note: chromium/chromedriver missing and not root: the browser test will skip (CI=true makes it fail)"; fi
 
 test: $(STAMP) browser
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=30
 
 train: $(STAMP)
 	$(VENV)/bin/ppo-course train
 
+# bench: the quick grading benchmark (2 students, fast profile) and the synthetic class of 1,000 (a few
+# minutes); bench-full: the whole demo cohort in the full profile with nbgrader (tens of minutes on 2 cores).
 bench: $(STAMP)
 	$(PY) benchmarks/bench_reference.py
-	$(PY) benchmarks/bench_grading.py
+	$(PY) benchmarks/bench_grading.py --quick --scaling 16,200,1000
 	$(PY) benchmarks/bench_quiz.py
 	$(PY) benchmarks/bench_cluster.py
+
+bench-full: $(STAMP)
+	$(PY) benchmarks/bench_grading.py
 
 exercises: $(STAMP)
 	$(PY) tools/make_exercises.py

@@ -33,9 +33,14 @@ trusted cohorts only (the demo cohort is ours). ``--quick`` grades two
 students (one for nbgrader) once in the fast profile: about 90 CPU-seconds, a
 minute or two on an idle 2-core machine; the lines it prints are those of a full run.
 
-4. ``--scaling 16,200,1000`` (alone): the demo cohort replicated to a synthetic class of each size,
-   graded with the tests' stand-in grade: CPU-seconds per submission of everything a batch does
-   besides the hidden tests, which must stay flat (``grading_bench/scaling.py``).
+4. ``--scaling 16,200,1000`` (alone, or with ``--quick`` after the quick run): the demo cohort and the
+   mistake catalogue replicated to a synthetic class of 1,000, graded with the tests' stand-in grade:
+   CPU-seconds per submission of everything a batch does besides the hidden tests, at the 16th, 200th
+   and 1,000th student (the slope in the window ending there), which must stay flat
+   (``grading_bench/scaling.py``).
+
+``make bench`` runs ``--quick --scaling 16,200,1000`` (a few minutes); ``make bench-full`` the full
+profile on the whole cohort with nbgrader (tens of minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -126,18 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-legacy", action="store_true", help="leave out the fixed-seed ex1-ex6 notebook")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (printed)")
     parser.add_argument("--scaling", default=None, metavar="SIZES",
-                        help="only the synthetic class: CPU-s per submission at these class sizes "
-                             "(e.g. 16,200,1000; grading_bench/scaling.py)")
+                        help="the synthetic class: CPU-s per submission at these students of one class of the "
+                             "largest size (e.g. 16,200,1000; grading_bench/scaling.py); alone, or after --quick")
     args = parser.parse_args(argv)
-    if args.scaling:
-        from grading_bench.scaling import run_scaling
-
-        become_subreaper()
-        with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
-            print(f"start: {load_average()}")
-            run_scaling(args.cohort, Path(tmp), tuple(int(x) for x in args.scaling.split(",")))
-            print(f"end: {load_average()}")
-        return 0
+    if args.scaling and not args.quick:
+        return _run_scaling(args)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     profile = args.profile or ("fast" if args.quick else "full")
@@ -271,6 +269,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"work folder kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
+    return _run_scaling(args) if args.scaling else 0
+
+
+def _run_scaling(args: argparse.Namespace) -> int:
+    """``--scaling``: the synthetic class (``grading_bench/scaling.py``), with the load before and after."""
+    from grading_bench.scaling import run_scaling
+
+    become_subreaper()
+    with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
+        print(f"start: {load_average()}")
+        run_scaling(args.cohort, Path(tmp), tuple(int(x) for x in args.scaling.split(",")))
+        print(f"end: {load_average()}")
     return 0
 
 

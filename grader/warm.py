@@ -176,12 +176,15 @@ class WarmPool:
     Args:
         scratch: folder for the workers' logs and empty working folders.
         workers: the batch's registry of live processes (Ctrl-C kills them all).
-        max_students: gradings before a worker is replaced (bounds anything that grows).
+        max_students: gradings before a worker is replaced (bounds anything that grows that the RSS check does not
+            see). 1024: a restart costs ~3 CPU-s (interpreter, torch, the optimiser machinery, warm-up); after every
+            64 students it was ~5% of a student's grading, a share that made the cost per student of a class of
+            1,000 differ from a class of 200 (``benchmarks/grading_bench/scaling.py``).
         max_rss_mb: resident memory (MiB) past which a worker is replaced after its current student.
     """
 
     def __init__(self, scratch: Path, *, workers: _Workers | None = None,
-                 max_students: int = 64, max_rss_mb: float = 3072.0) -> None:
+                 max_students: int = 1024, max_rss_mb: float = 3072.0) -> None:
         self.scratch, self.workers = Path(scratch), workers
         self.max_students, self.max_rss_mb = max_students, max_rss_mb
         self._local = threading.local()

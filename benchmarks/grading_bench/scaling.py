@@ -1,32 +1,44 @@
-"""Is a batch linear in the class? CPU-seconds per submission at 16, 200 and 1,000 students.
+"""Is a batch linear in the class? CPU-seconds per submission at the 16th, 200th and 1,000th student.
 
-The demo cohort (``examples/cohort/submissions``: every kind of submission, from the perfect one
-to the empty folder and the zip) is replicated to N students (``ada``, ``ada-0001``, ...) and
-graded by ``ppo-course grade-batch --jobs 2 --profile fast`` as a TA types it, measured with every
-process under it (``grading_bench.measure``). The grading itself is the tests' stand-in
-(``tests/batch/stand_in_grader.py``, installed in the command's own process by patching
-``grader.workers.worker_command``, as the tests do): what is measured is everything of a batch but
-the hidden tests (discovery, the intake and staging, the warm workers' requests and replies, the
-typed results' validation, results.json, feedback.md, the record, the gradebook, regrade and class
-reports). The hidden tests cost the same for every student whatever the class size (measured by
-``bench_grading.py`` itself), so the batch is linear when this part is.
+The synthetic class: the demo cohort (``examples/cohort/submissions``: every kind of submission, from
+the perfect one to the empty folder and the zip) and the mistake catalogue (``tests/catalogue/buggy``:
+each known mistake as the solutions with that one module replaced) replicated to N students (``ada``,
+``ada-0001``, ...). It is graded by ``ppo-course grade-batch --jobs 2 --profile fast`` as a TA types
+it. The grading itself is the tests' stand-in (``tests/batch/stand_in_grader.py``, installed in the
+command's own process by patching ``grader.workers.worker_command``, as the tests do): what is measured
+is everything of a batch but the hidden tests (discovery, the intake and staging, the warm workers'
+requests and replies, the typed results' validation, results.json, feedback.md, the record, the
+gradebook, regrade and class reports). The hidden tests cost the same for every student whatever the
+class size (``bench_grading.py`` measures them against the floor), so the batch is linear when this
+part is.
 
-Printed per class size: CPU-seconds of the whole command per submission, and the marginal
-CPU-seconds per submission, ``(cpu(N) - cpu(2)) / (N - 2)`` (the fixed costs of one command: the
-interpreter, the two warm workers that ``--jobs 2`` starts and their warm-up, the reports' figures,
-taken out; ``cpu(2)`` is the median of three runs on a class of 2). Linear: the marginal figures stay
-within 10% of each other.
+How: while the command runs, the CPU-seconds of its whole process tree (user + system of every live
+process and of the children each has reaped, from ``/proc`` via psutil) are sampled every 20 ms with
+the number of students whose ``batch.json`` (the commit marker, written last) exists. The cost per
+submission *at* the k-th student is the slope of CPU over students finished in the window that ends
+there: students 3-16, 17-200 and 201-1,000 of one class of 1,000. The start (interpreter, the two warm
+workers' imports and warm-up, discovery and planning of the whole class) and the end (the last
+gradebook, regrade and class reports) are printed apart. Linear: the three slopes stay within 10% of
+each other (a cost per student that grows with the class, such as re-reading every record after each
+student, makes the later windows dearer).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from grading_bench.measure import Measured, measure
+from grading_bench.measure import _cpu_children, _reap_orphans
 
 ROOT = Path(__file__).resolve().parents[2]
 STAND_IN_DIR = ROOT / "tests" / "batch"
+CATALOGUE = ROOT / "tests" / "catalogue" / "buggy"
+SOLUTIONS = ROOT / "solutions"
+SAMPLE_S = 0.02
 
 #: The command: the stand-in installed in this process, then the CLI as a TA types it.
 SCRIPT = (
@@ -40,13 +52,26 @@ SCRIPT = (
 )
 
 
-def replicate(cohort: Path, n: int, dest: Path) -> Path:
-    """``dest`` holding ``n`` students: the cohort's, then copies named ``<id>-0001`` ... in turn."""
+def originals(cohort: Path, work: Path) -> list[Path]:
+    """The class's distinct students: the cohort's entries, then one folder per catalogue mistake."""
+    out = sorted(p for p in cohort.iterdir() if not p.name.startswith("."))
+    base = work / "catalogue-students"
+    for bug in sorted(CATALOGUE.glob("*.py")) if CATALOGUE.is_dir() else []:
+        stem = bug.name.split("__", 1)[0]
+        folder = base / ("m-" + bug.stem.replace("__", "-"))
+        shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copyfile(bug, folder / f"{stem}.py")
+        out.append(folder)
+    return out
+
+
+def replicate(sources: list[Path], n: int, dest: Path) -> list[str]:
+    """``dest`` holding ``n`` students: ``sources`` in turn, copies named ``<id>-0001`` ...; their ids in order."""
     dest.mkdir(parents=True)
-    originals = sorted(p for p in cohort.iterdir() if not p.name.startswith("."))
+    ids = []
     for i in range(n):
-        src = originals[i % len(originals)]
-        copy = i // len(originals)
+        src = sources[i % len(sources)]
+        copy = i // len(sources)
         stem = src.name[:-4] if src.suffix == ".zip" else src.name
         name = stem if copy == 0 else f"{stem}-{copy:04d}"
         target = dest / (name + (".zip" if src.suffix == ".zip" else ""))
@@ -54,35 +79,99 @@ def replicate(cohort: Path, n: int, dest: Path) -> Path:
             shutil.copytree(src, target)
         else:
             shutil.copyfile(src, target)
-    return dest
+        ids.append(name)
+    return sorted(ids)
 
 
-def grade_class(folder: Path, out: Path) -> Measured:
-    """One ``grade-batch`` of ``folder`` with the stand-in grader, measured (CPU of the whole process tree)."""
-    import sys
+def _tree_cpu(root) -> float:
+    """CPU-seconds of ``root`` and its live descendants, each with what it has reaped (psutil)."""
+    import psutil
 
-    m = measure([sys.executable, "-c", SCRIPT, str(folder), str(out)])
-    if m.returncode != 0:
-        raise SystemExit(f"grade-batch failed (exit {m.returncode}):\n{m.stdout[-2000:]}\n{m.stderr[-3000:]}")
-    return m
+    total = 0.0
+    try:
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return float("nan")
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+        except psutil.NoSuchProcess:
+            pass  # exited between the listing and the read: its parent counts it once reaped
+    return total
+
+
+def grade_sampled(folder: Path, out: Path, ids: list[str]) -> tuple[list[tuple[int, float]], float, float]:
+    """Run the command on ``folder``; return ([(students finished, tree CPU-s)], total CPU-s, wall s).
+
+    The total is ``RUSAGE_CHILDREN``'s delta (exact); the samples are psutil's reads (see the module docstring).
+    """
+    import psutil
+
+    cpu0, t0 = _cpu_children(), time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(folder), str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    root = psutil.Process(proc.pid)
+    samples: list[tuple[int, float]] = []
+    done = 0
+    while proc.poll() is None:
+        # Students finish about in id order: look only a little ahead of the count (cheap, and never missed
+        # for long: a student finished out of order is counted once the ones before it are).
+        while done < len(ids) and (out / ids[done] / "batch.json").exists():
+            done += 1
+        cpu = _tree_cpu(root)
+        if cpu == cpu:  # not NaN
+            samples.append((done, cpu))
+        time.sleep(SAMPLE_S)
+    stdout, stderr = proc.communicate()
+    wall = time.monotonic() - t0
+    _reap_orphans()
+    if proc.returncode != 0:
+        raise SystemExit(f"grade-batch failed (exit {proc.returncode}):\n{stdout[-2000:]}\n{stderr[-3000:]}")
+    return samples, _cpu_children() - cpu0, wall
+
+
+def cpu_at(samples: list[tuple[int, float]], k: int) -> float:
+    """Tree CPU-seconds when the k-th student finished (the first sample showing k or more finished)."""
+    for done, cpu in samples:
+        if done >= k:
+            return cpu
+    raise ValueError(f"no sample with {k} students finished (last: {samples[-1] if samples else None})")
 
 
 def run_scaling(cohort: Path, work: Path, sizes: tuple[int, ...] = (16, 200, 1000)) -> dict[int, float]:
-    """Print and return {class size: marginal CPU-seconds per submission} (see the module docstring)."""
-    import statistics
+    """Grade one synthetic class of ``max(sizes)``; print and return {k: CPU-s per submission in the window
+    ending at the k-th student} (see the module docstring)."""
+    sizes = tuple(sorted(sizes))
+    n = sizes[-1]
+    sources = originals(cohort, work)
+    ids = replicate(sources, n, work / f"class-{n}")
+    samples, total, wall = grade_sampled(work / f"class-{n}", work / f"out-{n}", ids)
+    marks = [2, *sizes]
+    per: dict[int, float] = {}
+    for lo, hi in zip(marks, marks[1:]):
+        per[hi] = (cpu_at(samples, hi) - cpu_at(samples, lo)) / (hi - lo)
+    start, last = cpu_at(samples, 2), cpu_at(samples, n)
+    print(f"synthetic class of {n} students ({len(sources)} distinct: the demo cohort and "
+          f"{sum(s.parent.name == 'catalogue-students' for s in sources)} catalogue mistakes, replicated; stand-in grade, --jobs 2, "
+          f"fast): {total:.1f} CPU-s in all, {total / n:.4f} per submission, {wall:.1f} s wall", flush=True)
+    for lo, hi in zip(marks, marks[1:]):
+        print(f"  CPU-s per submission at student {hi} (students {lo + 1}-{hi}): {per[hi]:.4f}")
+    print(f"  start (until 2 students were graded: interpreter, warm workers, discovery of the class): "
+          f"{start:.1f} CPU-s; end (after the last: gradebook, regrade and class reports): {total - last:.1f} CPU-s")
+    spread = max(per.values()) / min(per.values()) - 1
+    growth = per[n] / per[sizes[0]] - 1
+    print(f"  per-submission CPU at student {n} vs at student {sizes[0]}: {growth:+.1%} (goal: no growth beyond +10%); "
+          f"largest over smallest window {spread:.1%}")
+    shutil.rmtree(work / f"class-{n}", ignore_errors=True)
+    shutil.rmtree(work / f"out-{n}", ignore_errors=True)
+    return per
 
-    fixed = statistics.median(grade_class(replicate(cohort, 2, work / f"class-2-{i}"), work / f"out-2-{i}").cpu_s
-                              for i in range(3))
-    marginal: dict[int, float] = {}
-    for n in sizes:
-        m = grade_class(replicate(cohort, n, work / f"class-{n}"), work / f"out-{n}")
-        marginal[n] = (m.cpu_s - fixed) / (n - 2)
-        print(f"synthetic class of {n} students (demo cohort replicated, stand-in grade, --jobs 2, fast): "
-              f"{m.cpu_s / n:.3f} CPU-s per submission for the whole command, {marginal[n]:.4f} CPU-s marginal "
-              f"per submission; {m.wall_s:.1f} s wall", flush=True)
-        shutil.rmtree(work / f"class-{n}", ignore_errors=True)
-        shutil.rmtree(work / f"out-{n}", ignore_errors=True)
-    spread = max(marginal.values()) / min(marginal.values()) - 1 if marginal else 0.0
-    print(f"one command's fixed cost (a class of 2, median of 3): {fixed:.2f} CPU-s; marginal CPU per submission from "
-          f"{min(sizes)} to {max(sizes)} students varies by {spread:.1%} (goal: flat, within 10%)")
-    return marginal
+
+if __name__ == "__main__":  # pragma: no cover - a quick manual run
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run_scaling(ROOT / "examples" / "cohort" / "submissions", Path(tmp),
+                    tuple(int(x) for x in (sys.argv[1] if len(sys.argv) > 1 else "16,200,1000").split(",")))
+    os._exit(0)

@@ -12,6 +12,7 @@ grader's and `ppo-course check`'s alike).
 
 from __future__ import annotations
 
+import os
 import traceback
 import zlib
 from collections.abc import Callable, Iterable
@@ -37,7 +38,9 @@ def pytest_args(files: Iterable[Path | str], rootdir: Path | str, deselect: Iter
     Args:
         files: the test modules to run (paths).
         rootdir: pytest's root and conftest boundary (the folder above the test folders).
-        deselect: node ids to leave out (``"path::test_name"``).
+        deselect: node ids to leave out (``"path::test_name"``); a path under ``rootdir`` may be absolute: it is
+            made relative to ``rootdir``, as pytest's node ids are (pytest compares ``--deselect`` as a prefix of the
+            node id, so an absolute path would deselect nothing).
 
     Returns:
         The argument list for ``pytest.main``.
@@ -48,8 +51,18 @@ def pytest_args(files: Iterable[Path | str], rootdir: Path | str, deselect: Iter
             "--capture=sys", "--assert=plain", "--tb=no", "--rootdir", root, "--confcutdir", root, "-o", "addopts=",
             "-W", "ignore::DeprecationWarning"]
     for nodeid in deselect:
-        args += ["--deselect", nodeid]
+        args += ["--deselect", _relative_nodeid(str(nodeid), root)]
     return args
+
+
+def _relative_nodeid(nodeid: str, root: str) -> str:
+    """``nodeid`` with its path made relative to ``root`` (POSIX separators) when it is an absolute path under it."""
+    path, sep, rest = nodeid.partition("::")
+    if os.path.isabs(path):
+        rel = os.path.relpath(path, root)
+        if not rel.startswith(os.pardir):
+            path = Path(rel).as_posix()
+    return path + sep + rest
 
 
 Classifier = Callable[[BaseException], "tuple[str, str] | None"]

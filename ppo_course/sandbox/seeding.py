@@ -11,6 +11,8 @@ the fork server's ``PYTHONHASHSEED=0``.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 
@@ -20,9 +22,28 @@ def seed_globals(seed: int) -> None:
     import random
 
     random.seed(seed)
-    torch.manual_seed(seed)
+    if _cpu_only_build():
+        torch.default_generator.manual_seed(seed)  # all that torch.manual_seed seeds on this build
+    else:
+        torch.manual_seed(seed)
     try:
         import numpy
     except ImportError:  # numpy is optional for the exercises
         return
     numpy.random.seed(seed % (2**32))
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_only_build() -> bool:
+    """True when this torch has no device but the CPU built in (no CUDA, MPS, XPU, MTIA or custom backend).
+
+    There ``torch.manual_seed(s)`` seeds ``torch.default_generator`` and only queues seeds for devices that
+    cannot exist, each queued with ``traceback.format_stack()`` of the caller: ~0.3 ms a call, ~1 ms under
+    pytest's deep stacks, paid before every request of every sandboxed call (hundreds per submission).
+    Seeding the default generator alone gives the same draws (``tests/sandbox/test_seeding.py``).
+    """
+    try:
+        return not (torch.backends.cuda.is_built() or torch.backends.mps.is_built() or torch.xpu._is_compiled()
+                    or torch.mtia.is_available() or hasattr(torch, torch._C._get_privateuse1_backend_name()))
+    except Exception:  # an unexpected torch: seed everything as torch.manual_seed does
+        return False
