@@ -15,6 +15,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 from fastapi import APIRouter, Form, Request
@@ -25,7 +26,7 @@ from grader.lti import claims as C
 from grader.lti import deep_linking
 from grader.lti.launch import LaunchData, LaunchError, LaunchStore, PlatformKeys, login_redirect, validate_launch
 from grader.lti.passback import Passback
-from grader.lti.registry import Registry
+from grader.lti.registry import Registry, is_loopback_url
 from grader.lti.services import PlatformServices
 from grader.lti.tool_keys import ToolKeys
 
@@ -128,9 +129,8 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
         except LaunchError as exc:
             return refused(str(exc))
         response = RedirectResponse(url, status_code=302)
-        secure = tool.base_url.startswith("https://")
-        response.set_cookie(STATE_COOKIE, state, max_age=600, httponly=True, secure=secure,
-                            samesite="none" if secure else "lax", path="/lti")
+        response.set_cookie(STATE_COOKIE, state, max_age=600, httponly=True, path="/lti",
+                            **state_cookie_flags(tool.base_url))
         return response
 
     @router.post("/launch")
@@ -148,7 +148,7 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
             return HTMLResponse(_PICKER.render(course=data.context_title, action=f"{tool.base_url}/lti/deep-link",
                                                ticket=tool.hold_launch(data), choices=choices))
         response = on_launch(request, data)
-        response.delete_cookie(STATE_COOKIE, path="/lti")
+        response.delete_cookie(STATE_COOKIE, path="/lti", httponly=True, **state_cookie_flags(tool.base_url))
         return response
 
     @router.post("/deep-link")
@@ -165,6 +165,28 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
                                              fields=[("JWT", token)]))
 
     return router
+
+
+def state_cookie_flags(base_url: str) -> dict[str, Any]:
+    """``secure`` and ``samesite`` of the login state cookie, for a tool reached at ``base_url``.
+
+    The cookie is set when the browser comes to the login URL and must come back
+    with the platform's form_post of the id_token, a cross-site POST: only a
+    ``SameSite=None`` cookie rides it, and browsers keep ``SameSite=None`` only with
+    ``Secure`` (RFC 6265bis §5.6.7, §8.8; LTI Security Framework 1.0 §5.1.1.2). So:
+    ``Secure; SameSite=None`` over https and on a loopback host (a secure context
+    even over http: W3C Secure Contexts §3.1). Over plain http elsewhere a browser
+    would drop a ``Secure`` cookie, so the cookie is ``SameSite=Lax``, which only a
+    platform on the same site as the tool gets back (``cross_site_launches`` says so).
+    """
+    if cross_site_launches(base_url):
+        return {"secure": True, "samesite": "none"}
+    return {"secure": False, "samesite": "lax"}
+
+
+def cross_site_launches(base_url: str) -> bool:
+    """True when a browser can complete a launch from a platform on another site (https, or a loopback host)."""
+    return base_url.startswith("https://") or (base_url.startswith("http://") and is_loopback_url(base_url))
 
 
 def launch_summary(data: LaunchData) -> str:

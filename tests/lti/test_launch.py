@@ -95,7 +95,7 @@ def test_token_signed_by_an_unregistered_key_is_refused(lti):
 
 def test_login_from_an_unregistered_platform_is_refused(lti):
     url = lti.lms.login_initiation("u-ada").replace("iss=http", "iss=https").replace("127.0.0.1%3A9100", "evil.example")
-    _refused(lti.browser.get(url.replace("http://127.0.0.1:9200", ""), follow_redirects=False), "not registered")
+    _refused(lti.browser.get(url.replace(lti.tool.base_url, ""), follow_redirects=False), "not registered")
 
 
 def test_student_who_edits_the_roles_claim_breaks_the_signature(lti):
