@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from fastapi import APIRouter, Form, Request
@@ -56,14 +57,17 @@ class LtiTool:
 
     Args:
         folder: a private folder (created 0700 when missing).
-        base_url: the tool's public URL without a trailing slash (``https://quiz.example.edu``).
+        base_url: the tool's public URL, the root of its host (``https://quiz.example.edu``; a trailing slash is dropped).
         http: the HTTP client for the platforms' JWKS and services (tests pass one bound to their LMS).
+
+    Raises:
+        ValueError: if ``base_url`` is not an http(s) URL of a host's root (see :func:`tool_base_url`).
     """
 
     def __init__(self, folder: Path | str, base_url: str, http: httpx.Client | None = None) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.base_url = base_url.rstrip("/")
+        self.base_url = tool_base_url(base_url)
         self.http = http or httpx.Client(timeout=10.0)
         self.registry = Registry(self.folder / "platforms.json")
         self.tool_keys = ToolKeys(self.folder / "tool_keys.json")
@@ -145,7 +149,7 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
                 return refused("only an instructor can add this activity to a course", 403)
             choices = [("chapter", "The whole chapter quiz (stops 1-8)")] + [
                 (f"stop{n}", f"Stop {n}: {(stop_titles or {}).get(n, '')}".rstrip(": ")) for n in range(1, 9)]
-            return HTMLResponse(_PICKER.render(course=data.context_title, action=f"{tool.base_url}/lti/deep-link",
+            return HTMLResponse(_PICKER.render(course=data.context_title, action="/lti/deep-link",
                                                ticket=tool.hold_launch(data), choices=choices))
         response = on_launch(request, data)
         response.delete_cookie(STATE_COOKIE, path="/lti", httponly=True, **state_cookie_flags(tool.base_url))
@@ -165,6 +169,25 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
                                              fields=[("JWT", token)]))
 
     return router
+
+
+def tool_base_url(url: str) -> str:
+    """``url`` without its trailing slash, checked to be ``http(s)://host[:port]``.
+
+    The quiz server's pages link to ``/stop/N``, ``/instructor`` and ``/lti/...`` from the
+    root of the host, so the tool cannot live under a path prefix; the URLs handed to
+    the platform (login, launch, JWKS) are built from this one.
+
+    Raises:
+        ValueError: for another scheme, no host, a path, a query or a fragment.
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"the tool's base URL {url!r} is not an http(s) URL with a host (https://quiz.example.edu)")
+    if parts.path.rstrip("/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError(f"the tool's base URL {url!r} must be the root of its host, with no path, query or user "
+                         "(the quiz's pages link from the root): serve it on its own host name or port")
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def state_cookie_flags(base_url: str) -> dict[str, Any]:
