@@ -137,6 +137,7 @@ def test_instructor_adds_one_stop_by_deep_linking(lti):
     (item,) = claims[C.DL_CONTENT_ITEMS]
     assert item["type"] == "ltiResourceLink" and item["custom"] == {"quiz": "stop", "stop": "2"}
     assert item["lineItem"]["resourceId"] == "ppo-stop2"
+    assert item["window"] == {"targetName": "_blank"}  # the quiz refuses framing: the platform opens a window
     # the ticket is single-use
     _refused(lti.browser.post("/lti/deep-link", data={"ticket": ticket, "choice": "stop2"}), "expired or was already used")
 
