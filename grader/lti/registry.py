@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
-import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pydantic
+
+from grader.results import atomic_write_text
 
 
 def is_loopback_url(url: str) -> bool:
@@ -126,11 +126,5 @@ class Registry:
         return False
 
     def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"platforms": [p.model_dump(mode="json") for p in self._platforms]}, indent=2)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".platforms-")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, text + "\n")
