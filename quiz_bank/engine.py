@@ -1,4 +1,4 @@
-"""The quiz engine: variants, answer checking, grading and the 100% rule.
+"""The quiz engine: variants, answer checking, the completion policy and the 100% rule's pieces.
 
 A variant is a function of (student, question, attempt) (``quiz_bank.variants``).
 A stop passes only when *every* one of its questions is right; the chapter is
@@ -9,6 +9,8 @@ policy asks for it, every exercise of a results.json is at full marks
 Answer statuses: ``correct``, ``wrong``, ``unparseable`` (the response could
 not be read: reported as such, never as wrong, but it does not pass either),
 ``unanswered`` and ``undecided`` (the symbolic checker ran out of time).
+Grading a responses file (the report, the answer key file) is ``quiz_bank.grading``,
+which builds on this module; this one never imports it.
 """
 
 from __future__ import annotations
@@ -286,13 +288,3 @@ def check(variant: Variant, response: Any, checker=None) -> Outcome:
     status = "correct" if ok else "wrong"
     return Outcome(q.id, status, _feedback(q, status), response, variant.attempt)
 
-
-# The responses-file side (reading files, the key, the report, grading) lives in quiz_bank.grading;
-# these names stay importable from here.
-from quiz_bank.grading import (  # noqa: E402,F401  (re-exported; grading imports this module's functions)
-    Report,
-    answer_key,
-    exercises_from_results,
-    grade,
-    load_responses,
-)

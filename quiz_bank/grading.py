@@ -1,10 +1,10 @@
 """Grading responses files: reading them, the key file, the per-student report and the 100% rule.
 
-Split from ``quiz_bank.engine`` (variants and answer checking), which
-re-exports these names. A responses file is bound to its student (issue 20
-item 6): :func:`grade` takes the submitter and the grader's own attempt count
-(``quiz_bank.ledger``; Gradescope's metadata) and scores a file for someone
-else, or for another attempt, 0 with the reason.
+Built on ``quiz_bank.engine`` (variants and answer checking), which does not
+import this module: import these names from here. A responses file is bound to
+its student (issue 20 item 6): :func:`grade` takes the submitter and the
+grader's own attempt count (``quiz_bank.ledger``; Gradescope's metadata) and
+scores a file for someone else, or for another attempt, 0 with the reason.
 """
 
 from __future__ import annotations

@@ -429,7 +429,7 @@ def _stop_answers(stop: str) -> dict[str, Any]:
     """Question id → fixed answer of one stop file of the instructor bank (read once per process)."""
     import yaml
 
-    from quiz_bank.loader import BANK_DIR
+    from quiz_bank.paths import BANK_DIR
 
     data = yaml.load((BANK_DIR / f"stop{stop}.yaml").read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return {q["id"]: q.get("answer") for q in data["questions"]}

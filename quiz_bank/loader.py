@@ -17,8 +17,8 @@ import yaml
 from pydantic import ValidationError
 
 from quiz_bank.models import N_STOPS, StopFile
+from quiz_bank.paths import BANK_DIR
 
-BANK_DIR = Path(__file__).resolve().parent
 MIN_QUESTIONS_PER_STOP = 8
 MIN_PARAMETRIC_FRACTION = 0.6  # issue 20: most items drawn per (student, attempt): parametric or derived
 MIN_ITEMS_PER_CLAIM = 2  # or one parametric item: a retry meets another question on a missed claim

@@ -5,7 +5,8 @@ The answer is an ``LtiDeepLinkingResponse`` JWT signed with the tool's key
 ``deep_link_return_url``: ``iss`` = the tool's client id, ``aud`` = the platform's
 issuer, the request's ``nonce``-free claims, ``data`` echoed, and one
 ``ltiResourceLink`` content item per choice, each with a line item so that the
-platform creates the gradebook column (DL 2.0 §3.1, "lineItem").
+platform creates the gradebook column (DL 2.0 §3.1, "lineItem"), and a ``window``
+presentation (the quiz is never shown in a frame; DL 2.0 §3.1, "window").
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def content_item(base_url: str, choice: str, stop_titles: dict[int, str]) -> dic
     else:
         title = f"PPO quiz, stop {stop}: {stop_titles.get(stop, '')}".rstrip(": ")
         url, custom, tag = f"{base_url}/lti/launch", {"quiz": "stop", "stop": str(stop)}, f"ppo-stop{stop}"
-    return {"type": "ltiResourceLink", "title": title, "url": url, "custom": custom,
+    # The quiz refuses to be framed (X-Frame-Options: DENY, quiz_bank.server.security): ask for a new window.
+    return {"type": "ltiResourceLink", "title": title, "url": url, "custom": custom, "window": {"targetName": "_blank"},
             "lineItem": {"scoreMaximum": 1, "label": title, "resourceId": tag, "tag": tag}}
 
 

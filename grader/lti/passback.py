@@ -2,11 +2,12 @@
 
 A row per (platform, client, line item, user) in SQLite holds the last score the
 platform acknowledged. :meth:`Passback.post` skips a score the platform already
-has (idempotent: a rerun of ``grade-batch`` or a student reopening a completed stop
+has (idempotent: a rerun of ``post-grades`` or a student reopening a completed stop
 posts nothing new), retries a retryable failure (5xx, 429, network) with
-exponential back-off, and leaves a failed row ``pending`` with its error so that
-``ppo-course lti post-grades --retry`` can finish the job later (AGS 2.0 §3.4:
-the platform keeps the latest score by timestamp, so a retry is safe).
+exponential back-off, and leaves a failed row ``pending`` with its error:
+``ppo-course lti retry`` lists them, and the next ``post-grades`` run (or, for a
+quiz score, the student's next answer) posts them again (AGS 2.0 §3.4: the
+platform keeps the latest score by timestamp, so a retry is safe).
 """
 
 from __future__ import annotations

@@ -9,12 +9,33 @@ authorization endpoint, the token endpoint and the JWKS URL).
 
 from __future__ import annotations
 
+import ipaddress
 import json
-import os
-import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pydantic
+
+from grader.results import atomic_write_text
+
+
+def is_loopback_url(url: str) -> bool:
+    """True when ``url``'s host is this machine: ``localhost``, ``*.localhost``, 127.0.0.0/8 or ::1.
+
+    These are the hosts a browser treats as potentially trustworthy over plain http
+    (W3C Secure Contexts §3.1); the host is parsed, so ``http://localhost.evil.example``
+    or ``http://127.0.0.1.evil.example`` is not one.
+    """
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class RegistryError(Exception):
@@ -49,7 +70,7 @@ class PlatformRegistration(pydantic.BaseModel):
     @pydantic.field_validator("issuer", "auth_login_url", "auth_token_url", "jwks_url")
     @classmethod
     def _https(cls, value: str) -> str:
-        if value.startswith("https://") or value.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]")):
+        if value.startswith("https://") or (value.startswith("http://") and is_loopback_url(value)):
             return value.rstrip("/") if value.count("/") <= 3 else value
         raise ValueError(f"{value!r} is not an https URL (plain http is accepted only on loopback, for a test platform)")
 
@@ -105,11 +126,5 @@ class Registry:
         return False
 
     def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"platforms": [p.model_dump(mode="json") for p in self._platforms]}, indent=2)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".platforms-")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, text + "\n")

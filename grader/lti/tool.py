@@ -15,6 +15,8 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from fastapi import APIRouter, Form, Request
@@ -25,7 +27,7 @@ from grader.lti import claims as C
 from grader.lti import deep_linking
 from grader.lti.launch import LaunchData, LaunchError, LaunchStore, PlatformKeys, login_redirect, validate_launch
 from grader.lti.passback import Passback
-from grader.lti.registry import Registry
+from grader.lti.registry import Registry, is_loopback_url
 from grader.lti.services import PlatformServices
 from grader.lti.tool_keys import ToolKeys
 
@@ -55,14 +57,17 @@ class LtiTool:
 
     Args:
         folder: a private folder (created 0700 when missing).
-        base_url: the tool's public URL without a trailing slash (``https://quiz.example.edu``).
+        base_url: the tool's public URL, the root of its host (``https://quiz.example.edu``; a trailing slash is dropped).
         http: the HTTP client for the platforms' JWKS and services (tests pass one bound to their LMS).
+
+    Raises:
+        ValueError: if ``base_url`` is not an http(s) URL of a host's root (see :func:`tool_base_url`).
     """
 
     def __init__(self, folder: Path | str, base_url: str, http: httpx.Client | None = None) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.base_url = base_url.rstrip("/")
+        self.base_url = tool_base_url(base_url)
         self.http = http or httpx.Client(timeout=10.0)
         self.registry = Registry(self.folder / "platforms.json")
         self.tool_keys = ToolKeys(self.folder / "tool_keys.json")
@@ -128,9 +133,8 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
         except LaunchError as exc:
             return refused(str(exc))
         response = RedirectResponse(url, status_code=302)
-        secure = tool.base_url.startswith("https://")
-        response.set_cookie(STATE_COOKIE, state, max_age=600, httponly=True, secure=secure,
-                            samesite="none" if secure else "lax", path="/lti")
+        response.set_cookie(STATE_COOKIE, state, max_age=600, httponly=True, path="/lti",
+                            **state_cookie_flags(tool.base_url))
         return response
 
     @router.post("/launch")
@@ -145,10 +149,10 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
                 return refused("only an instructor can add this activity to a course", 403)
             choices = [("chapter", "The whole chapter quiz (stops 1-8)")] + [
                 (f"stop{n}", f"Stop {n}: {(stop_titles or {}).get(n, '')}".rstrip(": ")) for n in range(1, 9)]
-            return HTMLResponse(_PICKER.render(course=data.context_title, action=f"{tool.base_url}/lti/deep-link",
+            return HTMLResponse(_PICKER.render(course=data.context_title, action="/lti/deep-link",
                                                ticket=tool.hold_launch(data), choices=choices))
         response = on_launch(request, data)
-        response.delete_cookie(STATE_COOKIE, path="/lti")
+        response.delete_cookie(STATE_COOKIE, path="/lti", httponly=True, **state_cookie_flags(tool.base_url))
         return response
 
     @router.post("/deep-link")
@@ -165,6 +169,47 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
                                              fields=[("JWT", token)]))
 
     return router
+
+
+def tool_base_url(url: str) -> str:
+    """``url`` without its trailing slash, checked to be ``http(s)://host[:port]``.
+
+    The quiz server's pages link to ``/stop/N``, ``/instructor`` and ``/lti/...`` from the
+    root of the host, so the tool cannot live under a path prefix; the URLs handed to
+    the platform (login, launch, JWKS) are built from this one.
+
+    Raises:
+        ValueError: for another scheme, no host, a path, a query or a fragment.
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"the tool's base URL {url!r} is not an http(s) URL with a host (https://quiz.example.edu)")
+    if parts.path.rstrip("/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError(f"the tool's base URL {url!r} must be the root of its host, with no path, query or user "
+                         "(the quiz's pages link from the root): serve it on its own host name or port")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def state_cookie_flags(base_url: str) -> dict[str, Any]:
+    """``secure`` and ``samesite`` of the login state cookie, for a tool reached at ``base_url``.
+
+    The cookie is set when the browser comes to the login URL and must come back
+    with the platform's form_post of the id_token, a cross-site POST: only a
+    ``SameSite=None`` cookie rides it, and browsers keep ``SameSite=None`` only with
+    ``Secure`` (RFC 6265bis §5.6.7, §8.8; LTI Security Framework 1.0 §5.1.1.2). So:
+    ``Secure; SameSite=None`` over https and on a loopback host (a secure context
+    even over http: W3C Secure Contexts §3.1). Over plain http elsewhere a browser
+    would drop a ``Secure`` cookie, so the cookie is ``SameSite=Lax``, which only a
+    platform on the same site as the tool gets back (``cross_site_launches`` says so).
+    """
+    if cross_site_launches(base_url):
+        return {"secure": True, "samesite": "none"}
+    return {"secure": False, "samesite": "lax"}
+
+
+def cross_site_launches(base_url: str) -> bool:
+    """True when a browser can complete a launch from a platform on another site (https, or a loopback host)."""
+    return base_url.startswith("https://") or (base_url.startswith("http://") and is_loopback_url(base_url))
 
 
 def launch_summary(data: LaunchData) -> str:

@@ -76,6 +76,9 @@ def serve(args: argparse.Namespace) -> int:
     if not (keys_installed() and bank.has_fixed_keys):
         print("error: the quiz server needs the answer keys (an instructor install)", file=sys.stderr)
         return 2
+    # The computed answer keys run ppo_reference on torch; importing it before the server listens keeps
+    # a student's first such answer from waiting for the import (13-20 s measured on a loaded 2-core machine).
+    import ppo_reference  # noqa: F401
     try:
         secret = load_secret(args.secret_file, create=True)
         roster = read_roster(args.roster) if args.roster else None
@@ -86,13 +89,22 @@ def serve(args: argparse.Namespace) -> int:
     lti_tool = None
     if args.lti is not None:
         try:
-            from grader.lti.tool import LtiTool
+            from grader.lti.registry import RegistryError
+            from grader.lti.tool import LtiTool, cross_site_launches
         except ImportError:
             print("error: --lti needs the instructor install (grader.lti)", file=sys.stderr)
             return 2
-        lti_tool = LtiTool(args.lti, args.base_url or f"http://{args.host}:{args.port}")
+        try:
+            lti_tool = LtiTool(args.lti, args.base_url or f"http://{args.host}:{args.port}")
+        except (RegistryError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         print(f"LTI 1.3 tool: login {lti_tool.login_url}, launch {lti_tool.launch_url}, "
               f"{len(lti_tool.registry.platforms)} platform(s) registered", flush=True)
+        if not cross_site_launches(lti_tool.base_url):
+            print(f"warning: {lti_tool.base_url} is plain http on a host that is not this machine: browsers keep the "
+                  "launch's state cookie only for a platform on the same site; serve the tool over https "
+                  "(docs/lti.md)", file=sys.stderr, flush=True)
     with SymbolicChecker() as checker:
         app = create_app(bank, args.db, secret, roster=roster, policy=policy, checker=checker,
                          trust_proxy=args.trust_proxy, session_hours=args.session_hours, lti_tool=lti_tool)

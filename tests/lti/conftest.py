@@ -13,7 +13,7 @@ from grader.lti.registry import PlatformRegistration
 from grader.lti.tool import LtiTool, lti_router
 from tests.lti.mini_lms import MiniLMS
 
-TOOL_URL = "http://127.0.0.1:9200"
+TOOL_URL = "https://127.0.0.1:9200"  # the tool over https, as deployed (its state cookie is Secure)
 
 
 class Setup:

@@ -4,7 +4,10 @@ It has its own RSA key and JWKS, an OIDC authorization endpoint (form_post of a
 signed id_token), an OAuth 2 token endpoint that takes only a client assertion
 signed by the registered tool key (RFC 7523, aud = the token URL, jti used once),
 AGS line-item and score endpoints that check the bearer token's scopes, NRPS with
-two pages, and a deep-linking return endpoint that verifies the tool's JWT.
+two pages, a deep-linking return endpoint that verifies the tool's JWT and adds
+each returned ``ltiResourceLink`` to the course (with its line item, DL 2.0 §3.1),
+and a course page (``/course/{user}``) whose links start launches the way an LMS
+does, for a real browser.
 Written from the specifications (LTI Core 1.3, Security Framework 1.0, AGS 2.0,
 NRPS 2.0, DL 2.0), independently of ``grader.lti``: it imports only the claim
 names' strings from nowhere and spells them out itself.
@@ -12,10 +15,14 @@ names' strings from nowhere and spells them out itself.
 
 from __future__ import annotations
 
+import html
 import json
 import secrets
 import time
+from collections.abc import Callable
 from urllib.parse import urlencode
+
+import httpx
 
 from fastapi import FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -39,6 +46,7 @@ class MiniLMS:
         self.base_url, self.client_id, self.deployment_id = base_url, client_id, deployment_id
         self.key = RSAKey.generate_key(2048, auto_kid=True)
         self.tool_jwks: dict | None = None
+        self.tool_jwks_url = ""  # when set (and tool_jwks is None), the tool's keys are fetched from it
         self.tool_login_url = self.tool_launch_url = ""
         self.users = {"u-ada": {"name": "Ada Lovelace", "email": "ada@example.edu", "sourcedid": "ada", "role": LEARNER},
                       "u-ben": {"name": "Ben Okafor", "email": "ben@example.edu", "sourcedid": "ben", "role": LEARNER},
@@ -51,6 +59,9 @@ class MiniLMS:
         self.deep_link_results: list[dict] = []
         self.link_custom: dict[str, dict[str, str]] = {}
         self.fail_next_scores = 0
+        self.links: dict[str, str] = {}  # resource link id -> title, shown on the course page
+        self.issued: list[str] = []  # every id_token the authorization endpoint form-posted, in order
+        self.rewrite_id_token: Callable[[str], str] | None = None  # a test's man in the middle (hostile launches)
         self.app = self._build()
 
     # ---- what a test uses to start launches and to craft hostile tokens ----
@@ -106,9 +117,43 @@ class MiniLMS:
         self.line_items[link] = item
         return item
 
+    def tool_key_set(self) -> KeySet:
+        """The tool's public keys: the registered JWKS, else fetched from the tool's JWKS URL."""
+        if self.tool_jwks is not None:
+            return KeySet.import_key_set(self.tool_jwks)
+        if self.tool_jwks_url:
+            return KeySet.import_key_set(httpx.get(self.tool_jwks_url, timeout=10.0).json())
+        return KeySet.import_key_set({"keys": []})
+
+    def add_deep_linked(self, item: dict) -> str:
+        """Add one returned ``ltiResourceLink`` to the course: a link, its custom parameters, its line item."""
+        link = f"dl-{len(self.links) + 1}"
+        self.links[link] = str(item.get("title", link))
+        self.link_custom[link] = {str(k): str(v) for k, v in (item.get("custom") or {}).items()}
+        spec = item.get("lineItem")
+        if isinstance(spec, dict):
+            self.add_line_item(link, str(spec.get("label", self.links[link])), float(spec["scoreMaximum"]),
+                               resource_id=str(spec.get("resourceId", "")))
+        return link
+
+    def course_page(self, user: str) -> str:
+        """The course's page for ``user``: one link per activity; an instructor also gets "Add an activity"."""
+        rows = "".join(f"<li><a id='{html.escape(link)}' href='{html.escape(self.login_initiation(user, link=link))}'>"
+                       f"{html.escape(title)}</a></li>" for link, title in self.links.items())
+        add = (f"<p><a id='add-activity' href='{html.escape(self.login_initiation(user, message='deeplink'))}'>"
+               "Add an activity</a></p>" if self.users[user]["role"] == INSTRUCTOR else "")
+        return (f"<!doctype html><html><head><title>RLHF 101</title></head><body><h1>RLHF 101</h1>"
+                f"<ul>{rows}</ul>{add}</body></html>")
+
     # ---- the platform's endpoints ----
     def _build(self) -> FastAPI:
         app = FastAPI()
+
+        @app.get("/course/{user}")
+        def course(user: str) -> Response:
+            if user not in self.users:
+                return Response(status_code=404)
+            return HTMLResponse(self.course_page(user))
 
         @app.get("/jwks")
         def jwks() -> JSONResponse:
@@ -126,6 +171,9 @@ class MiniLMS:
             hint = json.loads(q.get("lti_message_hint") or "{}")
             token = self.id_token(q["login_hint"], q["nonce"], hint.get("message", "resource"),
                                   hint.get("link", "link-quiz"))
+            self.issued.append(token)
+            if self.rewrite_id_token is not None:
+                token = self.rewrite_id_token(token)
             fields = "".join(f"<input type='hidden' name='{n}' value='{v}'>" for n, v in
                              (("id_token", token), ("state", q["state"])))
             return HTMLResponse(f"<html><body onload='document.forms[0].submit()'><form method='post' "
@@ -137,9 +185,8 @@ class MiniLMS:
             if grant_type != "client_credentials" or not client_assertion_type.endswith("jwt-bearer"):
                 return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
             try:
-                claims = jwt.decode(client_assertion, KeySet.import_key_set(self.tool_jwks or {"keys": []}),
-                                    algorithms=["RS256"]).claims
-            except (JoseError, ValueError):
+                claims = jwt.decode(client_assertion, self.tool_key_set(), algorithms=["RS256"]).claims
+            except (JoseError, ValueError, httpx.HTTPError):
                 return JSONResponse({"error": "invalid_client"}, status_code=401)
             ok = (claims.get("iss") == claims.get("sub") == self.client_id and claims.get("aud") == f"{self.base_url}/token"
                   and claims.get("exp", 0) > time.time() and claims.get("jti") not in self.used_jti)
@@ -203,13 +250,17 @@ class MiniLMS:
         @app.post("/deeplink/return")
         def deeplink_return(JWT: str = Form(...)) -> Response:
             try:
-                claims = jwt.decode(JWT, KeySet.import_key_set(self.tool_jwks or {"keys": []}),
-                                    algorithms=["RS256"]).claims
-            except (JoseError, ValueError):
+                claims = jwt.decode(JWT, self.tool_key_set(), algorithms=["RS256"]).claims
+            except (JoseError, ValueError, httpx.HTTPError):
                 return Response("bad signature", status_code=400)
             if claims.get("aud") != self.base_url or claims.get("iss") != self.client_id:
                 return Response("wrong audience or issuer", status_code=400)
+            if claims.get(LTI + "message_type") != "LtiDeepLinkingResponse":
+                return Response("not a deep linking response", status_code=400)
             self.deep_link_results.append(claims)
-            return HTMLResponse("<html><body><p id='added'>Added to the course.</p></body></html>")
+            items = claims.get("https://purl.imsglobal.org/spec/lti-dl/claim/content_items") or []
+            added = [self.add_deep_linked(i) for i in items if isinstance(i, dict) and i.get("type") == "ltiResourceLink"]
+            return HTMLResponse(f"<html><body><p id='added'>Added to the course: {html.escape(', '.join(added))}.</p>"
+                                "</body></html>")
 
         return app

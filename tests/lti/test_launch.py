@@ -95,7 +95,7 @@ def test_token_signed_by_an_unregistered_key_is_refused(lti):
 
 def test_login_from_an_unregistered_platform_is_refused(lti):
     url = lti.lms.login_initiation("u-ada").replace("iss=http", "iss=https").replace("127.0.0.1%3A9100", "evil.example")
-    _refused(lti.browser.get(url.replace("http://127.0.0.1:9200", ""), follow_redirects=False), "not registered")
+    _refused(lti.browser.get(url.replace(lti.tool.base_url, ""), follow_redirects=False), "not registered")
 
 
 def test_student_who_edits_the_roles_claim_breaks_the_signature(lti):
@@ -137,6 +137,7 @@ def test_instructor_adds_one_stop_by_deep_linking(lti):
     (item,) = claims[C.DL_CONTENT_ITEMS]
     assert item["type"] == "ltiResourceLink" and item["custom"] == {"quiz": "stop", "stop": "2"}
     assert item["lineItem"]["resourceId"] == "ppo-stop2"
+    assert item["window"] == {"targetName": "_blank"}  # the quiz refuses framing: the platform opens a window
     # the ticket is single-use
     _refused(lti.browser.post("/lti/deep-link", data={"ticket": ticket, "choice": "stop2"}), "expired or was already used")
 
@@ -144,3 +145,56 @@ def test_instructor_adds_one_stop_by_deep_linking(lti):
 def test_jwks_endpoint_publishes_only_public_keys(lti):
     keys = lti.browser.get("/lti/jwks").json()["keys"]
     assert keys and all("d" not in k and "p" not in k and k["alg"] == "RS256" for k in keys)
+
+
+def test_state_cookie_is_secure_samesite_none_so_it_rides_the_platforms_cross_site_post(lti):
+    # RFC 6265bis §5.6.7/§8.8: only SameSite=None is sent on a cross-site POST, and only with Secure.
+    start = lti.browser.get(lti.lms.login_initiation("u-ada").replace(lti.tool.base_url, ""), follow_redirects=False)
+    cookie = start.headers["set-cookie"].lower()
+    assert "ppo_lti_state=" in cookie and "samesite=none" in cookie and "secure" in cookie and "httponly" in cookie
+
+
+def test_state_cookie_flags_follow_the_tools_base_url():
+    from grader.lti.tool import cross_site_launches, state_cookie_flags
+
+    for url in ("https://quiz.example.edu", "http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000"):
+        assert state_cookie_flags(url) == {"secure": True, "samesite": "none"} and cross_site_launches(url), url
+    # plain http elsewhere: a browser drops Secure cookies there, so Lax (a same-site platform only)
+    for url in ("http://quiz.example.edu", "http://localhost.evil.example:8000", "http://127.0.0.1.nip.io"):
+        assert state_cookie_flags(url) == {"secure": False, "samesite": "lax"} and not cross_site_launches(url), url
+
+
+def test_plain_http_platform_urls_are_accepted_only_on_a_loopback_host():
+    import pydantic
+    import pytest
+
+    from grader.lti.registry import PlatformRegistration
+
+    def registration(url: str) -> PlatformRegistration:
+        return PlatformRegistration(issuer=url, client_id="c", deployment_ids=("d",), auth_login_url=url + "/auth",
+                                    auth_token_url=url + "/token", jwks_url=url + "/jwks")
+
+    for url in ("http://127.0.0.1:9100", "http://localhost:9100", "http://[::1]:9100", "https://lms.example.edu"):
+        assert registration(url).issuer == url
+    for url in ("http://localhost.evil.example", "http://127.0.0.1.evil.example", "http://lms.example.edu"):
+        with pytest.raises(pydantic.ValidationError, match="not an https URL"):
+            registration(url)
+
+
+def test_tool_base_url_is_the_root_of_a_host(tmp_path):
+    import pytest
+
+    from grader.lti.tool import LtiTool
+
+    tool = LtiTool(tmp_path / "a", "https://quiz.example.edu/")
+    assert (tool.login_url, tool.launch_url) == ("https://quiz.example.edu/lti/login", "https://quiz.example.edu/lti/launch")
+    # the quiz's pages link from the root (/stop/N): a path prefix would send the student off the tool
+    for bad in ("https://uni.example.edu/quiz", "quiz.example.edu", "ftp://quiz.example.edu", "https://q.example.edu/?x=1"):
+        with pytest.raises(ValueError, match="base URL"):
+            LtiTool(tmp_path / "b", bad)
+
+
+def test_deep_linking_picker_posts_back_to_its_own_origin(lti):
+    token, state = lti.login("u-prof", message="deeplink")
+    picker = lti.launch(token, state)
+    assert "action='/lti/deep-link'" in picker.text  # relative: the origin the browser is on, whatever its name

@@ -110,16 +110,19 @@ def write_roster(path: Path, student_ids) -> Path:
 class ServerProcess:
     """``ppo-course quiz serve`` in a child process on a loopback port (cooldown 0), for crash/load/browser tests."""
 
-    def __init__(self, workdir: Path, student_ids, port: int | None = None) -> None:
+    def __init__(self, workdir: Path, student_ids, port: int | None = None, *,
+                 policy: str = "default: {mode: cooldown, cooldown_s: 0}\n", roster: Path | None = None,
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.workdir = Path(workdir)
         self.port = port or free_port()
         self.db = self.workdir / "quiz.sqlite"
         self.secret = self.workdir / "quiz.secret"
         if not self.secret.exists():
             self.secret.write_text(SECRET_TEXT + "\n", encoding="ascii")
-        self.roster = write_roster(self.workdir / "roster.csv", student_ids)
+        self.roster = roster or write_roster(self.workdir / "roster.csv", student_ids)
         self.policy = self.workdir / "policy.yaml"
-        self.policy.write_text("default: {mode: cooldown, cooldown_s: 0}\n", encoding="utf-8")
+        self.policy.write_text(policy, encoding="utf-8")
+        self.extra_args = tuple(extra_args)  # more `quiz serve` options (--lti DIR --base-url URL ...)
         self.proc: subprocess.Popen | None = None
         self.log = self.workdir / f"server-{self.port}.log"
 
@@ -132,7 +135,8 @@ class ServerProcess:
         """Start the server and wait until it answers."""
         argv = [sys.executable, "-c", "import sys; from ppo_course.cli import main; sys.exit(main())",
                 "quiz", "serve", "--host", "127.0.0.1", "--port", str(self.port), "--db", str(self.db),
-                "--secret-file", str(self.secret), "--roster", str(self.roster), "--policy", str(self.policy)]
+                "--secret-file", str(self.secret), "--roster", str(self.roster), "--policy", str(self.policy),
+                *self.extra_args]
         env = dict(os.environ, OMP_NUM_THREADS="1")
         self._log_fh = open(self.log, "ab")
         self.proc = subprocess.Popen(argv, stdout=self._log_fh, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)

@@ -19,7 +19,7 @@ from grader.lti.registry import PlatformRegistration
 from grader.lti.tool import LtiTool
 from tests.lti.mini_lms import MiniLMS
 
-TOOL_URL = "http://127.0.0.1:9200"
+TOOL_URL = "https://127.0.0.1:9200"  # the tool over https, as deployed (its state cookie is Secure)
 ROSTER = [{"student_id": "s-ada", "name": "Ada", "section": "A", "sis_user_id": "ada", "sis_login_id": "",
            "canvas_id": "", "email": "ada@example.edu"}]
 

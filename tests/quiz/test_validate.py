@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from quiz_bank.loader import BANK_DIR, validate_bank
+from quiz_bank.loader import validate_bank
+from quiz_bank.paths import BANK_DIR
 
 
 @pytest.fixture
