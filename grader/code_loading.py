@@ -109,7 +109,8 @@ def scan_source(text: str) -> list[tuple[int, str]]:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError) as exc:
-        return [(getattr(exc, "lineno", 0) or 0, f"does not parse as Python ({type(exc).__name__}): not compared")]
+        why = f"does not parse as Python ({type(exc).__name__}): what it runs cannot be checked (its text is still compared)"
+        return [(getattr(exc, "lineno", 0) or 0, why)]
     scanner = _Scanner()
     scanner.visit(tree)
     return sorted(set(scanner.found))

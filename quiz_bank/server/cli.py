@@ -183,9 +183,17 @@ def export(args: argparse.Namespace) -> int:
     except AuthError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    text = gradebook.render(load_bank(args.bank), db, args.format)
+    left_out: list[tuple[str, str]] = []
+    text = gradebook.render(load_bank(args.bank), db, args.format, left_out=left_out)
     _write_atomic(args.out, text)
-    print(f"wrote the quiz gradebook ({args.format}, {text.count(chr(10)) - 1} row(s)) to {args.out}")
+    for sid, why in left_out:  # Canvas: a student the roster gives no Canvas identifier (grader.lms)
+        print(f"left out {sid!r}: {why}", file=sys.stderr)
+    if left_out:
+        print(f"warning: {len(left_out)} student(s) are not in {args.out} (listed above); add canvas_id, "
+              "sis_user_id or sis_login_id to the roster (--roster) and export again", file=sys.stderr)
+    header_rows = 2 if args.format == "canvas" else 1  # Canvas's "Points Possible" row is not a student
+    students = max(text.count(chr(10)) - header_rows, 0)
+    print(f"wrote the quiz gradebook ({args.format}, {students} student row(s)) to {args.out}")
     return 0
 
 

@@ -40,3 +40,26 @@ def test_a_roster_without_student_id_or_with_a_repeat_is_refused(run_cli, tmp_pa
 def test_export_without_a_database_says_so(run_cli, tmp_path):
     code, _, err = run_cli(["quiz", "export", "--db", tmp_path / "none.sqlite", "--out", tmp_path / "g.csv"])
     assert code == 2 and "none.sqlite does not exist" in err and not (tmp_path / "g.csv").exists()
+
+
+def test_canvas_export_names_the_students_it_leaves_out_and_counts_only_students(run_cli, tmp_path):
+    """A roster student without a Canvas identifier is left out of the Canvas file: the command says so.
+
+    Found trying the TA guide as a new user: the Canvas file held only its "Points Possible"
+    row while the command printed "1 row(s)" and nothing on stderr.
+    """
+    from quiz_bank.server.db import QuizDB
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,name,sis_user_id\nann,Ann A,S-1\nbob,Bob B,\n", encoding="utf-8")
+    db = tmp_path / "quiz.sqlite"
+    QuizDB(db)  # the server's database, as `quiz serve --db` creates it
+    out = tmp_path / "canvas.csv"
+    code, stdout, stderr = run_cli(["quiz", "export", "--db", db, "--roster", roster, "--format", "canvas", "--out", out])
+    assert code == 0, stderr
+    rows = list(csv.reader(open(out, encoding="utf-8")))
+    assert [r[2] for r in rows[2:]] == ["S-1"]  # ann only: Canvas matches her by her SIS User ID
+    assert "left out 'bob'" in stderr and "1 student(s) are not in" in stderr
+    assert "(canvas, 1 student row(s))" in stdout
+    code, stdout, stderr = run_cli(["quiz", "export", "--db", db, "--format", "csv", "--out", tmp_path / "g.csv"])
+    assert code == 0 and "(csv, 2 student row(s))" in stdout and "left out" not in stderr

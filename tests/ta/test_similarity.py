@@ -134,3 +134,21 @@ def test_default_thresholds_separate_honest_from_copied_pairs():
     assert all("ex5_rollout_buffer" in label for label in flagged), flagged
     others = [p.score for label, p in m["honest"] if not p.flagged]
     assert max(others) < config.threshold < min(p.score for _, p in m["copied"])
+
+
+def test_a_module_that_does_not_parse_is_compared_and_its_review_note_says_so(tmp_path):
+    """A syntax error is flagged for review (what it runs cannot be read), but its text is still fingerprinted.
+
+    Found trying the TA guide as a new user: the review reason said "not compared" while
+    all_pairs.csv compared (and flagged) the same module against its copy.
+    """
+    broken = SOLUTION_GAE.replace("def whiten(", "def whiten(:", 1)  # one stray colon: a SyntaxError
+    assert broken != SOLUTION_GAE
+    subs = tmp_path / "subs"
+    write_student(subs, "orig", {"ex4_gae.py": SOLUTION_GAE})
+    write_student(subs, "typo", {"ex4_gae.py": broken})
+    report = run_similarity(subs, tmp_path / "out", stubs_dir=ROOT / "exercises")
+    assert frozenset(("orig", "typo")) in _flagged(report)  # the same file but one character: compared
+    [note] = [f for f in report.review if f.owner == "typo"]
+    assert "does not parse" in note.reason and "not compared" not in note.reason
+    assert "still compared" in note.reason
