@@ -18,6 +18,7 @@ import torch
 
 from grader import buggy_variants
 from grader.hidden.support import reference_call, reference_grads, student_grads
+from ppo_course.grading_kit.feedback import matching
 
 
 def probe_args(name: str, dtype: torch.dtype, mask_dtype: torch.dtype) -> tuple[tuple, torch.Tensor] | None:
@@ -55,8 +56,6 @@ def probe_args(name: str, dtype: torch.dtype, mask_dtype: torch.dtype) -> tuple[
 
 def _probe_like(reference, name: str, args: tuple, kwargs: dict | None):
     """(probe args, bool mask, the call's hyper-parameters) of `probe_args` in the failing call's dtypes, or None."""
-    import inspect
-
     bound = inspect.signature(getattr(reference, name)).bind(*args, **(kwargs or {}))
     tensors = [v for v in bound.arguments.values() if isinstance(v, torch.Tensor) and v.is_floating_point()]
     given_mask = bound.arguments.get("mask")
@@ -69,11 +68,9 @@ def _probe_like(reference, name: str, args: tuple, kwargs: dict | None):
 
 
 def disambiguate(first: str, student, reference, name, got_part, want, candidates, args, kwargs, pick,
-                  variant_pick, rtol, atol, mask) -> str:
+                 variant_pick, rtol, atol, mask) -> str:
     """When several known mistakes match a failing example, keep the first that also matches on a rich probe
     (same hyper-parameters); a small example often cannot tell, e.g., a max from an ignored clip_eps."""
-    from ppo_course.grading_kit.feedback import matching
-
     ids = matching(got_part, want, candidates, mask, rtol, atol)
     if len(ids) < 2:
         return first
@@ -94,13 +91,11 @@ def disambiguate(first: str, student, reference, name, got_part, want, candidate
 
 
 def disambiguate_grads(first: str, student, reference, name, got, want, candidates, args, kwargs, param,
-                        grad_output, rtol, atol, mask) -> str:
+                       grad_output, rtol, atol, mask) -> str:
     """`disambiguate` for a gradient: when several known mistakes give the failing example's gradient, keep the
     first that also gives the student's gradient on the rich probe (same hyper-parameters). A small example
     often cannot tell them apart (swapped clip bounds and a clipped product both stop the gradient where
     r·Â is large)."""
-    from ppo_course.grading_kit.feedback import matching
-
     ids = matching(got, want, candidates, mask, rtol, atol)
     if len(ids) < 2 or name not in buggy_variants.VARIANTS:
         return first
