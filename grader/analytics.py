@@ -77,9 +77,10 @@ def per_test_stats(out_dir: Path, records, results: dict | None = None) -> list[
         tests = per_test[key]
         diagnoses = Counter(t.diagnosis for t in tests if t.status != "passed" and t.diagnosis)
         top = min(diagnoses.items(), key=lambda kv: (-kv[1], kv[0])) if diagnoses else None
-        stats.append(TestStats(key[0], key[1], len(tests), sum(_full_marks(t) for t in tests) / len(tests),
-                               statistics.fmean(t.score / t.max_score if t.max_score > 0 else float(t.status == "passed")
-                                                for t in tests), top))
+        credit = statistics.fmean(t.score / t.max_score if t.max_score > 0 else float(t.status == "passed")
+                                  for t in tests)
+        stats.append(TestStats(key[0], key[1], len(tests), sum(_full_marks(t) for t in tests) / len(tests), credit,
+                               top))
     return stats
 
 

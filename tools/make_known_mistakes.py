@@ -1,7 +1,8 @@
 """Write ppo_course/grading_kit/known_mistakes.json: the known buggy variants on the public tests' inputs.
 
 Run `python tools/make_known_mistakes.py` after changing `grader/buggy_variants.py` or a public
-test's `MISTAKE_CASES`; `tests/catalogue/test_public_names.py::test_known_mistakes_table_is_current` checks the table is current.
+test's `MISTAKE_CASES`; `tests/catalogue/test_public_names.py::test_known_mistakes_table_is_current` checks
+that the table is current.
 Each public test module may define ``MISTAKE_CASES = {case: (function, args_thunk, quantity)}`` where
 ``quantity`` is ``"output"``, ``"output[i]"`` or ``"grad:<parameter>"``; for ``"AdaptiveKLController"`` the
 arguments are (init_kl_coef, target, horizon, [(current_kl, n_steps), ...]) and the candidates are the

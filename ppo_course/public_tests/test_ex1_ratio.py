@@ -64,7 +64,8 @@ def test_logprobs_hand_case(student):
     got = student.logprobs_from_logits(logits, tokens)
     # float64 arithmetic on 2 numbers: 1e-12 is far above rounding, far below any mistake.
     expect_close(got, want, rtol=1e-12, atol=1e-12, what="logprobs_from_logits(logits, tokens)",
-                 candidates=[("logprobs_misaligned", shifted), *known_mistakes("ex1.logprobs.hand")], inputs="logits=[[[0, ln 3], [5, 5]]], tokens=[[1, 0]]")
+                 candidates=[("logprobs_misaligned", shifted), *known_mistakes("ex1.logprobs.hand")],
+                 inputs="logits=[[[0, ln 3], [5, 5]]], tokens=[[1, 0]]")
 
 
 def test_logprobs_stable_for_huge_logits(student):
@@ -77,7 +78,8 @@ def test_logprobs_stable_for_huge_logits(student):
     # float32 at magnitude 1000 has a spacing of 6e-5; 1e-3 absolute leaves room for the
     # log-sum-exp's rounding.
     expect_close(got, want, rtol=0, atol=1e-3, what="logprobs_from_logits(1e3-sized logits)",
-                 candidates=[("log_of_softmax", torch.tensor([[-math.inf, 0.0]])), *known_mistakes("ex1.logprobs.huge")],
+                 candidates=[("log_of_softmax", torch.tensor([[-math.inf, 0.0]])),
+                             *known_mistakes("ex1.logprobs.huge")],
                  inputs="logits=[[[0, 1000], [0, 1000]]] float32, tokens=[[0, 1]]")
 
 
