@@ -2,8 +2,7 @@
 
 Called by ``grader.report.write_class_report``; adds to ``report.md`` a table
 per hidden test (pass rate, mean partial credit, the most common diagnosis on
-it, and, when the class has resubmissions, the mean number of attempts to
-full marks) and draws ``report_tests.png``, one heat map per exercise of its
+it) and draws ``report_tests.png``, one heat map per exercise of its
 hidden tests × pass rate (matplotlib, Agg).
 
 Data: the batch's ``StudentRecord`` list (``grader.records``) and each
@@ -11,10 +10,14 @@ student's typed result: the ``GradeResult`` the batch still holds, else the
 published results.json read by ``grader.records.load_result`` (the one
 reader of that format).
 
-Resubmissions follow the naming rule of ``grader.regrade.parse_attempt``
-(``alice``, ``alice_2``, ``alice_<timestamp>``): rates and diagnoses are
-taken on each student's latest graded attempt, attempts-to-full-marks on the
-whole history.
+Students are the gradebook's graded rows, nothing else: which folders are one
+student's attempts is decided once, by the rule the TA states to
+``grade-batch`` (``grader.attempts``: a roster's ``attempts`` column or
+``--attempts PATTERN``; with ``--latest-only`` each student's latest attempt is
+graded under the student id), never guessed here from folder names, so that
+the analytics and the gradebook count the same students with the same scores.
+Earlier attempts left out by the rule are not graded (``attempts.md`` lists
+them), so there is no per-attempt history to report.
 """
 
 from __future__ import annotations
@@ -34,10 +37,8 @@ class TestStats:
     """Class numbers of one hidden test.
 
     ``pass_rate`` and ``mean_credit`` (mean of score / max_score) are fractions
-    0–1 over the ``n`` students whose latest attempt was graded;
-    ``top_diagnosis`` is (id, students) or None; ``attempts_to_full`` is the
-    mean attempt number at which students first got full marks (None without
-    resubmissions), ``reached_full`` how many did.
+    0–1 over the ``n`` graded students (the gradebook's graded rows);
+    ``top_diagnosis`` is (id, students) or None.
     """
 
     __test__ = False
@@ -47,90 +48,64 @@ class TestStats:
     pass_rate: float
     mean_credit: float
     top_diagnosis: tuple[str, int] | None
-    attempts_to_full: float | None = None
-    reached_full: int = 0
 
 
-def per_test_stats(out_dir: Path, records, results: dict | None = None) -> tuple[list[TestStats], bool]:
-    """(stats of every hidden test, in the results' order; whether the class has resubmissions).
+def graded_students(out_dir: Path, records, results: dict | None = None) -> dict:
+    """{student id: typed ``GradeResult``} of every graded gradebook row, one per student (module docstring).
 
     ``results``: {student id: typed ``GradeResult``} the batch still holds; any other student's
-    published results.json is read with ``grader.records.load_result``.
+    published results.json is read with ``grader.records.load_result``. A row whose results.json
+    cannot be read maps to None.
     """
-    from grader.regrade import attempts_by_student
-
-    graded = {r.student_id for r in records if r.status == "graded"}
-    history = attempts_by_student(sorted(graded))  # the gradebook's rows grouped into students
-    resubmissions = any(len(ids) > 1 for ids in history.values())
     results = results or {}
-    views = {sid: results.get(sid) or load_result(out_dir, sid) for sid in graded}
+    return {r.student_id: results.get(r.student_id) or load_result(out_dir, r.student_id)
+            for r in sorted(records, key=lambda r: r.student_id) if r.status == "graded"}
+
+
+def per_test_stats(out_dir: Path, records, results: dict | None = None) -> list[TestStats]:
+    """The class numbers of every hidden test worth points, in the results' order, over `graded_students`."""
     order: dict[tuple[str, str], int] = {}
-    latest: dict[tuple[str, str], list] = {}  # typed TestResult
-    for ids in history.values():
-        view = views.get(ids[-1])
+    per_test: dict[tuple[str, str], list] = {}  # typed TestResult
+    for view in graded_students(out_dir, records, results).values():
         for t in view.tests if view else []:
             if t.kind == "hidden" and t.max_score > 0:  # a 0-point test informs, it is not the class's score
                 key = (t.exercise, t.test)
                 order.setdefault(key, len(order))
-                latest.setdefault(key, []).append(t)
+                per_test.setdefault(key, []).append(t)
     stats = []
-    for key in sorted(latest, key=order.__getitem__):
-        tests = latest[key]
+    for key in sorted(per_test, key=order.__getitem__):
+        tests = per_test[key]
         diagnoses = Counter(t.diagnosis for t in tests if t.status != "passed" and t.diagnosis)
         top = min(diagnoses.items(), key=lambda kv: (-kv[1], kv[0])) if diagnoses else None
-        s = TestStats(key[0], key[1], len(tests), sum(_full_marks(t) for t in tests) / len(tests),
-                      statistics.fmean(t.score / t.max_score if t.max_score > 0 else float(t.status == "passed")
-                                       for t in tests), top)
-        if resubmissions:
-            firsts = []
-            for ids in history.values():
-                for attempt, sid in enumerate(ids, 1):
-                    view = views.get(sid)
-                    hit = [t for t in (view.tests if view else []) if (t.exercise, t.test) == key]
-                    if hit and _full_marks(hit[0]):
-                        firsts.append(attempt)
-                        break
-            s.reached_full = len(firsts)
-            s.attempts_to_full = statistics.fmean(firsts) if firsts else None
-        stats.append(s)
-    return stats, resubmissions
+        credit = statistics.fmean(t.score / t.max_score if t.max_score > 0 else float(t.status == "passed")
+                                  for t in tests)
+        stats.append(TestStats(key[0], key[1], len(tests), sum(_full_marks(t) for t in tests) / len(tests), credit,
+                               top))
+    return stats
 
 
 def _full_marks(t) -> bool:
-    """A test passed with all its points: the one rule of both the pass rate and attempts to full marks."""
+    """A test passed with all its points: the pass rate's rule (a kept partial score is no pass)."""
     return t.status == "passed" and t.score >= t.max_score - 1e-9
 
 
-def analytics_markdown(stats: list[TestStats], resubmissions: bool, png_name: str | None = HEATMAP,
-                       n_rows: int | None = None) -> str:
+def analytics_markdown(stats: list[TestStats], png_name: str | None = HEATMAP) -> str:
     """The "Per hidden test" section of report.md (hardest tests first within each exercise's order)."""
     lines = ["", "## Per hidden test", ""]
     if not stats:
         return "\n".join(lines + ["No hidden test was graded.", ""])
     if png_name:
         lines += [f"![pass rate per hidden test, one heat map per exercise]({png_name})", ""]
-    head = "| exercise | hidden test | students | pass rate | mean credit | most common diagnosis |"
-    rule = "| --- | --- | ---: | ---: | ---: | --- |"
-    if resubmissions:
-        head += " attempts to full marks |"
-        rule += " ---: |"
     students = max((s.n for s in stats), default=0)
-    if resubmissions and n_rows is not None:
-        lines += [f"The gradebook's {n_rows} graded submissions are {students} students' attempts (folders named "
-                  "`alice`, `alice_2`, ... by `grader.regrade.parse_attempt`): rates on each student's latest "
-                  "graded submission, attempts over all of them.", ""]
-    else:
-        lines += [f"Rates on each student's latest graded submission ({students} students; 0-point tests, "
-                  "which only inform, are not listed).", ""]
-    lines += [head, rule]
+    lines += [f"Rates over the gradebook's {students} graded students, one per row (a student's attempts are grouped "
+              "by the rule stated to grade-batch, see attempts.md; 0-point tests, which only inform, are not "
+              "listed).", "",
+              "| exercise | hidden test | students | pass rate | mean credit | most common diagnosis |",
+              "| --- | --- | ---: | ---: | ---: | --- |"]
     for s in stats:
         failed = s.n - round(s.pass_rate * s.n)
         diag = f"`{s.top_diagnosis[0]}` ({s.top_diagnosis[1]} of {failed} failing)" if s.top_diagnosis else "–"
-        row = (f"| `{s.exercise}` | `{s.test}` | {s.n} | {s.pass_rate:.0%} | {s.mean_credit:.0%} | {diag} |")
-        if resubmissions:
-            row += (f" {s.attempts_to_full:.1f} ({s.reached_full} students) |" if s.attempts_to_full is not None
-                    else " never |")
-        lines.append(row)
+        lines.append(f"| `{s.exercise}` | `{s.test}` | {s.n} | {s.pass_rate:.0%} | {s.mean_credit:.0%} | {diag} |")
     return "\n".join(lines) + "\n"
 
 
@@ -170,8 +145,6 @@ def plot_heatmap(stats: list[TestStats], path: Path) -> Path | None:
 def per_test_section(out_dir: Path, records, results: dict | None = None) -> str:
     """Draw ``report_tests.png`` into ``out_dir`` and return the markdown section for report.md (``results``: as
     :func:`per_test_stats`)."""
-    records = list(records)
-    stats, resubmissions = per_test_stats(out_dir, records, results)
+    stats = per_test_stats(out_dir, list(records), results)
     png = plot_heatmap(stats, Path(out_dir) / HEATMAP)
-    return analytics_markdown(stats, resubmissions, HEATMAP if png else None,
-                              n_rows=sum(r.status == "graded" for r in records))
+    return analytics_markdown(stats, HEATMAP if png else None)

@@ -416,14 +416,23 @@ KL_VARIANTS: list[tuple[str, Variant]] = [
 
 
 def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, masked_kl=True,
-            score_at="last", penalty_sign=-1.0, last_reduce="mean", coef_fixed=None):
+            score_at="last", penalty_sign=-1.0, last_reduce="mean", coef_fixed=None, estimator="k1"):
+    """kl_shaped_rewards with one mistake switched on.
+
+    ``score_at`` "end" / "first_pad" put the score (and, for ``"last_token"``, the whole last-token
+    reward) at column T−1 / one past the row's last real token; ``estimator="k3"`` uses GRPO's
+    exp(r) − r − 1 (r = ref_logp − logp) as the per-token KL.
+    """
     B, T = logp.shape
     m = _m(mask)
     dt = logp.dtype
     kc = kl_coef if coef_fixed is None else coef_fixed
-    kl = direction * (logp - ref_logp)
+    kl = _k3(logp, ref_logp, mask) if estimator == "k3" else direction * (logp - ref_logp)
     kl_m = torch.where(m, kl, torch.zeros((), dtype=dt)) if masked_kl else kl
     last = _last_index(mask)
+    if score_at in ("end", "first_pad") and placement != "per_token":  # the whole reward lands there
+        last = torch.full_like(last, T - 1) if score_at == "end" else torch.clamp(last + 1, max=T - 1)
+        score_at = "last"
     rows = torch.arange(B)
     s = scores.to(dt)
     if placement == "per_token":
@@ -463,6 +472,8 @@ def _shaped_variant(placement_override=None, **kw):
 SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     ("score_on_padding", _shaped_variant(score_at="end")),
     ("score_on_padding", _shaped_variant(score_at="first_pad")),
+    # A k3 per-token KL (per_token_kl's own test names it there) shapes the rewards too.
+    ("kl_wrong_estimator", _shaped_variant(estimator="k3")),
     ("score_on_every_token", _shaped_variant(score_at="every")),
     ("score_on_first_token", _shaped_variant(score_at="first")),
     # Adding the penalty equals subtracting a reversed KL; per_token_kl's own test tells them
@@ -520,6 +531,18 @@ ADAPTIVE_KL_VARIANTS: list[tuple[str, dict]] = [
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "sign"}),
     ("adaptive_kl_wrong_update", {"clip": False, "rule": "no_n_over_h"}),
 ]
+
+
+def adaptive_kl_candidates(init_kl_coef: float, target: float, horizon: float, updates: list[tuple[float, int]],
+                           start: bool = False) -> list[tuple[str, torch.Tensor]]:
+    """(diagnosis id, values) of every ADAPTIVE_KL_VARIANTS rule after each update (float64 [n] tensors).
+
+    The one candidate list of the controller's tests, hidden and public (via known_mistakes.json); with
+    ``start`` the initial value is prepended (tests that also compare the starting value).
+    """
+    head = [float(init_kl_coef)] if start else []
+    return [(d, torch.tensor(head + adaptive_kl_values(init_kl_coef, target, horizon, updates, **kw),
+                             dtype=torch.float64)) for d, kw in ADAPTIVE_KL_VARIANTS]
 
 
 # --------------------------------------------------------------------------- lookup

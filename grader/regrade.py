@@ -22,8 +22,9 @@ Options of ``grade-batch``:
   student's message, feedback and regrade.md say so. Per exercise, because
   that is the gradebook's unit: an exercise's tests always come from one
   grading.
-* ``--latest-only``: grade only the latest submission of each student when a
-  folder holds several (naming rule: :func:`parse_attempt`).
+* ``--latest-only``: grade only the latest submission of each student, under
+  the attempt rule the TA states (``grader.attempts``; folder names are never
+  guessed).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,51 +41,6 @@ REGRADE_MD = "regrade.md"
 REGRADE_CSV = "regrade.csv"
 CSV_COLUMNS = ("student_id", "exercise", "test", "old_score", "new_score", "old_max_score", "max_score", "old_status",
                "new_status", "old_diagnosis", "new_diagnosis", "why", "kept_published")
-
-# <student>_<n> (n = 2..999, "alice_2") or <student>_<timestamp> ("alice_20261201T130500",
-# "alice_2026-12-01T13-05-00", "alice_20261201-1305").
-_ATTEMPT = re.compile(r"^(?P<student>.+?)_(?P<n>[1-9]\d{0,2})$")
-_STAMP = re.compile(r"^(?P<student>.+?)_(?P<stamp>\d{4}-?\d{2}-?\d{2}[T_-]?\d{2}(?:-?\d{2}){1,2})$")
-
-
-def parse_attempt(submission_id: str) -> tuple[str, tuple[int, str]]:
-    """(student, sort key of the attempt) of a submission folder's name.
-
-    The naming rule for several submissions of one student in one folder:
-
-    * ``alice``: the first attempt (key ``(1, "")``);
-    * ``alice_2`` … ``alice_999``: attempt n (key ``(n, "")``); 1–3 digits,
-      no leading zero, so a student number such as ``smith_04512`` stays a
-      student id of its own;
-    * ``alice_<timestamp>`` with a date and a time, ``YYYYMMDDTHHMM[SS]`` or
-      ``YYYY-MM-DDTHH-MM[-SS]`` (``T``, ``_`` or ``-`` between date and time):
-      ordered by the timestamp, after any numbered attempt (key ``(1000, stamp
-      without separators)``).
-
-    Anything else is a student id of its own (attempt 1).
-    """
-    m = _STAMP.match(submission_id)
-    if m:
-        return m["student"], (1000, re.sub(r"\D", "", m["stamp"]))
-    m = _ATTEMPT.match(submission_id)
-    if m:
-        return m["student"], (int(m["n"]), "")
-    return submission_id, (1, "")
-
-
-def attempts_by_student(submission_ids) -> dict[str, list[str]]:
-    """``{student: [submission ids, oldest attempt first]}`` by :func:`parse_attempt`."""
-    groups: dict[str, list[tuple[tuple[int, str], str]]] = {}
-    for sid in submission_ids:
-        student, key = parse_attempt(sid)
-        groups.setdefault(student, []).append((key, sid))
-    return {student: [sid for _, sid in sorted(found)] for student, found in sorted(groups.items())}
-
-
-def latest_only(submission_ids) -> set[str]:
-    """The submission ids that are each student's latest attempt."""
-    return {ids[-1] for ids in attempts_by_student(submission_ids).values()}
-
 
 # ----------------------------------------------------------------------- snapshots
 

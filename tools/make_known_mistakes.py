@@ -1,9 +1,12 @@
 """Write ppo_course/grading_kit/known_mistakes.json: the known buggy variants on the public tests' inputs.
 
 Run `python tools/make_known_mistakes.py` after changing `grader/buggy_variants.py` or a public
-test's `MISTAKE_CASES`; `tests/catalogue/test_known_mistakes.py` checks the table is current.
+test's `MISTAKE_CASES`; `tests/catalogue/test_public_names.py::test_known_mistakes_table_is_current` checks
+that the table is current.
 Each public test module may define ``MISTAKE_CASES = {case: (function, args_thunk, quantity)}`` where
-``quantity`` is ``"output"``, ``"output[i]"`` or ``"grad:<parameter>"``.
+``quantity`` is ``"output"``, ``"output[i]"`` or ``"grad:<parameter>"``; for ``"AdaptiveKLController"`` the
+arguments are (init_kl_coef, target, horizon, [(current_kl, n_steps), ...]) and the candidates are the
+controller's values after each update (``grader.buggy_variants.adaptive_kl_candidates``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ def build() -> dict:
         for case, (function, make_args, quantity) in sorted(getattr(module, "MISTAKE_CASES", {}).items()):
             args, kwargs = make_args()
             ref = getattr(ppo_reference, function)
-            if quantity.startswith("grad:"):
+            if function == "AdaptiveKLController":  # args: (init_kl_coef, target, horizon, updates)
+                pairs = buggy_variants.adaptive_kl_candidates(*args)
+            elif quantity.startswith("grad:"):
                 pairs = buggy_variants.grad_candidates(function, args, kwargs, signature_of=ref, wrt=quantity[5:])
             else:
                 index = int(quantity[7:-1]) if quantity.startswith("output[") else None
@@ -45,7 +50,7 @@ def build() -> dict:
             rows = []
             for diagnosis, thunk in pairs:
                 try:
-                    value = thunk()
+                    value = thunk() if callable(thunk) else thunk
                 except Exception:  # noqa: BLE001 - a variant undefined on this input offers nothing
                     continue
                 if isinstance(value, torch.Tensor) and value.is_floating_point():

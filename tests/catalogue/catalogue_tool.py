@@ -216,6 +216,8 @@ class Outcome(BaseModel):
     lost_points: bool = False
     diagnoses_seen: list[str] = Field(default_factory=list, description="ids of the exercise's failed tests")
     failed_tests: list[str] = Field(default_factory=list)
+    failures: list[dict] = Field(default_factory=list, description="each failed test of the exercise: kind "
+                                 "(public/hidden), test, diagnosis, max_score")
     diagnosed: bool = False
     specific_and_correct: bool = Field(default=False, description="buggy: the expected id is seen and every "
                                        "specific id seen is a real mistake of the entry (GENERIC ids aside)")
@@ -285,6 +287,8 @@ def _outcomes_for(group: list[Entry], result: Optional[dict], error: Optional[st
                 out.lost_points = ex["max_score"] <= 0 or ex["score"] < ex["max_score"] - 1e-9
             failed = [t for t in result["tests"] if t["exercise"] == e.exercise and t["status"] == "failed"]
             out.failed_tests = [t["test"] for t in failed]
+            out.failures = [{"kind": t["kind"], "test": t["test"], "diagnosis": t.get("diagnosis"),
+                             "max_score": t.get("max_score", 0.0)} for t in failed]
             out.diagnoses_seen = sorted({t["diagnosis"] for t in failed if t.get("diagnosis")})
             out.diagnosed = bool(e.diagnosis) and any(
                 t.get("diagnosis") == e.diagnosis or f"[{e.diagnosis}]" in (t.get("output") or "") for t in failed)

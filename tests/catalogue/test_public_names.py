@@ -1,6 +1,6 @@
 """One name per mistake: the public tests name each catalogued mistake as the hidden tests do (issue 21, item 12).
 
-Every buggy entry of exercises 2 and 4 (`tests/catalogue/buggy/`) is run through
+Every buggy entry of exercises 1-6 (`tests/catalogue/buggy/`) is run through
 that exercise's public tests in-process, as `ppo-course check` runs them
 (`LocalModule`): every public test that fails must name the entry's own
 diagnosis (`DIAGNOSIS` or one of `ALSO`, the ids the hidden tests give, see
@@ -31,13 +31,14 @@ from ppo_course.grading_kit.feedback import Mismatch
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-EXERCISES = ("ex2_clipped_loss", "ex4_gae")
+EXERCISES = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer", "ex6_kl_reward")
 ENTRIES = [e for e in catalogue_tool.load_entries() if e.exercise in EXERCISES]
 # entry -> why a public test still says something else (strict: it fails once fixed).
 KNOWN_GAPS = {
     "ex2_clipped_loss__int_mask_as_index": "obj[mask] with a float mask raises IndexError in the property test "
                                            "(raises_error) before any comparison",
     "ex4_gae__bool_mask_arithmetic": "the bool mask's arithmetic raises in the hand case (raises_error)",
+    "ex6_kl_reward__where_needs_bool_mask": "torch.where on an int mask raises in the hand cases (raises_error)",
 }
 
 

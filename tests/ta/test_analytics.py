@@ -2,26 +2,32 @@
 
 By hand, from the stand-in's rules (tests/batch/stand_in_grader.py: test_value fails on
 BUG_VALUE with diagnosis max_instead_of_min, test_grad on BUG_GRAD with ratio_detached):
-latest attempts ann_2 (ok), ben (BUG_VALUE), cy (BUG_VALUE BUG_GRAD), dee (ok) on ex2:
-test_value passes 2/4 = 50%, test_grad 3/4 = 75%. History: ann (BUG_GRAD) then ann_2 (ok):
-ann reaches full marks on test_grad at attempt 2, everyone else at attempt 1 or never.
+folders ann (BUG_GRAD), ann_2 (ok), ben (BUG_VALUE), cy (BUG_VALUE BUG_GRAD), dee (ok) on ex2,
+graded with no attempt rule: five gradebook rows, five students (a folder named ann_2 is not
+ann's attempt unless the TA says so, grader/attempts.py). test_value fails for ben and cy:
+3/5 = 60%; test_grad fails for ann and cy: 3/5 = 60%.
 """
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from ta_support import write_student
-from grader.analytics import per_test_stats
+from grader.analytics import graded_students, per_test_stats
+from grader.attempts import AttemptRule
 from grader.batch import run_batch
+from grader.roster import read_roster
+
+COHORT = {"ann": "BUG_GRAD", "ann_2": "ok", "ben": "BUG_VALUE", "cy": "BUG_VALUE BUG_GRAD", "dee": "ok"}
 
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory, stand_in_module):
     base = tmp_path_factory.mktemp("analytics")
     subs = base / "subs"
-    for sid, source in {"ann": "BUG_GRAD", "ann_2": "ok", "ben": "BUG_VALUE", "cy": "BUG_VALUE BUG_GRAD",
-                        "dee": "ok"}.items():
+    for sid, source in COHORT.items():
         write_student(subs, sid, {"ex2_clipped_loss.py": source})
     summary = run_batch(subs, base / "out", jobs=2, progress=False, log=lambda m: None,
                         exercises=["ex2_clipped_loss"])
@@ -30,35 +36,57 @@ def batch(tmp_path_factory, stand_in_module):
 
 def test_pass_rate_credit_and_diagnosis_per_hidden_test(batch):
     out, records = batch
-    stats, resubmissions = per_test_stats(out, records)
-    assert resubmissions
+    stats = per_test_stats(out, records)
     by_test = {s.test: s for s in stats}
     assert set(by_test) == {"test_value", "test_grad"}
     v, g = by_test["test_value"], by_test["test_grad"]
-    assert (v.n, v.pass_rate, v.mean_credit, v.top_diagnosis) == (4, 0.5, 0.5, ("max_instead_of_min", 2))
-    assert (g.pass_rate, g.top_diagnosis) == (0.75, ("ratio_detached", 1))
-    # attempts to full marks: test_grad: ann 2, ben 1, dee 1 (cy never) -> mean 4/3
-    assert g.reached_full == 3 and g.attempts_to_full == pytest.approx(4 / 3)
-    assert v.reached_full == 2 and v.attempts_to_full == pytest.approx(1.0)  # ann 1, dee 1
+    assert (v.n, v.pass_rate, v.mean_credit, v.top_diagnosis) == (5, 0.6, 0.6, ("max_instead_of_min", 2))
+    assert (g.n, g.pass_rate, g.top_diagnosis) == (5, 0.6, ("ratio_detached", 2))
 
 
 def test_report_has_the_section_and_the_heat_map(batch):
     out, _ = batch
     md = (out / "report.md").read_text()
-    assert "## Per hidden test" in md and "attempts to full marks" in md
-    assert "| `ex2_clipped_loss` | `test_value` | 4 | 50% | 50% | `max_instead_of_min` (2 of 2 failing) | 1.0 (2 students) |" in md
+    assert "## Per hidden test" in md and "attempts to full marks" not in md
+    assert "Rates over the gradebook's 5 graded students, one per row" in md
+    assert "| `ex2_clipped_loss` | `test_value` | 5 | 60% | 60% | `max_instead_of_min` (2 of 2 failing) |" in md
     png = (out / "report_tests.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
 
 
-def test_no_resubmissions_no_attempts_column(tmp_path, stand_in):
-    subs = tmp_path / "subs"
-    write_student(subs, "solo", {"ex2_clipped_loss.py": "ok"})
-    summary = run_batch(subs, tmp_path / "out", jobs=1, progress=False, log=lambda m: None,
-                        exercises=["ex2_clipped_loss"])
-    stats, resubmissions = per_test_stats(tmp_path / "out", summary.records)
-    assert not resubmissions and all(s.attempts_to_full is None for s in stats)
-    assert "attempts to full marks" not in (tmp_path / "out" / "report.md").read_text()
+def _gradebook(out) -> dict[str, float]:
+    with open(out / "gradebook.csv", newline="") as fh:
+        return {row["student_id"]: float(row["total"]) for row in csv.DictReader(fh) if row["status"] == "graded"}
+
+
+def _analytics_scores(out, records) -> dict[str, float]:
+    return {sid: sum(t.score for t in view.tests) for sid, view in graded_students(out, records).items()}
+
+
+def test_gradebook_and_analytics_count_the_same_students_without_a_rule(batch):
+    """Issue 21.5: a resubmitting class was 5 gradebook rows but 2 students in the analytics (a folder-name rule of
+    its own). With no stated rule every folder is its own student in both, with the same score."""
+    out, records = batch
+    book = _gradebook(out)
+    assert set(book) == set(COHORT)
+    assert _analytics_scores(out, records) == pytest.approx(book)
+    assert {s.n for s in per_test_stats(out, records)} == {len(book)}
+
+
+def test_gradebook_and_analytics_follow_the_stated_rule(tmp_path, stand_in):
+    """With a roster's attempts column and --latest-only, amy's two folders are one student in both: 2 students,
+    amy scored on amy_2 (ok: both stand-in tests, 2 points), bob on bob (BUG_GRAD: test_value only, 1 point)."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for sid, source in {"amy": "BUG_VALUE BUG_GRAD", "amy_2": "ok", "bob": "BUG_GRAD"}.items():
+        write_student(subs, sid, {"ex2_clipped_loss.py": source})
+    (tmp_path / "r.csv").write_text("student_id,attempts\namy,amy;amy_2\nbob,\n", encoding="utf-8")
+    summary = run_batch(subs, out, jobs=1, progress=False, log=lambda m: None, exercises=["ex2_clipped_loss"],
+                        latest_only=True, attempt_rule=AttemptRule(roster=read_roster(tmp_path / "r.csv")))
+    book = _gradebook(out)
+    assert book == {"amy": 2.0, "bob": 1.0}
+    assert _analytics_scores(out, summary.records) == pytest.approx(book)
+    assert {s.n for s in per_test_stats(out, summary.records)} == {2}
+    assert "Rates over the gradebook's 2 graded students" in (out / "report.md").read_text()
 
 
 def _typed(sid_scores: dict[str, tuple[float, bool]]):
@@ -88,9 +116,9 @@ def test_a_zero_point_test_is_no_cell_and_no_mistake(tmp_path):
     from grader.report import report_markdown, summarise
 
     records, results = _typed({"a": (2.0, True), "b": (2.0, True), "c": (0.0, False)})
-    stats, _ = per_test_stats(tmp_path, records, results)
+    stats = per_test_stats(tmp_path, records, results)
     assert [(s.test, round(s.pass_rate, 2)) for s in stats] == [("test_step", 0.67)]
-    assert "test_own_pieces" not in analytics_markdown(stats, False)
+    assert "test_own_pieces" not in analytics_markdown(stats)
     summary = summarise(tmp_path, records, results)
     assert "ppo_step_own_pieces_differ" not in summary.diagnoses and "ppo_step_own_pieces_differ" not in \
         report_markdown(summary)
@@ -99,21 +127,11 @@ def test_a_zero_point_test_is_no_cell_and_no_mistake(tmp_path):
 
 def test_a_pass_without_full_marks_is_not_counted_as_a_pass(tmp_path):
     """Issue 21.5: "100%" beside "never reaches full marks". A test marked passed with 1 of its 2 points (a kept
-    published score, a partial-credit test) counts for neither: pass rate 1/2 and attempts from the full one."""
+    published score, a partial-credit test) is no pass: pass rate 1/2 over a (1 of 2) and a_2 (2 of 2), mean credit
+    (0.5 + 1)/2 = 0.75; alone, b (1 of 2) passes nothing."""
     records, results = _typed({"a": (1.0, True), "a_2": (2.0, True)})
-    (s,), resubmissions = per_test_stats(tmp_path, records, results)
-    assert resubmissions and (s.n, s.pass_rate) == (1, 1.0)  # a's latest attempt (a_2) has full marks
-    assert (s.attempts_to_full, s.reached_full) == (2.0, 1)
+    (s,) = per_test_stats(tmp_path, records, results)
+    assert (s.n, s.pass_rate, s.mean_credit) == (2, 0.5, 0.75)
     records, results = _typed({"b": (1.0, True)})
-    (s,), _ = per_test_stats(tmp_path, records, results)
+    (s,) = per_test_stats(tmp_path, records, results)
     assert s.pass_rate == 0.0 and s.mean_credit == 0.5
-
-
-def test_the_analytics_say_how_a_resubmitting_class_is_counted(tmp_path):
-    """Issue 21.5: the gradebook has one row per submission folder, the analytics one per student: both counts
-    are said (3 submissions of 2 students)."""
-    from grader.analytics import per_test_section
-
-    records, results = _typed({"a": (0.0, False), "a_2": (2.0, True), "b": (2.0, True)})
-    md = per_test_section(tmp_path, records, results)
-    assert "The gradebook's 3 graded submissions are 2 students' attempts" in md

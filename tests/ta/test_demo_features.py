@@ -37,7 +37,7 @@ def demo_batch(tmp_path_factory):
 
 def test_per_test_analytics_on_the_demo(demo_batch):
     out, records = demo_batch
-    stats = {s.test: s for s in per_test_stats(out, records)[0]}
+    stats = {s.test: s for s in per_test_stats(out, records)}
     assert stats["test_gae_no_bootstrap_past_last_token"].pass_rate == pytest.approx(13 / 15)
     assert stats["test_whiten_matches_reference"].pass_rate == pytest.approx(13 / 15)
     assert stats["test_gae_carries_no_gradient"].pass_rate == pytest.approx(14 / 15)

@@ -16,7 +16,6 @@ import pytest
 from ta_support import STAND_IN, write_student
 from grader import batch
 from grader.batch import run_batch
-from grader.regrade import attempts_by_student, latest_only, parse_attempt
 
 V2 = "stand_in_v2:grade_submission"
 
@@ -112,25 +111,6 @@ def test_a_regrade_killed_half_way_still_reports_against_the_published_version(c
     shutil.rmtree(half)
     grade(cohort, out, V2)
     assert set(_regrade_rows(out)) == {"up", "down"}
-
-
-@pytest.mark.parametrize("name, student, key", [
-    ("alice", "alice", (1, "")),
-    ("alice_2", "alice", (2, "")),
-    ("alice_12", "alice", (12, "")),
-    ("smith_04512", "smith_04512", (1, "")),   # a student number, not an attempt
-    ("bob_20261201T130500", "bob", (1000, "20261201130500")),
-    ("bob_2026-12-01T13-05", "bob", (1000, "202612011305")),
-    ("jean_luc", "jean_luc", (1, "")),
-])
-def test_attempt_naming_rule(name, student, key):
-    assert parse_attempt(name) == (student, key)
-
-
-def test_latest_only_picks_the_last_attempt_of_each_student():
-    ids = ["alice", "alice_2", "alice_10", "bob_20261201T1300", "bob_20261130T2359", "carl"]
-    assert attempts_by_student(ids)["alice"] == ["alice", "alice_2", "alice_10"]
-    assert latest_only(ids) == {"alice_10", "bob_20261201T1300", "carl"}
 
 
 def test_latest_only_grades_only_the_latest_submission(tmp_path):
