@@ -71,6 +71,15 @@ def _submission_folder(path: Path, intake_limits=None):
         raise Unreadable(str(exc)) from None
 
 
+def _uncounted_note(kind: str, prerequisites: list[str]) -> str:
+    """Why a passed test is worth 0 for now (grader/points.yaml: a public test's twins, a hidden test's `requires`)."""
+    names = ", ".join(f"`{t}`" for t in prerequisites)
+    if kind == "public":
+        return f"\n0 points for now: a public test's points count once its hidden twin passes too ({names})."
+    return (f"\n0 points for now: this property counts once the values are right too ({names}); a function that "
+            "computes nothing has it as well.")
+
+
 def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str) -> str:
     """What the student reads for one test: hidden tests never show inputs or expected values."""
     head = doc or "(no description)"
@@ -295,8 +304,7 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
                 counted = ex_points.counted(kind, name, passed, hidden_passed)
                 output = _test_output(kind, doc, passed, None if passed else diagnosis, detail)
                 if passed and not counted:
-                    output += ("\n0 points for now: a public test's points count once its hidden twin passes too ("
-                               + ", ".join(f"`{t}`" for t in entry.twins) + ").")
+                    output += _uncounted_note(kind, entry.prerequisites)
                 ex_tests.append(TestResult(
                     exercise=stem, kind=kind, test=name, score=entry.points if counted else 0.0, max_score=entry.points,
                     status="passed" if passed else "failed",

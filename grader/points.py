@@ -8,7 +8,7 @@ by kind ("hidden": `grader/hidden/test_<stem>.py`; "public":
 `ppo-course check`) and by test function name.
 
 In the YAML a test is either a number (its points, default visibility for its
-kind) or a mapping `{points: 2, visibility: visible, tags: [...], twins: [...]}`.
+kind) or a mapping `{points: 2, visibility: visible, tags: [...], twins: [...], requires: [...]}`.
 
 Points rest on inputs no student has seen (issue 19, class 5): a public test's
 inputs are shown, so a table of its answers would pass it. Every public test
@@ -16,6 +16,10 @@ worth points names its hidden `twins` (the same property on inputs drawn from
 the grader's secret, `grader.hidden.draws`), and its points count only when it
 passes AND every twin passes (`ExercisePoints.counted`); a public test that
 passes while a twin fails is reported as passed, worth 0.
+A hidden test of a property that a function computing nothing also has (its
+inputs left untouched, copies kept) names the value tests it `requires` the
+same way: a module whose functions return None does not earn it (hostile
+attack a100).
 Visibility values are Gradescope's: hidden, after_due_date, after_published,
 visible. Hidden tests default to "after_published": the student sees their
 name, points and diagnosis once grades are out, never their inputs; public
@@ -53,6 +57,15 @@ class TestPoints(BaseModel):
     tags: list[str] = Field(default_factory=list)
     #: Hidden tests of the same exercise whose passing a public test's points need (public tests only).
     twins: list[str] = Field(default_factory=list)
+    #: Hidden tests of the same exercise whose passing a hidden *property* test's points need (hidden tests
+    #: only): a property that a function computing nothing has (it leaves its inputs untouched, it keeps
+    #: copies) is worth points only beside the values (hostile attack a100).
+    requires: list[str] = Field(default_factory=list)
+
+    @property
+    def prerequisites(self) -> list[str]:
+        """The hidden tests this test's points need: its `twins` (public) or its `requires` (hidden)."""
+        return [*self.twins, *self.requires]
 
 
 def _expand(tests: object) -> object:
@@ -83,7 +96,16 @@ class ExercisePoints(BaseModel):
         for name, entry in self.hidden.items():
             if entry.twins:
                 raise ValueError(f"hidden test {name!r}: only public tests have twins")
+            unknown = [t for t in entry.requires if t not in self.hidden or t == name]
+            if unknown:
+                raise ValueError(f"hidden test {name!r}: requires {unknown}, which are not other hidden tests "
+                                 "of this exercise")
+            chained = [t for t in entry.requires if self.hidden[t].requires]
+            if chained:
+                raise ValueError(f"hidden test {name!r}: requires {chained}, which require other tests themselves")
         for name, entry in self.public.items():
+            if entry.requires:
+                raise ValueError(f"public test {name!r}: only hidden tests have `requires` (public ones name twins)")
             if entry.points > 0 and not entry.twins:
                 raise ValueError(f"public test {name!r} is worth points but names no hidden twin (see the rule above)")
             unknown = [t for t in entry.twins if t not in self.hidden]
@@ -92,14 +114,19 @@ class ExercisePoints(BaseModel):
         return self
 
     def counted(self, kind: Kind, name: str, passed: bool, passed_of: "Callable[[str], bool]") -> bool:
-        """Whether a test's points count: it passed and, for a public test, every hidden twin passed.
+        """Whether a test's points count: it passed and every prerequisite passed (a public test's hidden
+        twins, a hidden property test's `requires`).
 
         Args:
             kind, name: the test.
             passed: its own outcome.
             passed_of: hidden test name -> whether it passed in this grading (False when it did not run).
         """
-        return passed and all(passed_of(twin) for twin in self.entry(kind, name).twins)
+        def holds(hidden: str) -> bool:  # a twin that requires value tests holds only with them
+            entry = self.hidden.get(hidden)
+            return passed_of(hidden) and all(passed_of(r) for r in (entry.requires if entry else ()))
+
+        return passed and all(holds(other) for other in self.entry(kind, name).prerequisites)
 
     def entry(self, kind: Kind, name: str) -> TestPoints:
         """The entry of one test. Raises KeyError naming the test when it is not configured."""

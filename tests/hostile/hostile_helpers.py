@@ -91,8 +91,9 @@ def read_attack(path: Path) -> Attack:
 
 
 def all_attacks() -> list[Attack]:
-    """Every attack of ``attacks/``, in file-name order."""
-    return [read_attack(p) for p in sorted(ATTACKS.glob("a[0-9][0-9]_*.py"))]
+    """Every attack of ``attacks/`` (``aNN_*.py``, any number of digits: a99, a100 ...), in id order."""
+    found = [p for p in ATTACKS.glob("a[0-9]*_*.py") if p.name.split("_")[0][1:].isdigit()]
+    return [read_attack(p) for p in sorted(found, key=lambda p: (int(p.name.split("_")[0][1:]), p.name))]
 
 
 def write_twin_submission(dest: Path, attack: Attack) -> Path:
