@@ -87,7 +87,17 @@ def read_attack(path: Path) -> Attack:
     doc = ast.get_docstring(tree) or ""
     if not doc or set(consts) != {"TARGET", "TWIN"}:
         raise ValueError(f"{path.name}: an attack needs a docstring, TARGET and TWIN")
-    return Attack(path, consts["TARGET"], TWINS / consts["TWIN"], doc)
+    twin = TWINS / consts["TWIN"]
+    if twin.is_file():
+        # A twin that cannot be imported scores 0 (module_broken), and so does its attack, which imports it:
+        # every comparison with it holds vacuously (a88's and a89's twins did not compile: a second docstring
+        # before `from __future__`). compile() runs nothing.
+        try:
+            compile(twin.read_text(encoding="utf-8"), str(twin), "exec")
+        except SyntaxError as exc:
+            raise ValueError(f"{path.name}: its twin {twin.name} does not compile ({exc.msg}, line {exc.lineno})") \
+                from None
+    return Attack(path, consts["TARGET"], twin, doc)
 
 
 def all_attacks() -> list[Attack]:

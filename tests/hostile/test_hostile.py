@@ -147,3 +147,18 @@ def test_the_guards_see_what_an_attack_would_leave(tmp_path):
     assert "sentinel" in found and "accepted a connection" in found
     assert f"pid {sleeper.pid} " in left
     assert not Path(shared, f"{MARKER}-guard-self-test").exists()  # restore() cleaned up
+
+
+def test_read_attack_refuses_a_twin_that_does_not_compile(tmp_path, monkeypatch):
+    """A twin with a SyntaxError (a88's and a89's had a docstring before `from __future__`) would make the
+    attack's comparison vacuous: both score 0 as module_broken. The suite's parser refuses it."""
+    import hostile_helpers
+
+    twins = tmp_path / "twins"
+    twins.mkdir()
+    (twins / "broken.py").write_text('"""one"""\n\n"""two"""\nfrom __future__ import annotations\n')
+    attack = tmp_path / "a99_x.py"
+    attack.write_text('"""Tries: x. Must achieve: nothing."""\nTARGET = "ex1_ratio"\nTWIN = "broken.py"\n')
+    monkeypatch.setattr(hostile_helpers, "TWINS", twins)
+    with pytest.raises(ValueError, match="does not compile"):
+        read_attack(attack)
