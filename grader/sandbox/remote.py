@@ -12,11 +12,12 @@ times); handles from the dead child raise ``StudentCrash`` when used.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 import torch
 
-from grader.sandbox.errors import StudentCrash, StudentError, StudentImportError
+from grader.sandbox.errors import StudentCrash, StudentError, StudentImportError, StudentProtocolError
 
 if TYPE_CHECKING:  # pragma: no cover
     from grader.sandbox.limits import Limits
@@ -115,8 +116,9 @@ class RemoteObject:
                 # list(obj) probes len(); an object without one is simply unsized.
                 raise TypeError(f"object of type {self.type_name} has no len()") from None
             raise
-        if type(n) is not int:
-            raise TypeError(f"len() of the student's {self.type_name} returned a {type(n).__name__}")
+        if type(n) is not int or not 0 <= n <= sys.maxsize:
+            what = type(n).__name__ if type(n) is not int else "negative int" if n < 0 else "int too large for len()"
+            raise StudentProtocolError(f"len() of the student's {self.type_name} returned a {what}")
         return n
 
     def __bool__(self) -> bool:

@@ -87,6 +87,8 @@ def test_a100_modules_that_compute_nothing_score_as_the_stubs(cohort_root, fork_
             guards.restore()
             guards.close()
         assert not violations and not leftovers, violations + leftovers
+        blamed = [t.test for t in got.tests if t.diagnosis == "grader_error"]
+        assert not blamed, f"a module computing nothing ({returns}) made the grader blame itself on {blamed}"
         scores = scores_by_test(got)
         gained = {k: v[0] for k, v in scores.items() if v[0] > want[k][0]}
         assert not gained, f"a module computing nothing ({returns}) earned: {gained}"
