@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from grader.points import PointsConfig, load_points
+from grader.points import PointsConfig, load_points, shows_work
 from grader.results import ExerciseResult, GradeResult, TestResult
 from ppo_course.grading_kit.diagnoses import DIAGNOSES
 from ppo_course.grading_kit.states import ExerciseState, import_failure_state
@@ -76,8 +76,8 @@ def _uncounted_note(kind: str, prerequisites: list[str]) -> str:
     names = ", ".join(f"`{t}`" for t in prerequisites)
     if kind == "public":
         return f"\n0 points for now: a public test's points count once its hidden twin passes too ({names})."
-    return (f"\n0 points for now: this property counts once the values are right too ({names}); a function that "
-            "computes nothing has it as well.")
+    return (f"\n0 points for now: this property counts once your function computes the values ({names}: "
+            "right, or wrong by a known mistake); a function that computes nothing has it as well.")
 
 
 def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str) -> str:
@@ -291,6 +291,10 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
             o = outcomes.get((stem, "hidden", name))
             return o is not None and o.passed
 
+        def hidden_worked(name: str, stem: str = stem) -> bool:
+            o = outcomes.get((stem, "hidden", name))
+            return o is not None and shows_work(o.passed, o.diagnosis)
+
         for kind in ("public", "hidden"):
             for name, entry in getattr(ex_points, kind).items():
                 if profile == "fast" and (stem, kind, name) in SLOW_TESTS:
@@ -301,7 +305,7 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
                 else:
                     passed, diagnosis, doc, detail = o.passed, o.diagnosis, o.doc, o.detail
                 # A public test's points count only with its hidden twins (grader/points.yaml, issue 19 class 5).
-                counted = ex_points.counted(kind, name, passed, hidden_passed)
+                counted = ex_points.counted(kind, name, passed, hidden_passed, hidden_worked)
                 output = _test_output(kind, doc, passed, None if passed else diagnosis, detail)
                 if passed and not counted:
                     output += _uncounted_note(kind, entry.prerequisites)

@@ -17,9 +17,11 @@ the grader's secret, `grader.hidden.draws`), and its points count only when it
 passes AND every twin passes (`ExercisePoints.counted`); a public test that
 passes while a twin fails is reported as passed, worth 0.
 A hidden test of a property that a function computing nothing also has (its
-inputs left untouched, copies kept) names the value tests it `requires` the
-same way: a module whose functions return None does not earn it (hostile
-attack a100).
+inputs left untouched, no gradient into constants) names the value tests it
+`requires`: its points count when each of them passed or failed naming a
+catalogued mistake (`shows_work`), so a module whose functions return None
+does not earn them (hostile attack a100) and a student with a known mistake
+keeps them.
 Visibility values are Gradescope's: hidden, after_due_date, after_published,
 visible. Hidden tests default to "after_published": the student sees their
 name, points and diagnosis once grades are out, never their inputs; public
@@ -113,20 +115,28 @@ class ExercisePoints(BaseModel):
                 raise ValueError(f"public test {name!r}: twins {unknown} are not hidden tests of this exercise")
         return self
 
-    def counted(self, kind: Kind, name: str, passed: bool, passed_of: "Callable[[str], bool]") -> bool:
-        """Whether a test's points count: it passed and every prerequisite passed (a public test's hidden
-        twins, a hidden property test's `requires`).
+    def counted(self, kind: Kind, name: str, passed: bool, passed_of: "Callable[[str], bool]",
+                worked_of: "Callable[[str], bool] | None" = None) -> bool:
+        """Whether a test's points count: it passed, every hidden twin of a public test passed, and every
+        value test a hidden property test `requires` shows work (passed, or failed naming a known mistake).
 
         Args:
             kind, name: the test.
             passed: its own outcome.
             passed_of: hidden test name -> whether it passed in this grading (False when it did not run).
+            worked_of: hidden test name -> whether the function did the work there: it passed or its
+                diagnosis names a catalogued mistake (`grader.points.shows_work`); default `passed_of`.
+                An honest student with a known mistake keeps the property's points (the promise of the
+                points table); a function returning None, zeros or its input does not (a100).
         """
+        worked_of = worked_of or passed_of
+
         def holds(hidden: str) -> bool:  # a twin that requires value tests holds only with them
             entry = self.hidden.get(hidden)
-            return passed_of(hidden) and all(passed_of(r) for r in (entry.requires if entry else ()))
+            return passed_of(hidden) and all(worked_of(r) for r in (entry.requires if entry else ()))
 
-        return passed and all(holds(other) for other in self.entry(kind, name).prerequisites)
+        entry = self.entry(kind, name)
+        return passed and all(holds(t) for t in entry.twins) and all(worked_of(r) for r in entry.requires)
 
     def entry(self, kind: Kind, name: str) -> TestPoints:
         """The entry of one test. Raises KeyError naming the test when it is not configured."""
@@ -143,6 +153,22 @@ class ExercisePoints(BaseModel):
     def max_score(self) -> float:
         """Sum of the points of all tests of this exercise."""
         return float(sum(t.points for t in self.hidden.values()) + sum(t.points for t in self.public.values()))
+
+
+#: Diagnoses that show no work: the function returned no usable value (None, zeros, its input, another
+#: shape or dtype), raised, or never ran. Every other diagnosis names a catalogued mistake of a function
+#: that computes (`ppo_course.grading_kit.diagnoses`).
+NO_WORK_DIAGNOSES = frozenset({
+    "wrong_value", "wrong_type", "wrong_dtype", "wrong_device", "wrong_shape", "not_scalar", "not_finite",
+    "mask_dtype_unsupported", "modifies_input", "not_implemented", "missing_name", "module_missing",
+    "module_broken", "missing_documented_error", "iterator_ended_early", "raises_error", "out_of_memory",
+    "timeout", "wrong_signature", "prints_too_much", "crash", "grader_error"})
+
+
+def shows_work(passed: bool, diagnosis: str | None) -> bool:
+    """Whether a value test shows that the function computes: it passed, or its diagnosis is a known
+    mistake (not one of `NO_WORK_DIAGNOSES`)."""
+    return passed or (diagnosis is not None and diagnosis not in NO_WORK_DIAGNOSES)
 
 
 class PointsConfig(BaseModel):

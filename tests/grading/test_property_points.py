@@ -24,6 +24,22 @@ def test_a_property_counts_only_when_every_required_test_passed():
     assert ex.counted("hidden", "test_values_a", True, lambda n: False)  # a value test needs nothing else
 
 
+def test_a_known_mistake_shows_work_and_keeps_the_property():
+    """The promise of the points table: a student whose value test fails naming a catalogued mistake (the
+    function computes, with a known bug) keeps the property's points; no work (None, zeros, an error) does not."""
+    from grader.points import shows_work
+
+    ex = _ex({"test_values": 1, "test_untouched": {"points": 0.5, "requires": ["test_values"]}})
+    diagnosis = {"test_values": "max_instead_of_min"}
+    worked = lambda n: shows_work(False, diagnosis.get(n))  # noqa: E731
+    assert ex.counted("hidden", "test_untouched", True, lambda n: False, worked)
+    for nothing in ("wrong_value", "wrong_type", "wrong_shape", "wrong_dtype", "raises_error", "not_implemented",
+                    "not_finite", None):
+        diagnosis["test_values"] = nothing
+        assert not ex.counted("hidden", "test_untouched", True, lambda n: False, worked), nothing
+    assert shows_work(True, None)
+
+
 def test_a_public_test_whose_twin_requires_values_needs_them_too():
     """A whiten that always raises ValueError passed the public and hidden one-element tests (1 point of
     exercise 4 for doing nothing): the hidden one requires the values, so its public twin does too."""
