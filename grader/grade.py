@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from grader.points import PointsConfig, load_points
+from grader.points import PointsConfig, load_points, shows_work
 from grader.results import ExerciseResult, GradeResult, TestResult
 from ppo_course.grading_kit.diagnoses import DIAGNOSES
 from ppo_course.grading_kit.states import ExerciseState, import_failure_state
@@ -69,6 +69,15 @@ def _submission_folder(path: Path, intake_limits=None):
             yield found.root, found.where, staged.notes
     except intake.Rejected as exc:
         raise Unreadable(str(exc)) from None
+
+
+def _uncounted_note(kind: str, prerequisites: list[str]) -> str:
+    """Why a passed test is worth 0 for now (grader/points.yaml: a public test's twins, a hidden test's `requires`)."""
+    names = ", ".join(f"`{t}`" for t in prerequisites)
+    if kind == "public":
+        return f"\n0 points for now: a public test's points count once its hidden twin passes too ({names})."
+    return (f"\n0 points for now: this property counts once your function computes the values ({names}: "
+            "right, or wrong by a known mistake); a function that computes nothing has it as well.")
 
 
 def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str) -> str:
@@ -282,6 +291,10 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
             o = outcomes.get((stem, "hidden", name))
             return o is not None and o.passed
 
+        def hidden_worked(name: str, stem: str = stem) -> bool:
+            o = outcomes.get((stem, "hidden", name))
+            return o is not None and shows_work(o.passed, o.diagnosis)
+
         for kind in ("public", "hidden"):
             for name, entry in getattr(ex_points, kind).items():
                 if profile == "fast" and (stem, kind, name) in SLOW_TESTS:
@@ -292,11 +305,10 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
                 else:
                     passed, diagnosis, doc, detail = o.passed, o.diagnosis, o.doc, o.detail
                 # A public test's points count only with its hidden twins (grader/points.yaml, issue 19 class 5).
-                counted = ex_points.counted(kind, name, passed, hidden_passed)
+                counted = ex_points.counted(kind, name, passed, hidden_passed, hidden_worked)
                 output = _test_output(kind, doc, passed, None if passed else diagnosis, detail)
                 if passed and not counted:
-                    output += ("\n0 points for now: a public test's points count once its hidden twin passes too ("
-                               + ", ".join(f"`{t}`" for t in entry.twins) + ").")
+                    output += _uncounted_note(kind, entry.prerequisites)
                 ex_tests.append(TestResult(
                     exercise=stem, kind=kind, test=name, score=entry.points if counted else 0.0, max_score=entry.points,
                     status="passed" if passed else "failed",

@@ -8,7 +8,7 @@ by kind ("hidden": `grader/hidden/test_<stem>.py`; "public":
 `ppo-course check`) and by test function name.
 
 In the YAML a test is either a number (its points, default visibility for its
-kind) or a mapping `{points: 2, visibility: visible, tags: [...], twins: [...]}`.
+kind) or a mapping `{points: 2, visibility: visible, tags: [...], twins: [...], requires: [...]}`.
 
 Points rest on inputs no student has seen (issue 19, class 5): a public test's
 inputs are shown, so a table of its answers would pass it. Every public test
@@ -16,6 +16,12 @@ worth points names its hidden `twins` (the same property on inputs drawn from
 the grader's secret, `grader.hidden.draws`), and its points count only when it
 passes AND every twin passes (`ExercisePoints.counted`); a public test that
 passes while a twin fails is reported as passed, worth 0.
+A hidden test of a property that a function computing nothing also has (its
+inputs left untouched, no gradient into constants) names the value tests it
+`requires`: its points count when each of them passed or failed naming a
+catalogued mistake (`shows_work`), so a module whose functions return None
+does not earn them (hostile attack a100) and a student with a known mistake
+keeps them.
 Visibility values are Gradescope's: hidden, after_due_date, after_published,
 visible. Hidden tests default to "after_published": the student sees their
 name, points and diagnosis once grades are out, never their inputs; public
@@ -53,6 +59,15 @@ class TestPoints(BaseModel):
     tags: list[str] = Field(default_factory=list)
     #: Hidden tests of the same exercise whose passing a public test's points need (public tests only).
     twins: list[str] = Field(default_factory=list)
+    #: Hidden tests of the same exercise whose passing a hidden *property* test's points need (hidden tests
+    #: only): a property that a function computing nothing has (it leaves its inputs untouched, it keeps
+    #: copies) is worth points only beside the values (hostile attack a100).
+    requires: list[str] = Field(default_factory=list)
+
+    @property
+    def prerequisites(self) -> list[str]:
+        """The hidden tests this test's points need: its `twins` (public) or its `requires` (hidden)."""
+        return [*self.twins, *self.requires]
 
 
 def _expand(tests: object) -> object:
@@ -83,7 +98,16 @@ class ExercisePoints(BaseModel):
         for name, entry in self.hidden.items():
             if entry.twins:
                 raise ValueError(f"hidden test {name!r}: only public tests have twins")
+            unknown = [t for t in entry.requires if t not in self.hidden or t == name]
+            if unknown:
+                raise ValueError(f"hidden test {name!r}: requires {unknown}, which are not other hidden tests "
+                                 "of this exercise")
+            chained = [t for t in entry.requires if self.hidden[t].requires]
+            if chained:
+                raise ValueError(f"hidden test {name!r}: requires {chained}, which require other tests themselves")
         for name, entry in self.public.items():
+            if entry.requires:
+                raise ValueError(f"public test {name!r}: only hidden tests have `requires` (public ones name twins)")
             if entry.points > 0 and not entry.twins:
                 raise ValueError(f"public test {name!r} is worth points but names no hidden twin (see the rule above)")
             unknown = [t for t in entry.twins if t not in self.hidden]
@@ -91,15 +115,28 @@ class ExercisePoints(BaseModel):
                 raise ValueError(f"public test {name!r}: twins {unknown} are not hidden tests of this exercise")
         return self
 
-    def counted(self, kind: Kind, name: str, passed: bool, passed_of: "Callable[[str], bool]") -> bool:
-        """Whether a test's points count: it passed and, for a public test, every hidden twin passed.
+    def counted(self, kind: Kind, name: str, passed: bool, passed_of: "Callable[[str], bool]",
+                worked_of: "Callable[[str], bool] | None" = None) -> bool:
+        """Whether a test's points count: it passed, every hidden twin of a public test passed, and every
+        value test a hidden property test `requires` shows work (passed, or failed naming a known mistake).
 
         Args:
             kind, name: the test.
             passed: its own outcome.
             passed_of: hidden test name -> whether it passed in this grading (False when it did not run).
+            worked_of: hidden test name -> whether the function did the work there: it passed or its
+                diagnosis names a catalogued mistake (`grader.points.shows_work`); default `passed_of`.
+                An honest student with a known mistake keeps the property's points (the promise of the
+                points table); a function returning None, zeros or its input does not (a100).
         """
-        return passed and all(passed_of(twin) for twin in self.entry(kind, name).twins)
+        worked_of = worked_of or passed_of
+
+        def holds(hidden: str) -> bool:  # a twin that requires value tests holds only with them
+            entry = self.hidden.get(hidden)
+            return passed_of(hidden) and all(worked_of(r) for r in (entry.requires if entry else ()))
+
+        entry = self.entry(kind, name)
+        return passed and all(holds(t) for t in entry.twins) and all(worked_of(r) for r in entry.requires)
 
     def entry(self, kind: Kind, name: str) -> TestPoints:
         """The entry of one test. Raises KeyError naming the test when it is not configured."""
@@ -116,6 +153,22 @@ class ExercisePoints(BaseModel):
     def max_score(self) -> float:
         """Sum of the points of all tests of this exercise."""
         return float(sum(t.points for t in self.hidden.values()) + sum(t.points for t in self.public.values()))
+
+
+#: Diagnoses that show no work: the function returned no usable value (None, zeros, its input, another
+#: shape or dtype), raised, or never ran. Every other diagnosis names a catalogued mistake of a function
+#: that computes (`ppo_course.grading_kit.diagnoses`).
+NO_WORK_DIAGNOSES = frozenset({
+    "wrong_value", "wrong_type", "wrong_dtype", "wrong_device", "wrong_shape", "not_scalar", "not_finite",
+    "mask_dtype_unsupported", "modifies_input", "not_implemented", "missing_name", "module_missing",
+    "module_broken", "missing_documented_error", "iterator_ended_early", "raises_error", "out_of_memory",
+    "timeout", "wrong_signature", "prints_too_much", "crash", "grader_error"})
+
+
+def shows_work(passed: bool, diagnosis: str | None) -> bool:
+    """Whether a value test shows that the function computes: it passed, or its diagnosis is a known
+    mistake (not one of `NO_WORK_DIAGNOSES`)."""
+    return passed or (diagnosis is not None and diagnosis not in NO_WORK_DIAGNOSES)
 
 
 class PointsConfig(BaseModel):

@@ -9,15 +9,13 @@ from __future__ import annotations
 import torch
 
 from grader.hidden.draws import draw_seed
+from ppo_course.grading_kit.buffer_data import advance, drain
 from ppo_course.grading_kit.feedback import Mismatch, expect_raises
 
 EXERCISE = "ex5_rollout_buffer"
 KIND = "hidden"
 
 
-def drain(iterator) -> list:
-    """All items of an iterator: one round trip for a sandbox handle, `list()` for a local one."""
-    return iterator.list() if hasattr(type(iterator), "list") else list(iterator)
 
 
 def _gen(salt: int) -> torch.Generator:
@@ -116,9 +114,9 @@ def test_use_after_purge_raises(student, error_name):
     buf.add(**_rollout(6, seed=6))
     buf.start_training()
     stale = buf.minibatches(2, generator=_gen(1))
-    next(stale)  # one mini-batch while the data is live
+    advance(stale)  # one mini-batch while the data is live
     buf.purge()
-    expect_raises(lambda: next(stale), ("RuntimeError",), "buffer_use_after_purge",
+    expect_raises(lambda: advance(stale), ("RuntimeError",), "buffer_use_after_purge",
                   what="advancing a mini-batch iterator made before purge()", is_error=error_name)
     # After purge the buffer is collecting again: minibatches() raises when called.
     _raises_at_call(lambda: buf.minibatches(2), drain, ("RuntimeError",), "buffer_use_after_purge",

@@ -114,6 +114,16 @@ class StudentError(StudentFailure):
         return cls(reply.get("type"), reply.get("message"), base=reply.get("base"), echo=echo)
 
 
+class StudentProtocolError(StudentError, TypeError):
+    """The student's object broke a Python protocol the grader relies on (``len()`` of something that is not
+    an int from 0 to ``sys.maxsize``). A ``StudentError`` (the student's, never ``grader_error``) and a
+    ``TypeError`` (so that ``list()``'s length probe treats the object as unsized, as Python does).
+    Red-team attack a101: Python's own ``len()`` raised TypeError/OverflowError inside a test before."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("TypeError", message)
+
+
 class StudentIteratorExhausted(StudentFailure, StopIteration):
     """The student's iterator ended (``next`` in the child raised StopIteration).
 

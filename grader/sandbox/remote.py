@@ -12,11 +12,12 @@ times); handles from the dead child raise ``StudentCrash`` when used.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 import torch
 
-from grader.sandbox.errors import StudentCrash, StudentError, StudentImportError
+from grader.sandbox.errors import StudentCrash, StudentError, StudentImportError, StudentProtocolError
 
 if TYPE_CHECKING:  # pragma: no cover
     from grader.sandbox.limits import Limits
@@ -79,6 +80,8 @@ class RemoteObject:
     def getattr(self, name: str) -> Any:
         """The attribute's value, or a bound remote method if it is callable."""
         got = self._request("getattr", name=name)
+        if type(got) is not dict or set(got) != {"callable", "value"} or type(got["callable"]) is not bool:
+            raise self._module._malformed("getattr")
         if got["callable"]:
             return lambda *args, **kwargs: self.call(name, *args, **kwargs)
         return got["value"]
@@ -113,8 +116,9 @@ class RemoteObject:
                 # list(obj) probes len(); an object without one is simply unsized.
                 raise TypeError(f"object of type {self.type_name} has no len()") from None
             raise
-        if type(n) is not int:
-            raise TypeError(f"len() of the student's {self.type_name} returned a {type(n).__name__}")
+        if type(n) is not int or not 0 <= n <= sys.maxsize:
+            what = type(n).__name__ if type(n) is not int else "negative int" if n < 0 else "int too large for len()"
+            raise StudentProtocolError(f"len() of the student's {self.type_name} returned a {what}")
         return n
 
     def __bool__(self) -> bool:
@@ -203,6 +207,15 @@ class RemoteModule:
                 raise StudentCrash(f"{self.name} could not be imported again after an earlier failure: {exc}") from None
         return child
 
+    def _malformed(self, op: str) -> StudentCrash:
+        """Stop the child that answered ``op`` with a structure the worker never sends (a forged reply: the
+        codec and the worker are the student's to rewrite), and say so in the grader's words. Trusted code
+        reads a structured reply only after this check (issue 19 class 6; red-team attack a99)."""
+        if self._child is not None:
+            self._child.close()
+        return StudentCrash(f"the submission's process answered a {op!r} request with a malformed reply "
+                            "(the grader's sandbox protocol was tampered with); the process was stopped")
+
     def _request(self, op: str, fields: dict, timeout_s: float | None, generation: int | None = None, what: str = "") -> Any:
         if generation is not None:
             self._check_generation(generation, what)
@@ -268,6 +281,9 @@ class RemoteModule:
         got = self._request("call_with_grad", {"name": name, "args": list(args), "kwargs": dict(kwargs or {}),
                                                "wrt": list(wrt), "grad_output": grad_output,
                                                "output_index": output_index}, timeout)
+        if type(got) is not dict or set(got) != {"output", "grads"} or type(got["grads"]) is not dict or \
+                any(g is not None and type(g) is not torch.Tensor for g in got["grads"].values()):
+            raise self._malformed("call_with_grad")
         return got["output"], dict(got["grads"])
 
     def modified_inputs(self, name: str, args: Sequence[Any] = (), kwargs: dict | None = None) -> list[str]:
@@ -305,7 +321,10 @@ class RemoteModule:
 
     def names(self) -> dict[str, str]:
         """Public names of the module → ``"function"``, ``"class"`` or ``"value"``."""
-        return self._request("names", {}, None)
+        got = self._request("names", {}, None)
+        if type(got) is not dict or any(v not in ("function", "class", "value") for v in got.values()):
+            raise self._malformed("names")
+        return got
 
     def has(self, name: str) -> bool:
         """Whether the module defines ``name``."""

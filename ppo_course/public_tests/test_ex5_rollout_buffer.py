@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import torch
 
+from ppo_course.grading_kit.buffer_data import drain
 from ppo_course.grading_kit.feedback import Mismatch, expect_raises
 
 EXERCISE = "ex5_rollout_buffer"
 KIND = "public"
 
 
-def drain(iterator) -> list:
-    """All items of an iterator (a grader's sandbox handle has `.list()`; a local one is a plain iterator)."""
-    return iterator.list() if hasattr(type(iterator), "list") else list(iterator)
 
 
 def _fields(B: int, start: int = 0) -> dict[str, torch.Tensor]:
@@ -65,6 +63,9 @@ def test_buffer_stores_copies(student):
     buf.add(**fields)
     fields["logp_old"].fill_(99.0)  # the caller reuses its tensor
     buf.start_training()
-    (batch,) = drain(buf.minibatches(2, generator=torch.Generator().manual_seed(0)))
+    batches = drain(buf.minibatches(2, generator=torch.Generator().manual_seed(0)), need=("ids", "logp_old"))
+    _check(len(batches) == 1, "buffer_wrong_minibatch_order", f"  expected one mini-batch of 2, got {len(batches)}",
+           "minibatches(2) over 2 sequences")
+    batch = batches[0]
     _check(bool((batch["logp_old"] != 99.0).all()), "buffer_aliases_inputs",
            "  the stored logp_old changed when the caller changed its tensor", "RolloutBuffer.add")

@@ -54,6 +54,9 @@ MAX_BUFFERS = 100_000
 MAX_DEPTH = 64
 #: Most dimensions of a tensor.
 MAX_NDIM = 16
+#: Largest product of a tensor's non-zero dimensions, also for an empty tensor (``[0, 2**70]`` made
+#: torch raise TypeError, and ``[0, 2**62, 2**62]`` RuntimeError, inside the grader: red-team attack a99).
+MAX_DIM_PRODUCT = 2**48
 
 #: dtypes that may cross the channel, by wire name.
 DTYPES: dict[str, torch.dtype] = {
@@ -413,19 +416,23 @@ class Decoder:
         shape = node.get("shape")
         if dtype is None:
             raise ProtocolError(f"tensor dtype {node.get('dtype')!r} is not allowed")
-        if type(shape) is not list or len(shape) > MAX_NDIM or any(type(s) is not int or s < 0 for s in shape):
-            raise ProtocolError(f"invalid tensor shape {shape!r}")
+        if type(shape) is not list or len(shape) > MAX_NDIM or any(type(s) is not int or s < 0 for s in shape) \
+                or math.prod(s for s in shape if s) > MAX_DIM_PRODUCT:
+            raise ProtocolError(f"invalid tensor shape {str(shape)[:200]}")
         raw = self._buffer(node)
         numel = math.prod(shape)
         itemsize = torch.empty((), dtype=dtype).element_size()
         if len(raw) != numel * itemsize:
             raise ProtocolError(f"tensor buffer holds {len(raw)} bytes, but {shape} x {dtype} needs {numel * itemsize}")
-        if numel == 0:
-            return torch.empty(shape, dtype=dtype)
-        if dtype == torch.bool and not (self.shared and isinstance(raw, memoryview)):
-            # Only 0/1 bytes make a valid bool tensor; normalise any other byte.
-            return torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(shape)
-        return torch.frombuffer(raw, dtype=dtype).reshape(shape)
+        try:  # the checks above should leave torch nothing to refuse; whatever it does is the sender's
+            if numel == 0:
+                return torch.empty(shape, dtype=dtype)
+            if dtype == torch.bool and not (self.shared and isinstance(raw, memoryview)):
+                # Only 0/1 bytes make a valid bool tensor; normalise any other byte.
+                return torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(shape)
+            return torch.frombuffer(raw, dtype=dtype).reshape(shape)
+        except (RuntimeError, TypeError, ValueError, OverflowError) as exc:
+            raise ProtocolError(f"tensor {str(shape)[:200]} x {dtype} cannot be built: {str(exc)[:200]}") from None
 
 
 def decode_value(node: Any, buffers: list[bytes], **kwargs: Any) -> Any:

@@ -7,6 +7,7 @@ correct module of another exercise. For every attack:
 * on every test of the attacked exercise, the hostile score is at most the
   twin's;
 * the other exercise scores exactly the same (full marks) in both;
+* no test is diagnosed ``grader_error`` (the grader never blames itself for what a child sent);
 * nothing changed outside the sandbox: the canary folders (an instructor-side
   folder in the repository, an "other student" beside the submission, a
   grader output folder) are byte-identical, no file in the instructor folders
@@ -54,7 +55,7 @@ REQUIRED = {
 def test_the_suite_covers_the_issue():
     """At least 20 attacks, each documented (what it tries, that it must achieve nothing), covering the list."""
     assert len(ATTACK_LIST) >= 20
-    names = {a.name[:3] for a in ATTACK_LIST}
+    names = {a.name.split("_")[0] for a in ATTACK_LIST}
     missing = [what for what, prefix in REQUIRED.items() if prefix not in names]
     assert not missing, f"no attack covers: {missing}"
     for attack in ATTACK_LIST:
@@ -97,6 +98,10 @@ def test_attack_gains_nothing(attack, tmp_path, twin_results, fork_server):
     assert fork_server.alive(), f"{attack.name} killed the fork server"
     assert hostile.status == "graded", hostile.message
 
+    # A hostile submission never makes the grader blame itself (a batch records grader_error as "crashed: fix
+    # the grader"): whatever the child sends is the student's (a99).
+    blamed = [t.test for t in hostile.tests if t.diagnosis == "grader_error"]
+    assert not blamed, f"{attack.name} made the grader blame itself (grader_error) on: {blamed}"
     got, want = scores_by_test(hostile), scores_by_test(twin)
     assert set(got) == set(want), "the hostile and honest gradings ran different tests"
     gained = {k: (got[k][0], want[k][0]) for k in want if k[0] == attack.target and got[k][0] > want[k][0]}
@@ -142,3 +147,18 @@ def test_the_guards_see_what_an_attack_would_leave(tmp_path):
     assert "sentinel" in found and "accepted a connection" in found
     assert f"pid {sleeper.pid} " in left
     assert not Path(shared, f"{MARKER}-guard-self-test").exists()  # restore() cleaned up
+
+
+def test_read_attack_refuses_a_twin_that_does_not_compile(tmp_path, monkeypatch):
+    """A twin with a SyntaxError (a88's and a89's had a docstring before `from __future__`) would make the
+    attack's comparison vacuous: both score 0 as module_broken. The suite's parser refuses it."""
+    import hostile_helpers
+
+    twins = tmp_path / "twins"
+    twins.mkdir()
+    (twins / "broken.py").write_text('"""one"""\n\n"""two"""\nfrom __future__ import annotations\n')
+    attack = tmp_path / "a99_x.py"
+    attack.write_text('"""Tries: x. Must achieve: nothing."""\nTARGET = "ex1_ratio"\nTWIN = "broken.py"\n')
+    monkeypatch.setattr(hostile_helpers, "TWINS", twins)
+    with pytest.raises(ValueError, match="does not compile"):
+        read_attack(attack)

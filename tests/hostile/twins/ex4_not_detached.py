@@ -1,5 +1,4 @@
-"""Honest twin (issue 19, class 3): the solution with the catalogue's `ex4_gae__not_detached` mistake appended (tests/catalogue/buggy)."""
-
+# Honest twin (issue 19, class 3): the solution with the catalogue's `ex4_gae__not_detached` mistake appended (tests/catalogue/buggy).
 """Exercise 4 (stop 5): generalised advantage estimation and whitening.
 
 Book §5.5 (fig. 5.1, "GAE advantages are whitened to zero mean and unit

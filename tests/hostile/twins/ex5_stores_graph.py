@@ -1,5 +1,4 @@
-"""Honest twin (issue 19, class 3): the solution with the catalogue's `ex5_rollout_buffer__stores_graph` mistake appended (tests/catalogue/buggy)."""
-
+# Honest twin (issue 19, class 3): the solution with the catalogue's `ex5_rollout_buffer__stores_graph` mistake appended (tests/catalogue/buggy).
 """Exercise 5 (stop 4): the rollout buffer and its collect → train → purge clockwork.
 
 Book §5.5.1–5.5.3, eq. 5.13: the buffer stores, per token,
