@@ -103,8 +103,11 @@ class LocalPostgres:
         if self.bindir is None:
             raise PostgresUnavailable("no PostgreSQL server binaries (initdb, pg_ctl, postgres) were found: "
                                       "install them (Debian/Ubuntu: apt-get install postgresql; `make postgres`)")
-        self.folder = Path(tempfile.mkdtemp(prefix="ppo-quiz-pg-"))
         user = self._as_user()
+        parent = Path(tempfile.gettempdir())
+        if user and not all(os.stat(p).st_mode & 0o001 for p in (parent, *parent.parents)):
+            parent = Path("/tmp")  # the unprivileged user must be able to reach its folder
+        self.folder = Path(tempfile.mkdtemp(prefix="ppo-quiz-pg-", dir=parent))
         if user:
             shutil.chown(self.folder, user=user[2])
         data = self.folder / "data"
