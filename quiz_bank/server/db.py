@@ -31,12 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from quiz_bank.server import database
-from quiz_bank.server.schema import answers as A
 from quiz_bank.server.schema import completions as C
 from quiz_bank.server.schema import revocations as R
 from quiz_bank.server.schema import stop_attempts as S
@@ -45,6 +44,7 @@ from quiz_bank.server.schema import students as ST
 SCHEMA_VERSION = 1  # meta.schema_version of the tables (Alembic revisions: quiz_bank/server/migrations)
 ROSTER_COLUMNS = ("student_id", "name", "section", "sis_user_id", "sis_login_id", "canvas_id", "email")
 _START_RETRIES = 20
+_ATTEMPT_COLUMNS = "student_id, stop, attempt, question_order, started_at, finished_at, n_correct, passed"
 
 
 class Conflict(Exception):
@@ -92,10 +92,6 @@ def _key(student_id: str, stop: int, attempt: int | None = None):
     return where + ([S.c.attempt == attempt] if attempt is not None else [])
 
 
-def _answers_of(student_id: str, stop: int, attempt: int):
-    return [A.c.student_id == student_id, A.c.stop == stop, A.c.attempt == attempt]
-
-
 class QuizDB:
     """The server's database (see the module docstring).
 
@@ -130,10 +126,28 @@ class QuizDB:
             with conn.begin():
                 yield conn
 
-    def read(self, statement) -> list[tuple]:
-        """Run one read-only statement (its own short transaction) and return its rows."""
-        with self.engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(statement)]
+    def read(self, sql: str, args: tuple = ()) -> list[tuple]:
+        """Run one read-only query (standard SQL, ``?`` placeholders) and return its rows.
+
+        The hot path of every page: the query goes straight to a pooled DBAPI connection
+        (``engine.raw_connection()``), with no statement compilation; the pool rolls the
+        connection back when it returns, so a read never holds a transaction open.
+        """
+        if self.dialect == "postgresql":
+            sql = sql.replace("?", "%s")
+        raw = self.engine.raw_connection()
+        try:
+            cursor = raw.cursor()
+            cursor.execute(sql, args)
+            rows = [tuple(r) for r in cursor.fetchall()]
+            cursor.close()
+            return rows
+        finally:
+            raw.close()
+
+    def _sql(self, db: Connection, sql: str, args: tuple):
+        """One statement of the answer's hot path as driver SQL (``?`` placeholders, no compilation)."""
+        return db.exec_driver_sql(sql.replace("?", "%s") if self.dialect == "postgresql" else sql, args)
 
     def _insert(self, table):
         return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
@@ -153,16 +167,16 @@ class QuizDB:
 
     def has_roster(self) -> bool:
         """True when any student is on the roster (then only they may sign in)."""
-        return bool(self.read(select(1).select_from(ST).limit(1)))
+        return bool(self.read("SELECT 1 FROM students LIMIT 1"))
 
     def on_roster(self, student_id: str) -> bool:
         """True when ``student_id`` is on the roster."""
-        return bool(self.read(select(1).where(ST.c.student_id == student_id)))
+        return bool(self.read("SELECT 1 FROM students WHERE student_id = ?", (student_id,)))
 
     def roster(self) -> list[dict[str, str]]:
         """Every student of the roster plus every student with an attempt, sorted by id."""
-        rows = {r[0]: dict(zip(ROSTER_COLUMNS, r)) for r in self.read(select(*(ST.c[c] for c in ROSTER_COLUMNS)))}
-        for (sid,) in self.read(select(S.c.student_id).distinct()):
+        rows = {r[0]: dict(zip(ROSTER_COLUMNS, r)) for r in self.read(f"SELECT {', '.join(ROSTER_COLUMNS)} FROM students")}
+        for (sid,) in self.read("SELECT DISTINCT student_id FROM stop_attempts"):
             rows.setdefault(sid, {c: "" for c in ROSTER_COLUMNS} | {"student_id": sid})
         return [rows[k] for k in sorted(rows)]
 
@@ -170,12 +184,15 @@ class QuizDB:
 
     def attempts(self, student_id: str, stop: int | None = None) -> list[StopAttempt]:
         """A student's stop attempts, oldest first (optionally of one stop)."""
-        where = [S.c.student_id == student_id] + ([S.c.stop == stop] if stop is not None else [])
-        return [_attempt(r) for r in self.read(select(S).where(*where).order_by(S.c.stop, S.c.attempt))]
+        sql, args = f"SELECT {_ATTEMPT_COLUMNS} FROM stop_attempts WHERE student_id = ?", (student_id,)
+        if stop is not None:
+            sql, args = sql + " AND stop = ?", args + (stop,)
+        return [_attempt(r) for r in self.read(sql + " ORDER BY stop, attempt", args)]
 
     def all_attempts(self) -> list[StopAttempt]:
         """Every stop attempt of every student."""
-        return [_attempt(r) for r in self.read(select(S).order_by(S.c.student_id, S.c.stop, S.c.attempt))]
+        return [_attempt(r) for r in self.read(f"SELECT {_ATTEMPT_COLUMNS} FROM stop_attempts "
+                                               "ORDER BY student_id, stop, attempt")]
 
     def start_attempt(self, student_id: str, stop: int, order_for, now: float | None = None, may_start=None) -> StopAttempt:
         """The open attempt of (student, stop), or a new one numbered last + 1.
@@ -211,8 +228,8 @@ class QuizDB:
 
     def answers(self, student_id: str, stop: int, attempt: int) -> dict[str, StoredAnswer]:
         """Question id → stored answer, for one attempt."""
-        rows = self.read(select(A.c.question_id, A.c.position, A.c.response, A.c.correct, A.c.answered_at)
-                         .where(*_answers_of(student_id, stop, attempt)).order_by(A.c.position))
+        rows = self.read("SELECT question_id, position, response, correct, answered_at FROM answers "
+                         "WHERE student_id = ? AND stop = ? AND attempt = ? ORDER BY position", (student_id, stop, attempt))
         return {q: StoredAnswer(q, p, json.loads(r), bool(c), t) for q, p, r, c, t in rows}
 
     def record_answer(self, student_id: str, stop: int, attempt: int, question_id: str,
@@ -239,14 +256,17 @@ class QuizDB:
                            "your first answer stands") from None
 
     def _record(self, db: Connection, student_id, stop, attempt, question_id, response, correct, now, passes):
-        row = db.execute(select(S).where(*_key(student_id, stop, attempt)).with_for_update()).first()
+        lock = " FOR UPDATE" if self.dialect == "postgresql" else ""  # SQLite: BEGIN IMMEDIATE already holds the lock
+        row = self._sql(db, f"SELECT {_ATTEMPT_COLUMNS} FROM stop_attempts WHERE student_id = ? AND stop = ? "
+                            f"AND attempt = ?{lock}", (student_id, stop, attempt)).first()
         if row is None:
             raise Conflict(f"attempt {attempt} of stop {stop} does not exist for you; reload the stop's page")
         current = _attempt(row)
         if not current.is_open:
             raise Conflict(f"attempt {attempt} of stop {stop} is already over; your answers to it stand")
-        marks = {q: bool(c) for q, c in db.execute(
-            select(A.c.question_id, A.c.correct).where(*_answers_of(student_id, stop, attempt)))}
+        marks = {q: bool(c) for q, c in self._sql(
+            db, "SELECT question_id, correct FROM answers WHERE student_id = ? AND stop = ? AND attempt = ?",
+            (student_id, stop, attempt))}
         if question_id in marks:
             raise Conflict(f"question {question_id} is already answered in attempt {attempt}; your first answer stands")
         pending = [q for q in current.question_order if q not in marks]
@@ -254,9 +274,10 @@ class QuizDB:
             raise Conflict(f"question {question_id!r} is not in your attempt {attempt} of stop {stop}")
         if pending[0] != question_id:
             raise Conflict(f"question {question_id} is not the next question of attempt {attempt}; reload the stop's page")
-        db.execute(A.insert().values(student_id=student_id, stop=stop, attempt=attempt, question_id=question_id,
-                                     position=current.question_order.index(question_id) + 1,
-                                     response=json.dumps(response), correct=int(correct), answered_at=now))
+        self._sql(db, "INSERT INTO answers (student_id, stop, attempt, question_id, position, response, correct, "
+                      "answered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                  (student_id, stop, attempt, question_id, current.question_order.index(question_id) + 1,
+                   json.dumps(response), int(correct), now))
         if len(pending) > 1:
             return current
         marks[question_id] = bool(correct)
@@ -280,19 +301,19 @@ class QuizDB:
 
     def revoked_before(self, student_id: str) -> float | None:
         """The time before which this id's tokens are revoked (None when never revoked)."""
-        rows = self.read(select(R.c.not_before).where(R.c.student_id == student_id))
+        rows = self.read("SELECT not_before FROM revocations WHERE student_id = ?", (student_id,))
         return rows[0][0] if rows else None
 
     def completed_stops(self, student_id: str) -> set[int]:
         """Stops the student has passed at 100%."""
-        return {s for (s,) in self.read(select(C.c.stop).where(C.c.student_id == student_id))}
+        return {s for (s,) in self.read("SELECT stop FROM completions WHERE student_id = ?", (student_id,))}
 
     def all_answers(self) -> list[tuple[str, int, int, str, Any, bool]]:
         """(student, stop, attempt, question id, response, correct) for every stored answer."""
-        rows = self.read(select(A.c.student_id, A.c.stop, A.c.attempt, A.c.question_id, A.c.response, A.c.correct)
-                         .order_by(A.c.student_id, A.c.stop, A.c.attempt, A.c.position))
+        rows = self.read("SELECT student_id, stop, attempt, question_id, response, correct FROM answers "
+                         "ORDER BY student_id, stop, attempt, position")
         return [(s, st, a, q, json.loads(r), bool(c)) for s, st, a, q, r, c in rows]
 
     def count_answers(self) -> int:
         """How many answers are stored (tests and benchmarks)."""
-        return self.read(select(func.count()).select_from(A))[0][0]
+        return self.read("SELECT COUNT(*) FROM answers")[0][0]
