@@ -157,3 +157,15 @@ def test_a_damaged_backup_is_refused_and_restores_nothing(tmp_path):
     with pytest.raises(BackupError, match="answers does not match"):
         restore(fresh, file)
     assert fresh.count_answers() == 0 and fresh.all_attempts() == []
+
+
+def test_serve_refuses_an_unreachable_or_foreign_database_and_zero_workers(run_cli, tmp_path):
+    secret = tmp_path / "quiz.secret"
+    base = ["quiz", "serve", "--secret-file", secret, "--port", "1"]
+    code, _, err = run_cli(base + ["--db", "postgresql://quiz:hunter2@127.0.0.1:1/none"])
+    assert code == 2 and "cannot open the quiz store postgresql://quiz:***@127.0.0.1:1/none" in err
+    assert "hunter2" not in err  # the password never reaches the log
+    code, _, err = run_cli(base + ["--db", "mysql://quiz@127.0.0.1/none"])
+    assert code == 2 and "only an SQLite file or a postgresql:// URL" in err
+    code, _, err = run_cli(base + ["--db", tmp_path / "q.sqlite", "--workers", "0"])
+    assert code == 2 and "--workers must be at least 1" in err
