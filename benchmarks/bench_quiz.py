@@ -144,12 +144,21 @@ async def _load(port: int, students: list[str], plan: dict[str, list[dict]], pag
             await release.wait()
             for data in plan[s]:
                 t0 = time.perf_counter()
-                response = await client.post(f"/stop/{STOP}/answer", data=data, headers=cookies[s])
+                try:
+                    response = await client.post(f"/stop/{STOP}/answer", data=data, headers=cookies[s])
+                except httpx.TransportError:
+                    failures += 1
+                    continue
                 latencies.append(time.perf_counter() - t0)
                 if response.status_code != 200 or "Right." not in response.text:
                     failures += 1
                 if pages:
-                    await client.get(f"/stop/{STOP}", headers=cookies[s])
+                    for _ in range(3):  # a page load is idempotent: retried on a dropped connection
+                        try:
+                            await client.get(f"/stop/{STOP}", headers=cookies[s])
+                            break
+                        except httpx.TransportError:
+                            continue
 
         tasks = [asyncio.create_task(run(s)) for s in students]
         await asyncio.sleep(0)
@@ -225,6 +234,47 @@ def profile_summary(raw: Path, top: int = 12) -> list[str]:
     return lines
 
 
+def run_server(args, store: str, workers: int, workdir: Path, db: str, service: QuizService,
+               profiler) -> tuple[list[dict], list[str]]:
+    """One server (``store``, ``workers``) through every load level; returns (results, profile lines)."""
+    n_questions = len(service.bank.questions(STOP))
+    warm = [f"warm-{i:02d}" for i in range(4 * workers)]
+    everyone = warm + [f"b{n}-{i:04d}" for n in args.students for i in range(n)]
+    results, profile_lines = [], []
+    proc, port = start_server(workdir, db, everyone, workers)
+    try:
+        # Untimed warm-up: each worker's first answers import and compile what the answer path uses.
+        warm_answers = one_level(port, db, service, warm, 3, pages=True)["answers"]
+        for n in args.students:
+            k = args.answers or (n_questions if args.full else FAST_K.get(n, 1))
+            spy = None
+            if profiler is not None and (store, workers, n) == profiler[1]:
+                raw = workdir / "profile.txt"
+                spy = subprocess.Popen([profiler[0], "record", "--pid", str(proc.pid), "--subprocesses", "--format",
+                                        "raw", "--rate", "200", "--nonblocking", "-o", str(raw)],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            result = one_level(port, db, service, [f"b{n}-{i:04d}" for i in range(n)], k, pages=not args.no_pages)
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(timeout=60)
+                profile_lines = [f"where the server's time goes (py-spy, {store}, {workers} process(es), "
+                                 f"{n} students):"] + profile_summary(raw)
+            result.update(store=store, workers=workers, per_student=k, load1=round(os.getloadavg()[0], 2))
+            results.append(result)
+            print(f"{store:10s} workers={workers} students={n:5d} answers={result['answers']:6d} "
+                  f"answers/s={result['answers_per_s']:7.1f} p50={result['p50_ms']:7.1f} ms "
+                  f"p95={result['p95_ms']:7.1f} ms failures={result['failures']} load={result['load1']}", flush=True)
+    finally:
+        stop_server(proc)
+    stored, distinct = _stored(db)
+    expected = warm_answers + sum(r["answers"] for r in results)
+    print(f"{store:10s} workers={workers}: stored {stored} answers ({distinct} distinct, expected {expected})",
+          flush=True)
+    if results and not stored == distinct == expected:
+        results[-1]["failures"] += 1
+    return results, profile_lines
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the matrix and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -239,12 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     bank = load_bank()
     service = QuizService(bank, db=None, policy=None)
-    n_questions = len(bank.questions(STOP))
     py_spy = shutil.which("py-spy") or (str(Path(sys.executable).with_name("py-spy"))
                                         if Path(sys.executable).with_name("py-spy").exists() else None)
     want_profile = args.profile == "on" or (args.profile == "auto" and py_spy is not None)
     profiled = (("postgresql" if "postgresql" in args.stores else args.stores[0]), max(args.workers),
                 sorted(args.students)[len(args.students) // 2])
+    profiler = (py_spy, profiled) if want_profile and py_spy else None
     results, profile_lines = [], []
     print(f"load before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"(1/5/15 min) on {os.cpu_count()} cores", flush=True)
@@ -260,45 +310,9 @@ def main(argv: list[str] | None = None) -> int:
                     workdir = Path(tempfile.mkdtemp(dir=tmp))
                     db = (str(workdir / "quiz.sqlite") if store == "sqlite"
                           else pg.create_database(f"bench_{store}_{workers}_{int(time.time() * 1000) % 10**8}"))
-                    warm = [f"warm-{i:02d}" for i in range(4 * workers)]
-                    everyone = warm + [f"b{n}-{i:04d}" for n in args.students for i in range(n)]
-                    proc, port = start_server(workdir, db, everyone, workers)
-                    try:
-                        # Untimed warm-up: each worker's first answers import and compile what the answer path uses.
-                        warmed = one_level(port, db, service, warm, 3, pages=True)
-                        warm_answers = warmed["answers"]
-                        for n in args.students:
-                            k = args.answers or (n_questions if args.full else FAST_K.get(n, 1))
-                            spy = None
-                            if want_profile and (store, workers, n) == profiled and py_spy:
-                                raw = workdir / "profile.txt"
-                                spy = subprocess.Popen([py_spy, "record", "--pid", str(proc.pid), "--subprocesses",
-                                                        "--format", "raw", "--rate", "200", "--nonblocking",
-                                                        "-o", str(raw)], stdout=subprocess.DEVNULL,
-                                                       stderr=subprocess.DEVNULL)
-                            result = one_level(port, db, service, [f"b{n}-{i:04d}" for i in range(n)], k,
-                                               pages=not args.no_pages)
-                            if spy is not None:
-                                spy.send_signal(signal.SIGINT)
-                                spy.wait(timeout=60)
-                                profile_lines = [f"where the server's time goes (py-spy, {store}, {workers} "
-                                                 f"process(es), {n} students):"] + profile_summary(raw)
-                            result.update(store=store, workers=workers, per_student=k,
-                                          load1=round(os.getloadavg()[0], 2))
-                            results.append(result)
-                            print(f"{store:10s} workers={workers} students={n:5d} answers={result['answers']:6d} "
-                                  f"answers/s={result['answers_per_s']:7.1f} p50={result['p50_ms']:7.1f} ms "
-                                  f"p95={result['p95_ms']:7.1f} ms failures={result['failures']} "
-                                  f"load={result['load1']}", flush=True)
-                    finally:
-                        stop_server(proc)
-                    stored, distinct = _stored(db)
-                    expected = warm_answers + sum(r["answers"] for r in results
-                                                  if r["store"] == store and r["workers"] == workers)
-                    print(f"{store:10s} workers={workers}: stored {stored} answers ({distinct} distinct, "
-                          f"expected {expected})", flush=True)
-                    if not stored == distinct == expected:
-                        results[-1]["failures"] += 1
+                    found, lines = run_server(args, store, workers, workdir, db, service, profiler)
+                    results += found
+                    profile_lines = profile_lines or lines
         finally:
             if pg is not None:
                 pg.stop()

@@ -22,6 +22,9 @@ from pathlib import Path
 from fastapi import FastAPI
 
 ENV = "PPO_QUIZ_SERVE"
+#: Idle keep-alive connections stay open this long (uvicorn's 5 s default closes them under a student's
+#: feet while a loaded server is still answering others: the browser's next POST then fails to send).
+KEEP_ALIVE_S = 30
 
 
 @dataclass(frozen=True)
@@ -110,4 +113,4 @@ def run(config: ServeConfig, host: str, port: int, workers: int) -> None:
 
     os.environ[ENV] = config.to_env()
     uvicorn.run("quiz_bank.server.serving:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level="warning")
+                log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
