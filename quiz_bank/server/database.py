@@ -64,7 +64,9 @@ def engine_for(target: str | Path, *, pool_size: int = 8, durable: bool = True) 
     if url.drivername in ("postgresql", "postgres"):
         url = url.set(drivername="postgresql+psycopg")
     options = {} if durable else {"options": "-c synchronous_commit=off"}
-    return create_engine(url, pool_size=pool_size, max_overflow=32, pool_pre_ping=True, connect_args=options)
+    # No pre-ping (a round trip per checkout, and every page checks out several times): connections are
+    # recycled hourly, and a connection the server dropped fails one request and is discarded.
+    return create_engine(url, pool_size=pool_size, max_overflow=32, pool_recycle=3600, connect_args=options)
 
 
 def _sqlite_settings(engine: Engine, durable: bool) -> None:

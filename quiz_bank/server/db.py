@@ -130,19 +130,22 @@ class QuizDB:
         """Run one read-only query (standard SQL, ``?`` placeholders) and return its rows.
 
         The hot path of every page: the query goes straight to a pooled DBAPI connection
-        (``engine.raw_connection()``), with no statement compilation; the pool rolls the
-        connection back when it returns, so a read never holds a transaction open.
+        (``engine.raw_connection()``), with no statement compilation, in autocommit (SQLite:
+        no BEGIN; PostgreSQL: autocommit while it reads), so a read never holds a transaction open.
         """
-        if self.dialect == "postgresql":
-            sql = sql.replace("?", "%s")
+        pg = self.dialect == "postgresql"
         raw = self.engine.raw_connection()
         try:
+            if pg:  # one round trip: no BEGIN, and nothing for the pool's rollback to send back
+                raw.driver_connection.autocommit = True
             cursor = raw.cursor()
-            cursor.execute(sql, args)
+            cursor.execute(sql.replace("?", "%s") if pg else sql, args)
             rows = [tuple(r) for r in cursor.fetchall()]
             cursor.close()
             return rows
         finally:
+            if pg and not raw.driver_connection.closed:
+                raw.driver_connection.autocommit = False
             raw.close()
 
     def _sql(self, db: Connection, sql: str, args: tuple):
