@@ -13,6 +13,7 @@ the database (``quiz_bank.server.db``), so any worker may serve any request.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from contextlib import asynccontextmanager
@@ -25,6 +26,9 @@ ENV = "PPO_QUIZ_SERVE"
 #: Idle keep-alive connections stay open this long (uvicorn's 5 s default closes them under a student's
 #: feet while a loaded server is still answering others: the browser's next POST then fails to send).
 KEEP_ALIVE_S = 30
+#: uvicorn's supervisor kills a worker that does not answer its health ping within this time (default 5 s);
+#: a worker busy on a loaded machine is slow, not hung: killing it would drop its students' connections.
+HEALTHCHECK_S = 60
 
 
 @dataclass(frozen=True)
@@ -112,5 +116,8 @@ def run(config: ServeConfig, host: str, port: int, workers: int) -> None:
     import uvicorn
 
     os.environ[ENV] = config.to_env()
+    extra = {}
+    if "timeout_worker_healthcheck" in inspect.signature(uvicorn.run).parameters:
+        extra["timeout_worker_healthcheck"] = HEALTHCHECK_S
     uvicorn.run("quiz_bank.server.serving:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)
+                log_level="warning", timeout_keep_alive=KEEP_ALIVE_S, **extra)
