@@ -210,7 +210,7 @@ def _stored(db: str) -> tuple[int, int]:
 
 
 def profile_summary(raw: Path, top: int = 12) -> list[str]:
-    """Where the server's samples went: by layer (any frame of the stack) and by leaf function (self time)."""
+    """Where the server's samples went: by layer (the innermost one on each stack) and by leaf function (self time)."""
     layers = {"database driver (sqlite3/psycopg)": ("sqlite3", "psycopg"),
               "SQLAlchemy": ("sqlalchemy/",), "templates (jinja2)": ("jinja2/",),
               "quiz engine (render, check)": ("quiz_bank/engine", "quiz_bank/variants", "quiz_bank/parsing",
@@ -226,9 +226,10 @@ def profile_summary(raw: Path, top: int = 12) -> list[str]:
         n, frames = int(count), stack.split(";")
         total += n
         by_leaf[frames[-1]] += n
-        for name, needles in layers.items():
-            if any(needle in frame for frame in frames for needle in needles):
-                by_layer[name] += n
+        # Each sample counts once, for the innermost layer on its stack (the framework is at every stack's root).
+        layer = next((name for frame in reversed(frames) for name, needles in layers.items()
+                      if any(needle in frame for needle in needles)), "other (idle waits, the event loop, Python)")
+        by_layer[layer] += n
     if not total:
         return ["  (no samples)"]
     lines = [f"  {100 * c / total:5.1f}%  {name}" for name, c in by_layer.most_common()]
