@@ -332,8 +332,7 @@ def measure(bank, policy, stops, bots, students: int, cap: int, index, checker=N
     from quiz_bank.server.quiz import QuizService
 
     workdir = Path(workdir or tempfile.mkdtemp(prefix="quiz-integrity-"))
-    db = QuizDB(workdir / "bench.sqlite")
-    db._connection().execute("PRAGMA synchronous=OFF")  # a benchmark database: no fsync per answer
+    db = QuizDB(workdir / "bench.sqlite", durable=False)  # a benchmark database: no fsync per answer
     service = QuizService(bank, db, policy, checker)
     table: dict = {}
     for stop in stops:

@@ -107,13 +107,14 @@ def quiz_completion(quiz_db: Path | None, student_ids: Iterable[str]) -> QuizCom
     every_stop = set(range(1, N_STOPS + 1))
     with contextlib.closing(sqlite3.connect(f"file:{quiz_db}?mode=ro", uri=True)) as probe:
         tables = {name for (name,) in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        attempts = "stop_attempts" if "stop_attempts" in tables else "attempts"
+        served = {"meta", "answers", "stop_attempts"} <= tables  # `quiz take`'s store has no meta/answers
+        attempts = "stop_attempts" if served else "attempts"
         known = {sid for (sid,) in probe.execute(
             f"SELECT student_id FROM {attempts} UNION SELECT student_id FROM completions")}  # noqa: S608 - fixed names
-    if attempts == "stop_attempts":  # the quiz server's database (`ppo-course quiz serve --db`)
+    if served:  # the quiz server's database (`ppo-course quiz serve --db`), read as it is (no migration)
         from quiz_bank.server.db import QuizDB
 
-        server_db = QuizDB(quiz_db)
+        server_db = QuizDB(quiz_db, migrate=False)
         done = {sid: server_db.completed_stops(sid) >= every_stop for sid in ids}
     else:
         from quiz_bank.storage import AttemptStore  # `quiz take`'s local store

@@ -86,12 +86,12 @@ def run(args: argparse.Namespace) -> int:
         "take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
         "status": _status, "validate": _validate, "export-public": _export,
     }
-    if verb in ("serve", "tokens", "revoke", "export"):
+    if verb in ("serve", "tokens", "revoke", "export", "migrate", "backup", "restore"):
         from quiz_bank.server import cli as server_cli
 
         handlers[verb] = getattr(server_cli, verb)
     if verb not in handlers:
-        print("usage: ppo-course quiz {take,key,grade,grade-batch,status,validate,export-public,serve,tokens,revoke,export} ...",
+        print("usage: ppo-course quiz {take,key,grade,grade-batch,status,validate,export-public,serve,tokens,revoke,export,migrate,backup,restore} ...",
               file=sys.stderr)
         return 2
     from quiz_bank.engine import KeysUnavailable, ResponsesError

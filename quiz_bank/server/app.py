@@ -70,7 +70,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
     """The quiz application.
 
     Args:
-        bank: the instructor bank (keys installed). db_path: the SQLite file.
+        bank: the instructor bank (keys installed). db_path: the store: an SQLite file or a ``postgresql://`` URL.
         secret: the token-signing secret (``auth.load_secret``). roster: rows to load (optional).
         policy: attempt policies (default: the course's file). checker: a SymbolicChecker (optional).
         trust_proxy: believe ``X-Forwarded-Proto``/``-Host`` (only behind your own reverse proxy).

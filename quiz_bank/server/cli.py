@@ -1,8 +1,11 @@
-"""``ppo-course quiz serve | tokens | revoke | export``: run the server, issue and revoke sign-in tokens, export the gradebook.
+"""``ppo-course quiz serve | tokens | revoke | export | migrate | backup | restore``: the quiz server's verbs.
 
-Defaults keep the three in step: the database ``quiz.sqlite`` and the secret
-``quiz.secret`` in the working directory (override with ``--db`` and
-``--secret-file``).
+Run the server, issue and revoke sign-in tokens, export the gradebook, bring
+the store's schema up to date, back it up and restore it. Defaults keep them
+in step: the database ``quiz.sqlite`` and the secret ``quiz.secret`` in the
+working directory (override with ``--db`` and ``--secret-file``). ``--db``
+takes an SQLite file (the embedded default) or a ``postgresql://`` URL
+(``quiz_bank.server.database``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import csv
 import sys
 from pathlib import Path
 
-DEFAULT_DB = Path("quiz.sqlite")
+DEFAULT_DB = "quiz.sqlite"
+DB_HELP = "SQLite file (default ./quiz.sqlite) or postgresql://user[:password]@host[:port]/database"
 DEFAULT_SECRET = Path("quiz.secret")
 
 
@@ -22,7 +26,8 @@ def add_arguments(verbs) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--roster", type=Path, default=None, help="roster CSV (student_id[, name, section, sis_user_id, sis_login_id, canvas_id, email])")
-    serve.add_argument("--db", type=Path, default=DEFAULT_DB, help="SQLite file (default ./quiz.sqlite)")
+    serve.add_argument("--db", default=DEFAULT_DB, help=DB_HELP)
+    serve.add_argument("--workers", type=int, default=1, help="server processes behind the one database (default 1)")
     serve.add_argument("--secret-file", type=Path, default=DEFAULT_SECRET, help="token-signing secret (default ./quiz.secret, created if missing)")
     serve.add_argument("--policy", type=Path, default=None, help="attempt policy YAML (default: the course's)")
     serve.add_argument("--bank", type=Path, default=None, help="question bank folder (default: the installed bank)")
@@ -43,14 +48,24 @@ def add_arguments(verbs) -> None:
 
     revoke = verbs.add_parser("revoke", help="TA: refuse every token issued so far to these ids (issue new ones with `quiz tokens`)")
     revoke.add_argument("ids", nargs="+", metavar="ID", help="student (or instructor) ids")
-    revoke.add_argument("--db", type=Path, default=DEFAULT_DB, help="the server's SQLite file (default ./quiz.sqlite)")
+    revoke.add_argument("--db", default=DEFAULT_DB, help="the server's " + DB_HELP)
 
     export = verbs.add_parser("export", help="TA: the quiz gradebook from the server's database (csv, canvas, moodle)")
-    export.add_argument("--db", type=Path, default=DEFAULT_DB)
+    export.add_argument("--db", default=DEFAULT_DB, help=DB_HELP)
     export.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv")
     export.add_argument("--out", type=Path, required=True)
     export.add_argument("--roster", type=Path, default=None, help="roster CSV to merge in first (names, SIS ids, emails)")
     export.add_argument("--bank", type=Path, default=None)
+
+    migrate = verbs.add_parser("migrate", help="TA: bring the server's database to the newest schema (serve does it too)")
+    migrate.add_argument("--db", default=DEFAULT_DB, help=DB_HELP)
+    backup = verbs.add_parser("backup", help="TA: the quiz store (SQLite or PostgreSQL) to one JSON file, atomically")
+    backup.add_argument("file", type=Path)
+    backup.add_argument("--db", default=DEFAULT_DB, help=DB_HELP)
+    restore = verbs.add_parser("restore", help="TA: a backup file into an empty store (SQLite or PostgreSQL)")
+    restore.add_argument("file", type=Path)
+    restore.add_argument("--db", default=DEFAULT_DB, help=DB_HELP)
+    restore.add_argument("--force", action="store_true", help="replace what the store holds")
 
 
 def _server_missing() -> int:
@@ -60,33 +75,30 @@ def _server_missing() -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Run the server until Ctrl-C."""
+    """Migrate the store, load the roster, then run ``--workers`` uvicorn processes until Ctrl-C."""
     try:
-        import uvicorn
-
-        from quiz_bank.server.app import create_app
+        from quiz_bank.server import database, serving
         from quiz_bank.server.auth import AuthError, load_secret, read_roster
         from quiz_bank.server.policy import load_policy
     except ImportError:
         return _server_missing()
     from quiz_bank.loader import keys_installed, load_bank
-    from quiz_bank.symbolic import SymbolicChecker
 
     bank = load_bank(args.bank)
     if not (keys_installed() and bank.has_fixed_keys):
         print("error: the quiz server needs the answer keys (an instructor install)", file=sys.stderr)
         return 2
-    # The computed answer keys run ppo_reference on torch; importing it before the server listens keeps
-    # a student's first such answer from waiting for the import (13-20 s measured on a loaded 2-core machine).
-    import ppo_reference  # noqa: F401
+    if args.workers < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return 2
     try:
-        secret = load_secret(args.secret_file, create=True)
+        load_secret(args.secret_file, create=True)
         roster = read_roster(args.roster) if args.roster else None
-        policy = load_policy(args.policy) if args.policy else None
+        if args.policy:
+            load_policy(args.policy)
     except (AuthError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    lti_tool = None
     if args.lti is not None:
         try:
             from grader.lti.registry import RegistryError
@@ -105,11 +117,20 @@ def serve(args: argparse.Namespace) -> int:
             print(f"warning: {lti_tool.base_url} is plain http on a host that is not this machine: browsers keep the "
                   "launch's state cookie only for a platform on the same site; serve the tool over https "
                   "(docs/lti.md)", file=sys.stderr, flush=True)
-    with SymbolicChecker() as checker:
-        app = create_app(bank, args.db, secret, roster=roster, policy=policy, checker=checker,
-                         trust_proxy=args.trust_proxy, session_hours=args.session_hours, lti_tool=lti_tool)
-        print(f"quiz server on http://{args.host}:{args.port}/ (database {args.db}); Ctrl-C stops it", flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    config = serving.ServeConfig(
+        db=str(args.db), secret_file=str(args.secret_file.resolve()), policy=str(args.policy) if args.policy else None,
+        bank=str(args.bank) if args.bank else None, trust_proxy=args.trust_proxy, session_hours=args.session_hours,
+        lti=str(args.lti) if args.lti else None, base_url=args.base_url or f"http://{args.host}:{args.port}")
+    try:
+        before, after = serving.prepare(config, roster)
+    except Exception as exc:  # noqa: BLE001 - an unreachable or foreign database: say so, exit 2
+        print(f"error: cannot open the quiz store {database.describe(args.db)}: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return 2
+    schema = f"schema {after}" + (f", upgraded from {before}" if before != after else "")
+    print(f"quiz server on http://{args.host}:{args.port}/ (database {database.describe(args.db)}, {schema}, "
+          f"{args.workers} worker(s)); Ctrl-C stops it", flush=True)
+    serving.run(config, args.host, args.port, args.workers)
     return 0
 
 
@@ -152,9 +173,8 @@ def revoke(args: argparse.Namespace) -> int:
         from quiz_bank.server.db import QuizDB
     except ImportError:
         return _server_missing()
-    if not args.db.exists():
-        print(f"error: {args.db} does not exist (the server's --db)", file=sys.stderr)
-        return 2
+    if (missing := _missing_store(args.db)) is not None:
+        return missing
     db = QuizDB(args.db)
     for sid in args.ids:
         db.revoke(sid)
@@ -173,9 +193,8 @@ def export(args: argparse.Namespace) -> int:
         return _server_missing()
     from quiz_bank.loader import load_bank
 
-    if not args.db.exists():
-        print(f"error: {args.db} does not exist (the server's --db)", file=sys.stderr)
-        return 2
+    if (missing := _missing_store(args.db)) is not None:
+        return missing
     db = QuizDB(args.db)
     try:
         if args.roster:
@@ -194,6 +213,59 @@ def export(args: argparse.Namespace) -> int:
     header_rows = 2 if args.format == "canvas" else 1  # Canvas's "Points Possible" row is not a student
     students = max(text.count(chr(10)) - header_rows, 0)
     print(f"wrote the quiz gradebook ({args.format}, {students} student row(s)) to {args.out}")
+    return 0
+
+
+def _missing_store(target: str) -> int | None:
+    """Exit code 2 with a message when ``--db`` names an SQLite file that does not exist (None otherwise)."""
+    from quiz_bank.server.database import is_url
+
+    if not is_url(target) and not Path(target).exists():
+        print(f"error: {target} does not exist (the server's --db)", file=sys.stderr)
+        return 2
+    return None
+
+
+def migrate(args: argparse.Namespace) -> int:
+    """Upgrade the store's schema to the newest Alembic revision (the server also does it at start)."""
+    from quiz_bank.server import database
+
+    if not database.is_url(args.db) and not Path(args.db).exists():
+        print(f"note: {args.db} does not exist; creating it")
+    before, after = database.migrate(database.engine_for(args.db))
+    word = "already at" if before == after else f"upgraded from {before or 'an empty store'} to"
+    print(f"quiz store {database.describe(args.db)}: {word} schema revision {after}")
+    return 0
+
+
+def backup(args: argparse.Namespace) -> int:
+    """Write the whole store to FILE (one consistent snapshot, written atomically)."""
+    from quiz_bank.server.backup import backup as write_backup
+    from quiz_bank.server.database import describe
+    from quiz_bank.server.db import QuizDB
+
+    if (missing := _missing_store(args.db)) is not None:
+        return missing
+    counts = write_backup(QuizDB(args.db), args.file)
+    print(f"backed up {describe(args.db)} to {args.file}: {counts['answers']} answer(s), "
+          f"{counts['stop_attempts']} attempt(s), {counts['students']} roster student(s)")
+    return 0
+
+
+def restore(args: argparse.Namespace) -> int:
+    """Load FILE into an empty store (``--force``: replace what it holds)."""
+    from quiz_bank.server.backup import BackupError
+    from quiz_bank.server.backup import restore as load_backup
+    from quiz_bank.server.database import describe
+    from quiz_bank.server.db import QuizDB
+
+    try:
+        counts = load_backup(QuizDB(args.db), args.file, force=args.force)
+    except BackupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"restored {args.file} into {describe(args.db)}: {counts['answers']} answer(s), "
+          f"{counts['stop_attempts']} attempt(s)")
     return 0
 
 

@@ -102,3 +102,41 @@ def quiz_server(tmp_path, bank, checker):
         return app, sign_in
 
     return make
+
+
+# ---------------------------------------------------------------- the quiz store on PostgreSQL
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for the session (``quiz_bank.server.pg_local``): initdb in a temporary folder,
+    loopback, a free port; stopped at the end. No binaries: skip, except under CI=true, where it fails."""
+    import os
+
+    from quiz_bank.server.pg_local import LocalPostgres, PostgresUnavailable, find_bindir
+
+    if find_bindir() is None:
+        reason = ("no PostgreSQL server binaries found (pg_config --bindir, /usr/lib/postgresql/*/bin, PATH): "
+                  "`make postgres` installs them (apt-get install postgresql)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason + "; CI=true needs them", pytrace=False)
+        pytest.skip(reason)
+    server = LocalPostgres()
+    try:
+        server.start()
+    except PostgresUnavailable as exc:
+        pytest.fail(f"PostgreSQL would not start: {exc}", pytrace=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def store_target(request, tmp_path):
+    """store_target(kind) -> a fresh, empty quiz store: an SQLite path or a new PostgreSQL database's URL."""
+    import uuid
+
+    def make(kind: str) -> str:
+        if kind == "sqlite":
+            return str(tmp_path / f"quiz-{uuid.uuid4().hex[:8]}.sqlite")
+        return request.getfixturevalue("postgres").create_database(f"quiz_{uuid.uuid4().hex[:12]}")
+
+    return make

@@ -80,11 +80,14 @@ def answer_stop(client, service, student: str, stop: int, wrong: set[int] = froz
 
 import csv
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import httpx
 
 SECRET_TEXT = "0123456789abcdef" * 4  # a fixed test secret (64 characters)
 SERVER_SECRET = SECRET_TEXT.encode("ascii")
@@ -108,14 +111,20 @@ def write_roster(path: Path, student_ids) -> Path:
 
 
 class ServerProcess:
-    """``ppo-course quiz serve`` in a child process on a loopback port (cooldown 0), for crash/load/browser tests."""
+    """``ppo-course quiz serve`` in a child process on a loopback port (cooldown 0), for crash/load/browser tests.
 
-    def __init__(self, workdir: Path, student_ids, port: int | None = None, *,
-                 policy: str = "default: {mode: cooldown, cooldown_s: 0}\n", roster: Path | None = None,
-                 extra_args: tuple[str, ...] = ()) -> None:
+    ``db``: an SQLite path or a PostgreSQL URL (default ``workdir/quiz.sqlite``); ``workers``: server processes.
+    The server runs in its own process group, so :meth:`kill` SIGKILLs uvicorn's supervisor and every worker.
+    ``policy``, ``roster`` and ``extra_args`` replace the cooldown-0 policy, the generated roster and add flags.
+    """
+
+    def __init__(self, workdir: Path, student_ids, port: int | None = None, db: str | Path | None = None,
+                 workers: int = 1, *, policy: str = "default: {mode: cooldown, cooldown_s: 0}\n",
+                 roster: Path | None = None, extra_args: tuple[str, ...] = ()) -> None:
         self.workdir = Path(workdir)
         self.port = port or free_port()
-        self.db = self.workdir / "quiz.sqlite"
+        self.db = db or self.workdir / "quiz.sqlite"
+        self.workers = workers
         self.secret = self.workdir / "quiz.secret"
         if not self.secret.exists():
             self.secret.write_text(SECRET_TEXT + "\n", encoding="ascii")
@@ -136,26 +145,31 @@ class ServerProcess:
         argv = [sys.executable, "-c", "import sys; from ppo_course.cli import main; sys.exit(main())",
                 "quiz", "serve", "--host", "127.0.0.1", "--port", str(self.port), "--db", str(self.db),
                 "--secret-file", str(self.secret), "--roster", str(self.roster), "--policy", str(self.policy),
-                *self.extra_args]
+                "--workers", str(self.workers), *self.extra_args]
         env = dict(os.environ, OMP_NUM_THREADS="1")
         self._log_fh = open(self.log, "ab")
-        self.proc = subprocess.Popen(argv, stdout=self._log_fh, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+        self.proc = subprocess.Popen(argv, stdout=self._log_fh, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
+                                     start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the quiz server exited with {self.proc.returncode}:\n{self.log.read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            try:  # an HTTP answer, not only an open socket: with --workers uvicorn's parent listens first
+                if httpx.get(self.url + "/login", timeout=2.0).status_code == 200:
                     return self
-            except OSError:
-                time.sleep(0.2)
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
         self.kill()
         raise RuntimeError(f"the quiz server did not start within {timeout_s} s:\n{self.log.read_text()}")
 
     def kill(self) -> None:
-        """SIGKILL the server (a crash: no shutdown handler runs)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+        """SIGKILL the server and its workers (a crash: no shutdown handler runs)."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.proc.wait(timeout=30)
         if getattr(self, "_log_fh", None):
             self._log_fh.close()

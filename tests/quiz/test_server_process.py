@@ -1,8 +1,9 @@
-"""The quiz server as a real process on loopback: killed mid-attempt and restarted, and 50 students at once.
+"""The quiz server as a real process on loopback: killed mid-attempt and restarted, and students at once.
 
 Fast profile: the crash test answers a few questions; the load test has 50
-students answer 3 questions each (150 answers) plus one deliberate double
-submission each. ``benchmarks/bench_quiz.py`` measures throughput and latency.
+students (SQLite) or 24 (PostgreSQL) answer 3 questions each, through two
+server processes, with one deliberate double submission and one double start
+each. ``benchmarks/bench_quiz.py`` measures throughput and latency.
 """
 
 from __future__ import annotations
@@ -69,8 +70,29 @@ def test_killing_the_server_mid_attempt_loses_no_committed_answer_and_counts_not
         restarted.kill()
 
 
-def test_fifty_students_at_once_every_answer_stored_exactly_once(tmp_path, bank):
-    students = [f"s{i:02d}" for i in range(50)]
+# One server start per store (a start costs most of such a test); one process is covered by the kill tests.
+RACES = [pytest.param("sqlite", 2, 50, id="sqlite-2proc-50"),
+         pytest.param("postgresql", 2, 24, id="postgresql-2proc-24", marks=pytest.mark.xdist_group("postgres"))]
+
+
+def _count(server: ServerProcess, sql: str) -> list[tuple]:
+    from sqlalchemy import text
+
+    from quiz_bank.server.database import engine_for
+
+    engine = engine_for(server.db)
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(text(sql))]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("kind,workers,n_students", RACES)
+def test_students_at_once_every_answer_stored_exactly_once(kind, workers, n_students, tmp_path, bank, store_target):
+    """Students answer at once, each double-clicking one answer and starting the stop twice at once:
+    one attempt and one answer each, whichever server process took which request."""
+    students = [f"s{i:02d}" for i in range(n_students)]
     service = offline_service(bank)
     errors: list[str] = []
     barrier = threading.Barrier(len(students))
@@ -79,7 +101,12 @@ def test_fifty_students_at_once_every_answer_stored_exactly_once(tmp_path, bank)
         try:
             client = _client(server, student)
             barrier.wait(timeout=120)
-            assert client.post("/stop/1/start").status_code == 200
+            starts = []
+            pair = [threading.Thread(target=lambda: starts.append(client.post("/stop/1/start").status_code))
+                    for _ in range(2)]
+            [t.start() for t in pair]
+            [t.join() for t in pair]
+            assert starts == [200, 200], starts  # both land on the one open attempt
             for i in range(3):
                 attempt, qid = current_question(client.get("/stop/1").text)
                 data = {"student": student, "attempt": str(attempt), "question": qid,
@@ -97,12 +124,13 @@ def test_fifty_students_at_once_every_answer_stored_exactly_once(tmp_path, bank)
         except Exception as exc:  # collected, reported below
             errors.append(f"{student}: {type(exc).__name__}: {exc}")
 
-    with ServerProcess(tmp_path, students) as server:
+    with ServerProcess(tmp_path, students, db=store_target(kind), workers=workers) as server:
         threads = [threading.Thread(target=student_run, args=(s,)) for s in students]
         [t.start() for t in threads]
         [t.join(timeout=600) for t in threads]
     assert not errors, "\n".join(errors[:5])
-    per_student = dict(_rows(server.db, "SELECT student_id, COUNT(*) FROM answers GROUP BY student_id"))
+    per_student = dict(_count(server, "SELECT student_id, COUNT(*) FROM answers GROUP BY student_id"))
     assert per_student == {s: 3 for s in students}
-    assert _rows(server.db, "SELECT COUNT(*) FROM stop_attempts") == [(50,)]
-    assert _rows(server.db, "SELECT COUNT(*) FROM (SELECT DISTINCT student_id, question_id FROM answers)") == [(150,)]
+    assert _count(server, "SELECT COUNT(*) FROM stop_attempts") == [(n_students,)]
+    assert _count(server, "SELECT COUNT(*) FROM (SELECT DISTINCT student_id, question_id FROM answers) AS d") == [
+        (3 * n_students,)]
