@@ -5,7 +5,7 @@
 
 1. :func:`discover` lists the students (a sub-folder or a ``.zip``; its name is
    the student id). Duplicated ids are rejected, stray files skipped.
-2. :func:`stage_submission` (``grader.intake``, the one intake of every path) checks one submission *before* anything is
+2. :func:`stage_submission` (``grader.intake.submission``, the one intake of every path) checks one submission *before* anything is
    unpacked (size from ``stat`` / the zip's headers, path traversal, symlinks
    out of the submission, zip bombs, non-UTF-8 names, NUL bytes) and copies
    the acceptable files into a clean staging folder. A bad submission raises
@@ -17,8 +17,8 @@
    hang or memory blow-up of one student's grading cannot touch another's.
    The worker itself is trusted; the student code runs further down, in the
    sandbox that ``grade_submission`` uses (ARCHITECTURE.md "The sandbox").
-4. The worker's typed result becomes one ``grader.outcome.StudentOutcome``
-   (``--never-lower`` applied to it, typed: ``grader.regrade.never_lower``);
+4. The worker's typed result becomes one ``grader.records.outcome.StudentOutcome``
+   (``--never-lower`` applied to it, typed: ``grader.reports.regrade.never_lower``);
    ``OUT_DIR/<student>/results.json`` and ``feedback.md`` are written from it
    atomically as each student finishes, then ``batch.json`` (a
    ``StudentRecord`` of the same outcome) as the commit marker. The records
@@ -46,21 +46,20 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import regrade
-from grader.class_list import class_list
+from grader.reports import regrade
+from grader.intake.class_list import class_list
 from grader.fingerprint import grader_fingerprint
-from grader.intake import BatchLimits, Entry, submission_hash
-from grader.out_folder import (
-    BatchBusy,  # noqa: F401 - raised by run_batch, documented there
+from grader.intake.submission import BatchLimits, Entry, submission_hash
+from grader.records.out_folder import (
     check_out_dir,
     clean_scratch,
     lock_out_dir,
     set_aside_removed,
     sweep_stale_temporaries,
 )
-from grader.outcome import StudentOutcome, grade_entry, zero_outcome
-from grader.progress import progress_bar
-from grader.records import (
+from grader.records.outcome import StudentOutcome, grade_entry, zero_outcome
+from grader.runners.progress import progress_bar
+from grader.records.gradebook import (
     GRADEBOOK,
     NBGRADER_CSV,
     RECORD,
@@ -74,9 +73,9 @@ from grader.records import (
     read_records,
     record_of,
 )
-from grader.results import GradeResult, atomic_write_text
-from grader.warm import WarmPool, warm_workers_enabled
-from grader.workers import BatchAborted, WorkerOutcome, _Workers, default_jobs, disk_full, run_worker
+from grader.records.results import GradeResult, atomic_write_text
+from grader.runners.warm import WarmPool, warm_workers_enabled
+from grader.runners.workers import BatchAborted, WorkerOutcome, _Workers, default_jobs, disk_full, run_worker
 
 
 @dataclass
@@ -125,7 +124,7 @@ class _Run:
     typed: dict[str, GradeResult] = field(default_factory=dict)  # results graded now, for the class report
     workers: _Workers = field(default_factory=_Workers)
     runner: Callable[..., WorkerOutcome] = run_worker
-    cluster_runner: Any = None  # a connected grader.cluster.ClusterRunner with --cluster (connected before any write)
+    cluster_runner: Any = None  # a connected grader.runners.cluster.ClusterRunner with --cluster (connected before any write)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _written_at: float = -1e9
     _write_cost: float = 0.0
@@ -195,16 +194,16 @@ def run_batch(
         report: write the class report when done.
         log: where warnings go (default: stderr).
         never_lower: after a grader change, keep each exercise's published score where the
-            regrade gives less (``grader.regrade.never_lower``); a changed submission is regraded
+            regrade gives less (``grader.reports.regrade.never_lower``); a changed submission is regraded
             in full, and regrade.md and the student's feedback say so.
         latest_only: grade only each student's latest submission, under the student id; needs a stated
-            ``attempt_rule`` (``grader.attempts``: never a rule guessed from folder names).
-        attempt_rule: a ``grader.attempts.AttemptRule`` (roster and/or pattern) mapping folders to students.
+            ``attempt_rule`` (``grader.intake.attempts``: never a rule guessed from folder names).
+        attempt_rule: a ``grader.intake.attempts.AttemptRule`` (roster and/or pattern) mapping folders to students.
         cluster: a Dask scheduler's address: each submission is graded as a task there
-            (``grader.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
+            (``grader.runners.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
 
     A student regraded because the grader fingerprint changed has the published results kept
-    first; ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.regrade``).
+    first; ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.reports.regrade``).
     The folder of a student no longer in ``submissions_dir`` moves to ``OUT_DIR/.batch/removed/``
     (with a warning): what is in ``OUT_DIR`` is the gradebook's class.
 
@@ -214,11 +213,11 @@ def run_batch(
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
         ValueError: if ``out_dir`` is ``submissions_dir`` or inside it, or ``jobs`` < 1;
-            ``grader.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
+            ``grader.intake.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
             student with several folders without it.
         BatchBusy: if another batch is writing to ``out_dir``.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
-        BatchAborted: the cluster is unreachable, gone, or refuses (``grader.cluster.ClusterUnavailable``),
+        BatchAborted: the cluster is unreachable, gone, or refuses (``grader.runners.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
     """
     t_start = time.monotonic()
@@ -231,7 +230,7 @@ def run_batch(
     present = {e.student_id for e in entries}
     cluster_runner = None
     if cluster:  # connect first: no scheduler leaves nothing behind; the workers' grader is the one fingerprinted
-        from grader.cluster import ClusterRunner
+        from grader.runners.cluster import ClusterRunner
 
         cluster_runner = ClusterRunner(cluster, log=say)
     fingerprint = cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint()
@@ -249,7 +248,7 @@ def run_batch(
         lock.close()  # also after Ctrl-C: a rerun in the same process (a notebook, the tests) is not "busy"
     clean_scratch(run.state)
     if report:
-        from grader.report import write_class_report
+        from grader.reports.report import write_class_report
 
         write_class_report(out_dir, records, run.typed)
     return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
@@ -281,7 +280,7 @@ def _plan(run: _Run, entries: list[Entry], force: bool) -> tuple[list[tuple[Entr
     """(students to grade with their submission hash, ids up to date); loads every record once into ``run``.
 
     A grader change (or, with ``--never-lower``, a changed submission) keeps the published results for
-    regrade.md before they are replaced (``grader.regrade.keep_published``).
+    regrade.md before they are replaced (``grader.reports.regrade.keep_published``).
     """
     todo: list[tuple[Entry, str]] = []
     skipped: list[str] = []
@@ -308,7 +307,7 @@ def _runner(run: _Run, jobs: int | None) -> Callable[..., WorkerOutcome]:
         runner = run.cluster_runner
         runner.jobs = jobs or runner.default_jobs()
         return runner
-    if warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/warm.py)
+    if warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/runners/warm.py)
         return WarmPool(run.state / "warm", workers=run.workers)
     return run_worker
 

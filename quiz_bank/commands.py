@@ -116,7 +116,7 @@ def _console():
 def _write_json(path: Path, data) -> None:
     """Write atomically (temp file + fsync + rename) so a crash never leaves half a file.
 
-    (grader.results.atomic_write_text does the same, but the student bundle,
+    (grader.records.results.atomic_write_text does the same, but the student bundle,
     which runs ``quiz take``, has no ``grader`` package.)
     """
     import json

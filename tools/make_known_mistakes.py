@@ -1,6 +1,6 @@
 """Write ppo_course/grading_kit/known_mistakes.json: the known buggy variants on the public tests' inputs.
 
-Run `python tools/make_known_mistakes.py` after changing `grader/buggy_variants.py` or a public
+Run `python tools/make_known_mistakes.py` after changing `grader/mistakes/buggy_variants.py` or a public
 test's `MISTAKE_CASES`; `tests/catalogue/test_known_mistakes.py` checks the table is current.
 Each public test module may define ``MISTAKE_CASES = {case: (function, args_thunk, quantity)}`` where
 ``quantity`` is ``"output"``, ``"output[i]"`` or ``"grad:<parameter>"``.
@@ -28,7 +28,7 @@ def _encode(x: torch.Tensor) -> tuple[str, list[int], list]:
 def build() -> dict:
     """{case: [[diagnosis, dtype, shape, values], ...]} for every public module's MISTAKE_CASES."""
     import ppo_reference
-    from grader import buggy_variants
+    from grader.mistakes import buggy_variants
 
     table: dict[str, list] = {}
     for stem in PUBLIC:

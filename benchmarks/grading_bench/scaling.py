@@ -5,7 +5,7 @@ to the empty folder and the zip) is replicated to N students (``ada``, ``ada-000
 graded by ``ppo-course grade-batch --jobs 2 --profile fast`` as a TA types it, measured with every
 process under it (``grading_bench.measure``). The grading itself is the tests' stand-in
 (``tests/batch/stand_in_grader.py``, installed in the command's own process by patching
-``grader.workers.worker_command``, as the tests do): what is measured is everything of a batch but
+``grader.runners.workers.worker_command``, as the tests do): what is measured is everything of a batch but
 the hidden tests (discovery, the intake and staging, the warm workers' requests and replies, the
 typed results' validation, results.json, feedback.md, the record, the gradebook, regrade and class
 reports). The hidden tests cost the same for every student whatever the class size (measured by

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grade only each student's latest submission, under the student id; which folders "
                              "are one student's attempts comes from --roster's attempts column or --attempts")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
-                        help="the course roster (grader.roster): student_id, and an 'attempts' column listing "
+                        help="the course roster (grader.intake.roster): student_id, and an 'attempts' column listing "
                              "each student's folders oldest first (amy;amy_2)")
     parser.add_argument("--attempts", default=None, metavar="REGEX",
                         help="folder-name pattern with groups (?P<student>...) and optionally (?P<attempt>...), "
@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
     """Grade the batch, print where the files are; exit 0 when the batch ran, 2 on a usage error."""
     import sys
 
-    from grader.batch import BatchBusy, check_out_dir
-    from grader.intake import BatchLimits
-    from grader.workers import BatchAborted, disk_full
+    from grader.records.out_folder import BatchBusy, check_out_dir
+    from grader.intake.submission import BatchLimits
+    from grader.runners.workers import BatchAborted, disk_full
     from ppo_course.syllabus import EXERCISES
 
     if not args.submissions.is_dir():
@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ninterrupted: the students graded so far are kept in {args.out}; rerun the same command "
               f"to resume (graded students are not graded again)", file=sys.stderr)
         return 130
-    except ValueError as exc:  # a student with several folders and no --latest-only (grader.attempts)
-        from grader.attempts import AttemptRuleError
+    except ValueError as exc:  # a student with several folders and no --latest-only (grader.intake.attempts)
+        from grader.intake.attempts import AttemptRuleError
 
         if not isinstance(exc, AttemptRuleError):
             raise
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     print(summary.line())
     print(f"gradebook: {summary.out_dir / 'gradebook.csv'}")
     if "nbgrader" in (args.formats or []):
-        from grader.records import NBGRADER_CSV
+        from grader.records.gradebook import NBGRADER_CSV
 
         print(f"nbgrader grades: {summary.out_dir / NBGRADER_CSV}")
     print(f"class report: {summary.out_dir / 'report.md'}")
@@ -126,23 +126,23 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _attempt_rule(args):
-    """The TA's stated rule for attempt folders (``grader.attempts``), or None; raises ValueError on a bad one."""
+    """The TA's stated rule for attempt folders (``grader.intake.attempts``), or None; raises ValueError on a bad one."""
     if args.roster is None and args.attempts is None:
         if args.latest_only:
-            from grader.attempts import AttemptRuleError
+            from grader.intake.attempts import AttemptRuleError
 
             raise AttemptRuleError("--latest-only needs --roster CSV (with an 'attempts' column) or --attempts "
                                    "PATTERN: which folders are one student's attempts is never guessed from names")
         return None
-    from grader.attempts import AttemptRule
-    from grader.roster import read_roster
+    from grader.intake.attempts import AttemptRule
+    from grader.intake.roster import read_roster
 
     return AttemptRule(roster=read_roster(args.roster) if args.roster else None, pattern=args.attempts)
 
 
 def _run(args, limits, exercises):
     from grader.batch import run_batch
-    from grader.cluster import resolve_address
+    from grader.runners.cluster import resolve_address
 
     return run_batch(
         args.submissions,

@@ -1,7 +1,7 @@
 """``ppo-course gradescope-bundle OUT.zip``: the Gradescope autograder zip.
 
 The zip's root holds ``setup.sh`` and ``run_autograder`` (templates in
-``grader/gradescope/``), ``gradescope_config.json`` (profile, hidden-test
+``grader/platforms/gradescope/``), ``gradescope_config.json`` (profile, hidden-test
 visibility, limits) and the grader's source: ``pyproject.toml``, ``README.md``
 and the packages ``ppo_course``, ``ppo_reference``, ``grader`` and ``quiz_bank``
 (with ``--quiz`` the quiz responses file is graded too; hidden tests and quiz keys included: the zip goes to Gradescope, never to students). Gradescope
@@ -62,8 +62,8 @@ def build_bundle(out: Path, *, profile: str = "fast", hidden_visibility: str = "
     import tempfile
     import zipfile
 
-    from grader.gradescope import CONFIG_NAME, RUN_AUTOGRADER, SETUP_SH
-    from grader.gradescope.run import BundleConfig
+    from grader.platforms.gradescope import CONFIG_NAME, RUN_AUTOGRADER, SETUP_SH
+    from grader.platforms.gradescope.run import BundleConfig
 
     root = repo_root()
     if not (root / "pyproject.toml").is_file():

@@ -75,7 +75,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         policy: attempt policies (default: the course's file). checker: a SymbolicChecker (optional).
         trust_proxy: believe ``X-Forwarded-Proto``/``-Host`` (only behind your own reverse proxy).
         session_hours: lifetime of the session cookie.
-        lti_tool: a ``grader.lti.tool.LtiTool``: the LMS launches the quiz (``/lti/...``) and receives the
+        lti_tool: a ``grader.platforms.lti.tool.LtiTool``: the LMS launches the quiz (``/lti/...``) and receives the
             passed stops (``quiz_bank.server.lti_glue``); None: sign-in by token only.
     """
     app = FastAPI(title="PPO chapter quiz", docs_url=None, redoc_url=None, openapi_url=None)

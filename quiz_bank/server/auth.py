@@ -28,7 +28,7 @@ from pathlib import Path
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-from grader.roster import MAX_ID_LENGTH  # the one roster's limit (grader.roster)
+from grader.intake.roster import MAX_ID_LENGTH  # the one roster's limit (grader.intake.roster)
 
 SALT = "ppo-course/quiz-server/v2"
 DEFAULT_TOKEN_DAYS = 120.0
@@ -133,7 +133,7 @@ class TokenSigner:
 
 
 def read_roster(path: Path | str) -> list[dict[str, str]]:
-    """Rows of a roster CSV, read by the course's one roster reader (``grader.roster.read_roster``).
+    """Rows of a roster CSV, read by the course's one roster reader (``grader.intake.roster.read_roster``).
 
     Returns:
         one dict per student holding exactly ``ROSTER_COLUMNS`` (``""`` for an absent field).
@@ -142,8 +142,8 @@ def read_roster(path: Path | str) -> list[dict[str, str]]:
         AuthError: if the file is unreadable, lacks ``student_id``, has an
             empty, overlong or repeated id (the message gives the line).
     """
-    from grader.roster import RosterError
-    from grader.roster import read_roster as read_course_roster
+    from grader.intake.roster import RosterError
+    from grader.intake.roster import read_roster as read_course_roster
 
     try:
         return read_course_roster(path).rows(ROSTER_COLUMNS)

@@ -86,9 +86,9 @@ def serve(args: argparse.Namespace) -> int:
     lti_tool = None
     if args.lti is not None:
         try:
-            from grader.lti.tool import LtiTool
+            from grader.platforms.lti.tool import LtiTool
         except ImportError:
-            print("error: --lti needs the instructor install (grader.lti)", file=sys.stderr)
+            print("error: --lti needs the instructor install (grader.platforms.lti)", file=sys.stderr)
             return 2
         lti_tool = LtiTool(args.lti, args.base_url or f"http://{args.host}:{args.port}")
         print(f"LTI 1.3 tool: login {lti_tool.login_url}, launch {lti_tool.launch_url}, "
@@ -179,7 +179,7 @@ def export(args: argparse.Namespace) -> int:
 
 def _write_atomic(path: Path, text: str) -> None:
     try:
-        from grader.results import atomic_write_text
+        from grader.records.results import atomic_write_text
     except ImportError:  # pragma: no cover - an install without grader
         path.write_text(text, encoding="utf-8")
         return

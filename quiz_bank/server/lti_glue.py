@@ -1,6 +1,6 @@
 """The quiz server as an LTI 1.3 tool: a valid launch signs the student in; a passed stop is posted to the LMS.
 
-``install_lti(app, tool, ...)`` mounts ``grader.lti.tool.lti_router`` and gives it
+``install_lti(app, tool, ...)`` mounts ``grader.platforms.lti.tool.lti_router`` and gives it
 the quiz's answer to a resource-link launch:
 
 - **who:** with a roster, the launch must match one roster row by SIS id
@@ -13,7 +13,7 @@ the quiz's answer to a resource-link launch:
   cookie is sent).
 - **grades:** the launch's AGS line item is remembered per student and resource
   link; after each answer, a background task posts 1.0 for a stop link whose stop
-  is passed, and passed stops / 8 for a chapter link (``grader.lti.passback``:
+  is passed, and passed stops / 8 for a chapter link (``grader.platforms.lti.passback``:
   idempotent, retried, recorded).
 """
 
@@ -26,8 +26,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment
 
-from grader.lti.launch import LaunchData
-from grader.lti.tool import LtiTool, launch_summary, lti_router
+from grader.platforms.lti.launch import LaunchData
+from grader.platforms.lti.tool import LtiTool, launch_summary, lti_router
 
 _PAGES = Environment(autoescape=True)
 _SIGNED_IN = _PAGES.from_string(
@@ -115,7 +115,7 @@ def install_lti(app: FastAPI, tool: LtiTool, *, sign_in, completed_stops, roster
             score = (1.0 if stop in done else 0.0) if stop else len(done) / 8
             if score == 0.0:
                 continue  # nothing earned yet: the LMS keeps its own "not submitted"
-            from grader.lti.services import PlatformServices
+            from grader.platforms.lti.services import PlatformServices
 
             tool.passback.post(PlatformServices(platform, tool.tool_keys, tool.http), lineitem, user_id, score, 1.0)
 

@@ -1,4 +1,4 @@
-"""Warm graders (grader/warm.py): one long-lived trusted worker per job slot, recycled when it must be.
+"""Warm graders (grader/runners/warm.py): one long-lived trusted worker per job slot, recycled when it must be.
 
 The recycling tests use the stand-in grader (stand_in_grader.py: ``STANDIN_HANG``
 sleeps, ``STANDIN_CRASH`` exits with status 3); the determinism test uses the
@@ -19,9 +19,9 @@ import pytest
 from conftest import STAND_IN, write_student
 
 from grader.batch import run_batch
-from grader.intake import BatchLimits
-from grader.warm import WarmPool
-from grader.workers import _Workers
+from grader.intake.submission import BatchLimits
+from grader.runners.warm import WarmPool
+from grader.runners.workers import _Workers
 
 COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissions"
 
@@ -156,7 +156,7 @@ def test_a_killed_batch_leaves_no_warm_worker(stand_in, tmp_path):
 
     write_student(tmp_path / "subs", "a", {"ex1_ratio.py": "STANDIN_HANG\n"})
     code = (
-        "import sys; from pathlib import Path; from grader.warm import WarmPool\n"
+        "import sys; from pathlib import Path; from grader.runners.warm import WarmPool\n"
         f"import stand_in_grader; stand_in_grader.install({STAND_IN!r})\n"
         f"pool = WarmPool(Path({str(tmp_path / 'warm')!r}))\n"
         f"pool.run(Path({str(tmp_path / 'subs' / 'a')!r}), Path({str(tmp_path / 'out')!r}), profile='full',"

@@ -33,11 +33,11 @@ import pytest
 
 distributed = pytest.importorskip("distributed")  # in the `test` extra: present wherever make test runs
 
-from grader import cluster_worker  # noqa: E402
+from grader.runners import cluster_worker  # noqa: E402
 from grader.batch import run_batch  # noqa: E402
 from grader.fingerprint import grader_fingerprint  # noqa: E402
-from grader.records import RECORD  # noqa: E402
-from grader.cluster import ClusterUnavailable  # noqa: E402
+from grader.records.gradebook import RECORD  # noqa: E402
+from grader.runners.cluster import ClusterUnavailable  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
@@ -341,7 +341,7 @@ def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_p
 
 def test_workers_that_change_version_after_connection_are_refused_in_the_task(dask_cluster, stand_in_path, tmp_path):
     """The check inside each task: workers vetted at connection, then upgraded (or replaced) under the batch."""
-    from grader.cluster import ClusterRunner
+    from grader.runners.cluster import ClusterRunner
 
     cluster, client = dask_cluster
     client.wait_for_workers(2, timeout=60)

@@ -16,12 +16,12 @@ import pytest
 
 distributed = pytest.importorskip("distributed")  # in the `test` extra: present wherever make test runs
 
-from grader import cluster_worker  # noqa: E402
+from grader.runners import cluster_worker  # noqa: E402
 from grader.batch import run_batch  # noqa: E402
 from grader.fingerprint import grader_fingerprint  # noqa: E402
-from grader.records import RECORD  # noqa: E402
-from grader.cluster import CLUSTER_ENV, ClusterUnavailable, resolve_address  # noqa: E402
-from grader.cluster_worker import WorkerRefused, grade_task, pack_submission, unpack_submission  # noqa: E402
+from grader.records.gradebook import RECORD  # noqa: E402
+from grader.runners.cluster import CLUSTER_ENV, ClusterUnavailable, resolve_address  # noqa: E402
+from grader.runners.cluster_worker import WorkerRefused, grade_task, pack_submission, unpack_submission  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("cluster")
 

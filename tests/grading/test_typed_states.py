@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from grader.grade import grade_submission
-from grader.intake import BatchLimits, Entry
-from grader.outcome import exercise_reasons, grade_entry, grader_errors
-from grader.results import ExerciseResult, GradeResult
-from grader.workers import WorkerOutcome
+from grader.intake.submission import BatchLimits, Entry
+from grader.records.outcome import exercise_reasons, grade_entry, grader_errors
+from grader.records.results import ExerciseResult, GradeResult
+from grader.runners.workers import WorkerOutcome
 
 STUBS = Path(__file__).resolve().parents[2] / "exercises"
 SELECTED = ["ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer"]

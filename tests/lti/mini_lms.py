@@ -6,7 +6,7 @@ signed by the registered tool key (RFC 7523, aud = the token URL, jti used once)
 AGS line-item and score endpoints that check the bearer token's scopes, NRPS with
 two pages, and a deep-linking return endpoint that verifies the tool's JWT.
 Written from the specifications (LTI Core 1.3, Security Framework 1.0, AGS 2.0,
-NRPS 2.0, DL 2.0), independently of ``grader.lti``: it imports only the claim
+NRPS 2.0, DL 2.0), independently of ``grader.platforms.lti``: it imports only the claim
 names' strings from nowhere and spells them out itself.
 """
 

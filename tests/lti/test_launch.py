@@ -12,7 +12,7 @@ import json
 
 from joserfc.jwk import RSAKey
 
-from grader.lti import claims as C
+from grader.platforms.lti import claims as C
 
 
 def _refused(response, words: str) -> None:

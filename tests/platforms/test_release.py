@@ -77,7 +77,7 @@ def test_release_refuses_a_folder_it_did_not_write(tmp_path: Path):
 @pytest.mark.parametrize("inside", [".", "ppo_course", "grader/hidden"])
 def test_release_refuses_the_source_tree(inside: str):
     """The repository root or a folder of one of its packages is never a target (exit 2 through ReleaseError)."""
-    from grader.release import ReleaseError, build_release
+    from grader.platforms.release import ReleaseError, build_release
 
     with pytest.raises(ReleaseError, match="source tree"):
         build_release(REPO / inside / "bundle" if inside != "." else REPO, force=True)
@@ -85,7 +85,7 @@ def test_release_refuses_the_source_tree(inside: str):
 
 def test_release_force_replaces_its_own_bundle(tmp_path: Path):
     """--force replaces a bundle written earlier (the marker is there), dropping stale files."""
-    from grader.release import build_release
+    from grader.platforms.release import build_release
 
     out = tmp_path / "b"
     build_release(out)

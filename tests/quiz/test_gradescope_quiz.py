@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import zipfile
 
-from grader.gradescope.quiz import add_quiz_results
-from grader.gradescope.run import BundleConfig
+from grader.platforms.gradescope.quiz import add_quiz_results
+from grader.platforms.gradescope.run import BundleConfig
 
 
 def test_a_responses_file_in_the_submission_is_graded_per_stop(bank, key_of, tmp_path):

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from quiz_server_support import SERVER_SECRET, answer_stop
 
-from grader.lti.registry import PlatformRegistration
-from grader.lti.tool import LtiTool
+from grader.platforms.lti.registry import PlatformRegistration
+from grader.platforms.lti.tool import LtiTool
 from tests.lti.mini_lms import MiniLMS
 
 TOOL_URL = "http://127.0.0.1:9200"

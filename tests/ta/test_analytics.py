@@ -1,4 +1,4 @@
-"""Per-test analytics of the class report (grader/analytics.py), on stand-in gradings.
+"""Per-test analytics of the class report (grader/reports/analytics.py), on stand-in gradings.
 
 By hand, from the stand-in's rules (tests/batch/stand_in_grader.py: test_value fails on
 BUG_VALUE with diagnosis max_instead_of_min, test_grad on BUG_GRAD with ratio_detached):
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from ta_support import write_student
-from grader.analytics import per_test_stats
+from grader.reports.analytics import per_test_stats
 from grader.batch import run_batch
 
 
@@ -63,8 +63,8 @@ def test_no_resubmissions_no_attempts_column(tmp_path, stand_in):
 
 def _typed(sid_scores: dict[str, tuple[float, bool]]):
     """{student: typed result}: one 2-point hidden test (score, passed) and a 0-point informational test failed."""
-    from grader.records import StudentRecord
-    from grader.results import ExerciseResult, GradeResult, TestResult
+    from grader.records.gradebook import StudentRecord
+    from grader.records.results import ExerciseResult, GradeResult, TestResult
 
     results, records = {}, []
     for sid, (score, passed) in sid_scores.items():
@@ -84,8 +84,8 @@ def _typed(sid_scores: dict[str, tuple[float, bool]]):
 def test_a_zero_point_test_is_no_cell_and_no_mistake(tmp_path):
     """Issue 21.5: the 0-point informational test failed by all three students was the class's worst cell (0%)
     and a mistake of report.md; it is neither now. By hand: test_step passed by 2 of 3 (67%)."""
-    from grader.analytics import analytics_markdown
-    from grader.report import report_markdown, summarise
+    from grader.reports.analytics import analytics_markdown
+    from grader.reports.report import report_markdown, summarise
 
     records, results = _typed({"a": (2.0, True), "b": (2.0, True), "c": (0.0, False)})
     stats, _ = per_test_stats(tmp_path, records, results)
@@ -112,7 +112,7 @@ def test_a_pass_without_full_marks_is_not_counted_as_a_pass(tmp_path):
 def test_the_analytics_say_how_a_resubmitting_class_is_counted(tmp_path):
     """Issue 21.5: the gradebook has one row per submission folder, the analytics one per student: both counts
     are said (3 submissions of 2 students)."""
-    from grader.analytics import per_test_section
+    from grader.reports.analytics import per_test_section
 
     records, results = _typed({"a": (0.0, False), "a_2": (2.0, True), "b": (2.0, True)})
     md = per_test_section(tmp_path, records, results)

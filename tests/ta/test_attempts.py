@@ -1,4 +1,4 @@
-"""Identity from the roster: one reader (grader/roster.py) and attempts grouped only by a stated rule (grader/attempts.py).
+"""Identity from the roster: one reader (grader/intake/roster.py) and attempts grouped only by a stated rule (grader/intake/attempts.py).
 
 Issue 19 class 8 / issue 21 item 2: ``--latest-only`` used to group folders by a naming rule, so a
 student named ``alice_2`` made alice's own submission disappear, and rows were ``amy_2``. Scores by
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from ta_support import write_student
-from grader.attempts import AttemptRule, AttemptRuleError, select
+from grader.intake.attempts import AttemptRule, AttemptRuleError, select
 from grader.batch import run_batch
-from grader.class_list import discover
-from grader.roster import RosterError, read_roster
+from grader.intake.class_list import discover
+from grader.intake.roster import RosterError, read_roster
 
 
 def _roster(path: Path, text: str) -> Path:
