@@ -32,8 +32,8 @@ import httpx
 
 from quiz_bank.engine import expected_answer
 from quiz_bank.loader import load_bank
-from quiz_bank.server.auth import TokenSigner
-from quiz_bank.server.quiz import QuizService
+from quiz_bank.instructor.server.auth import TokenSigner
+from quiz_bank.instructor.server.quiz import QuizService
 
 SECRET = "bench-secret-" + "0" * 40
 

@@ -1,5 +1,5 @@
 """``ppo-course quiz ...``: take, key, grade, grade-batch, status, validate, export-public
-(and, on an instructor install, ``serve``, ``tokens`` and ``export``: ``quiz_bank.server.cli``).
+(and, on an instructor install, ``serve``, ``tokens`` and ``export``: ``quiz_bank.instructor.server.cli``).
 
 Exit codes: 0 done (a grade was produced, whatever the score; the bank is
 valid), 1 the bank is invalid / a take ended before the stop was finished,
@@ -70,12 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("out_dir", type=Path)
 
     try:  # the server's verbs (serve, tokens, export); absent from the student bundle
-        from quiz_bank.server.cli import add_arguments as add_server_arguments
+        from quiz_bank.instructor.server.cli import add_arguments as add_server_arguments
     except ImportError:
         add_server_arguments = None
     if add_server_arguments is not None:
         add_server_arguments(verbs)
-    if not (Path(__file__).resolve().parent / "keys.py").is_file():  # the student's bundle: no keys
+    if not (Path(__file__).resolve().parent / "instructor" / "keys.py").is_file():  # the student's bundle: no keys
         _hide_verbs(verbs, tuple(name for name in verbs.choices if name not in STUDENT_VERBS))
 
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         "status": _status, "validate": _validate, "export-public": _export,
     }
     if verb in ("serve", "tokens", "revoke", "export"):
-        from quiz_bank.server import cli as server_cli
+        from quiz_bank.instructor.server import cli as server_cli
 
         handlers[verb] = getattr(server_cli, verb)
     if verb not in handlers:

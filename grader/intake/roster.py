@@ -3,7 +3,7 @@
 Every instructor-side tool that needs to know who a student is reads the
 roster through :func:`read_roster`: ``grade-batch --roster`` (which folders
 are whose attempts, ``grader.intake.attempts``), ``export --roster`` (the LMS
-identities, ``grader.reports.export``) and the quiz server (``quiz_bank.server.auth``
+identities, ``grader.reports.export``) and the quiz server (``quiz_bank.instructor.server.auth``
 delegates here). Files are keyed by the roster's ``student_id``; a folder
 name is an identity only when it *is* a roster ``student_id`` (or when there
 is no roster at all, and then the tools say so).

@@ -87,7 +87,7 @@ def quiz_completion(quiz_db: Path | None, student_ids: Iterable[str]) -> QuizCom
     """Quiz completion from the quiz's SQLite store, or None without one.
 
     Either the quiz server's database (``ppo-course quiz serve --db``, read
-    through ``quiz_bank.server.db.QuizDB``) or ``quiz take``'s local store
+    through ``quiz_bank.instructor.server.db.QuizDB``) or ``quiz take``'s local store
     (``quiz_bank.storage.AttemptStore``); complete = stops 1..``N_STOPS`` passed.
     A student with no attempt and no completion in the store is ``missing``.
 
@@ -111,7 +111,7 @@ def quiz_completion(quiz_db: Path | None, student_ids: Iterable[str]) -> QuizCom
         known = {sid for (sid,) in probe.execute(
             f"SELECT student_id FROM {attempts} UNION SELECT student_id FROM completions")}  # noqa: S608 - fixed names
     if attempts == "stop_attempts":  # the quiz server's database (`ppo-course quiz serve --db`)
-        from quiz_bank.server.db import QuizDB
+        from quiz_bank.instructor.server.db import QuizDB
 
         server_db = QuizDB(quiz_db)
         done = {sid: server_db.completed_stops(sid) >= every_stop for sid in ids}

@@ -3,7 +3,7 @@
 Both gradebooks that a TA imports go through here: the exercises'
 (``ppo-course export``, ``grader.reports.export``) and the quiz's
 (``ppo-course quiz export`` / ``/instructor/gradebook.canvas``,
-``quiz_bank.server.gradebook``). The callers give columns (title and maximum)
+``quiz_bank.instructor.server.gradebook``). The callers give columns (title and maximum)
 and, per student, a roster entry (``grader.intake.roster.RosterEntry``) and values.
 
 Rules the writer enforces, from the platforms' own import code and guides:

@@ -84,9 +84,9 @@ def quiz_server(tmp_path, bank, checker):
 
     from quiz_server_support import SERVER_SECRET
 
-    from quiz_bank.server.app import create_app
-    from quiz_bank.server.auth import TokenSigner
-    from quiz_bank.server.policy import AttemptPolicy, PolicyFile
+    from quiz_bank.instructor.server.app import create_app
+    from quiz_bank.instructor.server.auth import TokenSigner
+    from quiz_bank.instructor.server.policy import AttemptPolicy, PolicyFile
 
     def make(cooldown_s: float = 0.0, **policy):
         app = create_app(bank, tmp_path / "quiz.sqlite", SERVER_SECRET, roster=ROSTER, checker=checker,

@@ -26,7 +26,7 @@ ROSTER = [{"student_id": "s-ada", "name": "Ada", "section": "A", "sis_user_id": 
 
 @pytest.fixture
 def course(tmp_path, bank, checker):
-    from quiz_bank.server.app import create_app
+    from quiz_bank.instructor.server.app import create_app
 
     lms = MiniLMS()
     lms_client = TestClient(lms.app, base_url=lms.base_url)

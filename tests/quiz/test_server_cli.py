@@ -7,7 +7,7 @@ import stat
 
 from quiz_server_support import write_roster
 
-from quiz_bank.server.auth import TokenSigner, load_secret
+from quiz_bank.instructor.server.auth import TokenSigner, load_secret
 
 
 def test_tokens_for_a_roster_verify_with_the_secret_and_files_are_private(run_cli, tmp_path):

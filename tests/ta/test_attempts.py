@@ -56,8 +56,8 @@ def test_roster_reader_refuses_ambiguous_files(tmp_path, text, says):
 
 def test_quiz_server_reads_the_same_roster(tmp_path):
     """The quiz server's sign-in roster is the one reader's output (same errors, same fields)."""
-    from quiz_bank.server.auth import AuthError
-    from quiz_bank.server.auth import read_roster as quiz_roster
+    from quiz_bank.instructor.server.auth import AuthError
+    from quiz_bank.instructor.server.auth import read_roster as quiz_roster
 
     rows = quiz_roster(_roster(tmp_path / "r.csv", "student_id,name,email,attempts\namy,Amy,amy@x.org,amy;amy_2\n"))
     assert rows[0]["student_id"] == "amy" and rows[0]["email"] == "amy@x.org" and rows[0]["sis_user_id"] == ""

@@ -262,7 +262,7 @@ def test_cli_export_and_usage_errors(batch, tmp_path):
 
 def test_quiz_server_database_gives_completion(batch, tmp_path):
     """`--quiz-db` also takes the quiz server's database (`ppo-course quiz serve --db`)."""
-    from quiz_bank.server.db import QuizDB
+    from quiz_bank.instructor.server.db import QuizDB
 
     db = QuizDB(tmp_path / "served.sqlite")
     for student, stops in (("alice", range(1, 9)), ("bob", range(1, 8))):  # bob never passed stop 8
@@ -278,7 +278,7 @@ def test_quiz_server_database_gives_completion(batch, tmp_path):
 
 def test_the_quiz_and_the_exercises_share_one_canvas_writer(tmp_path):
     """The quiz's Canvas file follows the same rule: a student the roster gives no Canvas id is left out, named."""
-    from quiz_bank.server import gradebook
+    from quiz_bank.instructor.server import gradebook
 
     rows = [{"student_id": sid, "name": sid.title(), "section": "", "sis_user_id": sis, "sis_login_id": "",
              "canvas_id": "", "email": "", "best": {s: 100 for s in range(1, 9)}, "passed": set(range(1, 9)),

@@ -69,7 +69,7 @@ def quiz_notebook():
     """The source quiz notebook: every question of stops 1-8 with its key between solution markers.
 
     Raises:
-        quiz_bank.engine.KeysUnavailable: if the keys (quiz_bank.keys, ppo_reference) are not installed.
+        quiz_bank.engine.KeysUnavailable: if the keys (quiz_bank.instructor.keys, ppo_reference) are not installed.
     """
     from quiz_bank.engine import expected_answer, render
     from quiz_bank.loader import load_bank

@@ -9,17 +9,17 @@ student typed is shown as text, never as markup.
 Sign-in is a POST of the token from the server's own form (``GET /login``
 only shows the form; a ``/login#token=…`` link fills it in the browser,
 the fragment never reaches the server); cross-site POSTs are refused
-(``quiz_bank.server.security``), and a sign-in that would replace another
+(``quiz_bank.instructor.server.security``), and a sign-in that would replace another
 signed-in identity asks for confirmation first. The session cookie holds the
-token (expiring, revocable: ``quiz_bank.server.auth``), is HttpOnly,
+token (expiring, revocable: ``quiz_bank.instructor.server.auth``), is HttpOnly,
 SameSite=Strict, ``Secure`` over HTTPS (or behind a trusted proxy that says
 so) and lasts ``session_hours``.
 
 Routes (students): ``GET /`` (sign-in or the stops), ``GET|POST /login``,
 ``POST /logout``, ``GET /stop/{n}``, ``POST /stop/{n}/start``,
 ``POST /stop/{n}/answer``. Instructor: ``GET /instructor``
-(``quiz_bank.server.instructor``). Interactives: ``/interactive/...`` and
-``/api/...`` (``quiz_bank.server.interactive_routes``).
+(``quiz_bank.instructor.server.instructor``). Interactives: ``/interactive/...`` and
+``/api/...`` (``quiz_bank.instructor.server.interactive_routes``).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from quiz_bank.loader import Bank
-from quiz_bank.server.auth import AuthError, Identity, TokenSigner
-from quiz_bank.server.db import Conflict, QuizDB
-from quiz_bank.server.limits import BodySizeLimit
-from quiz_bank.server.policy import PolicyFile, load_policy
-from quiz_bank.server.quiz import BadAnswer, QuizService
-from quiz_bank.server import security
+from quiz_bank.instructor.server.auth import AuthError, Identity, TokenSigner
+from quiz_bank.instructor.server.db import Conflict, QuizDB
+from quiz_bank.instructor.server.limits import BodySizeLimit
+from quiz_bank.instructor.server.policy import PolicyFile, load_policy
+from quiz_bank.instructor.server.quiz import BadAnswer, QuizService
+from quiz_bank.instructor.server import security
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "ppo_quiz_token"
@@ -76,7 +76,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         trust_proxy: believe ``X-Forwarded-Proto``/``-Host`` (only behind your own reverse proxy).
         session_hours: lifetime of the session cookie.
         lti_tool: a ``grader.platforms.lti.tool.LtiTool``: the LMS launches the quiz (``/lti/...``) and receives the
-            passed stops (``quiz_bank.server.lti_glue``); None: sign-in by token only.
+            passed stops (``quiz_bank.instructor.server.lti_glue``); None: sign-in by token only.
     """
     app = FastAPI(title="PPO chapter quiz", docs_url=None, redoc_url=None, openapi_url=None)
     db = QuizDB(db_path)
@@ -270,7 +270,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         return response
 
     if lti_tool is not None:
-        from quiz_bank.server.lti_glue import install_lti
+        from quiz_bank.instructor.server.lti_glue import install_lti
 
         def lti_sign_in(request: Request, student_id: str, role: str, html: str) -> Response:
             response = HTMLResponse(html)
@@ -282,7 +282,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
             app, lti_tool, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
             stop_titles={n: stop.title for n, stop in bank.stops.items()})
 
-    from quiz_bank.server import instructor, interactive_routes
+    from quiz_bank.instructor.server import instructor, interactive_routes
 
     app.include_router(instructor.router)
     app.include_router(interactive_routes.router)

@@ -32,8 +32,8 @@ from quiz_bank import mastery, variants
 from quiz_bank.engine import Variant, check, normalise_response, render
 from quiz_bank.loader import Bank
 from quiz_bank.parsing import Unparseable
-from quiz_bank.server.db import Conflict, QuizDB, StopAttempt
-from quiz_bank.server.policy import PolicyFile
+from quiz_bank.instructor.server.db import Conflict, QuizDB, StopAttempt
+from quiz_bank.instructor.server.policy import PolicyFile
 
 MAX_ANSWER_CHARS = 500
 

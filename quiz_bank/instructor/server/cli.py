@@ -64,9 +64,9 @@ def serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from quiz_bank.server.app import create_app
-        from quiz_bank.server.auth import AuthError, load_secret, read_roster
-        from quiz_bank.server.policy import load_policy
+        from quiz_bank.instructor.server.app import create_app
+        from quiz_bank.instructor.server.auth import AuthError, load_secret, read_roster
+        from quiz_bank.instructor.server.policy import load_policy
     except ImportError:
         return _server_missing()
     from quiz_bank.loader import keys_installed, load_bank
@@ -104,7 +104,7 @@ def serve(args: argparse.Namespace) -> int:
 def tokens(args: argparse.Namespace) -> int:
     """Print or write one token per roster student (and per --instructor)."""
     try:
-        from quiz_bank.server.auth import AuthError, TokenSigner, load_secret, read_roster
+        from quiz_bank.instructor.server.auth import AuthError, TokenSigner, load_secret, read_roster
     except ImportError:
         return _server_missing()
     if args.roster is None and not args.instructor:
@@ -137,7 +137,7 @@ def tokens(args: argparse.Namespace) -> int:
 def revoke(args: argparse.Namespace) -> int:
     """Revoke every token issued until now to each id (the server refuses them at the next request)."""
     try:
-        from quiz_bank.server.db import QuizDB
+        from quiz_bank.instructor.server.db import QuizDB
     except ImportError:
         return _server_missing()
     if not args.db.exists():
@@ -154,9 +154,9 @@ def revoke(args: argparse.Namespace) -> int:
 def export(args: argparse.Namespace) -> int:
     """Write the gradebook in the chosen layout."""
     try:
-        from quiz_bank.server import gradebook
-        from quiz_bank.server.auth import AuthError, read_roster
-        from quiz_bank.server.db import QuizDB
+        from quiz_bank.instructor.server import gradebook
+        from quiz_bank.instructor.server.auth import AuthError, read_roster
+        from quiz_bank.instructor.server.db import QuizDB
     except ImportError:
         return _server_missing()
     from quiz_bank.loader import load_bank

@@ -1,6 +1,6 @@
 """Routes of the four interactives: a page each (works without JavaScript) and a JSON API the pages' script calls.
 
-The numbers come from ``quiz_bank.server.interactives`` (``ppo_reference`` on
+The numbers come from ``quiz_bank.instructor.server.interactives`` (``ppo_reference`` on
 the server). Each page has a plain GET form that re-renders it with the
 chosen values; with JavaScript on, ``static/interactives.js`` calls
 ``/api/...`` as a slider moves and updates the page in place.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
-from quiz_bank.server import interactives as calc
+from quiz_bank.instructor.server import interactives as calc
 
 router = APIRouter()
 

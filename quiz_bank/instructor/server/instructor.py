@@ -3,8 +3,8 @@
 Behind an instructor token (``ppo-course quiz tokens --instructor NAME``); a
 student token gets 403 with a message. ``GET /instructor`` shows per-stop
 completion, per-question first-try rate and discrimination and the most-missed
-distractors (``quiz_bank.server.stats``); ``GET /instructor/gradebook.{csv,canvas,moodle}``
-downloads the gradebook in that layout (``quiz_bank.server.gradebook``).
+distractors (``quiz_bank.instructor.server.stats``); ``GET /instructor/gradebook.{csv,canvas,moodle}``
+downloads the gradebook in that layout (``quiz_bank.instructor.server.gradebook``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
-from quiz_bank.server import gradebook
-from quiz_bank.server.stats import class_stats
+from quiz_bank.instructor.server import gradebook
+from quiz_bank.instructor.server.stats import class_stats
 
 router = APIRouter()
 

@@ -15,7 +15,7 @@ time in the server's database before which every token of ``ID`` is refused
 
 The roster CSV needs a ``student_id`` column; ``name``, ``section``,
 ``sis_user_id``, ``sis_login_id``, ``canvas_id`` and ``email`` are optional and
-feed the LMS exports (``quiz_bank.server.gradebook``).
+feed the LMS exports (``quiz_bank.instructor.server.gradebook``).
 """
 
 from __future__ import annotations
