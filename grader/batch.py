@@ -323,7 +323,7 @@ def _grade_one(run: _Run, entry: Entry, h: str) -> StudentRecord:
     try:
         outcome = grade_entry(entry, run.state / "staging" / sid, run.state / "work" / sid, limits=run.limits,
                               profile=run.profile, exercises=run.exercises, workers=run.workers,
-                              runner=run.runner)
+                              runner=run.runner, fingerprint=run.fingerprint)
     except BatchAborted:
         raise  # the cluster is gone: nobody's fault in the class, record nothing
     except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on

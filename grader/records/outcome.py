@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from grader.intake.submission import BatchLimits, Entry, Rejected, stage_submission
 from grader.records.gradebook import Status
 from grader.records.results import GradeResult, TestResult
+from grader.runners.request import GradeRequest
 from grader.runners.workers import WorkerOutcome, _Workers, run_worker, time_out_message
 from ppo_course.text_safety import cap, md_inline
 
@@ -123,14 +124,16 @@ def grade_entry(
     exercises: list[str] | None,
     workers: _Workers | None = None,
     runner: Callable[..., WorkerOutcome] | None = None,
+    fingerprint: str | None = None,
 ) -> StudentOutcome:
     """Check, stage and grade one submission in a worker process; never raises for a bad submission.
 
     Status: ``rejected`` (failed a check, or ``grade_submission`` could not read it),
     ``empty`` (no Python file), ``timed-out``, ``crashed`` (the worker died, or the grader
     reported ``grader_error`` on some test) or ``graded``. The staging and scratch folders
-    are removed afterwards. ``runner`` replaces :func:`run_worker` (same signature;
-    ``grader.runners.cluster.ClusterRunner``, ``grader.runners.warm.WarmPool.run``).
+    are removed afterwards. The staged folder becomes one ``GradeRequest`` (with ``fingerprint``, the
+    grader version that must grade it), which ``runner`` carries: :func:`run_worker` by default, or
+    ``grader.runners.cluster.ClusterRunner``, ``grader.runners.warm.WarmPool.run`` (the same signature).
     """
     sid = entry.student_id
     try:
@@ -139,8 +142,9 @@ def grade_entry(
         shutil.rmtree(staging, ignore_errors=True)
         return zero_outcome(sid, "rejected", str(exc), profile, exercises)
     try:
-        outcome = (runner or run_worker)(staged.root, scratch, profile=profile, exercises=exercises,
-                                         timeout_s=limits.timeout_s, workers=workers, submission_limits=limits)
+        request = GradeRequest(submission=staged.root, student_id=sid, profile=profile, exercises=exercises or None,
+                               timeout_s=limits.timeout_s, limits=limits, fingerprint=fingerprint)
+        outcome = (runner or run_worker)(request, scratch, workers=workers)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -53,6 +53,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from grader.runners.request import GradeRequest
 from grader.runners.workers import BatchAborted, WorkerOutcome
 from grader.runners.cluster_worker import (
     REQUIRED_ISOLATION,
@@ -217,14 +218,13 @@ class ClusterRunner:
         return max(2, 2 * sum(n for w, n in threads.items() if w not in self.refused))
 
     # -- one submission ---------------------------------------------------------
-    def __call__(self, submission: Path, scratch: Path, *, profile: str, exercises: list[str] | None,
-                 timeout_s: float, workers=None,
-                 submission_limits=None) -> WorkerOutcome:
-        """Grade the staged folder ``submission`` on the cluster; the local ``run_worker``'s contract.
+    def __call__(self, request: GradeRequest, scratch: Path, *, workers=None) -> WorkerOutcome:
+        """Grade the staged folder ``request.submission`` on the cluster; the local ``run_worker``'s contract.
 
         ``scratch`` is unused (nothing of the grading touches the TA's disk); ``workers`` is the
-        batch's ``_Workers``, whose ``stopping`` (Ctrl-C) cancels the task; ``submission_limits``
-        (``grader.intake.submission.SubmissionLimits``) travel as JSON, the same limits as a local worker's.
+        batch's ``_Workers``, whose ``stopping`` (Ctrl-C) cancels the task. The task carries the
+        submission's bytes and the request as JSON (``GradeRequest.model_dump_json``; its fingerprint
+        this client's, its clock started on the node), the same limits as a local worker's.
 
         Returns:
             ``WorkerOutcome``: graded (results and feedback from the typed ``GradeResult``),
@@ -236,14 +236,14 @@ class ClusterRunner:
         """
         from distributed import KilledWorker
 
-        archive = pack_submission(submission)
+        archive = pack_submission(request.submission)
+        request_json = request.model_copy(update={"fingerprint": self.fingerprint}).model_dump_json()
         t0 = time.monotonic()
         for _ in range(MAX_REFUSALS_PER_TASK):
             refused = bool(self.refused)
             allowed = self._raise_if_none_left() if refused else None
             future = self.client.submit(
-                grade_task, archive, Path(submission).name, self.fingerprint, profile, exercises, timeout_s,
-                submission_limits.model_dump_json() if submission_limits is not None else None,
+                grade_task, archive, request_json,
                 key=f"ppo-course-grade-{uuid.uuid4().hex}", pure=False, retries=self.retries,
                 workers=allowed, allow_other_workers=refused,
             )

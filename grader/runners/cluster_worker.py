@@ -263,29 +263,30 @@ def _runner(root: Path):
         return pool.run
 
 
-def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, exercises: list[str] | None,
-               timeout_s: float, limits_json: str | None = None) -> str:
+def grade_task(archive: bytes, request_json: str) -> str:
     """Grade one staged submission on this Dask worker; returns a :class:`TaskOutcome` as JSON.
 
     Args:
         archive: :func:`pack_submission` bytes of the staged submission.
-        student_id: the student, the start of the folder name the submission is unpacked under
-            (``<id>.<random>``: two batches may grade the same id on one node at once).
-        fingerprint: the client's ``grader_fingerprint()``; this node must have the same.
-        profile, exercises: passed to ``grade_submission`` (``"full"``/``"fast"``; stems or None).
-        timeout_s: hard wall-clock limit of the grading process, seconds (``BatchLimits.timeout_s``).
-        limits_json: the batch's ``grader.intake.submission.SubmissionLimits`` as JSON: the worker re-stages and stops its sandboxed calls at the same absolute
-            deadline as a local worker.
+        request_json: the client's ``grader.runners.request.GradeRequest`` as JSON: its ``student_id``
+            starts the folder name the submission is unpacked under (``<id>.<random>``: two batches may
+            grade the same id on one node at once); its ``fingerprint`` (the client's
+            ``grader_fingerprint()``) must be this node's; profile, exercises, ``timeout_s`` and the
+            limits are those of a local worker (the clock starts on this node).
 
     Returns:
         ``TaskOutcome.model_dump_json()``.
 
     Raises:
         WorkerRefused: another grader fingerprint here, or no isolation (nothing is graded).
-        ValueError: bytes that are not a submission archive.
+        ValueError: bytes that are not a submission archive, or a request that does not validate.
     """
+    from grader.runners.request import GradeRequest
+
+    request = GradeRequest.model_validate_json(request_json)
+    student_id = request.student_id
     address = _address()
-    why = refusal(fingerprint)
+    why = refusal(request.fingerprint or "")
     if why:
         raise WorkerRefused(address, why)
     if not student_id or "/" in student_id or "\0" in student_id or student_id in (".", ".."):
@@ -298,11 +299,7 @@ def grade_task(archive: bytes, student_id: str, fingerprint: str, profile: str, 
     scratch = Path(tempfile.mkdtemp(prefix=prefix, dir=root / "work"))
     try:
         unpack_submission(archive, submission)
-        from grader.intake.submission import SubmissionLimits
-
-        limits = SubmissionLimits.model_validate_json(limits_json) if limits_json else None
-        outcome = _runner(root)(submission, scratch, profile=profile, exercises=exercises,
-                                timeout_s=timeout_s, submission_limits=limits)
+        outcome = _runner(root)(request.model_copy(update={"submission": submission}), scratch)
         # The runner already validated the worker's result.json into the typed GradeResult.
         return TaskOutcome(status=outcome.status, result=outcome.result, message=outcome.message,
                            seconds=round(outcome.seconds, 3),

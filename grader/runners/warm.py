@@ -7,8 +7,7 @@ first hidden test runs. A warm worker pays them once and then grades one
 staged submission per request::
 
     pool = WarmPool(workers=registry)              # in the batch parent
-    outcome = pool.run(staged, scratch, profile="full", exercises=None, timeout_s=600,
-                       submission_limits=limits)   # the same call as grader.runners.workers.run_worker
+    outcome = pool.run(request, scratch)           # the same call as grader.runners.workers.run_worker
 
 What does not change for a student: the worker is still ``python -I`` in its
 own session, an empty working folder and an allow-listed environment
@@ -30,8 +29,9 @@ Protocol (newline-delimited JSON on the worker's stdin/stdout; its own prints
 and the grader's log go to stderr, a log file):
 
 - worker → ``{"ready": pid}`` once imports and warm-up are done;
-- parent → ``{"submission", "out", "profile", "exercises", "limits", "deadline", "env"}``
-  (``env``: where the batch's fork server listens, ``grader.runners.workers._shared_forkserver_env``);
+- parent → one ``grader.runners.request.WarmRequest`` (``model_dump_json``): the ``GradeRequest``, its clock
+  started, the scratch folder, and ``env`` (where the batch's fork server listens,
+  ``grader.runners.workers._shared_forkserver_env``);
 - worker → ``{"ok": true}`` once ``out/result.json`` (the typed ``GradeResult``) is written,
   or ``{"ok": false, "error": "..."}`` (then it exits: a grader fault, the student is ``crashed``).
 """
@@ -48,7 +48,7 @@ import time
 import traceback
 from pathlib import Path
 
-from grader.intake.submission import SubmissionLimits
+from grader.runners.request import GradeRequest, WarmRequest
 import grader.runners.workers as worker_side  # worker_side.worker_command: the one command line of a worker
 from grader.runners.workers import (
     WorkerOutcome,
@@ -131,11 +131,11 @@ class _WarmWorker:
         except ValueError:
             return {"ok": False, "error": "the worker wrote an unreadable reply"}
 
-    def request(self, payload: dict, timeout_s: float) -> dict | None:
+    def request(self, line: WarmRequest, timeout_s: float) -> dict | None:
         """Send one grading request; the reply, or None when ``timeout_s`` passed first."""
         t_end = time.monotonic() + timeout_s
         try:
-            self.proc.stdin.write((json.dumps(payload) + "\n").encode())
+            self.proc.stdin.write((line.model_dump_json() + "\n").encode())
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             self.proc.wait()
@@ -213,16 +213,16 @@ class WarmPool:
         if getattr(self._local, "worker", None) is worker:
             self._local.worker = None
 
-    def run(self, submission: Path, scratch: Path, *, profile: str, exercises: list[str] | None, timeout_s: float,
-            workers: _Workers | None = None, submission_limits: SubmissionLimits | None = None) -> WorkerOutcome:
+    def run(self, request: GradeRequest, scratch: Path, *, workers: _Workers | None = None) -> WorkerOutcome:
         """Grade one staged submission on this thread's warm worker (see :func:`grader.runners.workers.run_worker`).
 
         Returns:
             a :class:`WorkerOutcome`: ``graded`` with the worker's results, ``timed-out`` after
-            ``timeout_s`` seconds from the request (the worker is then killed and replaced), or
+            ``request.timeout_s`` seconds from the request (the worker is then killed and replaced), or
             ``crashed`` when the worker died, failed, or wrote unreadable results.
         """
         scratch.mkdir(parents=True, exist_ok=True)
+        timeout_s = request.timeout_s
         t_start = time.monotonic()
         try:
             worker = self._worker()
@@ -230,16 +230,10 @@ class WarmPool:
             return WorkerOutcome("crashed", None, str(exc), time.monotonic() - t_start)
         env = _shared_forkserver_env()  # waits for the batch's fork server
         t0 = time.monotonic()  # the student's clock starts at a ready worker and fork server
-        payload = {"submission": str(Path(submission).resolve()), "out": str(scratch.resolve()), "profile": profile,
-                   "exercises": exercises, "limits": None, "deadline": None,
-                   "env": env}
-        if submission_limits is not None:
-            margin = min(30.0, 0.1 * timeout_s)  # as run_worker: time to write the results
-            payload["limits"] = submission_limits.model_copy(
-                update={"timeout_s": max(timeout_s - margin, 1.0)}).model_dump_json()
-            payload["deadline"] = t0 + timeout_s - margin
+        line = WarmRequest(request=request.started(t0).model_copy(
+            update={"submission": Path(request.submission).resolve()}), out=scratch.resolve(), env=env)
         try:
-            reply = worker.request(payload, timeout_s)
+            reply = worker.request(line, timeout_s)
         except _WorkerGone as exc:
             self._retire(worker)
             return WorkerOutcome("crashed", None, str(exc), time.monotonic() - t0)
@@ -305,10 +299,9 @@ def serve_main(argv: list[str]) -> int:
         if not line.strip():
             continue
         try:
-            req = json.loads(line)
-            os.environ.update(req.get("env") or {})  # the batch's fork server (PPO_COURSE_FORKSERVER)
-            grade_request(Path(req["submission"]), Path(req["out"]), profile=req["profile"],
-                          exercises=req.get("exercises"), limits_json=req.get("limits"), deadline=req.get("deadline"))
+            req = WarmRequest.model_validate_json(line)
+            os.environ.update(req.env)  # the batch's fork server (PPO_COURSE_FORKSERVER)
+            grade_request(req.request, req.out)
         except Exception as exc:  # a grader fault: say so, log it, and leave (the pool starts a new worker)
             traceback.print_exc()
             sys.stderr.flush()

@@ -5,7 +5,7 @@ TA side, trusted. The batch starts every worker as ``python -I -c BOOT ...``
 only dispatches, so that the fresh worker (``grader.runners.workers``) and the warm
 one (``grader.runners.warm``, built on it) import each other in one direction only.
 
-    python -m grader.runners.worker_process worker --submission DIR --out DIR [--profile P]
+    python -m grader.runners.worker_process worker --request JSON --out DIR [--parent-pid N]
     python -m grader.runners.worker_process serve ...
 """
 
@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
         from grader.runners.warm import serve_main
 
         return serve_main(argv[1:])
-    print("usage: python -m grader.runners.worker_process {worker,serve} ... (worker: --submission DIR --out DIR "
-          "[--profile P])", file=sys.stderr)
+    print("usage: python -m grader.runners.worker_process {worker,serve} ... (worker: --request JSON --out DIR "
+          "[--parent-pid N]; JSON: a grader.runners.request.GradeRequest)", file=sys.stderr)
     return 2
 
 

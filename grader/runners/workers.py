@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from grader.intake.submission import SubmissionLimits
 from grader.records.results import GradeResult, atomic_write_text
+from grader.runners.request import GradeRequest
 
 class BatchAborted(RuntimeError):
     """The batch cannot go on (its grading back end is gone, e.g. a Dask scheduler); ``str(exc)`` says why.
@@ -172,54 +172,32 @@ class _Workers:
                 _kill_group(proc)
 
 
-def run_worker(
-    submission: Path,
-    scratch: Path,
-    *,
-    profile: str,
-    exercises: list[str] | None,
-    timeout_s: float,
-    workers: _Workers | None = None,
-    submission_limits: SubmissionLimits | None = None,
-) -> WorkerOutcome:
+def run_worker(request: GradeRequest, scratch: Path, *, workers: _Workers | None = None) -> WorkerOutcome:
     """Grade one staged submission in a fresh, isolated worker process (``python -I``, see ``_WORKER_BOOT``).
 
     The worker runs in a new session (its own process group) so that the
     time-out kills it and everything it started, in an empty working folder
     with an allow-listed environment (``_worker_env``). Its stdout/stderr go
-    to ``scratch/worker.log``. With ``submission_limits`` the worker stages
-    the submission with the same limits, and its sandboxed calls stop at the
-    same absolute deadline (less a margin to write results).
+    to ``scratch/worker.log``. The request travels as one ``--request JSON``
+    argument, its clock started (:meth:`GradeRequest.started`): the worker's
+    sandboxed calls stop at the same absolute deadline, less a margin to write
+    results.
 
     Returns:
-        a :class:`WorkerOutcome`; ``timed-out`` after ``timeout_s`` seconds of
+        a :class:`WorkerOutcome`; ``timed-out`` after ``request.timeout_s`` seconds of
         wall clock, ``crashed`` when the worker exits without results.
     """
     scratch.mkdir(parents=True, exist_ok=True)
     cwd = scratch / "cwd"  # an empty working folder: nothing of the operator's (or a submission's) is found there
     cwd.mkdir(exist_ok=True)
+    timeout_s = request.timeout_s
+    t0 = time.monotonic()
+    # Absolute: the worker runs in its own empty folder.
+    request = request.started(t0).model_copy(update={"submission": Path(request.submission).resolve()})
     # `python -I`: no cwd, PYTHONPATH or user site on sys.path, so a student folder named `grader/`
     # or `torch/` in the operator's working folder can never be imported by the worker.
-    cmd = [
-        *worker_command("worker"),
-        "--submission",
-        str(Path(submission).resolve()),  # absolute: the worker runs in its own empty folder
-        "--out",
-        str(scratch.resolve()),
-        "--profile",
-        profile,
-        "--parent-pid",
-        str(os.getpid()),
-    ]
-    if exercises:
-        cmd += ["--exercises", ",".join(exercises)]
-    t0 = time.monotonic()
-    if submission_limits is not None:
-        # The worker's sandboxed calls stop at the same absolute moment the worker is killed, less a
-        # margin to write its results (CLOCK_MONOTONIC is one clock for every process of the machine).
-        margin = min(30.0, 0.1 * timeout_s)
-        cmd += ["--limits", submission_limits.model_copy(update={"timeout_s": max(timeout_s - margin, 1.0)})
-                .model_dump_json(), "--deadline", repr(t0 + timeout_s - margin)]
+    cmd = [*worker_command("worker"), "--request", request.model_dump_json(), "--out", str(scratch.resolve()),
+           "--parent-pid", str(os.getpid())]
     log_path = scratch / "worker.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
@@ -318,51 +296,43 @@ def grading_function() -> Callable:
     return grade_submission
 
 
-def grade_request(submission: Path, out: Path, *, profile: str, exercises: list[str] | None,
-                  limits_json: str | None, deadline: float | None) -> None:
+def grade_request(request: GradeRequest, out: Path) -> None:
     """Grade one staged submission in this (worker) process; write the typed ``result.json`` (``GradeResult``).
 
     The one grading step of a fresh worker (:func:`worker_main`) and a warm one
-    (``grader.runners.warm``). ``limits_json`` is the batch's ``SubmissionLimits``; with
-    ``deadline`` (an absolute ``time.monotonic()``), its ``timeout_s`` becomes
-    what is left of the batch's clock for this student.
+    (``grader.runners.warm``). With ``request.deadline`` (an absolute ``time.monotonic()``), the
+    limits' ``timeout_s`` becomes what is left of the batch's clock for this student.
 
     Raises:
         whatever the grader raises (a grader fault: the batch reports ``crashed``).
     """
     grade = grading_function()
     kwargs = {}
-    if limits_json:
-        limits = SubmissionLimits.model_validate_json(limits_json)
-        if deadline is not None:  # what is left of the batch's clock for this student
-            limits = limits.model_copy(update={"timeout_s": max(deadline - time.monotonic(), 0.001)})
+    if request.limits is not None:
+        limits = request.limits
+        if request.deadline is not None:  # what is left of the batch's clock for this student
+            limits = limits.model_copy(update={"timeout_s": max(request.deadline - time.monotonic(), 0.001)})
         kwargs["submission_limits"] = limits
-    result = grade(submission, exercises=exercises, profile=profile, **kwargs)
+    result = grade(request.submission, exercises=request.exercises, profile=request.profile, **kwargs)
     # The typed result only: the batch (and a cluster node's client, grader/runners/cluster_worker.py) validates
     # it back into GradeResult and writes results.json and feedback.md from it, in one place.
     atomic_write_text(out / RESULT_FILE, result.model_dump_json())
 
 
 def worker_main(argv: list[str]) -> int:
-    """Entry of ``python -m grader.runners.worker_process worker``: grade one submission, write its typed ``result.json``.
+    """Entry of ``python -m grader.runners.worker_process worker``: grade one request, write its typed ``result.json``.
 
     Trusted side: imports the grader, which runs the student's code in its
     sandbox. Exit 0 after writing the file; any exception propagates
     (non-zero exit, traceback in the log) and the batch reports ``crashed``.
     """
     parser = argparse.ArgumentParser(prog="python -m grader.runners.worker_process worker")
-    parser.add_argument("--submission", required=True, type=Path)
+    parser.add_argument("--request", required=True, help="the GradeRequest as JSON")
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--profile", default="full")
-    parser.add_argument("--exercises", default=None)
     parser.add_argument("--parent-pid", type=int, default=None)
-    parser.add_argument("--limits", default=None, help="the batch's SubmissionLimits as JSON")
-    parser.add_argument("--deadline", type=float, default=None, help="absolute time.monotonic() deadline")
     args = parser.parse_args(argv)
     if args.parent_pid is not None:
         # Passed explicitly: had the batch died before this line, getppid() would already be 1.
         _watch_parent(args.parent_pid)
-    grade_request(args.submission, args.out, profile=args.profile,
-                  exercises=args.exercises.split(",") if args.exercises else None,
-                  limits_json=args.limits, deadline=args.deadline)
+    grade_request(GradeRequest.model_validate_json(args.request), args.out)
     return 0

@@ -92,9 +92,9 @@ def test_grader_error_makes_the_entry_crashed(tmp_path, monkeypatch):
     sub.mkdir()
     (sub / "ex1_ratio.py").write_text((STUBS / "ex1_ratio.py").read_text(encoding="utf-8"), encoding="utf-8")
 
-    def runner(staged, scratch, *, profile, exercises, **_):
+    def runner(request, scratch, *, workers=None):
         # The worker's step in this process (so that the patched points apply), through the typed file.
-        result = grade_submission(staged, exercises=exercises, profile=profile)
+        result = grade_submission(request.submission, exercises=request.exercises, profile=request.profile)
         return WorkerOutcome("graded", GradeResult.model_validate_json(result.model_dump_json()), "", 0.0)
 
     entry = Entry("ada", [sub], "dir")
