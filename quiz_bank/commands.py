@@ -114,23 +114,12 @@ def _console():
 
 
 def _write_json(path: Path, data) -> None:
-    """Write atomically (temp file + fsync + rename) so a crash never leaves half a file.
-
-    (grader.records.results.atomic_write_text does the same, but the student bundle,
-    which runs ``quiz take``, has no ``grader`` package.)
-    """
+    """Write ``data`` as indented JSON atomically (``ppo_course.atomic_files``: a crash never leaves half a file)."""
     import json
-    import os
-    import tempfile
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    from ppo_course.atomic_files import atomic_write_text
+
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 # ---------------------------------------------------------------- validate / export / key

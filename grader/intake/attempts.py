@@ -1,6 +1,6 @@
 """Whose submission is which folder: attempts grouped only by a rule the TA states.
 
-``grade-batch`` finds one entry per folder or ``.zip`` (``grader.batch.discover``).
+``grade-batch`` finds one entry per folder or ``.zip`` (``grader.intake.class_list.discover``).
 When a student has several submission folders, which ones belong together is
 never guessed from the names (a student named ``alice_2`` is not alice's second
 attempt unless the TA says so). The TA states the rule, one of:
@@ -107,7 +107,7 @@ class Selection:
 
     def write(self, out_dir: Path) -> None:
         """``OUT_DIR/attempts.csv`` (folder, student_id, graded, why) and ``attempts.md`` (atomic writes)."""
-        from grader.records.results import atomic_write_text
+        from ppo_course.atomic_files import atomic_write_text
 
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")

@@ -21,7 +21,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.points import EXERCISES
-from grader.records.results import ExerciseResult, GradeResult, TestResult, atomic_write_text  # (the one atomic writer)
+from grader.records.results import ExerciseResult, GradeResult, TestResult
+from ppo_course.atomic_files import atomic_write_text  # (the one atomic writer)
 from ppo_course.text_safety import csv_cell
 
 # The contract's exercise modules, in the gradebook's column order (one list: grader/points.py).

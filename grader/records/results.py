@@ -8,7 +8,7 @@ the module stem), and `extra_data` with `max_score`, `exercises`
 between two gradings of the same submission (timings) lives under
 `extra_data.timing` only, so that the rest is byte-identical.
 
-Files are written atomically (temporary file in the same folder, fsync,
+Files are written atomically (``ppo_course.atomic_files``: temporary file in the same folder, fsync,
 `os.replace`) so that a killed grader never leaves half a results.json.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from grader.points import EXERCISES, Visibility
 from ppo_course.grading_kit.states import ExerciseState, error_place
+from ppo_course.atomic_files import atomic_write_text
 from ppo_course.text_safety import cap, fenced
 
 
@@ -244,49 +244,3 @@ class GradeResult(BaseModel):
     def write_feedback(self, path: str | os.PathLike) -> Path:
         """Write feedback.md atomically; returns its path."""
         return atomic_write_text(path, self.feedback_markdown())
-
-
-def _umask() -> int:
-    """The process's umask, read without changing it where the system tells it (Linux), else set and restored."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    current = os.umask(0o022)
-    os.umask(current)
-    return current
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write `text` to `path` via a temporary file in the same folder, fsync and os.replace.
-
-    The parent folder is created if needed. On any error the temporary file is
-    removed and `path` keeps its previous content (or stays absent). The file gets
-    the mode a plain ``open(path, "w")`` would give it (0644 under the usual umask
-    022; `tempfile` alone would leave 0600), or keeps the mode of the file it
-    replaces, so that every output of a batch has the same permissions.
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = target.stat().st_mode & 0o777
-    except OSError:
-        mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        os.chmod(tmp, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return target

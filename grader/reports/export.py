@@ -280,7 +280,7 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
         ExportRefused: with ``strict``, when any student would be left out (nothing is written).
         FileNotFoundError / NotADirectoryError: for missing inputs.
     """
-    from grader.records.results import atomic_write_text
+    from ppo_course.atomic_files import atomic_write_text
 
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")

@@ -104,7 +104,7 @@ def keep_published(out_dir: Path, student_id: str, fingerprint: str, record, sub
     src = Path(out_dir) / student_id
     if not (src / "results.json").is_file():
         return
-    from grader.records.results import atomic_write_text
+    from ppo_course.atomic_files import atomic_write_text
 
     dest = Path(out_dir) / ".batch" / PUBLISHED_DIR / student_id
     dest.mkdir(parents=True, exist_ok=True)
@@ -373,7 +373,7 @@ def regrade_csv(regrades: list[StudentRegrade]) -> str:
 
 def write_regrade_report(out_dir: Path, records, fingerprint: str, never_lower_on: bool = False) -> Path | None:
     """Write regrade.md and regrade.csv when some student was regraded after a grader change; else None."""
-    from grader.records.results import atomic_write_text
+    from ppo_course.atomic_files import atomic_write_text
 
     regrades = collect(out_dir, records, fingerprint)
     if not regrades:

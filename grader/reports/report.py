@@ -274,7 +274,7 @@ def write_class_report(out_dir: Path, records: Iterable, results: dict | None = 
 
     ``results``: {student id: typed ``GradeResult``} the batch still holds (see :func:`summarise`).
     """
-    from grader.records.results import atomic_write_text
+    from ppo_course.atomic_files import atomic_write_text
 
     out_dir = Path(out_dir)
     records = list(records)

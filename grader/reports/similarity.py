@@ -332,7 +332,7 @@ def report_html(report: SimilarityReport) -> str:
 def write_report(report: SimilarityReport, out_dir: Path) -> dict[str, Path]:
     """Write ``similarity.html``, ``flagged_pairs.csv``, ``all_pairs.csv`` and ``flagged_for_review.csv`` (atomically)."""
     from grader.reports.code_loading import REVIEW_CSV, review_csv
-    from grader.records.results import atomic_write_text
+    from ppo_course.atomic_files import atomic_write_text
 
     out_dir = Path(out_dir)
     return {

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from grader.records.results import GradeResult, atomic_write_text
+from grader.records.results import GradeResult
+from ppo_course.atomic_files import atomic_write_text
 from grader.runners.request import GradeRequest
 
 class BatchAborted(RuntimeError):

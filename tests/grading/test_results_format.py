@@ -10,7 +10,8 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from grader.points import EXERCISES
-from grader.records.results import ExerciseResult, GradeResult, TestResult, atomic_write_text
+from grader.records.results import ExerciseResult, GradeResult, TestResult
+from ppo_course.atomic_files import atomic_write_text
 
 pytestmark = pytest.mark.xdist_group("grader")
 

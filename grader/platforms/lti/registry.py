@@ -10,11 +10,11 @@ authorization endpoint, the token endpoint and the JWKS URL).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import pydantic
+
+from ppo_course.atomic_files import atomic_write_text
 
 
 class RegistryError(Exception):
@@ -105,11 +105,5 @@ class Registry:
         return False
 
     def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"platforms": [p.model_dump(mode="json") for p in self._platforms]}, indent=2)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".platforms-")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, text + "\n", mode=0o600)

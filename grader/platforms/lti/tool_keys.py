@@ -11,13 +11,13 @@ Key generation, serialisation and signatures are joserfc's (over ``cryptography`
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
+
+from ppo_course.atomic_files import atomic_write_text
 
 ALGORITHM = "RS256"
 
@@ -89,12 +89,5 @@ class ToolKeys:
         return KeySet(list(self._keys))
 
     def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"keys": [k.as_dict(private=True) for k in self._keys]})
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tool-keys-")
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, text, mode=0o600)  # private keys: the owner only

@@ -12,6 +12,8 @@ import csv
 import sys
 from pathlib import Path
 
+from ppo_course.atomic_files import atomic_write_text
+
 DEFAULT_DB = Path("quiz.sqlite")
 DEFAULT_SECRET = Path("quiz.secret")
 
@@ -172,15 +174,6 @@ def export(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     text = gradebook.render(load_bank(args.bank), db, args.format)
-    _write_atomic(args.out, text)
+    atomic_write_text(args.out, text)
     print(f"wrote the quiz gradebook ({args.format}, {text.count(chr(10)) - 1} row(s)) to {args.out}")
     return 0
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    try:
-        from grader.records.results import atomic_write_text
-    except ImportError:  # pragma: no cover - an install without grader
-        path.write_text(text, encoding="utf-8")
-        return
-    atomic_write_text(path, text)
