@@ -1,7 +1,7 @@
 """Write ppo_course/grading_kit/known_mistakes.json: the known buggy variants on the public tests' inputs.
 
 Run `python tools/make_known_mistakes.py` after changing `grader/mistakes/buggy_variants.py` or a public
-test's `MISTAKE_CASES`; `tests/catalogue/test_known_mistakes.py` checks the table is current.
+test's `MISTAKE_CASES`; `tests/catalogue/test_public_names.py` checks the table is current.
 Each public test module may define ``MISTAKE_CASES = {case: (function, args_thunk, quantity)}`` where
 ``quantity`` is ``"output"``, ``"output[i]"`` or ``"grad:<parameter>"``.
 """

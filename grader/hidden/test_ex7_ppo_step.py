@@ -94,7 +94,7 @@ def make_payload(seed: int = 0, batch: int = 16, state: dict | None = None, conf
 
 def run_student(module, payload: dict) -> dict:
     """The student's step through the harness (RemoteModule in grading, LocalModule in `check`), validated
-    (`grader.ppo_step_trace.validate_result`) before any other code here reads it (issue 19, class 6)."""
+    (`ppo_course.grading_kit.step_trace.validate_result`) before any other code here reads it (issue 19, class 6)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         extra = {"ref_state_dict": payload["ref_state_dict"]} if "ref_state_dict" in payload else {}

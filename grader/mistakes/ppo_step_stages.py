@@ -5,7 +5,7 @@ The last resort of exercise 7's diagnosis, after the named mistakes
 (``grader.mistakes.buggy_ppo_step``) found nothing: walk the stub's stages in order
 (Book fig. 5.1: rollout → scores → KL → shaped rewards → GAE → whitening →
 per-epoch losses → weights) and name the first whose intermediate quantity in
-the student's validated trace (``grader.ppo_step_trace``) differs from the
+the student's validated trace (``ppo_course.grading_kit.step_trace``) differs from the
 reference's on the same payload. That names *where* to look even when the
 exact mistake is not catalogued.
 

@@ -10,7 +10,7 @@ as candidates (`ppo_course.grading_kit.feedback.expect_close`), so that the same
 mistake gets the same name in `check`, in the public tests graded, and in the
 hidden tests. The numbers are outputs of wrong formulas on inputs every
 student already sees: they reveal no hidden input and no solution.
-`tests/catalogue/test_known_mistakes.py` fails when the table is stale.
+`tests/catalogue/test_public_names.py` fails when the table is stale.
 
 Cases (`CASES`) name a public input and the compared quantity; each public
 test module lists the cases it uses in ``MISTAKE_CASES``.
