@@ -152,7 +152,7 @@ def _export(args) -> int:
 
 
 def _key(args) -> int:
-    from quiz_bank.engine import answer_key
+    from quiz_bank.grading import answer_key
     from quiz_bank.loader import load_bank
 
     if args.attempt < 1:
@@ -167,7 +167,7 @@ def _key(args) -> int:
 
 
 def _grade(args) -> int:
-    from quiz_bank.engine import grade, load_responses
+    from quiz_bank.grading import grade, load_responses
     from quiz_bank.loader import load_bank
 
     from quiz_bank.ledger import Ledger, digest_of
@@ -221,7 +221,8 @@ def _grade_batch(args) -> int:
     import csv
     from collections import defaultdict
 
-    from quiz_bank.engine import ResponsesError, grade, load_responses
+    from quiz_bank.engine import ResponsesError
+    from quiz_bank.grading import grade, load_responses
     from quiz_bank.loader import load_bank
     from quiz_bank.symbolic import SymbolicChecker
 

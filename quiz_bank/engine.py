@@ -285,14 +285,3 @@ def check(variant: Variant, response: Any, checker=None) -> Outcome:
         ok = given == key
     status = "correct" if ok else "wrong"
     return Outcome(q.id, status, _feedback(q, status), response, variant.attempt)
-
-
-# The responses-file side (reading files, the key, the report, grading) lives in quiz_bank.grading;
-# these names stay importable from here.
-from quiz_bank.grading import (  # noqa: E402,F401  (re-exported; grading imports this module's functions)
-    Report,
-    answer_key,
-    exercises_from_results,
-    grade,
-    load_responses,
-)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+from pathlib import Path
 from typing import Any, Callable
 
 KEYS: dict[str, Callable[[dict[str, Any]], Any]] = {}
@@ -429,9 +430,8 @@ def _stop_answers(stop: str) -> dict[str, Any]:
     """Question id → fixed answer of one stop file of the instructor bank (read once per process)."""
     import yaml
 
-    from quiz_bank.loader import BANK_DIR
-
-    data = yaml.load((BANK_DIR / f"stop{stop}.yaml").read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    bank_dir = Path(__file__).resolve().parents[1]  # quiz_bank/ (loader.BANK_DIR): no import back into the loader
+    data = yaml.load((bank_dir / f"stop{stop}.yaml").read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     return {q["id"]: q.get("answer") for q in data["questions"]}
 
 

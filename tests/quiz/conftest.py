@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from quiz_bank.engine import answer_key
+from quiz_bank.grading import answer_key
 from quiz_bank.loader import load_bank
 
 torch.set_num_threads(1)  # two shared cores: keys use tiny tensors anyway

@@ -89,7 +89,7 @@ def test_the_attempt_is_the_graders_count_and_a_passed_stop_stays_passed(bank, k
 
 
 def test_a_wrong_answers_feedback_never_states_the_explanation(bank, key_of, tmp_path):
-    from quiz_bank.engine import grade
+    from quiz_bank.grading import grade
     from quiz_bank.models import Responses
 
     key = key_of("ivy")

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quiz_bank.engine import Report, ResponsesError, check, grade, load_responses, render
+from quiz_bank.engine import ResponsesError, check, render
+from quiz_bank.grading import Report, grade, load_responses
 from quiz_bank.models import Responses
 
 

@@ -4,7 +4,7 @@ Enabled by ``ppo-course gradescope-bundle --quiz`` (``gradescope_config.json``:
 ``"quiz": true``). The submission may hold one responses file written by
 ``ppo-course quiz take`` in the student bundle (any ``*.json`` with
 ``student_id`` and ``answers``, at any depth, at most 1 MB); it is graded by
-``quiz_bank.engine.grade`` (the 100% rule per stop, each student's own
+``quiz_bank.grading.grade`` (the 100% rule per stop, each student's own
 variants). One Gradescope test per stop (1 point when passed at 100%, else 0)
 is appended, tagged ``quiz``; the feedback gives the score and the sections
 to reread, never a key, an explanation or which question was wrong (a list of
@@ -96,7 +96,8 @@ def find_responses(submission: Path) -> tuple[list[Path], str | None]:
 
 def add_quiz_results(results: dict, submission: Path, metadata_path: Path | None = METADATA) -> dict:
     """Append one test per stop to ``results`` (in place) and ``extra_data.quiz``; returns ``results``."""
-    from quiz_bank.engine import ResponsesError, grade, load_responses
+    from quiz_bank.engine import ResponsesError
+    from quiz_bank.grading import grade, load_responses
     from quiz_bank.loader import load_bank
 
     bank = load_bank()
