@@ -32,7 +32,7 @@ browser:
 	else echo "note: chromium/chromedriver missing and not root: the browser test will skip (CI=true makes it fail)"; fi
 
 # The quiz store's PostgreSQL tests start a throw-away server from the system's packaged
-# binaries (quiz_bank/server/pg_local.py; as root they run as the `postgres` user): installed
+# binaries (quiz_bank/instructor/server/pg_local.py; as root they run as the `postgres` user): installed
 # here with apt-get when missing and we are root; otherwise a note, and those tests skip
 # (CI=true makes them fail).
 postgres:

@@ -60,7 +60,7 @@ def _run(subs: Path, out: Path, **kw) -> float:
 
 def _echo_task(archive: bytes, outcome_json: str) -> str:
     """On a worker: what a grading task does besides grading (unpack into a temp folder), then the outcome."""
-    from grader.cluster_worker import unpack_submission
+    from grader.runners.cluster_worker import unpack_submission
 
     with tempfile.TemporaryDirectory(prefix="ppo-course-bench-") as tmp:
         unpack_submission(archive, Path(tmp) / "s")
@@ -69,7 +69,7 @@ def _echo_task(archive: bytes, outcome_json: str) -> str:
 
 def _client_side(text: str) -> None:
     """What ClusterRunner (and grade_entry after it) does with a task's result."""
-    from grader.cluster_worker import TaskOutcome
+    from grader.runners.cluster_worker import TaskOutcome
 
     outcome = TaskOutcome.model_validate_json(text)
     outcome.result.to_results_json()
@@ -79,7 +79,7 @@ def _client_side(text: str) -> None:
 def _overhead(tasks: int, profile: str, exercises: list[str] | None) -> dict:
     import distributed
 
-    from grader.cluster_worker import TaskOutcome, pack_submission
+    from grader.runners.cluster_worker import TaskOutcome, pack_submission
     from grader.grade import grade_submission
 
     staged = COHORT / "ada"
@@ -107,7 +107,7 @@ def _overhead(tasks: int, profile: str, exercises: list[str] | None) -> dict:
 
 
 def _gradebook_rebuild_s(n: int) -> float:
-    from grader.records import RECORD, StudentRecord, gradebook_csv, read_records
+    from grader.records.gradebook import RECORD, StudentRecord, gradebook_csv, read_records
     from ppo_course.syllabus import EXERCISES
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,7 +5,7 @@
     python benchmarks/bench_quiz.py --students 500 --stores postgresql --workers 2
 
 For each store (an SQLite file; a PostgreSQL server started for the run from
-the system's binaries, fsync on: ``quiz_bank.server.pg_local``) and each
+the system's binaries, fsync on: ``quiz_bank.instructor.server.pg_local``) and each
 number of server processes (``quiz serve --workers N``), one server is started
 with a roster of every simulated student, and each load level (50, 500 and
 2,000 concurrent students by default) uses fresh students: each starts stop 1
@@ -45,8 +45,8 @@ import httpx
 
 from quiz_bank.engine import expected_answer
 from quiz_bank.loader import load_bank
-from quiz_bank.server.auth import TokenSigner
-from quiz_bank.server.quiz import QuizService
+from quiz_bank.instructor.server.auth import TokenSigner
+from quiz_bank.instructor.server.quiz import QuizService
 
 SECRET = "bench-secret-" + "0" * 40
 COOKIE = "ppo_quiz_token"
@@ -119,7 +119,7 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 def _orders(db: str, students: list[str]) -> dict[str, tuple[int, list[str]]]:
-    from quiz_bank.server.db import QuizDB
+    from quiz_bank.instructor.server.db import QuizDB
 
     store = QuizDB(db, migrate=False, pool_size=1)
     try:
@@ -198,7 +198,7 @@ def one_level(port: int, db: str, service: QuizService, students: list[str], k: 
 def _stored(db: str) -> tuple[int, int]:
     from sqlalchemy import text
 
-    from quiz_bank.server.database import engine_for
+    from quiz_bank.instructor.server.database import engine_for
 
     engine = engine_for(db)
     with engine.connect() as conn:
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for store in args.stores:
                 if store == "postgresql" and pg is None:
-                    from quiz_bank.server.pg_local import LocalPostgres
+                    from quiz_bank.instructor.server.pg_local import LocalPostgres
 
                     pg = LocalPostgres(durable=True, max_connections=400).start()
                 for workers in args.workers:

@@ -5,7 +5,7 @@
                                               [--policy attempt_policy.yaml]
 
 Bots take the quiz against the real engine and the server's own policy code,
-in process: ``quiz_bank.server.quiz.QuizService`` on a temporary database,
+in process: ``quiz_bank.instructor.server.quiz.QuizService`` on a temporary database,
 the same calls the routes make (start an attempt, answer the next question,
 read the verdict or, under mastery, the claims missed). A simulated clock
 skips each cooldown. The bots (issue 20, "A measurement, in the project"):
@@ -23,7 +23,7 @@ skips each cooldown. The bots (issue 20, "A measurement, in the project"):
   again and a known-right answer is always repeated; parametric questions
   come back with new numbers, where memory does not help: there it guesses
   (a random option, true/false at random, a number of the stem at random).
-- ``understanding``: answers from the keys (``quiz_bank.keys``, instructor side).
+- ``understanding``: answers from the keys (``quiz_bank.instructor.keys``, instructor side).
 
 For each stop it prints each bot's median number of attempts to pass (over
 ``--students`` simulated students), ``never`` when not within ``--cap``
@@ -254,7 +254,7 @@ class Elimination(Bot):
 
 
 class Understanding(Bot):
-    """Answers from the keys (``quiz_bank.keys``): what a student who understands the chapter answers."""
+    """Answers from the keys (``quiz_bank.instructor.keys``): what a student who understands the chapter answers."""
 
     def answer(self, variant, service=None):
         from quiz_bank.engine import expected_answer
@@ -286,7 +286,7 @@ def make_bot(name: str, index: ChapterIndex | None) -> Bot:
 def attempts_to_pass(service, bot: Bot, student: str, stop: int, cap: int) -> int | str:
     """Attempts ``bot`` needs to pass ``stop`` as ``student`` (int), ``"never"`` within ``cap``, or
     ``"never*"`` when the policy makes it impossible (under mastery, a claim with no unseen question left)."""
-    from quiz_bank.server.db import Conflict
+    from quiz_bank.instructor.server.db import Conflict
 
     policy = service.policy.for_stop(stop)
     clock = 1_000_000.0
@@ -328,8 +328,8 @@ def median_cell(results: list) -> str:
 
 def measure(bank, policy, stops, bots, students: int, cap: int, index, checker=None, workdir: Path | None = None) -> dict:
     """{stop: {bot: [result per student]}}: every bot at every stop, each student a fresh database row set."""
-    from quiz_bank.server.db import QuizDB
-    from quiz_bank.server.quiz import QuizService
+    from quiz_bank.instructor.server.db import QuizDB
+    from quiz_bank.instructor.server.quiz import QuizService
 
     workdir = Path(workdir or tempfile.mkdtemp(prefix="quiz-integrity-"))
     db = QuizDB(workdir / "bench.sqlite", durable=False)  # a benchmark database: no fsync per answer
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from quiz_bank.loader import load_bank
-    from quiz_bank.server.policy import load_policy
+    from quiz_bank.instructor.server.policy import load_policy
     from quiz_bank.symbolic import SymbolicChecker
 
     bank, policy = load_bank(args.bank), load_policy(args.policy)

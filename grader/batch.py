@@ -3,22 +3,22 @@
 ``ppo-course grade-batch SUBMISSIONS_DIR --out OUT_DIR`` lands here
 (:func:`run_batch`). The pieces, top to bottom:
 
-1. :func:`discover` lists the students (a sub-folder or a ``.zip``; its name is
+1. ``grader.intake.class_list.discover`` lists the students (a sub-folder or a ``.zip``; its name is
    the student id). Duplicated ids are rejected, stray files skipped.
-2. :func:`stage_submission` (``grader.intake``, the one intake of every path) checks one submission *before* anything is
+2. ``stage_submission`` (``grader.intake.submission``, the one intake of every path) checks one submission *before* anything is
    unpacked (size from ``stat`` / the zip's headers, path traversal, symlinks
    out of the submission, zip bombs, non-UTF-8 names, NUL bytes) and copies
    the acceptable files into a clean staging folder. A bad submission raises
    :class:`Rejected` with a message a TA can act on.
-3. Each staged submission is graded by ``grader.grade.grade_submission`` in
-   its **own fresh worker process** (``python -I``, an empty working folder,
-   an allow-listed environment, a new session/process group), with a hard
-   per-submission time-out that its sandboxed calls share: a crash,
-   hang or memory blow-up of one student's grading cannot touch another's.
-   The worker itself is trusted; the student code runs further down, in the
+3. Each staged submission becomes one ``grader.runners.request.GradeRequest``, which a runner
+   (``grader.runners``: a warm worker, a fresh worker or a Dask node) carries to a worker process
+   (``python -I``, an empty working folder, an allow-listed environment, a new session/process
+   group) that grades it with ``grader.grade.grade_submission``, with a hard per-submission time-out
+   that its sandboxed calls share: a crash, hang or memory blow-up of one student's grading cannot
+   touch another's. The worker itself is trusted; the student code runs further down, in the
    sandbox that ``grade_submission`` uses (ARCHITECTURE.md "The sandbox").
-4. The worker's typed result becomes one ``grader.outcome.StudentOutcome``
-   (``--never-lower`` applied to it, typed: ``grader.regrade.never_lower``);
+4. The worker's typed result becomes one ``grader.records.outcome.StudentOutcome``
+   (``--never-lower`` applied to it, typed: ``grader.reports.regrade.never_lower``);
    ``OUT_DIR/<student>/results.json`` and ``feedback.md`` are written from it
    atomically as each student finishes, then ``batch.json`` (a
    ``StudentRecord`` of the same outcome) as the commit marker. The records
@@ -37,46 +37,39 @@ group when it dies, so a killed batch leaves nothing running.
 from __future__ import annotations
 
 import itertools
-from typing import Any
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from grader import regrade
-from grader.class_list import class_list
 from grader.fingerprint import grader_fingerprint
-from grader.intake import BatchLimits, Entry, submission_hash
-from grader.out_folder import (
-    BatchBusy,  # noqa: F401 - raised by run_batch, documented there
+from grader.intake.class_list import class_list
+from grader.intake.submission import BatchLimits, Entry, submission_hash
+from grader.records.batch_run import BatchRun
+from grader.records.gradebook import (
+    RECORD,
+    StudentRecord,
+    atomic_write_json,
+    clear_incomplete,
+    mark_incomplete,
+    read_records,
+    record_of,
+)
+from grader.records.out_folder import (
     check_out_dir,
     clean_scratch,
     lock_out_dir,
     set_aside_removed,
     sweep_stale_temporaries,
 )
-from grader.outcome import StudentOutcome, grade_entry, zero_outcome
-from grader.progress import progress_bar
-from grader.records import (
-    GRADEBOOK,
-    NBGRADER_CSV,
-    RECORD,
-    STATE_DIR,
-    StudentRecord,
-    atomic_write_json,
-    clear_incomplete,
-    gradebook_csv,
-    mark_incomplete,
-    nbgrader_csv,
-    read_records,
-    record_of,
-)
-from grader.results import GradeResult, atomic_write_text
-from grader.warm import WarmPool, warm_workers_enabled
-from grader.workers import BatchAborted, WorkerOutcome, _Workers, default_jobs, disk_full, run_worker
+from grader.records.outcome import StudentOutcome, grade_entry, zero_outcome
+from grader.reports import regrade
+from grader.runners.progress import progress_bar
+from grader.runners.warm import WarmPool, warm_workers_enabled
+from grader.runners.workers import BatchAborted, WorkerOutcome, default_jobs, disk_full, run_worker
+from ppo_course.atomic_files import atomic_write_text
 
 
 @dataclass
@@ -101,61 +94,6 @@ class BatchSummary:
                            if self.count(s))
         return (f"{len(self.records)} students ({counts}); graded now {len(self.graded_now)}, "
                 f"up to date {len(self.skipped)}; {self.seconds:.1f} s")
-
-
-#: While a batch runs, the gradebook is rewritten only when this many times the last write's cost has passed
-#: since it (so writing it takes at most ~2% of the batch, however large the class); always at the end.
-GRADEBOOK_PACE = 50.0
-
-
-@dataclass
-class _Run:
-    """One run of :func:`run_batch`: its settings, and the records it keeps in memory (one per student)."""
-
-    out_dir: Path
-    limits: BatchLimits
-    profile: str
-    exercises: list[str] | None
-    formats: tuple[str, ...]
-    assignment: str
-    never_lower: bool
-    fingerprint: str
-    say: Callable[[str], None]
-    records: dict[str, StudentRecord] = field(default_factory=dict)
-    typed: dict[str, GradeResult] = field(default_factory=dict)  # results graded now, for the class report
-    workers: _Workers = field(default_factory=_Workers)
-    runner: Callable[..., WorkerOutcome] = run_worker
-    cluster_runner: Any = None  # a connected grader.cluster.ClusterRunner with --cluster (connected before any write)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _written_at: float = -1e9
-    _write_cost: float = 0.0
-
-    @property
-    def state(self) -> Path:
-        """``OUT_DIR/.batch``: staging, worker scratch, published snapshots, the lock."""
-        return self.out_dir / STATE_DIR
-
-    @property
-    def key_common(self) -> dict:
-        """What, besides the submission's hash, decides whether a student's record is up to date."""
-        return {"grader_fingerprint": self.fingerprint, "profile": self.profile,
-                "exercises": sorted(self.exercises) if self.exercises else None}
-
-    def write_gradebook(self, *, now: bool = True) -> list[StudentRecord]:
-        """Write gradebook.csv (and nbgrader's CSV) from the records in memory; with ``now=False`` only when
-        :data:`GRADEBOOK_PACE` times the last write's cost has passed since it. Returns the records written, sorted
-        by id ([] when it was not the time)."""
-        with self._lock:
-            t0 = time.monotonic()
-            if not (now or t0 - self._written_at >= GRADEBOOK_PACE * self._write_cost):
-                return []
-            records = [self.records[sid] for sid in sorted(self.records)]
-            atomic_write_text(self.out_dir / GRADEBOOK, gradebook_csv(records))
-            if "nbgrader" in self.formats:
-                atomic_write_text(self.out_dir / NBGRADER_CSV, nbgrader_csv(records, self.assignment))
-            self._written_at = time.monotonic()
-            self._write_cost = self._written_at - t0
-            return records
 
 
 def run_batch(
@@ -195,16 +133,16 @@ def run_batch(
         report: write the class report when done.
         log: where warnings go (default: stderr).
         never_lower: after a grader change, keep each exercise's published score where the
-            regrade gives less (``grader.regrade.never_lower``); a changed submission is regraded
+            regrade gives less (``grader.reports.regrade.never_lower``); a changed submission is regraded
             in full, and regrade.md and the student's feedback say so.
         latest_only: grade only each student's latest submission, under the student id; needs a stated
-            ``attempt_rule`` (``grader.attempts``: never a rule guessed from folder names).
-        attempt_rule: a ``grader.attempts.AttemptRule`` (roster and/or pattern) mapping folders to students.
+            ``attempt_rule`` (``grader.intake.attempts``: never a rule guessed from folder names).
+        attempt_rule: a ``grader.intake.attempts.AttemptRule`` (roster and/or pattern) mapping folders to students.
         cluster: a Dask scheduler's address: each submission is graded as a task there
-            (``grader.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
+            (``grader.runners.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
 
     A student regraded because the grader fingerprint changed has the published results kept
-    first; ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.regrade``).
+    first; ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.reports.regrade``).
     The folder of a student no longer in ``submissions_dir`` moves to ``OUT_DIR/.batch/removed/``
     (with a warning): what is in ``OUT_DIR`` is the gradebook's class.
 
@@ -214,11 +152,11 @@ def run_batch(
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
         ValueError: if ``out_dir`` is ``submissions_dir`` or inside it, or ``jobs`` < 1;
-            ``grader.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
+            ``grader.intake.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
             student with several folders without it.
         BatchBusy: if another batch is writing to ``out_dir``.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
-        BatchAborted: the cluster is unreachable, gone, or refuses (``grader.cluster.ClusterUnavailable``),
+        BatchAborted: the cluster is unreachable, gone, or refuses (``grader.runners.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
     """
     t_start = time.monotonic()
@@ -231,11 +169,11 @@ def run_batch(
     present = {e.student_id for e in entries}
     cluster_runner = None
     if cluster:  # connect first: no scheduler leaves nothing behind; the workers' grader is the one fingerprinted
-        from grader.cluster import ClusterRunner
+        from grader.runners.cluster import ClusterRunner
 
         cluster_runner = ClusterRunner(cluster, log=say)
     fingerprint = cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint()
-    run = _Run(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
+    run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                fingerprint, say)
     run.cluster_runner = cluster_runner
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -249,13 +187,13 @@ def run_batch(
         lock.close()  # also after Ctrl-C: a rerun in the same process (a notebook, the tests) is not "busy"
     clean_scratch(run.state)
     if report:
-        from grader.report import write_class_report
+        from grader.reports.report import write_class_report
 
         write_class_report(out_dir, records, run.typed)
     return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
 
 
-def _locked_run(run: _Run, entries: list[Entry], warnings: list[str], present: set[str], force: bool,
+def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], present: set[str], force: bool,
                 jobs: int | None, progress: bool) -> tuple[list[str], list[str], list]:
     """:func:`run_batch` under the output folder's lock: (graded now, up to date, the gradebook's records)."""
     clean_scratch(run.state)
@@ -277,11 +215,11 @@ def _locked_run(run: _Run, entries: list[Entry], warnings: list[str], present: s
     return graded_now, skipped, records
 
 
-def _plan(run: _Run, entries: list[Entry], force: bool) -> tuple[list[tuple[Entry, str]], list[str]]:
+def _plan(run: BatchRun, entries: list[Entry], force: bool) -> tuple[list[tuple[Entry, str]], list[str]]:
     """(students to grade with their submission hash, ids up to date); loads every record once into ``run``.
 
     A grader change (or, with ``--never-lower``, a changed submission) keeps the published results for
-    regrade.md before they are replaced (``grader.regrade.keep_published``).
+    regrade.md before they are replaced (``grader.reports.regrade.keep_published``).
     """
     todo: list[tuple[Entry, str]] = []
     skipped: list[str] = []
@@ -302,18 +240,18 @@ def _plan(run: _Run, entries: list[Entry], force: bool) -> tuple[list[tuple[Entr
     return todo, skipped
 
 
-def _runner(run: _Run, jobs: int | None) -> Callable[..., WorkerOutcome]:
+def _runner(run: BatchRun, jobs: int | None) -> Callable[..., WorkerOutcome]:
     """The one swap of a batch: a Dask cluster's tasks, warm workers, or a fresh worker per student."""
     if run.cluster_runner is not None:  # each staged submission is graded as a Dask task
         runner = run.cluster_runner
         runner.jobs = jobs or runner.default_jobs()
         return runner
-    if warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/warm.py)
+    if warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/runners/warm.py)
         return WarmPool(run.state / "warm", workers=run.workers)
     return run_worker
 
 
-def _grade_one(run: _Run, entry: Entry, h: str) -> StudentRecord:
+def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
     """Grade one student and publish the outcome: results.json, feedback.md, then batch.json (the commit marker)."""
     sid = entry.student_id
     student_dir = run.out_dir / sid  # made only when there is something to write: no empty folder on a fault
@@ -324,7 +262,7 @@ def _grade_one(run: _Run, entry: Entry, h: str) -> StudentRecord:
     try:
         outcome = grade_entry(entry, run.state / "staging" / sid, run.state / "work" / sid, limits=run.limits,
                               profile=run.profile, exercises=run.exercises, workers=run.workers,
-                              runner=run.runner)
+                              runner=run.runner, fingerprint=run.fingerprint)
     except BatchAborted:
         raise  # the cluster is gone: nobody's fault in the class, record nothing
     except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
@@ -352,7 +290,7 @@ def publish(student_dir: Path, outcome: StudentOutcome) -> None:
     atomic_write_json(student_dir / "results.json", outcome.results_json())
 
 
-def _grade_all(run: _Run, todo: list[tuple[Entry, str]], n_entries: int, n_skipped: int, jobs: int,
+def _grade_all(run: BatchRun, todo: list[tuple[Entry, str]], n_entries: int, n_skipped: int, jobs: int,
                progress: bool) -> list[str]:
     """Grade ``todo`` on ``jobs`` threads with a progress bar; the ids graded, in the order they finished.
 
@@ -387,14 +325,14 @@ def _grade_all(run: _Run, todo: list[tuple[Entry, str]], n_entries: int, n_skipp
     return graded_now
 
 
-def _submit(pool: ThreadPoolExecutor, futures: dict[Future, str], run: _Run, item: tuple[Entry, str]) -> Future:
+def _submit(pool: ThreadPoolExecutor, futures: dict[Future, str], run: BatchRun, item: tuple[Entry, str]) -> Future:
     """Start grading one student on the pool; remember whose future it is."""
     fut = pool.submit(_grade_one, run, *item)
     futures[fut] = item[0].student_id
     return fut
 
 
-def _finished(run: _Run, fut: Future, sid: str, tally: dict[str, int]) -> StudentRecord | None:
+def _finished(run: BatchRun, fut: Future, sid: str, tally: dict[str, int]) -> StudentRecord | None:
     """The record of a finished student (counted in ``tally``), or None after a fault of the batch layer (said)."""
     try:
         record = fut.result()
@@ -413,7 +351,7 @@ def _finished(run: _Run, fut: Future, sid: str, tally: dict[str, int]) -> Studen
     return record
 
 
-def _stop(run: _Run, pool: ThreadPoolExecutor, futures: dict[Future, str]) -> None:
+def _stop(run: BatchRun, pool: ThreadPoolExecutor, futures: dict[Future, str]) -> None:
     """Ctrl-C, a lost cluster or a full disk: kill every worker, wait for the threads, keep a whole gradebook."""
     run.workers.kill_all()
     for fut in futures:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-# TA-side layers that never change a score (batch, report and its analytics, regrade report,
-# exports, similarity, the cluster transport): editing them must not regrade a class.
-_SKIP_FROM_FINGERPRINT = {"batch.py", "records.py", "outcome.py", "workers.py", "worker_process.py", "warm.py",
-                          "fingerprint.py", "report.py", "analytics.py", "regrade.py", "export.py", "similarity.py",
-                          "cluster.py", "cluster_worker.py", "roster.py", "attempts.py", "lms.py",
-                          "code_loading.py", "class_list.py", "out_folder.py", "progress.py"}
-_SKIP_DIRS_FROM_FINGERPRINT = {"commands", "gradescope", "__pycache__"}
+# TA-side layers that never change a score (batch, records, report and its analytics, regrade report,
+# exports, similarity, the runners and the cluster transport): editing them must not regrade a class.
+# Paths relative to the grader package; a folder skips everything under it.
+_SKIP_FROM_FINGERPRINT = {"batch.py", "fingerprint.py", "records/gradebook.py", "records/outcome.py",
+                          "records/batch_run.py", "records/out_folder.py", "intake/roster.py", "intake/attempts.py",
+                          "intake/class_list.py"}
+_SKIP_DIRS_FROM_FINGERPRINT = {"commands", "runners", "reports", "platforms/gradescope"}
 
 
 def grader_fingerprint() -> str:
@@ -42,10 +42,16 @@ def grader_fingerprint() -> str:
             rel = path.relative_to(root)
             if not path.is_file() or path.suffix in {".pyc", ".pyo"}:
                 continue
-            if any(part in _SKIP_DIRS_FROM_FINGERPRINT or part.startswith(".") for part in rel.parts[:-1]):
+            if any(part in {"commands", "__pycache__"} or part.startswith(".") for part in rel.parts[:-1]):
                 continue
-            if package == "grader" and len(rel.parts) == 1 and rel.name in _SKIP_FROM_FINGERPRINT:
+            if package == "grader" and _skipped(rel):
                 continue
             h.update(f"{package}/{rel.as_posix()}\0".encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+def _skipped(rel: Path) -> bool:
+    """True for a file of the grader's TA-side layers (``rel`` relative to the grader package)."""
+    folders = ["/".join(rel.parts[:i]) for i in range(1, len(rel.parts))]
+    return rel.as_posix() in _SKIP_FROM_FINGERPRINT or any(f in _SKIP_DIRS_FROM_FINGERPRINT for f in folders)

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from grader.points import PointsConfig, load_points, shows_work
-from grader.results import ExerciseResult, GradeResult, TestResult
+from grader.records.results import ExerciseResult, GradeResult, TestResult
 from ppo_course.grading_kit.diagnoses import DIAGNOSES
 from ppo_course.grading_kit.states import ExerciseState, import_failure_state
 from ppo_course.syllabus import EXERCISES
@@ -52,7 +52,7 @@ def public_tests_dir() -> Path:
 
 @contextlib.contextmanager
 def _submission_folder(path: Path, intake_limits=None):
-    """Yield the staged submission (``grader.intake``: the one intake of every path) and where its modules are.
+    """Yield the staged submission (``grader.intake.submission``: the one intake of every path) and where its modules are.
 
     Yields:
         ``(module folder, where, notes)``: the one folder holding the exercise modules at any depth, its
@@ -61,7 +61,7 @@ def _submission_folder(path: Path, intake_limits=None):
     Raises:
         Unreadable: the intake rejected it (size, zip bomb, links out, ambiguous layout ...), with the reason.
     """
-    from grader import intake
+    from grader.intake import submission as intake
 
     try:
         with intake.staged(path, intake_limits) as staged:
@@ -147,7 +147,7 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
         profile: "full", or "fast" to skip the slow exercise-7 training run (load tests;
             that test is then left out of score and max score).
         limits: `grader.sandbox.Limits` for the children (default limits otherwise).
-        submission_limits: `grader.intake.SubmissionLimits` (default: the defaults every path uses): what
+        submission_limits: `grader.intake.submission.SubmissionLimits` (default: the defaults every path uses): what
             the submission may be, and its one wall-clock limit (`timeout_s`), which every sandboxed call,
             known-good callbacks included, counts against.
 
@@ -168,7 +168,7 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
     points = load_points()
     started = time.perf_counter()
     path = Path(path)
-    from grader.intake import SubmissionLimits
+    from grader.intake.submission import SubmissionLimits
     from grader.sandbox.process import submission_deadline, submission_ran_out
 
     submission_limits = submission_limits or SubmissionLimits()

@@ -1,7 +1,7 @@
 """The rules a submission must meet, on the student's side and the grader's alike (issue 21 item 8).
 
 ``ppo-course submit`` (the student's own machine) and the grader's intake
-(``grader/intake.py``: ``grade``, ``grade-batch``, Gradescope, nbgrader) apply
+(``grader/intake/submission.py``: ``grade``, ``grade-batch``, Gradescope, nbgrader) apply
 these very functions, so a submission ``submit`` accepts is one the grader
 accepts, with the same notes:
 

@@ -1,5 +1,5 @@
 """``ppo-course quiz ...``: take, key, grade, grade-batch, status, validate, export-public
-(and, on an instructor install, ``serve``, ``tokens`` and ``export``: ``quiz_bank.server.cli``).
+(and, on an instructor install, ``serve``, ``tokens`` and ``export``: ``quiz_bank.instructor.server.cli``).
 
 Exit codes: 0 done (a grade was produced, whatever the score; the bank is
 valid), 1 the bank is invalid / a take ended before the stop was finished,
@@ -70,12 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("out_dir", type=Path)
 
     try:  # the server's verbs (serve, tokens, export); absent from the student bundle
-        from quiz_bank.server.cli import add_arguments as add_server_arguments
+        from quiz_bank.instructor.server.cli import add_arguments as add_server_arguments
     except ImportError:
         add_server_arguments = None
     if add_server_arguments is not None:
         add_server_arguments(verbs)
-    if not (Path(__file__).resolve().parent / "keys.py").is_file():  # the student's bundle: no keys
+    if not (Path(__file__).resolve().parent / "instructor" / "keys.py").is_file():  # the student's bundle: no keys
         _hide_verbs(verbs, tuple(name for name in verbs.choices if name not in STUDENT_VERBS))
 
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         "status": _status, "validate": _validate, "export-public": _export,
     }
     if verb in ("serve", "tokens", "revoke", "export", "migrate", "backup", "restore"):
-        from quiz_bank.server import cli as server_cli
+        from quiz_bank.instructor.server import cli as server_cli
 
         handlers[verb] = getattr(server_cli, verb)
     if verb not in handlers:
@@ -114,23 +114,12 @@ def _console():
 
 
 def _write_json(path: Path, data) -> None:
-    """Write atomically (temp file + fsync + rename) so a crash never leaves half a file.
-
-    (grader.results.atomic_write_text does the same, but the student bundle,
-    which runs ``quiz take``, has no ``grader`` package.)
-    """
+    """Write ``data`` as indented JSON atomically (``ppo_course.atomic_files``: a crash never leaves half a file)."""
     import json
-    import os
-    import tempfile
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    from ppo_course.atomic_files import atomic_write_text
+
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 # ---------------------------------------------------------------- validate / export / key

@@ -13,7 +13,7 @@ claim rather than the same list, and no answer can be reached by elimination ove
 visible option list.
 
 Everything here uses only prompts, options and items (public); the keys of derived
-items are read by ``quiz_bank.keys`` from the source question's answer in the
+items are read by ``quiz_bank.instructor.keys`` from the source question's answer in the
 instructor bank, so the student bank derives the same items without any key.
 """
 

@@ -123,7 +123,7 @@ def expected_answer(variant: Variant) -> Any:
     """The key of a variant, in the responses-file format.
 
     Raises:
-        KeysUnavailable: if the bank has no fixed key or ``quiz_bank.keys`` /
+        KeysUnavailable: if the bank has no fixed key or ``quiz_bank.instructor.keys`` /
             ``ppo_reference`` is not installed.
     """
     q = variant.question
@@ -132,7 +132,7 @@ def expected_answer(variant: Variant) -> Any:
 
         if not keys_installed():
             raise KeysUnavailable(f"{q.id}: the answer keys are not installed (student bundle: submit your responses)")
-        from quiz_bank import keys
+        from quiz_bank.instructor import keys
 
         return keys.compute(q.parametric.key, variant.params)
     if q.answer is None:

@@ -1,6 +1,7 @@
 """The key-less bank that ships to students (called by the release bundle).
 
-What stays out: ``keys.py`` (the parametric key code), every ``answer`` (the
+What stays out: ``instructor/`` (``keys.py``, the parametric key code, and the quiz server: only the
+top-level modules are copied), every ``answer`` (the
 fixed keys) and every ``explanation`` (they state the answer). Prompts,
 options, tolerances, sources and the parametric *draws* (``variants.py``)
 stay, so that the engine renders each student's own variants and records the
@@ -32,8 +33,8 @@ def export_public(out_dir: Path | str) -> list[Path]:
     """Write the key-less ``quiz_bank`` package into ``out_dir``.
 
     ``out_dir`` becomes the package folder itself (importable as ``quiz_bank``
-    when its parent is on ``sys.path``): the engine modules except
-    ``keys.py``, ``completion.yaml`` and the eight stop files without answers or
+    when its parent is on ``sys.path``): the top-level engine modules
+    (never ``instructor/``: the keys and the server), ``completion.yaml`` and the eight stop files without answers or
     explanations. Existing files of the same names are overwritten; a stale
     ``keys.py`` already in ``out_dir`` is removed.
 

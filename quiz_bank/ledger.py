@@ -13,7 +13,7 @@ JSON file; ``--ledger``, default ``quiz_ledger.json`` beside ``--out``):
   lowers a completed stop).
 
 Gradescope keeps the same count itself (``submission_metadata.json``'s
-``previous_submissions``; ``grader.gradescope.quiz``).
+``previous_submissions``; ``grader.platforms.gradescope.quiz``).
 """
 
 from __future__ import annotations

@@ -240,7 +240,7 @@ def _semantic_errors(bank: Bank, check_keys: bool) -> list[BankError]:
     errors: list[BankError] = []
     keys_module = None
     if check_keys:
-        from quiz_bank import keys as keys_module  # noqa: PLW0406 - instructor side only
+        from quiz_bank.instructor import keys as keys_module  # noqa: PLW0406 - instructor side only
 
     for stop, stop_file in sorted(bank.stops.items()):
         file = f"stop{stop}.yaml"
@@ -267,12 +267,12 @@ def keys_installed() -> bool:
     """True on an instructor's or self-learner's full install.
 
     That is: ``keys.py`` sits beside this module (the exported student package
-    has none; a ``quiz_bank.keys`` found elsewhere, e.g. through another
+    has none; a ``quiz_bank.instructor.keys`` found elsewhere, e.g. through another
     install's import hook, does not count) and ``ppo_reference`` imports.
     """
     import importlib.util
 
-    if not (Path(__file__).resolve().parent / "keys.py").is_file():
+    if not (Path(__file__).resolve().parent / "instructor" / "keys.py").is_file():
         return False
     try:
         return importlib.util.find_spec("ppo_reference") is not None

@@ -22,7 +22,7 @@ understanding (issue 20, items 1 and 7). The mastery policy closes that:
 
 ``seen`` is the set of *fixed* question ids shown in the student's earlier
 attempts (parametric questions are never "seen": their next showing has new
-parameters). Pure functions: the quiz server (``quiz_bank.server.quiz``), the
+parameters). Pure functions: the quiz server (``quiz_bank.instructor.server.quiz``), the
 terminal quiz (``quiz_bank.take``) and the benchmark
 (``benchmarks/bench_quiz_integrity.py``) all call these, so the three run the
 same policy.

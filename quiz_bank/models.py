@@ -4,7 +4,7 @@ A stop file is a mapping ``{stop: N, title: ..., questions: [...]}``. Every
 question has an id ``stop<N>.<slug>``, a ``type`` (the discriminator below), a
 prompt and a ``source`` (section and page of the chapter). Fixed questions carry
 their key in ``answer``; parametric questions carry ``parametric`` instead and
-their key is computed per variant by ``quiz_bank.keys`` with ``ppo_reference``.
+their key is computed per variant by ``quiz_bank.instructor.keys`` with ``ppo_reference``.
 The public (student) bank is the same YAML with ``answer`` and ``explanation``
 removed (see ``quiz_bank.export``), so both are optional here and the
 instructor-side checks (``Bank.require_keys``) insist on them.
@@ -82,7 +82,7 @@ class Parametric(_Strict):
     """A per-student variant.
 
     ``generator`` names a parameter draw in ``quiz_bank.variants`` (public);
-    ``key`` names the function of ``quiz_bank.keys`` (instructor side) that
+    ``key`` names the function of ``quiz_bank.instructor.keys`` (instructor side) that
     computes the answer for those parameters with ``ppo_reference``; ``args``
     are passed to the draw.
     """

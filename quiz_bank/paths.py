@@ -1,7 +1,7 @@
 """Where the question bank lives: the folder of this package (its ``stop{n}.yaml`` files).
 
 One constant that both ``quiz_bank.loader`` (reading the bank) and
-``quiz_bank.keys`` (the fixed answers of the source questions of derived items)
+``quiz_bank.instructor.keys`` (the fixed answers of the source questions of derived items)
 need, in a module that imports nothing of the package, so that neither of the
 two imports the other for it.
 """

@@ -53,7 +53,7 @@ class _Finished:
 
 
 def course_policy(path=None):
-    """The attempt policy the quiz server uses (``quiz_bank/server/attempt_policy.yaml``, or ``path``).
+    """The attempt policy the quiz server uses (``quiz_bank/instructor/server/attempt_policy.yaml``, or ``path``).
 
     Only a keyed take (an instructor's or self-learner's install, which has the
     server package) checks answers, so only it needs the policy.
@@ -61,7 +61,7 @@ def course_policy(path=None):
     Raises:
         ValueError: if the policy file is invalid.
     """
-    from quiz_bank.server.policy import load_policy
+    from quiz_bank.instructor.server.policy import load_policy
 
     return load_policy(path)
 

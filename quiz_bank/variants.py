@@ -15,7 +15,7 @@ fresh variant.
 
 Each generator returns the parameters shown to the student (numbers already
 rounded to what the prompt prints). The *keys* for these parameters are
-computed by ``quiz_bank.keys`` (instructor side, ``ppo_reference``); nothing
+computed by ``quiz_bank.instructor.keys`` (instructor side, ``ppo_reference``); nothing
 here knows an answer, so this module ships in the student bundle.
 """
 
@@ -322,7 +322,7 @@ def _pick_case(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
     """One case of a finite list: ``args.cases`` maps a case id to its prompt fields.
 
     A case given as a string is the field ``statement``. The parameters are the case's
-    fields plus ``case`` (its id, which ``quiz_bank.keys`` looks the key up by). Case ids
+    fields plus ``case`` (its id, which ``quiz_bank.instructor.keys`` looks the key up by). Case ids
     are drawn uniformly, in sorted order, so the draw does not depend on YAML order.
     """
     cases = args["cases"]

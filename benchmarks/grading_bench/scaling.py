@@ -5,7 +5,7 @@ the perfect one to the empty folder and the zip) and the mistake catalogue (``te
 each known mistake as the solutions with that one module replaced) replicated to N students (``ada``,
 ``ada-0001``, ...). It is graded by ``ppo-course grade-batch --jobs 2 --profile fast`` as a TA types
 it. The grading itself is the tests' stand-in (``tests/batch/stand_in_grader.py``, installed in the
-command's own process by patching ``grader.workers.worker_command``, as the tests do): what is measured
+command's own process by patching ``grader.runners.workers.worker_command``, as the tests do): what is measured
 is everything of a batch but the hidden tests (discovery, the intake and staging, the warm workers'
 requests and replies, the typed results' validation, results.json, feedback.md, the record, the
 gradebook, regrade and class reports). The hidden tests cost the same for every student whatever the

@@ -1,4 +1,4 @@
-"""``ppo-course export BATCH_DIR --format canvas|moodle|csv --out FILE``: the gradebook for an LMS (``grader.export``)."""
+"""``ppo-course export BATCH_DIR --format canvas|moodle|csv --out FILE``: the gradebook for an LMS (``grader.reports.export``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="FILE")
     parser.add_argument("--assignment", default="ppo", help="prefix of the grade columns (default: ppo)")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
-                        help="the course roster (grader.roster): student_id plus LMS identities (name, canvas_id, "
+                        help="the course roster (grader.intake.roster): student_id plus LMS identities (name, canvas_id, "
                              "sis_user_id, sis_login_id, section, email, idnumber, username); students not on it, "
                              "or without the identifier the LMS matches on, are left out and listed")
     parser.add_argument("--strict", action="store_true",
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     """Write the export; exit 0 (students left out are listed on stderr), 1 when ``--strict`` refuses, 2 on a usage error."""
     import sys
 
-    from grader.export import ExportRefused, export_batch
+    from grader.reports.export import ExportRefused, export_batch
 
     canvas_ids = {}
     for item in args.canvas_id:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {len(done.left_out)} student(s) are not in {done.path} (listed above); fix the roster and "
               "export again, or use --strict to make this an error", file=sys.stderr)
     print(f"wrote {done.path} ({args.fmt})")
-    from grader.records import incomplete_ids
+    from grader.records.gradebook import incomplete_ids
 
     pending = incomplete_ids(args.batch)
     if pending:

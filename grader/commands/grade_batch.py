@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grade only each student's latest submission, under the student id; which folders "
                              "are one student's attempts comes from --roster's attempts column or --attempts")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
-                        help="the course roster (grader.roster): student_id, and an 'attempts' column listing "
+                        help="the course roster (grader.intake.roster): student_id, and an 'attempts' column listing "
                              "each student's folders oldest first (amy;amy_2)")
     parser.add_argument("--attempts", default=None, metavar="REGEX",
                         help="folder-name pattern with groups (?P<student>...) and optionally (?P<attempt>...), "
@@ -48,53 +48,68 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Grade the batch, print where the files are; exit 0 when the batch ran, 2 on a usage error."""
+    """Grade the batch, print where the files are; exit 0 when the batch ran, 1 when it stopped, 2 on a usage error."""
     import sys
 
-    from grader.batch import BatchBusy, check_out_dir
-    from grader.intake import BatchLimits
-    from grader.workers import BatchAborted, disk_full
     from ppo_course.syllabus import EXERCISES
 
-    if not args.submissions.is_dir():
-        print(f"error: {args.submissions} is not a folder of submissions", file=sys.stderr)
-        return 2
-    if args.jobs is not None and args.jobs < 1:
-        print(f"error: --jobs must be at least 1 (got {args.jobs})", file=sys.stderr)
-        return 2
-    if args.timeout <= 0 or args.max_size_mb <= 0:
-        print("error: --timeout and --max-size-mb must be positive", file=sys.stderr)
-        return 2
-    limits = BatchLimits(timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
     exercises = [s.strip() for s in args.exercises.split(",") if s.strip()] if args.exercises else None
-    unknown = sorted(set(exercises or ()) - set(EXERCISES))
-    if unknown:
-        print(f"error: unknown exercise(s) {unknown}; known: {', '.join(EXERCISES)}", file=sys.stderr)
+    problem = _usage_problem(args, exercises, EXERCISES)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
+    summary = _grade(args, exercises)
+    if isinstance(summary, int):
+        return summary
+    _say_where(summary, args)
+    return 0
+
+
+def _usage_problem(args: argparse.Namespace, exercises: list[str] | None, known) -> str | None:
+    """Why the command line cannot run (the one check of the batch's arguments), or None; sets ``args.attempt_rule``."""
+    from grader.records.out_folder import check_out_dir
+
+    if not args.submissions.is_dir():
+        return f"{args.submissions} is not a folder of submissions"
+    if args.jobs is not None and args.jobs < 1:
+        return f"--jobs must be at least 1 (got {args.jobs})"
+    if args.timeout <= 0 or args.max_size_mb <= 0:
+        return "--timeout and --max-size-mb must be positive"
+    unknown = sorted(set(exercises or ()) - set(known))
+    if unknown:
+        return f"unknown exercise(s) {unknown}; known: {', '.join(known)}"
     try:
         check_out_dir(args.submissions, args.out)
         args.attempt_rule = _attempt_rule(args)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return str(exc)
+    return None
+
+
+def _grade(args: argparse.Namespace, exercises: list[str] | None):
+    """Run the batch: its ``BatchSummary``, or the exit status after saying why it stopped (1 or 2; 130 on Ctrl-C)."""
+    import sys
+
+    from grader.intake.submission import BatchLimits
+    from grader.records.out_folder import BatchBusy
+    from grader.runners.workers import BatchAborted, disk_full
+
+    limits = BatchLimits(timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
     try:
-        summary = _run(args, limits, exercises)
+        return _run(args, limits, exercises)
     except KeyboardInterrupt:
         # Every student written before Ctrl-C is whole (atomic writes) and the gradebook was rebuilt from them.
         print(f"\ninterrupted: the students graded so far are kept in {args.out}; rerun the same command "
               f"to resume (graded students are not graded again)", file=sys.stderr)
         return 130
-    except ValueError as exc:  # a student with several folders and no --latest-only (grader.attempts)
-        from grader.attempts import AttemptRuleError
+    except ValueError as exc:  # a student with several folders and no --latest-only (grader.intake.attempts)
+        from grader.intake.attempts import AttemptRuleError
 
         if not isinstance(exc, AttemptRuleError):
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except BatchBusy as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except BatchAborted as exc:  # the cluster is gone or refuses: what was written stays
+    except (BatchBusy, BatchAborted) as exc:  # another batch writes there; the cluster is gone or refuses
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except ImportError as exc:
@@ -110,10 +125,14 @@ def run(args: argparse.Namespace) -> int:
               f"the batch stopped. Students already written are kept; free some space and rerun "
               f"the same command to resume.", file=sys.stderr)
         return 1
+
+
+def _say_where(summary, args: argparse.Namespace) -> None:
+    """The summary line and where the gradebook, the report and the other files are."""
     print(summary.line())
     print(f"gradebook: {summary.out_dir / 'gradebook.csv'}")
     if "nbgrader" in (args.formats or []):
-        from grader.records import NBGRADER_CSV
+        from grader.records.gradebook import NBGRADER_CSV
 
         print(f"nbgrader grades: {summary.out_dir / NBGRADER_CSV}")
     print(f"class report: {summary.out_dir / 'report.md'}")
@@ -122,27 +141,26 @@ def run(args: argparse.Namespace) -> int:
               f"{summary.out_dir / 'attempts.md'}")
     if (summary.out_dir / "regrade.md").is_file():
         print(f"regrade report (grader changed): {summary.out_dir / 'regrade.md'}")
-    return 0
 
 
 def _attempt_rule(args):
-    """The TA's stated rule for attempt folders (``grader.attempts``), or None; raises ValueError on a bad one."""
+    """The TA's stated rule for attempt folders (``grader.intake.attempts``), or None; raises ValueError on a bad one."""
     if args.roster is None and args.attempts is None:
         if args.latest_only:
-            from grader.attempts import AttemptRuleError
+            from grader.intake.attempts import AttemptRuleError
 
             raise AttemptRuleError("--latest-only needs --roster CSV (with an 'attempts' column) or --attempts "
                                    "PATTERN: which folders are one student's attempts is never guessed from names")
         return None
-    from grader.attempts import AttemptRule
-    from grader.roster import read_roster
+    from grader.intake.attempts import AttemptRule
+    from grader.intake.roster import read_roster
 
     return AttemptRule(roster=read_roster(args.roster) if args.roster else None, pattern=args.attempts)
 
 
 def _run(args, limits, exercises):
     from grader.batch import run_batch
-    from grader.cluster import resolve_address
+    from grader.runners.cluster import resolve_address
 
     return run_batch(
         args.submissions,

@@ -1,7 +1,7 @@
 """``ppo-course gradescope-bundle OUT.zip``: the Gradescope autograder zip.
 
 The zip's root holds ``setup.sh`` and ``run_autograder`` (templates in
-``grader/gradescope/``), ``gradescope_config.json`` (profile, hidden-test
+``grader/platforms/gradescope/``), ``gradescope_config.json`` (profile, hidden-test
 visibility, limits) and the grader's source: ``pyproject.toml``, ``README.md``
 and the packages ``ppo_course``, ``ppo_reference``, ``grader`` and ``quiz_bank``
 (with ``--quiz`` the quiz responses file is graded too; hidden tests and quiz keys included: the zip goes to Gradescope, never to students). Gradescope
@@ -58,22 +58,18 @@ def build_bundle(out: Path, *, profile: str = "fast", hidden_visibility: str = "
         FileNotFoundError: if the source tree (``pyproject.toml`` beside ``grader/``) is not there,
             e.g. in an installed wheel without sources.
     """
-    import os
-    import tempfile
     import zipfile
 
-    from grader.gradescope import CONFIG_NAME, RUN_AUTOGRADER, SETUP_SH
-    from grader.gradescope.run import BundleConfig
+    from grader.platforms.gradescope import CONFIG_NAME, RUN_AUTOGRADER, SETUP_SH
+    from grader.platforms.gradescope.run import BundleConfig
+    from ppo_course.atomic_files import atomic_path
 
     root = repo_root()
     if not (root / "pyproject.toml").is_file():
         raise FileNotFoundError(f"no pyproject.toml beside {root / 'grader'}: the bundle needs the source tree")
     config = BundleConfig(profile=profile, hidden_visibility=hidden_visibility, timeout_s=timeout_s, max_bytes=max_bytes,
                           full_after_due=full_after_due, reveal_after=reveal_after, quiz=quiz)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(out) as tmp:
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
             for template, name in ((SETUP_SH, "setup.sh"), (RUN_AUTOGRADER, "run_autograder")):
                 info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
@@ -90,10 +86,6 @@ def build_bundle(out: Path, *, profile: str = "fast", hidden_visibility: str = "
                     if path.is_dir() or "__pycache__" in rel.parts or path.suffix in {".pyc", ".pyo"}:
                         continue
                     zf.write(path, rel.as_posix())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return out
 
 

@@ -1,4 +1,4 @@
-"""``ppo-course lti ...``: the LTI 1.3 tool's registrations, keys and grade passback (``grader.lti``).
+"""``ppo-course lti ...``: the LTI 1.3 tool's registrations, keys and grade passback (``grader.platforms.lti``).
 
 Verbs: ``register`` (a platform, from flags or ``--config FILE``), ``platforms``, ``remove``,
 ``urls`` (what to paste into the LMS), ``jwks``, ``rotate-keys``, ``retire-keys``,
@@ -49,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out one verb; exit 0, 1 when scores stay pending, 2 on a usage error."""
-    from grader.lti.registry import PlatformRegistration, RegistryError
-    from grader.lti.tool import LtiTool
+    from grader.platforms.lti.registry import PlatformRegistration, RegistryError
+    from grader.platforms.lti.tool import LtiTool
 
     try:
         tool = LtiTool(args.dir, args.base_url)
@@ -105,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _post_grades(tool, args: argparse.Namespace) -> int:
-    from grader.lti.publish import publish_gradebook
-    from grader.lti.services import PlatformServices, ServiceError
+    from grader.platforms.lti.publish import publish_gradebook
+    from grader.platforms.lti.services import PlatformServices, ServiceError
     from grader.points import load_points
 
     platform = tool.registry.find(args.issuer, args.client_id)

@@ -1,4 +1,4 @@
-"""``ppo-course nbgrader COURSE_DIR``: write a ready nbgrader course (see ``grader.nbgrader_course``)."""
+"""``ppo-course nbgrader COURSE_DIR``: write a ready nbgrader course (see ``grader.platforms.nbgrader_course``)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the course; exit 0, or 2 when the source tree or the quiz keys are missing."""
-    from grader.nbgrader_course import ASSIGNMENT, build_course
+    from grader.platforms.nbgrader_course import ASSIGNMENT, build_course
     from quiz_bank.engine import KeysUnavailable
 
     try:

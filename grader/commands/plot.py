@@ -41,7 +41,7 @@ def compute_data(args: argparse.Namespace) -> dict:
     import torch
 
     from grader import figure_runs
-    from grader.results import atomic_write_text
+    from ppo_course.atomic_files import atomic_write_text
 
     torch.set_num_threads(1)
     if args.kind == "lifecycle":

@@ -1,4 +1,4 @@
-"""``ppo-course release OUT_DIR``: write the student bundle (see ``grader.release``)."""
+"""``ppo-course release OUT_DIR``: write the student bundle (see ``grader.platforms.release``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the bundle; exit 0 on success, 2 when OUT_DIR or the source tree is unusable."""
-    from grader.release import ReleaseError, build_release
+    from grader.platforms.release import ReleaseError, build_release
 
     try:
         files = build_release(args.out_dir, force=args.force)

@@ -1,4 +1,4 @@
-"""``ppo-course similarity SUBMISSIONS_DIR --out DIR``: offline code similarity across a class (``grader.similarity``)."""
+"""``ppo-course similarity SUBMISSIONS_DIR --out DIR``: offline code similarity across a class (``grader.reports.similarity``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ HELP = "offline similarity report across a class (copydetect; stubs treated as b
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``similarity`` (thresholds default to the calibrated values, docs/ta_guide.md)."""
-    from grader.similarity import SimilarityConfig
+    from grader.reports.similarity import SimilarityConfig
 
     d = SimilarityConfig()
     parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR",
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
-    from grader.similarity import SimilarityConfig, run_similarity
+    from grader.reports.similarity import SimilarityConfig, run_similarity
 
     for folder in [args.submissions, *args.archive, *args.reference_impl]:
         if not folder.is_dir():

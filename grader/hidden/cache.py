@@ -1,6 +1,6 @@
 """Per-version caches of the hidden graders: what is the same for every student is computed once per worker.
 
-A warm trusted worker (`grader.warm`) grades many students in one process; the
+A warm trusted worker (`grader.runners.warm`) grades many students in one process; the
 reference's outputs on the hidden inputs, exercise 7's reference steps and its
 "before" score, and hypothesis' example lists are the same for all of them.
 They are kept here, in this (trusted) process's memory only: nothing is

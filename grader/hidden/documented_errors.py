@@ -5,7 +5,7 @@ shapes, an unknown placement, a non-positive horizon). Correct implementations
 in other styles (CleanRL, TRL) often broadcast instead of checking, so these
 checks are reported, worth 0 points (``grader/points.yaml``, tag
 ``informational``): the promise is graded, and the points stay on the numbers.
-Listed in ``grader/behaviours.yaml``.
+Listed in ``grader/mistakes/behaviours.yaml``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ visible payloads. Hidden tests draw ALL their inputs (the hypothesis seed of
 every ``@given`` test, every generator seed, the numbers of hand-built cases,
 exercise 5's graph probe; issue 19, class 5) from HMAC-SHA256(key, label), key = SHA-256(secret ‖ grader_version): the secret
 lives in ``grader/hidden/grader_secret.txt`` (instructor side: never in the
-public package or the student bundle, ``grader.release``), so the draws are
+public package or the student bundle, ``grader.platforms.release``), so the draws are
 unknown to students, yet deterministic for one grader version (the same
 submission gets the same grade on every run and machine) and change with the
 version. Issue 10, class 2.

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from grader import buggy_variants
+from grader.mistakes import buggy_variants
 from grader.hidden.cache import cached
 from ppo_course.grading_kit.compare import any_nonzero
 from ppo_course.grading_kit.feedback import Mismatch, expect_close

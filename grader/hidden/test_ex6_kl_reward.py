@@ -6,7 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader import buggy_variants
+from grader.mistakes import buggy_variants
 from grader.hidden.draws import draw_float, draw_int, draw_seed
 from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
 from ppo_course.grading_kit.compare import any_nonzero

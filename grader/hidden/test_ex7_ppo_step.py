@@ -16,7 +16,7 @@ import warnings
 import pytest
 import torch
 
-from grader import buggy_ppo_step, ppo_step_diagnosis, ppo_step_stages
+from grader.mistakes import buggy_ppo_step, ppo_step_diagnosis, ppo_step_stages
 from ppo_course.grading_kit import step_checks
 from ppo_course.grading_kit import step_trace as ppo_step_trace
 from grader.hidden.cache import cached
@@ -94,7 +94,7 @@ def make_payload(seed: int = 0, batch: int = 16, state: dict | None = None, conf
 
 def run_student(module, payload: dict) -> dict:
     """The student's step through the harness (RemoteModule in grading, LocalModule in `check`), validated
-    (`grader.ppo_step_trace.validate_result`) before any other code here reads it (issue 19, class 6)."""
+    (`ppo_course.grading_kit.step_trace.validate_result`) before any other code here reads it (issue 19, class 6)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         extra = {"ref_state_dict": payload["ref_state_dict"]} if "ref_state_dict" in payload else {}
@@ -142,8 +142,8 @@ def max_param_diff(a: dict, b: dict) -> float:
 
 def diagnose_step(got: dict, payload: dict, reference_trace: dict | None = None) -> str:
     """Name the mistake of a step that differs from the reference: a named mistake read from the observed
-    trace (`grader.ppo_step_diagnosis`), else the known buggy variant whose parameters match
-    (`diagnose_params`), else the first stage that departs from the reference (`grader.ppo_step_stages`),
+    trace (`grader.mistakes.ppo_step_diagnosis`), else the known buggy variant whose parameters match
+    (`diagnose_params`), else the first stage that departs from the reference (`grader.mistakes.ppo_step_stages`),
     else "wrong_value". `got` is a validated result (`run_student`); an exception anywhere in here is a
     diagnosis that found nothing, never a grader error (issue 19, class 6)."""
     try:

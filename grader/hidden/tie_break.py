@@ -4,7 +4,7 @@ A small failing example often cannot tell two catalogued mistakes apart (a
 1×1 batch cannot tell a max from a min; swapped clip bounds and a clipped
 product both stop the gradient where r·Â is large). `disambiguate` (outputs)
 and `disambiguate_grads` (gradients) then run the student's function, the
-reference and the matching variants of `grader.buggy_variants` once more on
+reference and the matching variants of `grader.mistakes.buggy_variants` once more on
 `probe_args`'s rich input with the same hyper-parameters and keep the first
 variant that still matches, so that a mistake gets its own name. Trusted code:
 it runs in the grading process, the student's function through the provider.

@@ -25,6 +25,7 @@ import os
 import sys
 from pathlib import Path
 
+from ppo_course.atomic_files import atomic_write_text
 from ppo_course.syllabus import EXERCISES
 
 PUBLIC_TESTS = Path(__file__).resolve().parent.parent / "public_tests"
@@ -37,9 +38,7 @@ def public_test_files(stems: list[str] | tuple[str, ...] = EXERCISES) -> list[Pa
 
 def _write_json(path: Path, data: dict) -> None:
     """Write `data` to `path` atomically (the parent may read it after this process was killed)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(data))
 
 
 class _Progress:

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
+from ppo_course.atomic_files import atomic_path
 from ppo_course.syllabus import EXERCISES
 
 HELP = "make your submission (a .zip of your exercise modules and the helpers they import), checked as the grader will"
@@ -100,16 +99,9 @@ def make_submission(exercises_dir: Path, out: Path) -> tuple[list[Path], list[st
     warnings = [f"{rel.as_posix()}: syntax error ({why}); Python cannot import it, so "
                 f"{'that exercise scores 0' if rel in modules else 'the exercises importing it score 0'}"
                 for rel, why in closure.syntax_errors.items()]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".submission-", suffix=".zip", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    with atomic_path(out, suffix=".zip") as tmp:  # the intake's check reads the suffix
         write_zip(exercises_dir, closure.files, tmp)
         notes = check_zip(tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return closure.files, warnings, notes
 
 

@@ -4,7 +4,7 @@ A *diagnosis* names a known mistake; the feedback of `ppo-course check` and of
 the hidden graders reports the id and the message below. The ids are stable:
 the mistake catalogue, the class report and the feedback all use them, so never
 rename or remove one (add new ones freely). The instructor side re-exports this
-table as `grader.diagnose.DIAGNOSES`; it lives here because the student bundle
+table as `grader.mistakes.diagnose.DIAGNOSES`; it lives here because the student bundle
 ships `ppo_course` but not `grader`. Messages are generic hints and hold no
 hidden input or expected value.
 

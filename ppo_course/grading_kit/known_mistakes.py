@@ -1,7 +1,7 @@
 """What the catalogued mistakes return on the PUBLIC tests' fixed inputs (issue 21, item 12).
 
 One variant-matching path for public and hidden tests: the hidden graders run
-the known buggy variants (`grader/buggy_variants.py`) on their inputs; the
+the known buggy variants (`grader/mistakes/buggy_variants.py`) on their inputs; the
 public tests cannot (the student bundle ships no grader), so the variants'
 outputs on the public tests' own fixed inputs are computed once, on the
 instructor side, by `tools/make_known_mistakes.py`, and stored in

@@ -1,6 +1,6 @@
 """The state of one exercise module, named once for the student's ``check`` and the TA's grader.
 
-Student side: imports nothing trusted; ``grader`` imports it (``grader.results.ExerciseResult.state``),
+Student side: imports nothing trusted; ``grader`` imports it (``grader.records.results.ExerciseResult.state``),
 never the reverse. An exercise module is in exactly one of these states:
 
 * ``graded``: it imported and its tests ran (whatever their score);
@@ -11,7 +11,7 @@ never the reverse. An exercise module is in exactly one of these states:
 * ``not_implemented``: it imported, and every one of its tests failed with ``NotImplementedError``.
 
 Source: issue 11 ("typed results end to end"); the words follow the gradebook's message column
-(``grader.outcome.exercise_reasons``) and ``ppo-course check``'s summary table.
+(``grader.records.outcome.exercise_reasons``) and ``ppo-course check``'s summary table.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ stub's numbered steps fix, from the step's own measured quantities:
    ``purge`` at the end;
 and the stats agree with what the step did.
 
-The ids are the hidden grader's (``grader/ppo_step_diagnosis.py`` names the
+The ids are the hidden grader's (``grader/mistakes/ppo_step_diagnosis.py`` names the
 same mistakes from its reference comparisons, and runs these checks too), so
 ``check`` and the graded feedback name a mistake alike. Sources: the stub's
 docstring (solutions/ex7_ppo_step.py), Book fig. 5.1, §5.5-§5.8.

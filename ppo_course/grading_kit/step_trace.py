@@ -7,7 +7,7 @@ docstring). All of it is data from the untrusted child: a list where a dict
 belongs, a string where a tensor belongs, a tensor that still asks for a
 gradient, ten thousand events. This module is the one gate: every event is
 validated against a pydantic model of its kind (strict types, no extra
-fields), and the diagnosis code (``grader.ppo_step_diagnosis``, the public test of
+fields), and the diagnosis code (``grader.mistakes.ppo_step_diagnosis``, the public test of
 exercise 7 and its stage checks, ``step_checks``) only ever reads
 the validated copy.
 

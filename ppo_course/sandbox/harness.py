@@ -30,7 +30,7 @@ def build_setting(payload: dict) -> tuple:
     """(policy, ref_policy, optimizer, generator, config, queries) for one ex7 step, from data only.
 
     The one place that builds the exercise-7 setting: the child's harness and the
-    grader's reference run (``grader.buggy_ppo_step``) both call it, so the two
+    grader's reference run (``grader.mistakes.buggy_ppo_step``) both call it, so the two
     sides cannot drift apart. Nothing here runs student code.
 
     Args:

@@ -18,7 +18,7 @@ functions by name (``from ex4_gae import whiten``) is observed less; the
 grader then says less.
 
 The same observer runs around the reference's step in the grading process
-(``grader.buggy_ppo_step``), so both traces have one format. In the child
+(``grader.mistakes.buggy_ppo_step``), so both traces have one format. In the child
 the trace is data the student could forge: the grader uses it to *name* a
 mistake, never to award a point.
 

@@ -171,7 +171,7 @@ def build(new_root: str, needed: list[str], tmp_size_mb: int, fresh_proc: bool) 
 
     Args:
         new_root: an empty folder to mount the new root's tmpfs on.
-        needed: host paths the interpreter reads (``grader.sandbox.needed_paths``).
+        needed: host paths the interpreter reads (``grader.sandbox.sandbox.needed_paths``).
         tmp_size_mb: size of the private /tmp, MiB.
         fresh_proc: try a new proc with ``hidepid=2`` (root dropping to a
             private uid); else, or when refused, the machine's /proc is bound

@@ -4,7 +4,7 @@ Why a stand-in: the batch tests kill, resume and regrade whole cohorts many
 times over; with the real hidden graders each run would take minutes on the
 two shared cores. The stand-in honours the documented interface
 (``grade_submission(path, *, exercises=None, profile=...) -> GradeResult``)
-and returns the real ``grader.results.GradeResult`` model, so the results.json
+and returns the real ``grader.records.results.GradeResult`` model, so the results.json
 the batch handles has the real schema. The demo test (test_demo.py) uses the
 real grader.
 
@@ -17,8 +17,8 @@ folder: two tests of 1 point. ``test_value`` fails when the source holds
 ``STANDIN_SLOW`` sleeps 0.4 s.
 
 How a batch reaches it (tests only; production code has no switch for it): :func:`install`
-replaces ``grader.workers.worker_command`` in the test's process with a command whose boot
-code first sets ``grader.workers.grading_function`` (and the warm worker's warm-up) to the
+replaces ``grader.runners.workers.worker_command`` in the test's process with a command whose boot
+code first sets ``grader.runners.workers.grading_function`` (and the warm worker's warm-up) to the
 stand-in, then runs the ordinary worker. Everything else (staging, limits, environment
 allow-list, time-outs, warm pools, the cluster's checks) is the production path.
 """
@@ -34,7 +34,7 @@ from pathlib import Path
 STAND_IN = "stand_in_grader:grade_submission"
 
 from grader.points import EXERCISES
-from grader.results import ExerciseResult, GradeResult, TestResult
+from grader.records.results import ExerciseResult, GradeResult, TestResult
 
 
 def _root(path: Path) -> Path:
@@ -45,7 +45,7 @@ def _root(path: Path) -> Path:
 
 
 def stand_in_command(spec: str, real):
-    """A ``grader.workers.worker_command`` whose workers grade with ``spec`` ("module:function") instead.
+    """A ``grader.runners.workers.worker_command`` whose workers grade with ``spec`` ("module:function") instead.
 
     The worker's environment is this process's (less ``PYTHON*``, read when a worker starts), so a
     stand-in may read the test's variables; its module is found where this process finds it.
@@ -61,11 +61,11 @@ def stand_in_command(spec: str, real):
         if found is not None and found.origin:
             paths.insert(0, str(Path(found.origin).parent))
         boot = (f"import os, sys, importlib\nos.environ.update({env!r})\nsys.path[:0] = {paths!r}\n"
-                "import grader.workers, grader.warm\n"
-                f"grader.workers.grading_function = lambda: getattr(importlib.import_module({module!r}), {attr!r})\n"
+                "import grader.runners.workers, grader.runners.warm\n"
+                f"grader.runners.workers.grading_function = lambda: getattr(importlib.import_module({module!r}), {attr!r})\n"
                 # A warm worker's warm-up: what the stand-in's first grading imports (the result models
                 # import the sandbox's package, torch with it), so that no student's clock pays for it.
-                f"grader.warm._warm_up = lambda: [importlib.import_module(m) for m in ({module!r}, 'grader.sandbox.errors')]\n")
+                f"grader.runners.warm._warm_up = lambda: [importlib.import_module(m) for m in ({module!r}, 'grader.sandbox.errors')]\n")
         return [*cmd[:i], boot + cmd[i], *cmd[i + 1:]]
 
     command.stand_in = spec
@@ -79,7 +79,7 @@ def install(spec: str = STAND_IN, monkeypatch=None) -> None:
     Also ``PPO_COURSE_BATCH_OWN_FORKSERVER=1``: a stand-in forks no student child, so the batch
     starts no shared fork server for it (a fork server imports torch: seconds per batch).
     """
-    import grader.workers as workers
+    import grader.runners.workers as workers
 
     real = getattr(workers.worker_command, "real", workers.worker_command)
     command = stand_in_command(spec, real)

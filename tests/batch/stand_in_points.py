@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from stand_in_grader import grade_submission as grade_v1
 
-from grader.results import ExerciseResult
+from grader.records.results import ExerciseResult
 
 
 def grade_submission(path, *, exercises=None, profile="full", submission_limits=None):

@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 
 from conftest import write_student
-from grader import batch, outcome
+from grader import batch
+from grader.records import outcome
 from grader.batch import run_batch
-from grader.class_list import discover
-from grader.out_folder import BatchBusy, lock_out_dir
-from grader.intake import BatchLimits, Rejected, stage_submission
+from grader.intake.class_list import discover
+from grader.records.out_folder import BatchBusy, lock_out_dir
+from grader.intake.submission import BatchLimits, Rejected, stage_submission
 from grader.points import load_points
-from grader.records import CONTRACT_STEMS, NBGRADER_COLUMNS, STATE_DIR
+from grader.records.gradebook import CONTRACT_STEMS, NBGRADER_COLUMNS, STATE_DIR
 
 pytestmark = pytest.mark.usefixtures("stand_in")
 

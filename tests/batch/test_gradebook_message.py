@@ -1,13 +1,13 @@
 """gradebook.csv's message column names each exercise that was not really graded
-(grader/outcome.py: exercise_reasons, from the typed ExerciseResult; nothing is parsed from text).
+(grader/records/outcome.py: exercise_reasons, from the typed ExerciseResult; nothing is parsed from text).
 
 The end-to-end path (a real grading of a broken submission) is tests/grading/test_typed_states.py.
 """
 
 from __future__ import annotations
 
-from grader.outcome import exercise_reasons
-from grader.results import ExerciseResult, GradeResult
+from grader.records.outcome import exercise_reasons
+from grader.records.results import ExerciseResult, GradeResult
 
 
 def _result(**exercises: ExerciseResult) -> GradeResult:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.batch import run_batch
-from grader.intake import BatchLimits
+from grader.intake.submission import BatchLimits
 from grader.sandbox.process import submission_deadline, submission_ran_out
 
 COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissions"
@@ -70,7 +70,7 @@ def test_an_output_folder_inside_the_submissions_is_refused(tmp_path, capsys):
 
 def test_export_of_an_unfinished_batch_warns_which_students_are_missing(tmp_path, capsys, monkeypatch):
     """A TA exported a batch they had interrupted: 5 of 10 students were silently absent from the LMS file."""
-    from grader.records import INCOMPLETE, STATE_DIR, incomplete_ids
+    from grader.records.gradebook import INCOMPLETE, STATE_DIR, incomplete_ids
     from ppo_course.cli import main
 
     for sid in ("a", "b", "c"):  # tests/batch/conftest.py puts the stand-in on the workers' path
@@ -85,7 +85,7 @@ def test_export_of_an_unfinished_batch_warns_which_students_are_missing(tmp_path
     assert main(["export", str(out), "--format", "csv", "--out", str(tmp_path / "e.csv")]) == 0
     assert "did not finish" not in capsys.readouterr().err
     # What an interrupted batch leaves: the marker of what it set out to grade, and c never written.
-    from grader.records import RECORD, mark_incomplete
+    from grader.records.gradebook import RECORD, mark_incomplete
 
     mark_incomplete(out, ["b", "c"])
     (out / "c" / RECORD).unlink()

@@ -198,7 +198,7 @@ def test_a_removed_student_leaves_the_out_folder_and_is_said(tmp_path, stand_in)
 
 def _result(scores: dict[tuple[str, str], tuple[float, float]]):
     """A typed result of {(stem, test): (score, max)}: every test hidden, each exercise the sum of its tests."""
-    from grader.results import ExerciseResult, GradeResult, TestResult
+    from grader.records.results import ExerciseResult, GradeResult, TestResult
 
     tests = [TestResult(exercise=stem, kind="hidden", test=name, score=s, max_score=m,
                         status="passed" if s >= m else "failed", output="", visibility="visible",
@@ -215,7 +215,7 @@ def test_never_lower_on_typed_results_keeps_each_exercise_and_clamps_by_hand():
     """By hand. Published: ex1 a=1/1 b=1/1 (2), ex2 c=1/1 (1), ex4 d=0/1 (0). Regrade after a points change:
     ex1 a=0/0.5 b=1/1 (1), ex2 c=0/1 (0), ex4 d=1/1 (1). ex1 is kept: a clamped to 0.5, b 1 -> 1.5 (> 1, and
     not the published 2, which is above the new max 1.5); ex2 kept at 1; ex4 not (the regrade gives more)."""
-    from grader.regrade import never_lower
+    from grader.reports.regrade import never_lower
 
     old = _result({("ex1_ratio", "a"): (1, 1), ("ex1_ratio", "b"): (1, 1), ("ex2_clipped_loss", "c"): (1, 1),
                    ("ex4_gae", "d"): (0, 1)})

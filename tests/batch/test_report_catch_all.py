@@ -1,11 +1,11 @@
 """The class report ranks real diagnoses only; catch-alls (wrong_value, raises_error, ...) get a line
-of their own (grader/report.py)."""
+of their own (grader/reports/report.py)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from grader.report import ClassSummary, report_markdown
+from grader.reports.report import ClassSummary, report_markdown
 
 
 def test_catch_alls_are_listed_apart_from_the_ranked_mistakes():

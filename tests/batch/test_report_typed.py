@@ -1,12 +1,12 @@
 """The class report reads typed results: the GradeResult the batch holds, else the published results.json
-through the one loader (grader/records.py: load_result); both give the same numbers."""
+through the one loader (grader/records/gradebook.py: load_result); both give the same numbers."""
 
 from __future__ import annotations
 
-from grader.analytics import per_test_stats
-from grader.records import StudentRecord, atomic_write_json, load_result
-from grader.report import diagnoses_in, summarise
-from grader.results import ExerciseResult, GradeResult, TestResult
+from grader.reports.analytics import per_test_stats
+from grader.records.gradebook import StudentRecord, atomic_write_json, load_result
+from grader.reports.report import diagnoses_in, summarise
+from grader.records.results import ExerciseResult, GradeResult, TestResult
 
 
 def _test(name: str, kind: str, passed: bool, diagnosis: str | None = None) -> TestResult:

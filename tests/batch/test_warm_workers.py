@@ -1,4 +1,4 @@
-"""Warm graders (grader/warm.py): one long-lived trusted worker per job slot, recycled when it must be.
+"""Warm graders (grader/runners/warm.py): one long-lived trusted worker per job slot, recycled when it must be.
 
 The recycling tests use the stand-in grader (stand_in_grader.py: ``STANDIN_HANG``
 sleeps, ``STANDIN_CRASH`` exits with status 3); the determinism test uses the
@@ -19,15 +19,16 @@ import pytest
 from conftest import STAND_IN, write_student
 
 from grader.batch import run_batch
-from grader.intake import BatchLimits
-from grader.warm import WarmPool
-from grader.workers import _Workers
+from grader.intake.submission import BatchLimits
+from grader.runners.request import GradeRequest
+from grader.runners.warm import WarmPool
+from grader.runners.workers import _Workers
 
 COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissions"
 
 
 def _pool_run(pool: WarmPool, submission: Path, scratch: Path, timeout_s: float = 60.0):
-    return pool.run(submission, scratch, profile="full", exercises=None, timeout_s=timeout_s)
+    return pool.run(GradeRequest(submission=submission, student_id=submission.name, timeout_s=timeout_s), scratch)
 
 
 def _alive(pid: int) -> bool:
@@ -156,11 +157,12 @@ def test_a_killed_batch_leaves_no_warm_worker(stand_in, tmp_path):
 
     write_student(tmp_path / "subs", "a", {"ex1_ratio.py": "STANDIN_HANG\n"})
     code = (
-        "import sys; from pathlib import Path; from grader.warm import WarmPool\n"
+        "import sys; from pathlib import Path; from grader.runners.warm import WarmPool\n"
+        "from grader.runners.request import GradeRequest\n"
         f"import stand_in_grader; stand_in_grader.install({STAND_IN!r})\n"
         f"pool = WarmPool(Path({str(tmp_path / 'warm')!r}))\n"
-        f"pool.run(Path({str(tmp_path / 'subs' / 'a')!r}), Path({str(tmp_path / 'out')!r}), profile='full',"
-        f" exercises=None, timeout_s=600)\n"
+        f"pool.run(GradeRequest(submission=Path({str(tmp_path / 'subs' / 'a')!r}), timeout_s=600),"
+        f" Path({str(tmp_path / 'out')!r}))\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code], env=os.environ.copy())
     worker_pid = None

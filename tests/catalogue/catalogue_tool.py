@@ -5,7 +5,7 @@ An entry is a small Python file in `buggy/` (a realistic mistake) or `correct/`
 it is:
 
     EXERCISE    = "ex4_gae"                      # the exercise module it replaces code in
-    DIAGNOSIS   = "gae_bootstraps_from_padding"  # buggy only: the id from grader/diagnose.py
+    DIAGNOSIS   = "gae_bootstraps_from_padding"  # buggy only: the id from grader/mistakes/diagnose.py
     DESCRIPTION = "one line"
     SEEN_IN     = "owner/repo#123 ..."           # buggy only: where the mistake is seen in the wild
     MODE        = "append"                       # optional; "module" = the file is the whole module
@@ -51,7 +51,7 @@ PUBLIC_NAMES = {
     "ex5_rollout_buffer": ["RolloutBuffer"],
     "ex6_kl_reward": ["per_token_kl", "kl_shaped_rewards", "AdaptiveKLController"],
 }
-# Diagnosis ids this catalogue expects but grader/diagnose.py does not have (yet): proposed
+# Diagnosis ids this catalogue expects but grader/mistakes/diagnose.py does not have (yet): proposed
 # to the lead in the report. Every other expected id must be a key of DIAGNOSES.
 # (All ten ids proposed so far were adopted by the graders: per_row_sum, five ppo_step_* ids,
 # advantages_renormalised, entropy_from_sampled_token, kl_wrong_estimator, ratio_clamped.)
@@ -61,7 +61,7 @@ PROPOSED_DIAGNOSES: dict[str, str] = {
 # Ids that name no specific mistake (the catch-alls: a wrong value, an exception on valid input) or only a consequence that is true of every wrong step
 # (the 0-point own-pieces report of a wrong ex7 step; a step that does not learn): never "a wrong specific
 # diagnosis" in the specific-and-correct rate.
-# The exercise-7 stage ids (grader/ppo_step_stages.py) say where a step departs, not which mistake: generic.
+# The exercise-7 stage ids (grader/mistakes/ppo_step_stages.py) say where a step departs, not which mistake: generic.
 GENERIC_DIAGNOSES = frozenset({"wrong_value", "raises_error", "ppo_step_own_pieces_differ", "ppo_step_no_learning",
                                "ppo_step_stage_rollout", "ppo_step_stage_scores", "ppo_step_stage_kl",
                                "ppo_step_stage_rewards", "ppo_step_stage_gae", "ppo_step_stage_whitening",
@@ -280,7 +280,7 @@ def _outcomes_for(group: list[Entry], result: Optional[dict], error: Optional[st
             if ex is None:
                 out.error = f"{e.exercise} missing from the GradeResult"
             else:
-                from grader.results import ExerciseResult
+                from grader.records.results import ExerciseResult
 
                 status = ExerciseResult.model_validate(ex).status  # derived from the one state vocabulary
                 out.score, out.max_score, out.exercise_status = ex["score"], ex["max_score"], status

@@ -121,7 +121,7 @@ def test_ex7_mistakes_are_named_specifically(graded):
 # function drops the docstring's ValueError checks, which the 0-point reported tests (`*_rejects_*`) catch.
 OTHER_MISTAKE_OF_EVERY_ENTRY = "missing_documented_error"
 # Exercise 7: a step mistake the catalogue cannot name exactly is named by the stage where the step first departs
-# from the reference (grader/ppo_step_stages.py).
+# from the reference (grader/mistakes/ppo_step_stages.py).
 EX7_STAGE_IDS = frozenset(d for d in catalogue_tool.GENERIC_DIAGNOSES if d.startswith("ppo_step_stage_"))
 # entry name -> why a failing test still names something else (strict xfails: fixed ones XPASS and fail).
 _MASK_GAP = ("the student's code raises on one mask dtype in a test that calls it directly (not through the hidden "

@@ -82,7 +82,7 @@ def test_catalogue_is_big_enough():
 
 @pytest.mark.parametrize("entry", [e for e in ENTRIES if e.kind == "buggy"], ids=lambda e: e.name)
 def test_buggy_entry_names_a_known_or_proposed_diagnosis(entry):
-    """Expected ids come from grader/diagnose.py, or are listed as proposals for the lead."""
+    """Expected ids come from grader/mistakes/diagnose.py, or are listed as proposals for the lead."""
     assert entry.diagnosis in DIAGNOSES or entry.diagnosis in catalogue_tool.PROPOSED_DIAGNOSES, (
         f"{entry.name}: DIAGNOSIS={entry.diagnosis!r} is neither in DIAGNOSES nor in PROPOSED_DIAGNOSES")
     assert entry.seen_in.strip(), f"{entry.name}: SEEN_IN is empty"

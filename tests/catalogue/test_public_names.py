@@ -8,7 +8,7 @@ KILL_RATE.md), never `wrong_value` ("matches none of the known mistakes");
 correct variants pass every public test. Exercise 7's public test has its own
 file (`tests/ppo_step/test_public_ex7_checks.py`). The public candidates come
 from `ppo_course/grading_kit/known_mistakes.json`, generated from
-`grader/buggy_variants.py` (the hidden tests' variants) by
+`grader/mistakes/buggy_variants.py` (the hidden tests' variants) by
 `tools/make_known_mistakes.py`; `test_known_mistakes_table_is_current` keeps it
 in step.
 """
@@ -82,7 +82,7 @@ def test_every_failing_public_test_names_the_mistake(entry, tmp_path):
 
 
 def test_known_mistakes_table_is_current():
-    """The committed table equals what tools/make_known_mistakes.py computes from grader/buggy_variants.py now."""
+    """The committed table equals what tools/make_known_mistakes.py computes from grader/mistakes/buggy_variants.py now."""
     sys.path.insert(0, str(REPO / "tools"))
     try:
         import make_known_mistakes

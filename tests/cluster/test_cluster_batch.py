@@ -33,11 +33,11 @@ import pytest
 
 distributed = pytest.importorskip("distributed")  # in the `test` extra: present wherever make test runs
 
-from grader import cluster_worker  # noqa: E402
+from grader.runners import cluster_worker  # noqa: E402
 from grader.batch import run_batch  # noqa: E402
 from grader.fingerprint import grader_fingerprint  # noqa: E402
-from grader.records import RECORD  # noqa: E402
-from grader.cluster import ClusterUnavailable  # noqa: E402
+from grader.records.gradebook import RECORD  # noqa: E402
+from grader.runners.cluster import ClusterUnavailable  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
@@ -341,7 +341,8 @@ def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_p
 
 def test_workers_that_change_version_after_connection_are_refused_in_the_task(dask_cluster, stand_in_path, tmp_path):
     """The check inside each task: workers vetted at connection, then upgraded (or replaced) under the batch."""
-    from grader.cluster import ClusterRunner
+    from grader.runners.cluster import ClusterRunner
+    from grader.runners.request import GradeRequest
 
     cluster, client = dask_cluster
     client.wait_for_workers(2, timeout=60)
@@ -354,7 +355,8 @@ def test_workers_that_change_version_after_connection_are_refused_in_the_task(da
         assert runner.refused == {}
         client.run(_pretend_other_version, "00000000deadbeef")
         with pytest.raises(ClusterUnavailable, match="no worker of the Dask cluster .* may grade"):
-            runner(staged, tmp_path / "scratch", profile="fast", exercises=["ex1_ratio"], timeout_s=60)
+            runner(GradeRequest(submission=staged, student_id="s0", profile="fast", exercises=["ex1_ratio"],
+                                timeout_s=60), tmp_path / "scratch")
     finally:
         client.run(_pretend_other_version, None)
         runner.close()

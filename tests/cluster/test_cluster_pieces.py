@@ -16,12 +16,13 @@ import pytest
 
 distributed = pytest.importorskip("distributed")  # in the `test` extra: present wherever make test runs
 
-from grader import cluster_worker  # noqa: E402
+from grader.runners import cluster_worker  # noqa: E402
 from grader.batch import run_batch  # noqa: E402
 from grader.fingerprint import grader_fingerprint  # noqa: E402
-from grader.records import RECORD  # noqa: E402
-from grader.cluster import CLUSTER_ENV, ClusterUnavailable, resolve_address  # noqa: E402
-from grader.cluster_worker import WorkerRefused, grade_task, pack_submission, unpack_submission  # noqa: E402
+from grader.records.gradebook import RECORD  # noqa: E402
+from grader.runners.cluster import CLUSTER_ENV, ClusterUnavailable, resolve_address  # noqa: E402
+from grader.runners.request import GradeRequest  # noqa: E402
+from grader.runners.cluster_worker import WorkerRefused, grade_task, pack_submission, unpack_submission  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("cluster")
 
@@ -70,7 +71,9 @@ def test_task_with_another_fingerprint_is_refused_before_grading(tmp_path):
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "ex1_ratio.py").write_text("raise SystemExit('must not run')\n")
     with pytest.raises(WorkerRefused) as caught:
-        grade_task(pack_submission(tmp_path / "s"), "s", "0123456789abcdef", "fast", ["ex1_ratio"], 60.0)
+        request = GradeRequest(submission=tmp_path / "s", student_id="s", profile="fast", exercises=["ex1_ratio"],
+                               timeout_s=60.0, fingerprint="0123456789abcdef")
+        grade_task(pack_submission(tmp_path / "s"), request.model_dump_json())
     assert "0123456789abcdef" in str(caught.value) and grader_fingerprint() in str(caught.value)
 
 

@@ -1,7 +1,7 @@
-"""Every documented behaviour has a grading test (issue 16): grader/behaviours.yaml against the docstrings.
+"""Every documented behaviour has a grading test (issue 16): grader/mistakes/behaviours.yaml against the docstrings.
 
-The promises are extracted by rule from solutions/ex*.py (`grader.behaviours`); each must be listed in
-grader/behaviours.yaml with at least one hidden test that exists in grader/hidden/test_<exercise>.py and
+The promises are extracted by rule from solutions/ex*.py (`grader.mistakes.behaviours`); each must be listed in
+grader/mistakes/behaviours.yaml with at least one hidden test that exists in grader/hidden/test_<exercise>.py and
 has points (or a 0-point "informational" entry) in grader/points.yaml.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.behaviours import (REPO, Behaviour, _doc_promises, extract_promises, hidden_test_names, load_behaviours,
+from grader.mistakes.behaviours import (REPO, Behaviour, _doc_promises, extract_promises, hidden_test_names, load_behaviours,
                                normalise)
 from grader.points import load_points
 
@@ -28,7 +28,7 @@ def test_every_docstring_promise_has_a_grading_test():
     """A promise of a docstring that behaviours.yaml does not list (with a test) fails here, by name."""
     listed = {_key(b.exercise, b.where, b.promise) for b in load_behaviours() if b.source == "docstring" and b.tests}
     missing = [p for p in extract_promises() if _key(p.exercise, p.where, p.promise) not in listed]
-    assert not missing, "docstring promises without a grading test in grader/behaviours.yaml:\n" + "\n".join(
+    assert not missing, "docstring promises without a grading test in grader/mistakes/behaviours.yaml:\n" + "\n".join(
         f"  {p.exercise} {p.where}: {p.promise[:120]}" for p in missing)
 
 

@@ -235,7 +235,7 @@ def test_nbgrader_feedback_says_not_implemented_once(tmp_path):
     """nbgrader's cell stub is a bare `raise NotImplementedError()`: the feedback must not read
     "... (it raises NotImplementedError). NotImplementedError:"."""
     from grader.grade import grade_submission
-    from grader.nbgrader_course.autograde import exercise_feedback
+    from grader.platforms.nbgrader_course.autograde import exercise_feedback
 
     folder = tmp_path / "s"
     folder.mkdir()

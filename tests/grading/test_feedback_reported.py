@@ -1,8 +1,8 @@
-"""feedback.md: a 0-point ("Reported") test of a missing or broken module adds no line (grader/results.py)."""
+"""feedback.md: a 0-point ("Reported") test of a missing or broken module adds no line (grader/records/results.py)."""
 
 from __future__ import annotations
 
-from grader.results import ExerciseResult, GradeResult, TestResult
+from grader.records.results import ExerciseResult, GradeResult, TestResult
 
 
 def _result(status: str, diagnosis: str) -> GradeResult:

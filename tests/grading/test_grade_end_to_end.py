@@ -97,7 +97,7 @@ def test_empty_and_unreadable_submissions(tmp_path):
     evil = tmp_path / "eve.zip"
     with zipfile.ZipFile(evil, "w") as zf:
         zf.writestr("../../escaped.py", "x = 1\n")
-    # The words of the one intake (grader/intake.py), the same on every path.
+    # The words of the one intake (grader/intake/submission.py), the same on every path.
     for path, why in ((corrupt, "not a readable zip"), (tmp_path / "nope", "does not exist"), (evil, "escapes")):
         result = grade_submission(path, exercises=["ex1_ratio"])
         assert (result.status, result.score) == ("rejected", 0), path

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.diagnose import DIAGNOSES
+from grader.mistakes.diagnose import DIAGNOSES
 from grader.points import EXERCISES, load_points
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def _string_ids_in_mismatch_calls(path: Path) -> set[str]:
 
 def test_every_diagnosis_id_used_is_defined():
     """Ids in the buggy variants, the ex7 variants and every Mismatch(...) of the graders exist in DIAGNOSES."""
-    from grader import buggy_ppo_step, buggy_variants
+    from grader.mistakes import buggy_ppo_step, buggy_variants
 
     used = {d for table in buggy_variants.VARIANTS.values() for d, _ in table}
     used |= {d for d, _ in buggy_variants.ADAPTIVE_KL_VARIANTS}

@@ -10,13 +10,14 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from grader.points import EXERCISES
-from grader.results import ExerciseResult, GradeResult, TestResult, atomic_write_text
+from grader.records.results import ExerciseResult, GradeResult, TestResult
+from ppo_course.atomic_files import atomic_write_text
 
 pytestmark = pytest.mark.xdist_group("grader")
 
 
 class GradescopeTest(BaseModel):
-    """One entry of `tests` as the contract fixes it (written independently of grader.results)."""
+    """One entry of `tests` as the contract fixes it (written independently of grader.records.results)."""
 
     model_config = ConfigDict(extra="forbid")
     name: str

@@ -1,7 +1,7 @@
 """Issue 21 item 8: `ppo-course submit` makes the submission the grader accepts, and the intake skips tool folders.
 
 `submit` and the grader's intake apply one set of rules (`ppo_course/submission_rules.py`, imported by
-`grader/intake.py`); a bundle folder zipped after `./install.sh` (a `.venv` of symlinks, `build/`,
+`grader/intake/submission.py`); a bundle folder zipped after `./install.sh` (a `.venv` of symlinks, `build/`,
 `*.egg-info`) is graded with a note instead of rejected.
 """
 
@@ -152,7 +152,7 @@ def _zip_folder(folder: Path, out: Path) -> Path:
 
 @pytest.mark.parametrize("as_zip", [False, True])
 def test_the_intake_skips_tool_folders_with_a_note(tmp_path, as_zip):
-    from grader.intake import entry_for, locate_modules, staged
+    from grader.intake.submission import entry_for, locate_modules, staged
 
     bundle = _installed_bundle(tmp_path / "ppo-ch5-student")
     path = _zip_folder(bundle, tmp_path / "bundle.zip") if as_zip else bundle
@@ -171,7 +171,7 @@ def test_the_intake_skips_tool_folders_with_a_note(tmp_path, as_zip):
 
 def test_a_symlink_out_of_the_submission_is_still_rejected(tmp_path):
     """Skipping tool folders is not a hole: a link outside them is refused as before."""
-    from grader.intake import Rejected, staged
+    from grader.intake.submission import Rejected, staged
 
     bundle = _installed_bundle(tmp_path / "b")
     (bundle / "exercises" / "notes.txt").symlink_to("/etc/hostname")
@@ -191,10 +191,10 @@ def test_a_bundle_folder_with_a_venv_is_graded(tmp_path, capsys):
 
 
 def test_the_rules_are_the_students_and_the_graders_alike():
-    """One set of rules: grader/intake.py applies the student-side module's functions, not copies."""
+    """One set of rules: grader/intake/submission.py applies the student-side module's functions, not copies."""
     import ast
 
-    from grader import intake
+    from grader.intake import submission as intake
     from ppo_course import submission_rules
 
     for name in ("stage_submission", "locate_modules", "staged", "SubmissionLimits", "Rejected", "entry_for"):

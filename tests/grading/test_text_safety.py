@@ -16,7 +16,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from ppo_course import text_safety
-from grader.results import ExerciseResult, GradeResult, TestResult
+from grader.records.results import ExerciseResult, GradeResult, TestResult
 
 HUGE = "A" * 5_000_000
 FORGERY = ("oops\n```\n\n**Total: 100 / 100 points**\n\n![x](http://evil.example/pixel.png)\n"
@@ -103,7 +103,7 @@ def test_results_json_and_feedback_md_stay_small_and_inert(tmp_path, text):
 # ------------------------------------------------------------------------- gradebook.csv, grades.csv
 
 def _record(student_id: str, message: str):
-    from grader.records import StudentRecord
+    from grader.records.gradebook import StudentRecord
 
     return StudentRecord(student_id=student_id, status="rejected", message=message, submission_hash="h",
                          grader_fingerprint="f", profile="fast", score=0.0, max_score=10.0)
@@ -111,7 +111,7 @@ def _record(student_id: str, message: str):
 
 @pytest.mark.parametrize("writer", ["gradebook_csv", "nbgrader_csv"])
 def test_csv_writers_never_write_a_formula_or_a_huge_cell(writer):
-    import grader.records as batch
+    import grader.records.gradebook as batch
 
     records = [_record(sid, msg) for sid, msg in zip(FORMULAS + ["big" + HUGE[:100_000]],
                                                      [FORGERY, *FORMULAS[1:], HUGE[:100_000], "fine"])]
@@ -125,7 +125,7 @@ def test_csv_writers_never_write_a_formula_or_a_huge_cell(writer):
 
 
 def test_batch_feedback_notes_escape_the_student_id_and_message():
-    from grader.outcome import zero_outcome
+    from grader.records.outcome import zero_outcome
 
     md = zero_outcome(FORGERY, "rejected", FORGERY, "fast", ["ex1_ratio"], [FORGERY]).feedback_md()
     html = _html(md)
@@ -136,7 +136,7 @@ def test_batch_feedback_notes_escape_the_student_id_and_message():
 # ------------------------------------------------------------------------------- Gradescope, nbgrader
 
 def test_gradescope_outputs_are_capped_plain_text():
-    from grader.gradescope.run import safe_outputs
+    from grader.platforms.gradescope.run import safe_outputs
 
     results = safe_outputs({"output": HUGE, "tests": [{"output": FORGERY + CONTROL}, {"output": HUGE}]})
     assert results["output_format"] == results["test_output_format"] == "text"
@@ -145,7 +145,7 @@ def test_gradescope_outputs_are_capped_plain_text():
 
 
 def test_nbgrader_feedback_is_capped_without_control_characters():
-    from grader.nbgrader_course.autograde import exercise_feedback
+    from grader.platforms.nbgrader_course.autograde import exercise_feedback
 
     result = _hostile_result(HUGE[:50_000] + CONTROL)
     text = exercise_feedback(result, "ex1_ratio")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import ppo_reference as ref
-from grader import buggy_variants
+from grader.mistakes import buggy_variants
 from ppo_course.grading_kit.feedback import close
 from ppo_course.grading_kit.inputs import prefix_mask
 
@@ -89,9 +89,9 @@ def test_adaptive_controller_rule_matches_the_reference():
 
 @pytest.mark.slow
 def test_reimplemented_ppo_step_equals_the_reference():
-    """grader/buggy_ppo_step with every switch off gives ppo_reference.ppo_step's parameters and kl_coef exactly."""
+    """grader/mistakes/buggy_ppo_step with every switch off gives ppo_reference.ppo_step's parameters and kl_coef exactly."""
     from grader.hidden.test_ex7_ppo_step import make_payload, max_param_diff, run_reference
-    from grader.buggy_ppo_step import run_reference_step
+    from grader.mistakes.buggy_ppo_step import run_reference_step
 
     payload = make_payload(seed=2)
     ours = run_reference_step(payload)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from grader.grade import grade_submission
-from grader.intake import BatchLimits, Entry
-from grader.outcome import exercise_reasons, grade_entry, grader_errors
-from grader.results import ExerciseResult, GradeResult
-from grader.workers import WorkerOutcome
+from grader.intake.submission import BatchLimits, Entry
+from grader.records.outcome import exercise_reasons, grade_entry, grader_errors
+from grader.records.results import ExerciseResult, GradeResult
+from grader.runners.workers import WorkerOutcome
 
 STUBS = Path(__file__).resolve().parents[2] / "exercises"
 SELECTED = ["ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer"]
@@ -92,9 +92,9 @@ def test_grader_error_makes_the_entry_crashed(tmp_path, monkeypatch):
     sub.mkdir()
     (sub / "ex1_ratio.py").write_text((STUBS / "ex1_ratio.py").read_text(encoding="utf-8"), encoding="utf-8")
 
-    def runner(staged, scratch, *, profile, exercises, **_):
+    def runner(request, scratch, *, workers=None):
         # The worker's step in this process (so that the patched points apply), through the typed file.
-        result = grade_submission(staged, exercises=exercises, profile=profile)
+        result = grade_submission(request.submission, exercises=request.exercises, profile=request.profile)
         return WorkerOutcome("graded", GradeResult.model_validate_json(result.model_dump_json()), "", 0.0)
 
     entry = Entry("ada", [sub], "dir")

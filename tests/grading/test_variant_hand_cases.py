@@ -1,4 +1,4 @@
-"""Catalogued mistakes (grader/buggy_variants.py) on small cases worked by hand (issue 21, item 12).
+"""Catalogued mistakes (grader/mistakes/buggy_variants.py) on small cases worked by hand (issue 21, item 12).
 
 Each expected value is computed in the comments from the mistake's description, not from the variant's code.
 """

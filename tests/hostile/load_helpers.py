@@ -50,7 +50,7 @@ def replay_grade(submission, *, exercises=None, profile="full", submission_limit
     Used by the batch workers (``stand_in_grader.install``); the recorded results live
     in ``$PPO_HOSTILE_REPLAY_DIR/<key>.json`` (``GradeResult`` as JSON).
     """
-    from grader.results import GradeResult
+    from grader.records.results import GradeResult
 
     replay = Path(os.environ[CACHE_ENV]) / f"{submission_key(Path(submission))}-{profile}-{'_'.join(exercises or [])}.json"
     if replay.is_file():

@@ -214,7 +214,7 @@ def test_class6_workers_ignore_the_operators_pythonpath_and_working_folder(tmp_p
 
 
 def test_class6_a_workers_environment_is_an_allow_list(monkeypatch):
-    from grader import workers as batch
+    from grader.runners import workers as batch
 
     monkeypatch.setenv("PYTHONPATH", "/somewhere")
     monkeypatch.setenv("PYTHONSTARTUP", "/somewhere/evil.py")
@@ -329,7 +329,7 @@ def test_class6_a_non_root_grader_keeps_its_venv(tmp_path):
 def test_intake_a_zip_bomb_beside_honest_modules_is_rejected_everywhere(tmp_path):
     """The bomb gains nothing on any path: rejected by `grade` as by the batch (it was graded by `grade`)."""
     from grader.grade import grade_submission
-    from grader.intake import Rejected, entry_for, stage_submission, SubmissionLimits
+    from grader.intake.submission import Rejected, entry_for, stage_submission, SubmissionLimits
 
     bomb = tmp_path / f"{MARKER}.zip"
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:

@@ -36,7 +36,7 @@ def _write(folder, files: dict[str, bytes | str]):
 
 
 def test_a97_code_loaded_from_data_is_flagged_for_review_and_its_twin_is_not(tmp_path):
-    from grader.similarity import run_similarity
+    from grader.reports.similarity import run_similarity
 
     solution = (SOLUTIONS / "ex1_ratio.py").read_text()
     subs = tmp_path / "subs"
@@ -63,7 +63,7 @@ def test_a97_code_loaded_from_data_is_flagged_for_review_and_its_twin_is_not(tmp
     ("helper.py", "def ok(:\n"),                     # does not parse: cannot be compared
 ])
 def test_a97_other_ways_to_hide_code_are_flagged(tmp_path, name, data):
-    from grader.code_loading import scan_submission
+    from grader.reports.code_loading import scan_submission
 
     _write(tmp_path / "s", {name: data})
     assert scan_submission(tmp_path / "s", "s"), name
@@ -71,7 +71,7 @@ def test_a97_other_ways_to_hide_code_are_flagged(tmp_path, name, data):
 
 def test_a97_the_stubs_and_the_solutions_are_clean():
     """The honest side of the rule: none of the course's own modules would be flagged."""
-    from grader.code_loading import scan_source
+    from grader.reports.code_loading import scan_source
 
     repo = SOLUTIONS.parent
     for folder in ("solutions", "exercises"):
@@ -82,9 +82,9 @@ def test_a97_the_stubs_and_the_solutions_are_clean():
 @pytest.mark.slow
 def test_a98_a_classmate_named_like_an_attempt_drops_nobody(cohort_root, monkeypatch):
     from grader import batch
-    from grader.attempts import AttemptRule
-    from grader.export import export_batch
-    from grader.roster import read_roster
+    from grader.intake.attempts import AttemptRule
+    from grader.reports.export import export_batch
+    from grader.intake.roster import read_roster
 
     monkeypatch.setattr(batch, "grader_fingerprint", lambda: "pinned")
     subs, out = cohort_root / "submissions", cohort_root / "out"

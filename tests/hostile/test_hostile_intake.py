@@ -1,6 +1,6 @@
 """Hostile layouts of a submission against the one intake (issue 10, "Also"; red-team round after issue 10).
 
-The intake (`grader.intake`) is shared by every path (`grade`, `grade-batch`,
+The intake (`grader.intake.submission`) is shared by every path (`grade`, `grade-batch`,
 the Gradescope runner, nbgrader's autograde), so these checks go through
 `stage_submission` and `grade_submission`. Each layout below crashed the
 intake with an OS error before it was fixed (`grade` died with a traceback and
@@ -51,7 +51,7 @@ UNREADABLE = {
 
 @pytest.mark.parametrize("case", sorted(UNREADABLE))
 def test_an_unpackable_zip_is_rejected_not_a_crash(case, tmp_path):
-    from grader.intake import Rejected, SubmissionLimits, entry_for, stage_submission
+    from grader.intake.submission import Rejected, SubmissionLimits, entry_for, stage_submission
 
     bundle = _zip(tmp_path / f"{MARKER}.zip", UNREADABLE[case])
     messages = set()

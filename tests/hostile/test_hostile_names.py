@@ -4,7 +4,7 @@
 "\u0430lice" (a Cyrillic a), "alice\u200b" (a zero-width space), "alice\ufeff" or
 "alice\u00a0" showed in gradebook.csv, feedback and the exports exactly like
 alice's own id: the TA saw two "alice" rows, one with another student's
-grade. Now such a name is a problem of the entry (`grader.class_list.id_problem`):
+grade. Now such a name is a problem of the entry (`grader.intake.class_list.id_problem`):
 rejected with its code points named, so the TA renames it; ids that differ
 only by case or width are named in a warning. Honest ids in any one script
 (accents, Cyrillic, CJK with kana) are untouched.
@@ -17,7 +17,7 @@ import shutil
 
 import pytest
 
-from grader.class_list import discover, id_problem, look_alike_warnings
+from grader.intake.class_list import discover, id_problem, look_alike_warnings
 from hostile_helpers import SOLUTIONS, guarded_batch
 
 IMPOSTORS = ["\u0430lice", "alice\u200b", "alice\ufeff", "alice\u00a0", "alice ", "\uff21lice", "al\u202eecila"]

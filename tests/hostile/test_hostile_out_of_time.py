@@ -1,7 +1,7 @@
 """Hostile students against the out-of-time rule (a submission that uses up its clock is timed-out, 0).
 
 ``a86``: a correct ex1 and an ex2 that loops for ever. ``grade-batch`` (and
-Gradescope, through the same `grader.outcome.grade_entry`) records it as
+Gradescope, through the same `grader.records.outcome.grade_entry`) records it as
 timed-out with 0: which calls the clock cuts short depends on the machine's load,
 so no partial score is published. nbgrader's autograde (``IsolatedGrade``) read
 the same ``grade_submission`` result's exercise scores directly and gave ex1's
@@ -33,7 +33,7 @@ LOOP = "\n\ndef clipped_surrogate_loss(*args, **kwargs):\n    while True:\n     
 @pytest.mark.slow
 def test_a86_a_clock_run_out_scores_0_in_every_path_and_spares_the_next_student(cohort_root, monkeypatch):
     from grader.batch import BatchLimits, run_batch
-    from grader.nbgrader_course.autograde import exercise_points, grade_modules
+    from grader.platforms.nbgrader_course.autograde import exercise_points, grade_modules
 
     monkeypatch.delenv("PYTHONPATH", raising=False)
     honest = {f"{s}.py": (SOLUTIONS / f"{s}.py").read_text(encoding="utf-8") for s in EXERCISES}

@@ -1,6 +1,6 @@
 """Hostile students against the warm graders: one trusted worker grades student after student.
 
-``grade-batch`` keeps one long-lived worker per job slot (``grader/warm.py``) and
+``grade-batch`` keeps one long-lived worker per job slot (``grader/runners/warm.py``) and
 forks every child from one fork server per batch. What a worker keeps from one
 student to the next must not change the next student's grade or feedback, and
 must carry nothing from one student to the next. Each test grades a real batch
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.warm import WARM_ENV
+from grader.runners.warm import WARM_ENV
 from hostile_helpers import ATTACKS, SOLUTIONS, TWINS, guarded_batch, read_attack, stable_results
 
 pytestmark = pytest.mark.xdist_group("hostile")
@@ -64,7 +64,7 @@ def _batch(root: Path, name: str, before: dict[str, list[Path]], warm: bool = Tr
     Returns:
         (victim's results.json, twin's results.json, {id: status}).
     """
-    from grader.warm import warm_workers_enabled
+    from grader.runners.warm import warm_workers_enabled
 
     assert warm_workers_enabled() == warm, "warm graders on (or off, for the fresh-worker comparison)"
     subs, out = root / name / "submissions", root / name / "out"
@@ -118,7 +118,7 @@ def test_warm_a_classmate_graded_before_changes_nothing(cohort_root, monkeypatch
 def test_hypothesis_mines_no_constants_while_grading():
     """The grading examples' hook is in place: hypothesis's pool of local constants is empty even with the
     grader's own modules (full of constants) imported."""
-    import grader.buggy_variants  # noqa: F401 - a local module with many constants
+    import grader.mistakes.buggy_variants  # noqa: F401 - a local module with many constants
     import grader.hidden.support  # noqa: F401
     from hypothesis.internal.conjecture import providers
 

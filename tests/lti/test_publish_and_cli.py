@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from grader.lti.passback import Passback
-from grader.lti.publish import publish_gradebook
-from grader.lti.services import PlatformServices
+from grader.platforms.lti.passback import Passback
+from grader.platforms.lti.publish import publish_gradebook
+from grader.platforms.lti.services import PlatformServices
 
 LINEITEMS = "http://127.0.0.1:9100/courses/1/lineitems"
 MEMBERS = "http://127.0.0.1:9100/courses/1/memberships"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader.lti.passback import Passback
-from grader.lti.services import LineItem, PlatformServices
+from grader.platforms.lti.passback import Passback
+from grader.platforms.lti.services import LineItem, PlatformServices
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ def _one_thread():
 
 @pytest.fixture(scope="session")
 def bundle(tmp_path_factory) -> Path:
-    """The student bundle written by `grader.release.build_release` into a fresh folder."""
-    from grader.release import build_release
+    """The student bundle written by `grader.platforms.release.build_release` into a fresh folder."""
+    from grader.platforms.release import build_release
 
     out = tmp_path_factory.mktemp("release") / "bundle"
     build_release(out)

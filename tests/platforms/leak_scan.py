@@ -1,6 +1,6 @@
 """An independent scan of a student bundle for instructor material (used by test_release.py).
 
-It does not reuse `grader.release` or `tools/make_exercises.py`: it reads the
+It does not reuse `grader.platforms.release` or `tools/make_exercises.py`: it reads the
 instructor sources itself and looks for their fingerprints in the bundle.
 
 - solution bodies: every code line between `### BEGIN SOLUTION` and `### END SOLUTION`

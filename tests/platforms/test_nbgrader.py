@@ -55,7 +55,7 @@ class CourseRun:
 def run(tmp_path_factory) -> CourseRun:
     from nbgrader.api import Gradebook
 
-    from grader.nbgrader_course import build_course
+    from grader.platforms.nbgrader_course import build_course
 
     course = tmp_path_factory.mktemp("nbgrader") / "course"
     build_course(course, profile=PROFILE)
@@ -110,7 +110,7 @@ def test_source_cells_carry_schema_3_metadata_and_the_points_config(run: CourseR
 
 def test_release_holds_no_solution_key_or_hidden_test(run: CourseRun):
     """generate_assignment's release: no solution code, no marker, no quiz key, nothing from grader/hidden."""
-    from grader.nbgrader_course.quiz import NoAnswer, read_answer
+    from grader.platforms.nbgrader_course.quiz import NoAnswer, read_answer
 
     pairs = solution_line_pairs(REPO / "solutions")
     hidden_lines = {ln.strip() for p in (REPO / "grader" / "hidden").glob("*.py")
@@ -182,7 +182,7 @@ def test_with_execute_the_kernel_runs_but_still_decides_nothing(run: CourseRun):
     outputs), and her exercise-1 score is still what the isolated grader says: 0."""
     from nbgrader.api import Gradebook
 
-    from grader.nbgrader_course import build_course
+    from grader.platforms.nbgrader_course import build_course
 
     build_course(run.course, profile=PROFILE, execute=True)
     assert "    Execute," in (run.course / "nbgrader_config.py").read_text(encoding="utf-8")

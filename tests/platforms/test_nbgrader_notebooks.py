@@ -10,8 +10,8 @@ import nbformat
 import pytest
 
 from conftest import REPO
-from grader.nbgrader_course.notebooks import exercise_notebook, module_source, split_module, todo_above_markers
-from grader.nbgrader_course.quiz import NoAnswer, read_answer
+from grader.platforms.nbgrader_course.notebooks import exercise_notebook, module_source, split_module, todo_above_markers
+from grader.platforms.nbgrader_course.quiz import NoAnswer, read_answer
 
 SOLUTIONS = sorted((REPO / "solutions").glob("ex*.py"))
 
@@ -86,7 +86,7 @@ def test_read_answer_never_executes_code(source, why, tmp_path):
 
 def test_build_course_writes_config_and_notebooks(tmp_path):
     """The course: nbgrader_config.py (IsolatedGrade before SaveAutoGrades, no Execute by default) and 8 notebooks."""
-    from grader.nbgrader_course import build_course
+    from grader.platforms.nbgrader_course import build_course
 
     build_course(tmp_path, profile="fast")
     config = (tmp_path / "nbgrader_config.py").read_text(encoding="utf-8")
@@ -126,8 +126,8 @@ def test_the_nbgrader_command_states_the_totals_with_the_quiz(tmp_path, capsys):
 
 def test_feedback_names_hidden_tests_as_the_guides_promise_and_counts_secret_ones():
     """The TA and student guides: hidden tests show name, points and likely mistake, never inputs; `hidden` ones are counted."""
-    from grader.nbgrader_course.autograde import exercise_feedback
-    from grader.results import ExerciseResult, GradeResult, TestResult
+    from grader.platforms.nbgrader_course.autograde import exercise_feedback
+    from grader.records.results import ExerciseResult, GradeResult, TestResult
 
     def test(name, visibility, score):
         return TestResult(exercise="ex2_clipped_loss", kind="hidden", test=name, score=score, max_score=2.0,
@@ -149,7 +149,7 @@ def test_a_python_without_torch_fails_the_autograde_instead_of_scoring_zero(monk
     """Issue 21 item 3, nbgrader's path: a broken environment is an error for the TA, never the student's 0."""
     import sys
 
-    from grader.nbgrader_course.autograde import grade_modules
+    from grader.platforms.nbgrader_course.autograde import grade_modules
 
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(RuntimeError, match="cannot import torch"):

@@ -77,7 +77,7 @@ def test_release_refuses_a_folder_it_did_not_write(tmp_path: Path):
 @pytest.mark.parametrize("inside", [".", "ppo_course", "grader/hidden"])
 def test_release_refuses_the_source_tree(inside: str):
     """The repository root or a folder of one of its packages is never a target (exit 2 through ReleaseError)."""
-    from grader.release import ReleaseError, build_release
+    from grader.platforms.release import ReleaseError, build_release
 
     with pytest.raises(ReleaseError, match="source tree"):
         build_release(REPO / inside / "bundle" if inside != "." else REPO, force=True)
@@ -85,7 +85,7 @@ def test_release_refuses_the_source_tree(inside: str):
 
 def test_release_force_replaces_its_own_bundle(tmp_path: Path):
     """--force replaces a bundle written earlier (the marker is there), dropping stale files."""
-    from grader.release import build_release
+    from grader.platforms.release import build_release
 
     out = tmp_path / "b"
     build_release(out)
@@ -125,10 +125,10 @@ def test_bundle_installs_and_runs_for_a_student(bundle: Path, tmp_path: Path):
     env = clean_env(PPO_COURSE_QUIZ_STORE=str(tmp_path / "quiz.sqlite3"), PPO_COURSE_STUDENT="alice")
 
     probe = ("import importlib.util as u, json; print(json.dumps({m: u.find_spec(m) is not None for m in "
-             "['ppo_reference', 'grader', 'solutions', 'quiz_bank.keys', 'ppo_course', 'quiz_bank', 'torch']}))")
+             "['ppo_reference', 'grader', 'solutions', 'quiz_bank.instructor.keys', 'ppo_course', 'quiz_bank', 'torch']}))")
     found = json.loads(subprocess.run([str(py), "-c", probe], capture_output=True, text=True, check=True,
                                       cwd=work, env=env).stdout)
-    assert found == {"ppo_reference": False, "grader": False, "solutions": False, "quiz_bank.keys": False,
+    assert found == {"ppo_reference": False, "grader": False, "solutions": False, "quiz_bank.instructor.keys": False,
                      "ppo_course": True, "quiz_bank": True, "torch": True}
 
     helped = subprocess.run([str(cli), "--help"], capture_output=True, text=True, cwd=work, env=env, timeout=120)

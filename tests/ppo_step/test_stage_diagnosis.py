@@ -1,7 +1,7 @@
 """Exercise 7's diagnosis by stage for step mistakes the catalogue does not know (issue 21, item 13).
 
 Each case is the solution's step with one held-out change (not in
-`tests/catalogue/buggy/`, not a switch of `grader/buggy_ppo_step.py`), run in
+`tests/catalogue/buggy/`, not a switch of `grader/mistakes/buggy_ppo_step.py`), run in
 the observer as the child's harness runs it; the hidden grader's
 `diagnose_step` must name the stage where it first departs from the reference
 instead of a bare `wrong_value`. The expected stage follows from where the
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 SIBLINGS = ("ex1_ratio", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer", "ex6_kl_reward")
 
 # (name, text of the solution, its replacement, the stage that must be named: the stage id, or the named
-# diagnosis of grader/ppo_step_diagnosis.py that says the same stage)
+# diagnosis of grader/mistakes/ppo_step_diagnosis.py that says the same stage)
 HELD_OUT = [
     ("scores_doubled", "scores = reward_fn(responses, mask)  # (B,)", "scores = 2 * reward_fn(responses, mask)",
      {"ppo_step_stage_rewards", "ppo_step_rewards_wrong"}),
@@ -83,7 +83,7 @@ def test_held_out_mistake_is_named_by_stage(name, old, new, stage, setting):
 
 def test_a_correct_step_departs_nowhere(setting):
     """The stage walk on the solution's own trace finds no departing stage before the weights."""
-    from grader import ppo_step_stages
+    from grader.mistakes import ppo_step_stages
 
     hidden, payload, want = setting
     module = _module((REPO / "solutions" / "ex7_ppo_step.py").read_text())

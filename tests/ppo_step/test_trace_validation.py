@@ -19,7 +19,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.diagnose import DIAGNOSES
+from grader.mistakes.diagnose import DIAGNOSES
 from ppo_course.grading_kit import step_checks, step_trace
 from ppo_course.sandbox.observe import StepObserver  # noqa: F401 - the trace format's owner
 

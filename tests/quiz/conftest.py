@@ -84,9 +84,9 @@ def quiz_server(tmp_path, bank, checker):
 
     from quiz_server_support import SERVER_SECRET
 
-    from quiz_bank.server.app import create_app
-    from quiz_bank.server.auth import TokenSigner
-    from quiz_bank.server.policy import AttemptPolicy, PolicyFile
+    from quiz_bank.instructor.server.app import create_app
+    from quiz_bank.instructor.server.auth import TokenSigner
+    from quiz_bank.instructor.server.policy import AttemptPolicy, PolicyFile
 
     def make(cooldown_s: float = 0.0, **policy):
         app = create_app(bank, tmp_path / "quiz.sqlite", SERVER_SECRET, roster=ROSTER, checker=checker,
@@ -108,11 +108,11 @@ def quiz_server(tmp_path, bank, checker):
 
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL server for the session (``quiz_bank.server.pg_local``): initdb in a temporary folder,
+    """A real PostgreSQL server for the session (``quiz_bank.instructor.server.pg_local``): initdb in a temporary folder,
     loopback, a free port; stopped at the end. No binaries: skip, except under CI=true, where it fails."""
     import os
 
-    from quiz_bank.server.pg_local import LocalPostgres, PostgresUnavailable, find_bindir
+    from quiz_bank.instructor.server.pg_local import LocalPostgres, PostgresUnavailable, find_bindir
 
     if find_bindir() is None:
         reason = ("no PostgreSQL server binaries found (pg_config --bindir, /usr/lib/postgresql/*/bin, PATH): "

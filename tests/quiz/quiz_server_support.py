@@ -177,7 +177,7 @@ class ServerProcess:
 
     def token(self, student_id: str, role: str = "student") -> str:
         """A token signed with this server's secret."""
-        from quiz_bank.server.auth import TokenSigner
+        from quiz_bank.instructor.server.auth import TokenSigner
 
         return TokenSigner(SECRET_TEXT.encode()).issue(student_id, role)
 
@@ -190,6 +190,6 @@ class ServerProcess:
 
 def offline_service(bank):
     """A QuizService without a database: enough to render variants and build answers."""
-    from quiz_bank.server.quiz import QuizService
+    from quiz_bank.instructor.server.quiz import QuizService
 
     return QuizService(bank, db=None, policy=None)

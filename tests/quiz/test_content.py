@@ -248,7 +248,7 @@ def test_the_public_bank_has_no_keys_or_explanations(tmp_path):
 
 
 def _draws(bank, key_names):
-    from quiz_bank import keys
+    from quiz_bank.instructor import keys
 
     for q in bank.questions():
         if q.is_parametric and q.parametric.key in key_names:
@@ -295,7 +295,7 @@ def test_common_wrong_answers_differ_from_the_key_in_most_draws(bank):
 
 
 def test_true_is_the_key_in_35_to_65_percent_of_draws_of_every_true_false_generator(bank):
-    from quiz_bank import keys
+    from quiz_bank.instructor import keys
 
     bad, drawn = [], set()
     for q in bank.questions():

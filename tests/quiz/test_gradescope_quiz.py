@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import zipfile
 
-from grader.gradescope.quiz import add_quiz_results
-from grader.gradescope.run import BundleConfig
+from grader.platforms.gradescope.quiz import add_quiz_results
+from grader.platforms.gradescope.run import BundleConfig
 
 
 def test_a_responses_file_in_the_submission_is_graded_per_stop(bank, key_of, tmp_path):
@@ -44,7 +44,7 @@ def test_the_bundle_with_quiz_carries_the_keys_and_the_switch(tmp_path):
     with zipfile.ZipFile(path) as zf:
         names = set(zf.namelist())
         config = BundleConfig.model_validate_json(zf.read("gradescope_config.json"))
-    assert config.quiz is True and "quiz_bank/keys.py" in names and "quiz_bank/stop1.yaml" in names
+    assert config.quiz is True and "quiz_bank/instructor/keys.py" in names and "quiz_bank/stop1.yaml" in names
 
 
 def _submit(tmp_path, name, data, metadata):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from quiz_bank import keys
+from quiz_bank.instructor import keys
 from quiz_bank.engine import render
 
 STUDENTS = [f"s{i:03d}" for i in range(12)]

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from quiz_server_support import SERVER_SECRET, answer_stop
 
-from grader.lti.registry import PlatformRegistration
-from grader.lti.tool import LtiTool
+from grader.platforms.lti.registry import PlatformRegistration
+from grader.platforms.lti.tool import LtiTool
 from tests.lti.mini_lms import MiniLMS
 
 TOOL_URL = "https://127.0.0.1:9200"  # the tool over https, as deployed (its state cookie is Secure)
@@ -26,7 +26,7 @@ ROSTER = [{"student_id": "s-ada", "name": "Ada", "section": "A", "sis_user_id": 
 
 @pytest.fixture
 def course(tmp_path, bank, checker):
-    from quiz_bank.server.app import create_app
+    from quiz_bank.instructor.server.app import create_app
 
     lms = MiniLMS()
     lms_client = TestClient(lms.app, base_url=lms.base_url)

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from quiz_server_support import SERVER_SECRET, current_question, form_answer
 
 from quiz_bank import mastery
-from quiz_bank.server.auth import TokenSigner
-from quiz_bank.server.policy import AttemptPolicy, PolicyFile
+from quiz_bank.instructor.server.auth import TokenSigner
+from quiz_bank.instructor.server.policy import AttemptPolicy, PolicyFile
 
 
 class ClaimedQuestion:
@@ -127,7 +127,7 @@ def _answer_attempt(client, service, student, stop, wrong_qids=(), pages=None):
 
 
 def mastery_app(tmp_path, bank, checker, **policy):
-    from quiz_bank.server.app import create_app
+    from quiz_bank.instructor.server.app import create_app
 
     from quiz_server_support import ROSTER
 
@@ -178,7 +178,7 @@ def test_server_right_answers_on_seen_items_do_not_pass(bank, checker, tmp_path)
 
 
 def test_the_course_default_is_mastery_and_the_old_policies_stay_available():
-    from quiz_bank.server.policy import load_policy
+    from quiz_bank.instructor.server.policy import load_policy
 
     course = load_policy()
     assert course.default.mode == "mastery" and not course.default.shows_verdicts
@@ -224,7 +224,7 @@ def test_take_under_mastery_gives_no_verdict_and_keeps_a_passed_stop(bank, key_o
 
 @pytest.mark.parametrize("mode", ["cooldown", "budget"])
 def test_the_older_policies_still_tell_each_answer(bank, checker, tmp_path, mode):
-    from quiz_bank.server.app import create_app
+    from quiz_bank.instructor.server.app import create_app
 
     from quiz_server_support import ROSTER
 

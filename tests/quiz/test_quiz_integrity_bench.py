@@ -25,7 +25,7 @@ def bench():
 
 
 def test_fast_profile_understanding_passes_at_once_and_elimination_does_not(bench, bank, checker, tmp_path):
-    from quiz_bank.server.policy import load_policy
+    from quiz_bank.instructor.server.policy import load_policy
 
     policy = load_policy()  # the course's own policy (mastery)
     table = bench.measure(bank, policy, [1, 7], ["understanding", "elimination", "longest"], students=1, cap=6,
@@ -42,7 +42,7 @@ def test_fast_profile_understanding_passes_at_once_and_elimination_does_not(benc
 def test_the_bots_learn_what_the_policy_tells_them(bench, bank, checker, tmp_path):
     """The measurement can fail: under the old policy with per-answer verdicts and no fresh items, the
     elimination bot on fixed questions finds every key (a stop of fixed questions only, built here)."""
-    from quiz_bank.server.policy import AttemptPolicy, PolicyFile
+    from quiz_bank.instructor.server.policy import AttemptPolicy, PolicyFile
 
     from test_mastery import FakeBank, FakeStop
 

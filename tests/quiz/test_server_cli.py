@@ -7,7 +7,7 @@ import stat
 
 from quiz_server_support import write_roster
 
-from quiz_bank.server.auth import TokenSigner, load_secret
+from quiz_bank.instructor.server.auth import TokenSigner, load_secret
 
 
 def test_tokens_for_a_roster_verify_with_the_secret_and_files_are_private(run_cli, tmp_path):
@@ -48,7 +48,7 @@ def test_canvas_export_names_the_students_it_leaves_out_and_counts_only_students
     Found trying the TA guide as a new user: the Canvas file held only its "Points Possible"
     row while the command printed "1 row(s)" and nothing on stderr.
     """
-    from quiz_bank.server.db import QuizDB
+    from quiz_bank.instructor.server.db import QuizDB
 
     roster = tmp_path / "roster.csv"
     roster.write_text("student_id,name,sis_user_id\nann,Ann A,S-1\nbob,Bob B,\n", encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from quiz_server_support import SERVER_SECRET, current_question, form_answer
 
-from quiz_bank.server.auth import TokenSigner
+from quiz_bank.instructor.server.auth import TokenSigner
 
 
 def _first_question(client, stop=1):

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from quiz_server_support import ServerProcess, current_question, form_answer, offline_service
 
-from quiz_bank.server.db import QuizDB
+from quiz_bank.instructor.server.db import QuizDB
 
 pytestmark = pytest.mark.slow
 STORM_S = 2.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from quiz_server_support import SERVER_SECRET
 
-from quiz_bank.server.auth import TokenSigner
+from quiz_bank.instructor.server.auth import TokenSigner
 
 SIGNER = TokenSigner(SERVER_SECRET)
 
@@ -110,7 +110,7 @@ def test_tokens_expire_and_can_be_revoked(quiz_server, run_cli, tmp_path):
 
 
 def test_the_cookie_is_secure_over_https_or_a_trusted_proxy_and_lasts_hours(quiz_server, bank, checker, tmp_path):
-    from quiz_bank.server.app import create_app
+    from quiz_bank.instructor.server.app import create_app
 
     app, _ = quiz_server()
 

@@ -1,7 +1,7 @@
 """The quiz store on SQLite and PostgreSQL: migrations, the one-answer and one-attempt rules under races, backups.
 
 The PostgreSQL cases run against a real server the suite starts itself (the
-``postgres`` fixture, ``quiz_bank.server.pg_local``). The schema-1 file is
+``postgres`` fixture, ``quiz_bank.instructor.server.pg_local``). The schema-1 file is
 built with the SQL of the store before SQLAlchemy, kept verbatim in
 ``fixtures/quiz_store_schema_v1.sql``.
 """
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from quiz_bank.server import database
-from quiz_bank.server.backup import BackupError, backup, restore
-from quiz_bank.server.db import Conflict, QuizDB
+from quiz_bank.instructor.server import database
+from quiz_bank.instructor.server.backup import BackupError, backup, restore
+from quiz_bank.instructor.server.db import Conflict, QuizDB
 
 V1_SCHEMA = (Path(__file__).parent / "fixtures" / "quiz_store_schema_v1.sql").read_text(encoding="utf-8")
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.xdist_group("postgres"))]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import intake
+from grader.intake import submission as intake
 
 REPO = Path(__file__).resolve().parents[2]
 CORRECT_EX1 = (REPO / "solutions" / "ex1_ratio.py").read_text(encoding="utf-8")
@@ -109,7 +109,7 @@ def test_a_folder_without_exercise_modules_is_its_own_root(tmp_path):
 def test_the_natural_zip_as_a_student_meets_it(tmp_path):
     """The real student bundle, ex1 written, quiz answers beside it, the whole folder zipped:
     `ppo-course grade` grades it from the nested folder and says where."""
-    from grader.release import build_release
+    from grader.platforms.release import build_release
 
     bundle = tmp_path / "ppo-ch5-student"
     build_release(bundle)
@@ -146,7 +146,7 @@ def test_every_path_gives_the_same_verdict(cohort, tmp_path):
     """grade, grade-batch and the Gradescope runner: the same status and reason for each case."""
     from grader.batch import run_batch
     from grader.grade import grade_submission
-    from grader.gradescope.run import BundleConfig, grade_for_gradescope
+    from grader.platforms.gradescope.run import BundleConfig, grade_for_gradescope
 
     verdicts: dict[str, dict[str, tuple[str, bool]]] = {}
     for case, (_, name, want, words) in CASES.items():

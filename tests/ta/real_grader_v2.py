@@ -8,7 +8,7 @@ change a TA makes in grader/points.yaml when a test was under-weighted).
 from __future__ import annotations
 
 from grader.grade import grade_submission as grade_v1
-from grader.results import ExerciseResult
+from grader.records.results import ExerciseResult
 
 TEST = "test_gae_no_bootstrap_past_last_token"
 

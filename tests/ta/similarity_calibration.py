@@ -1,4 +1,4 @@
-"""Calibration of the similarity thresholds (grader/similarity.py): honest pairs against copied pairs.
+"""Calibration of the similarity thresholds (grader/reports/similarity.py): honest pairs against copied pairs.
 
 Honest pairs (independent code for the same formulas; must stay unflagged):
   * ``ppo_reference`` against ``solutions`` (written independently on purpose, ARCHITECTURE.md),
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader.similarity import SimilarityConfig, Unit, _boilerplate_hashes, _fingerprint, compare_units, read_cohort  # noqa: E402
+from grader.reports.similarity import SimilarityConfig, Unit, _boilerplate_hashes, _fingerprint, compare_units, read_cohort  # noqa: E402
 
 REFERENCE_OF = {"ex1_ratio": ["ratio.py", "masked.py"], "ex2_clipped_loss": ["losses.py", "masked.py"],
                 "ex3_full_loss": ["losses.py", "masked.py"], "ex4_gae": ["gae.py", "masked.py"],

@@ -15,7 +15,7 @@ from pathlib import Path
 # lives in tests/batch.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "batch"))
 
-from grader.results import ExerciseResult  # noqa: E402
+from grader.records.results import ExerciseResult  # noqa: E402
 from stand_in_grader import _root  # noqa: E402
 from stand_in_grader import grade_submission as grade_v1  # noqa: E402
 

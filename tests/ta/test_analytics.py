@@ -1,10 +1,10 @@
-"""Per-test analytics of the class report (grader/analytics.py), on stand-in gradings.
+"""Per-test analytics of the class report (grader/reports/analytics.py), on stand-in gradings.
 
 By hand, from the stand-in's rules (tests/batch/stand_in_grader.py: test_value fails on
 BUG_VALUE with diagnosis max_instead_of_min, test_grad on BUG_GRAD with ratio_detached):
 folders ann (BUG_GRAD), ann_2 (ok), ben (BUG_VALUE), cy (BUG_VALUE BUG_GRAD), dee (ok) on ex2,
 graded with no attempt rule: five gradebook rows, five students (a folder named ann_2 is not
-ann's attempt unless the TA says so, grader/attempts.py). test_value fails for ben and cy:
+ann's attempt unless the TA says so, grader/intake/attempts.py). test_value fails for ben and cy:
 3/5 = 60%; test_grad fails for ann and cy: 3/5 = 60%.
 """
 
@@ -15,10 +15,10 @@ import csv
 import pytest
 
 from ta_support import write_student
-from grader.analytics import graded_students, per_test_stats
-from grader.attempts import AttemptRule
+from grader.intake.attempts import AttemptRule
+from grader.reports.analytics import graded_students, per_test_stats
 from grader.batch import run_batch
-from grader.roster import read_roster
+from grader.intake.roster import read_roster
 
 COHORT = {"ann": "BUG_GRAD", "ann_2": "ok", "ben": "BUG_VALUE", "cy": "BUG_VALUE BUG_GRAD", "dee": "ok"}
 
@@ -91,8 +91,8 @@ def test_gradebook_and_analytics_follow_the_stated_rule(tmp_path, stand_in):
 
 def _typed(sid_scores: dict[str, tuple[float, bool]]):
     """{student: typed result}: one 2-point hidden test (score, passed) and a 0-point informational test failed."""
-    from grader.records import StudentRecord
-    from grader.results import ExerciseResult, GradeResult, TestResult
+    from grader.records.gradebook import StudentRecord
+    from grader.records.results import ExerciseResult, GradeResult, TestResult
 
     results, records = {}, []
     for sid, (score, passed) in sid_scores.items():
@@ -112,8 +112,8 @@ def _typed(sid_scores: dict[str, tuple[float, bool]]):
 def test_a_zero_point_test_is_no_cell_and_no_mistake(tmp_path):
     """Issue 21.5: the 0-point informational test failed by all three students was the class's worst cell (0%)
     and a mistake of report.md; it is neither now. By hand: test_step passed by 2 of 3 (67%)."""
-    from grader.analytics import analytics_markdown
-    from grader.report import report_markdown, summarise
+    from grader.reports.analytics import analytics_markdown
+    from grader.reports.report import report_markdown, summarise
 
     records, results = _typed({"a": (2.0, True), "b": (2.0, True), "c": (0.0, False)})
     stats = per_test_stats(tmp_path, records, results)

@@ -1,4 +1,4 @@
-"""Identity from the roster: one reader (grader/roster.py) and attempts grouped only by a stated rule (grader/attempts.py).
+"""Identity from the roster: one reader (grader/intake/roster.py) and attempts grouped only by a stated rule (grader/intake/attempts.py).
 
 Issue 19 class 8 / issue 21 item 2: ``--latest-only`` used to group folders by a naming rule, so a
 student named ``alice_2`` made alice's own submission disappear, and rows were ``amy_2``. Scores by
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from ta_support import write_student
-from grader.attempts import AttemptRule, AttemptRuleError, select
+from grader.intake.attempts import AttemptRule, AttemptRuleError, select
 from grader.batch import run_batch
-from grader.class_list import discover
-from grader.roster import RosterError, read_roster
+from grader.intake.class_list import discover
+from grader.intake.roster import RosterError, read_roster
 
 
 def _roster(path: Path, text: str) -> Path:
@@ -56,8 +56,8 @@ def test_roster_reader_refuses_ambiguous_files(tmp_path, text, says):
 
 def test_quiz_server_reads_the_same_roster(tmp_path):
     """The quiz server's sign-in roster is the one reader's output (same errors, same fields)."""
-    from quiz_bank.server.auth import AuthError
-    from quiz_bank.server.auth import read_roster as quiz_roster
+    from quiz_bank.instructor.server.auth import AuthError
+    from quiz_bank.instructor.server.auth import read_roster as quiz_roster
 
     rows = quiz_roster(_roster(tmp_path / "r.csv", "student_id,name,email,attempts\namy,Amy,amy@x.org,amy;amy_2\n"))
     assert rows[0]["student_id"] == "amy" and rows[0]["email"] == "amy@x.org" and rows[0]["sis_user_id"] == ""

@@ -17,9 +17,9 @@ import csv
 import pytest
 
 from ta_support import ROOT
-from grader.analytics import per_test_stats
-from grader.export import export_batch
-from grader.similarity import run_similarity
+from grader.reports.analytics import per_test_stats
+from grader.reports.export import export_batch
+from grader.reports.similarity import run_similarity
 
 COHORT = ROOT / "examples" / "cohort" / "submissions"
 pytestmark = pytest.mark.slow

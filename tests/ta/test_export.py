@@ -1,6 +1,6 @@
 """``ppo-course export``: each file read back by the platform's own import rules (issue 21 items 2, 7).
 
-The readers below implement what each platform documents, independently of ``grader.lms``:
+The readers below implement what each platform documents, independently of ``grader.reports.lms``:
 
 * Canvas, Instructor Guide "How do I import grades in the Gradebook?"
   (community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807)
@@ -30,7 +30,7 @@ import pytest
 
 from ta_support import write_student
 from grader.batch import run_batch
-from grader.export import CANVAS_IDENTITY, ExportRefused, export_batch, neutralise_cell
+from grader.reports.export import CANVAS_IDENTITY, ExportRefused, export_batch, neutralise_cell
 from grader.points import EXERCISES
 
 ALL_OK = {f"{stem}.py": "ok" for stem in EXERCISES}
@@ -262,7 +262,7 @@ def test_cli_export_and_usage_errors(batch, tmp_path):
 
 def test_quiz_server_database_gives_completion(batch, tmp_path):
     """`--quiz-db` also takes the quiz server's database (`ppo-course quiz serve --db`)."""
-    from quiz_bank.server.db import QuizDB
+    from quiz_bank.instructor.server.db import QuizDB
 
     db = QuizDB(tmp_path / "served.sqlite")
     for student, stops in (("alice", range(1, 9)), ("bob", range(1, 8))):  # bob never passed stop 8
@@ -278,7 +278,7 @@ def test_quiz_server_database_gives_completion(batch, tmp_path):
 
 def test_the_quiz_and_the_exercises_share_one_canvas_writer(tmp_path):
     """The quiz's Canvas file follows the same rule: a student the roster gives no Canvas id is left out, named."""
-    from quiz_bank.server import gradebook
+    from quiz_bank.instructor.server import gradebook
 
     rows = [{"student_id": sid, "name": sid.title(), "section": "", "sis_user_id": sis, "sis_login_id": "",
              "canvas_id": "", "email": "", "best": {s: 100 for s in range(1, 9)}, "passed": set(range(1, 9)),

@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from ta_support import ROOT, write_student
-from grader.gradescope.run import BundleConfig, grade_for_gradescope, main
+from grader.platforms.gradescope.run import BundleConfig, grade_for_gradescope, main
 
 Visibility = Literal["hidden", "after_due_date", "after_published", "visible"]
 Format = Literal["text", "html", "simple_format", "md", "ansi"]
@@ -77,7 +77,7 @@ def test_the_fast_tier_states_the_points_it_leaves_to_the_regrade(tmp_path, stan
     points = yaml.safe_load((ROOT / "grader" / "points.yaml").read_text())
     ex7 = points["exercises"]["ex7_ppo_step"]["hidden"]["test_training_run_raises_mean_score"]
     deferred = ex7["points"] if isinstance(ex7, dict) else ex7
-    from grader.gradescope.environment import state_tier
+    from grader.platforms.gradescope.environment import state_tier
     from grader.points import load_points
 
     full = load_points().max_score

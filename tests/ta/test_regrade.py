@@ -1,4 +1,4 @@
-"""Regrades that explain themselves (grader/regrade.py and its hooks in grader.batch.run_batch).
+"""Regrades that explain themselves (grader/reports/regrade.py and its hooks in grader.batch.run_batch).
 
 The grader change: the stand-in grader (tests/batch/stand_in_grader.py) is replaced by
 ``stand_in_v2`` (one hidden test, ``test_value``, fixed: BUG_VALUE was a false alarm,
@@ -118,7 +118,7 @@ def test_latest_only_grades_only_the_latest_submission(tmp_path):
     write_student(subs, "alice", {"ex2_clipped_loss.py": "BUG_VALUE BUG_GRAD"})
     write_student(subs, "alice_2", {"ex2_clipped_loss.py": "ok"})
     write_student(subs, "bob", {"ex2_clipped_loss.py": "BUG_GRAD"})
-    from grader.attempts import AttemptRule  # attempts only by a stated rule (issue 19 class 8)
+    from grader.intake.attempts import AttemptRule  # attempts only by a stated rule (issue 19 class 8)
 
     summary = grade(subs, tmp_path / "out", STAND_IN, latest_only=True,
                     attempt_rule=AttemptRule(pattern=r"(?P<student>.+)_(?P<attempt>\d+)"))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ta_support import ROOT, write_student
-from grader.similarity import run_similarity
+from grader.reports.similarity import run_similarity
 from similarity_calibration import disguise
 
 SOLUTION_GAE = (ROOT / "solutions" / "ex4_gae.py").read_text()
@@ -120,7 +120,7 @@ def test_default_thresholds_separate_honest_from_copied_pairs():
     subclass the solution's buffer (the same text again); the highest other honest share
     stays below the threshold and the lowest copied share above it.
     """
-    from grader.similarity import SimilarityConfig
+    from grader.reports.similarity import SimilarityConfig
     from similarity_calibration import measure
 
     config = SimilarityConfig()

@@ -1,4 +1,4 @@
-"""Two grading tiers and widening visibility on Gradescope (grader/gradescope/run.py).
+"""Two grading tiers and widening visibility on Gradescope (grader/platforms/gradescope/run.py).
 
 The metadata files follow Gradescope's documented submission_metadata.json
 (https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/). Grading uses
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ta_support import write_student
-from grader.gradescope.run import (BundleConfig, choose_profile, grade_for_gradescope, hidden_visibility_for,
+from grader.platforms.gradescope.run import (BundleConfig, choose_profile, grade_for_gradescope, hidden_visibility_for,
                                    main, read_metadata)
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)

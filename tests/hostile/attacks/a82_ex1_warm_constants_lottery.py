@@ -4,7 +4,7 @@ Tries: the twin's answers, made worse (+1) on the calls where a running hash
 of every input seen so far says so: any change in the hidden or public
 examples changes which tests pass. Hypothesis (>= 6.131) mixes into its
 examples constants it parses out of every local module in the grading
-process's `sys.modules`; a warm grader (`grader/warm.py`) that had graded an
+process's `sys.modules`; a warm grader (`grader/runners/warm.py`) that had graded an
 exercise-7 submission before held ~100 more such constants, so the same
 folder got other examples and another score (measured 5.5 graded first,
 6.0 after a classmate who submitted the exercise-7 stub). A classmate's

@@ -1,0 +1,108 @@
+"""The stage where a student's PPO step first departs from the reference (issue 21, item 13).
+
+The last resort of exercise 7's diagnosis, after the named mistakes
+(``grader.mistakes.ppo_step_diagnosis``) and the known buggy steps
+(``grader.mistakes.buggy_ppo_step``) found nothing: walk the stub's stages in order
+(Book fig. 5.1: rollout → scores → KL → shaped rewards → GAE → whitening →
+per-epoch losses → weights) and name the first whose intermediate quantity in
+the student's validated trace (``ppo_course.grading_kit.step_trace``) differs from the
+reference's on the same payload. That names *where* to look even when the
+exact mistake is not catalogued.
+
+A stage the student's trace does not show (a step that bypassed the observed
+functions, or a trace dropped by validation) stops the walk: nothing is
+claimed about it or anything after it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from grader.mistakes.ppo_step_diagnosis import ATOL, RTOL
+
+#: Stage order and diagnosis id (keys of grader.mistakes.diagnose.DIAGNOSES).
+STAGES: tuple[tuple[str, str], ...] = (
+    ("rollout", "ppo_step_stage_rollout"),
+    ("scores", "ppo_step_stage_scores"),
+    ("kl", "ppo_step_stage_kl"),
+    ("rewards", "ppo_step_stage_rewards"),
+    ("gae", "ppo_step_stage_gae"),
+    ("whitening", "ppo_step_stage_whitening"),
+    ("losses", "ppo_step_stage_losses"),
+    ("weights", "ppo_step_stage_weights"),
+)
+_UNSEEN = object()
+
+
+def _first(trace: list[dict], ev: str) -> dict | None:
+    return next((e for e in trace if e.get("ev") == ev), None)
+
+
+def _same(a: Any, b: Any, mask: torch.Tensor | None = None) -> bool:
+    """Tensors of one shape within ATOL + RTOL·|b| (on the mask's positions when it fits); NaN differs."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape:
+        return False
+    a, b = a.double(), b.double()
+    if mask is not None and mask.shape == a.shape:
+        a, b = a[mask.bool()], b[mask.bool()]
+    return bool(torch.isfinite(a).all()) and bool(((a - b).abs() <= ATOL + RTOL * b.abs()).all())
+
+
+def _stage_values(trace: list[dict]) -> dict[str, Any]:
+    """{stage: the quantity compared}, ``_UNSEEN`` where the trace does not show it."""
+    gen, reward, kr = _first(trace, "generate"), _first(trace, "reward"), _first(trace, "kl_rewards")
+    gae, add = _first(trace, "gae"), _first(trace, "add")
+    fields = add.get("fields", {}) if add else {}
+    losses = [e.get("loss") for e in trace if e.get("ev") == "loss"]
+    return {
+        "rollout": gen.get("responses") if gen else _UNSEEN,
+        "scores": reward.get("scores") if reward else _UNSEEN,
+        "kl": (kr.get("logp"), kr.get("ref_logp")) if kr else _UNSEEN,
+        "rewards": gae.get("rewards") if gae else _UNSEEN,
+        "gae": (gae.get("advantages"), gae.get("returns")) if gae else _UNSEEN,
+        "whitening": fields.get("advantages", _UNSEEN) if add else _UNSEEN,
+        "losses": losses if losses and all(isinstance(x, float) for x in losses) else _UNSEEN,
+    }
+
+
+def _stage_same(stage: str, got: Any, want: Any, mask: torch.Tensor | None) -> bool:
+    if stage in ("kl", "gae"):
+        return all(_same(g, w, mask) for g, w in zip(got, want))
+    if stage == "losses":
+        return len(got) == len(want) and all(abs(g - w) <= ATOL + RTOL * abs(w) for g, w in zip(got, want))
+    if stage in ("rollout", "scores"):
+        return _same(got, want)
+    return _same(got, want, mask)
+
+
+def first_departing_stage(got: dict, want: dict) -> str | None:
+    """The diagnosis id of the first stage where ``got``'s trace differs from ``want``'s, or None.
+
+    Args:
+        got: the student's validated harness result (``ppo_step_trace.validate_result``).
+        want: the reference's (``buggy_ppo_step.run_reference_step``, no switch).
+
+    Returns:
+        ``ppo_step_stage_<stage>``; ``ppo_step_stage_weights`` when every observed stage up to the
+        losses matches (the updates themselves differ); None when the student's trace is missing
+        or stops showing a stage before any difference. Never raises.
+    """
+    try:
+        g, w = got.get("trace"), want.get("trace")
+        if not g or not w:
+            return None
+        mine, ref = _stage_values(g), _stage_values(w)
+        add = _first(w, "add")
+        mask = add["fields"].get("mask") if add else None
+        for stage, diagnosis in STAGES[:-1]:
+            if ref[stage] is _UNSEEN:
+                continue
+            if mine[stage] is _UNSEEN:
+                return None
+            if not _stage_same(stage, mine[stage], ref[stage], mask):
+                return diagnosis
+        return STAGES[-1][1]
+    except Exception:  # noqa: BLE001 - a diagnosis never fails a grading run; say less instead
+        return None

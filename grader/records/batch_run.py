@@ -1,0 +1,76 @@
+"""One batch run's state: its settings, the records kept in memory, and the gradebook written from them.
+
+TA side, outside the fingerprint. ``grader.batch.run_batch`` makes one :class:`BatchRun`; every
+finished student's ``StudentRecord`` goes into it, and ``gradebook.csv`` (and nbgrader's ``grades.csv``)
+is written from those records, never by re-reading ``OUT_DIR``, so the cost per student does not
+grow with the class.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.intake.submission import BatchLimits
+from grader.records.gradebook import GRADEBOOK, NBGRADER_CSV, STATE_DIR, StudentRecord, gradebook_csv, nbgrader_csv
+from grader.records.results import GradeResult
+from grader.runners.workers import WorkerOutcome, _Workers, run_worker
+from ppo_course.atomic_files import atomic_write_text
+
+#: While a batch runs, the gradebook is rewritten only when this many times the last write's cost has passed
+#: since it (so writing it takes at most ~2% of the batch, however large the class); always at the end.
+GRADEBOOK_PACE = 50.0
+
+
+@dataclass
+class BatchRun:
+    """One run of ``grader.batch.run_batch``: its settings, and the records it keeps in memory (one per student)."""
+
+    out_dir: Path
+    limits: BatchLimits
+    profile: str
+    exercises: list[str] | None
+    formats: tuple[str, ...]
+    assignment: str
+    never_lower: bool
+    fingerprint: str
+    say: Callable[[str], None]
+    records: dict[str, StudentRecord] = field(default_factory=dict)
+    typed: dict[str, GradeResult] = field(default_factory=dict)  # results graded now, for the class report
+    workers: _Workers = field(default_factory=_Workers)
+    runner: Callable[..., WorkerOutcome] = run_worker
+    cluster_runner: Any = None  # a connected grader.runners.cluster.ClusterRunner with --cluster (connected before any write)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _written_at: float = -1e9
+    _write_cost: float = 0.0
+
+    @property
+    def state(self) -> Path:
+        """``OUT_DIR/.batch``: staging, worker scratch, published snapshots, the lock."""
+        return self.out_dir / STATE_DIR
+
+    @property
+    def key_common(self) -> dict:
+        """What, besides the submission's hash, decides whether a student's record is up to date."""
+        return {"grader_fingerprint": self.fingerprint, "profile": self.profile,
+                "exercises": sorted(self.exercises) if self.exercises else None}
+
+    def write_gradebook(self, *, now: bool = True) -> list[StudentRecord]:
+        """Write gradebook.csv (and nbgrader's CSV) from the records in memory; with ``now=False`` only when
+        :data:`GRADEBOOK_PACE` times the last write's cost has passed since it. Returns the records written, sorted
+        by id ([] when it was not the time)."""
+        with self._lock:
+            t0 = time.monotonic()
+            if not (now or t0 - self._written_at >= GRADEBOOK_PACE * self._write_cost):
+                return []
+            records = [self.records[sid] for sid in sorted(self.records)]
+            atomic_write_text(self.out_dir / GRADEBOOK, gradebook_csv(records))
+            if "nbgrader" in self.formats:
+                atomic_write_text(self.out_dir / NBGRADER_CSV, nbgrader_csv(records, self.assignment))
+            self._written_at = time.monotonic()
+            self._write_cost = self._written_at - t0
+            return records

@@ -1,0 +1,214 @@
+"""One student's outcome: stage, grade in a worker, and turn what came back into one typed :class:`StudentOutcome`.
+
+TA side. :func:`grade_entry` never raises for a bad submission: it answers
+``rejected`` (intake said no, or the grader could not read it), ``empty``,
+``timed-out``, ``crashed`` or ``graded``, always with a typed ``GradeResult``
+(a submission that could not be graded gets :func:`zero_result`: every test of
+``grader/points.yaml`` scored 0 with the reason). ``results.json`` and
+``feedback.md`` are shaped here and nowhere else (:meth:`StudentOutcome.results_json`,
+:meth:`StudentOutcome.feedback_md`); the batch, the Gradescope runner, the
+record, regrades and the class report all read the same outcome.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from grader.intake.submission import BatchLimits, Entry, Rejected, stage_submission
+from grader.records.gradebook import Status
+from grader.records.results import GradeResult, TestResult
+from grader.runners.request import GradeRequest
+from grader.runners.workers import WorkerOutcome, _Workers, run_worker, time_out_message
+from ppo_course.text_safety import cap, md_inline
+
+
+class StudentOutcome(BaseModel):
+    """One student's outcome: what every file a TA opens is written from.
+
+    Attributes:
+        student_id: the student (a folder or zip name).
+        status: graded / timed-out / crashed / empty / rejected (``grader.records.gradebook.Status``).
+        message: the status's reason ("" for a clean grading).
+        notes: the intake's notes (files it skipped, ...).
+        seconds: wall-clock seconds of the grading.
+        result: the typed result, never None: the worker's ``GradeResult``, or :func:`zero_result`'s
+            zeros (every test of ``points.yaml`` at 0 with the reason) when nothing could be graded.
+        graded: True when ``result`` came from a grading (False for the zeros of a time-out, a crash,
+            an intake rejection).
+        never_lower: one note per exercise ``--never-lower`` kept at its published score ("ex4_gae kept at its
+            published 10 (the regrade gives 8)"); results.json's ``extra_data.never_lower``.
+        regrade: other lines on a regrade (a changed submission under ``--never-lower``).
+        Both are shown in the gradebook's message, results.json's output and feedback.md.
+        regrade_tests: what the regrade gave the exercises whose published tests were kept (regrade.md).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    student_id: str
+    status: Status
+    message: str = ""
+    notes: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+    result: GradeResult
+    graded: bool = True
+    never_lower: list[str] = Field(default_factory=list)
+    regrade: list[str] = Field(default_factory=list)
+    regrade_tests: list[TestResult] = Field(default_factory=list)
+
+    @property
+    def gradebook_message(self) -> str:
+        """The gradebook's message column: the reason, the notes, one reason per exercise not really graded,
+        and the regrade lines."""
+        reasons = exercise_reasons(self.result) if self.status == "graded" and self.graded else []
+        return "; ".join(filter(None, [self.message, *self.notes, *reasons, *self.regrade_lines]))
+
+    @property
+    def regrade_lines(self) -> list[str]:
+        """The regrade's lines as the TA and the student read them: "never lower: <note>; <note>", then the others."""
+        return ([NEVER_LOWER + "; ".join(self.never_lower)] if self.never_lower else []) + self.regrade
+
+    def results_json(self) -> dict:
+        """results.json (contract format): the result's, with the status, notes and regrade lines leading ``output``."""
+        if self.graded:
+            results = self.result.to_results_json()
+        else:  # the zeros of what could not be graded: the compact shape, every test's output the reason
+            results = self.result.to_results_json()
+            extra = results["extra_data"]
+            results["output"] = ""
+            results["extra_data"] = {k: extra[k] for k in ("max_score", "exercises", "grader_version")}
+        if self.notes or self.status != "graded":
+            head = f"Status: {self.status}. {self.message}".strip()
+            for note in self.notes:
+                head += f"\n- {note}"
+            results["output"] = (head + ("\n\n" + results["output"] if results["output"] else "")).strip()
+        if self.regrade_lines:
+            results["output"] = (results["output"] + "\n\n" + "\n".join(f"{line}." for line in self.regrade_lines)).strip()
+        if self.never_lower:
+            results["extra_data"]["never_lower"] = list(self.never_lower)
+            if self.regrade_tests:
+                results["extra_data"]["regrade_tests"] = GradeResult.tests_json(self.regrade_tests)
+        return results
+
+    def feedback_md(self) -> str:
+        """feedback.md: a status header when the grading was not clean, the regrade lines, then the result's feedback."""
+        head: list[str] = []
+        if self.status != "graded" or self.notes:
+            # The id (a folder or zip name), the message and notes quote student-derived text: escaped, capped.
+            head.append(f"# Batch grading: {md_inline(self.student_id)}\n")
+            head.append(f"**Status: {self.status}.** {md_inline(self.message, 2000)}\n" if self.message
+                        else f"**Status: {self.status}.**\n")
+            for note in self.notes:
+                head.append(f"- {md_inline(note, 2000)}")
+            head.append("")
+        for line in self.regrade_lines:  # the grader's own words (exercise stems and scores): nothing from the student
+            head.append(f"**Regrade:** {line}.\n")
+        feedback = self.result.feedback_markdown() if self.graded else ""
+        return "\n".join(head) + (("\n" if head else "") + feedback if feedback else "")
+
+
+#: The prefix of a ``--never-lower`` line in :attr:`StudentOutcome.regrade`.
+NEVER_LOWER = "never lower: "
+
+
+def grade_entry(
+    entry: Entry,
+    staging: Path,
+    scratch: Path,
+    *,
+    limits: BatchLimits,
+    profile: str,
+    exercises: list[str] | None,
+    workers: _Workers | None = None,
+    runner: Callable[..., WorkerOutcome] | None = None,
+    fingerprint: str | None = None,
+) -> StudentOutcome:
+    """Check, stage and grade one submission in a worker process; never raises for a bad submission.
+
+    Status: ``rejected`` (failed a check, or ``grade_submission`` could not read it),
+    ``empty`` (no Python file), ``timed-out``, ``crashed`` (the worker died, or the grader
+    reported ``grader_error`` on some test) or ``graded``. The staging and scratch folders
+    are removed afterwards. The staged folder becomes one ``GradeRequest`` (with ``fingerprint``, the
+    grader version that must grade it), which ``runner`` carries: :func:`run_worker` by default, or
+    ``grader.runners.cluster.ClusterRunner``, ``grader.runners.warm.WarmPool.run`` (the same signature).
+    """
+    sid = entry.student_id
+    try:
+        staged = stage_submission(entry, staging, limits)
+    except Rejected as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        return zero_outcome(sid, "rejected", str(exc), profile, exercises)
+    try:
+        request = GradeRequest(submission=staged.root, student_id=sid, profile=profile, exercises=exercises or None,
+                               timeout_s=limits.timeout_s, limits=limits, fingerprint=fingerprint)
+        outcome = (runner or run_worker)(request, scratch, workers=workers)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _classify(sid, outcome, staged.n_python_files, staged.notes, limits, profile, exercises)
+
+
+def _classify(sid: str, outcome: WorkerOutcome, n_python_files: int, notes: list[str], limits: BatchLimits,
+              profile: str, exercises: list[str] | None) -> StudentOutcome:
+    """The :class:`StudentOutcome` of what a worker returned (see :func:`grade_entry`)."""
+    result = outcome.result
+    if result is None:  # timed out or crashed: nothing graded
+        return zero_outcome(sid, outcome.status, outcome.message, profile, exercises, notes, outcome.seconds)
+    status, message = "graded", ""
+    if n_python_files == 0:
+        status, message = "empty", "the submission holds no Python file"
+    elif result.status == "rejected":  # grade_submission could not read it; its message says why
+        status, message = "rejected", cap(result.message) or "the grader could not read the submission"
+    elif result.out_of_time:
+        # Some calls were cut short by the submission's clock: which ones depends on the machine's load,
+        # so no partial score is published (deterministic: 0 with the reason, as a killed worker).
+        return zero_outcome(sid, "timed-out", time_out_message(limits.timeout_s), profile, exercises, notes,
+                            outcome.seconds)
+    elif n_errors := grader_errors(result):  # not the student's fault: a low score here would be silently wrong
+        status = "crashed"
+        message = (f"the grader itself failed on {n_errors} test(s) (diagnosis grader_error); "
+                   "fix the grader, then rerun the batch")
+    return StudentOutcome(student_id=sid, status=status, message=message, notes=notes, seconds=outcome.seconds,
+                          result=result)
+
+
+def zero_outcome(sid: str, status: Status, message: str, profile: str, exercises: list[str] | None,
+                 notes: list[str] | None = None, seconds: float = 0.0) -> StudentOutcome:
+    """The outcome of a submission that could not be graded: :func:`zero_result` with the reason."""
+    return StudentOutcome(student_id=sid, status=status, message=message, notes=list(notes or []), seconds=seconds,
+                          result=zero_result(profile, exercises, message), graded=False)
+
+
+def exercise_reasons(result: GradeResult) -> list[str]:
+    """One short reason per exercise that was not really graded, for the gradebook's message column.
+
+    From the typed result's exercise states (``ExerciseResult.reason``), in the result's order:
+    "ex7_ppo_step: missing", "ex4_gae: SyntaxError line 12", "ex6_kl_reward: SyntaxError in ex4_gae.py
+    line 12" (the error is in a file the module imports), "ex3_full_loss: ImportError", "ex2_clipped_loss:
+    does not import" (time-out or crash at import), "ex5_rollout_buffer: not implemented" (every test
+    failed with not_implemented). Graded exercises give nothing. Nothing is parsed from text.
+    """
+    return [f"{stem}: {why}" for stem, e in result.exercises.items() if (why := e.reason(stem))]
+
+
+def grader_errors(result: GradeResult) -> int:
+    """Number of tests whose failure the grader blames on itself (diagnosis ``grader_error``)."""
+    return sum(t.diagnosis == "grader_error" for t in result.tests)
+
+
+def zero_result(profile: str, exercises: list[str] | None, reason: str) -> GradeResult:
+    """A typed result scoring 0 everywhere, built from ``grader/points.yaml`` (nothing runs).
+
+    Every selected exercise's tests with their max scores (as an empty submission's results would
+    list them), each scored 0 with ``reason`` as its output. Deterministic.
+    """
+    from grader.grade import _rejected
+    from grader.points import EXERCISES, load_points
+
+    selected = [s for s in EXERCISES if exercises is None or s in exercises]
+    empty = _rejected(Path("empty"), selected, load_points(), profile, "nothing to grade")
+    return empty.model_copy(update={"message": reason,
+                                    "tests": [t.model_copy(update={"output": reason}) for t in empty.tests]})

@@ -1,0 +1,85 @@
+"""The one request every runner carries: "grade this staged folder, with these limits".
+
+TA side, trusted. The parent stages a submission (``grader.intake.submission``)
+and builds one :class:`GradeRequest` (``grader.records.outcome.grade_entry``);
+every runner carries that object, serialized one way (``model_dump_json`` /
+``model_validate_json``):
+
+- a fresh worker (``grader.runners.workers.run_worker``): one ``--request JSON`` argument;
+- a warm worker (``grader.runners.warm``): one :class:`WarmRequest` per line on its stdin;
+- a Dask cluster node (``grader.runners.cluster`` → ``grader.runners.cluster_worker.grade_task``):
+  the submission's bytes and the request's JSON;
+
+and the worker side grades it with ``grader.runners.workers.grade_request``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from grader.intake.submission import SubmissionLimits
+
+#: The most a worker keeps, before its hard time-out, to write its results (seconds; 10% of shorter limits).
+RESULT_MARGIN_S = 30.0
+
+
+class GradeRequest(BaseModel):
+    """Grade one staged submission: what the parent asks of a worker, whichever runner carries it.
+
+    Attributes:
+        submission: the staged submission folder (absolute path on the machine that grades it; a cluster
+            node replaces it by the folder it unpacked the bytes into).
+        student_id: whose submission (a folder or zip name; names a cluster node's folder, logs).
+        profile: ``"full"`` or ``"fast"`` (``grader.grade.grade_submission``).
+        exercises: the module stems to grade, or None for all seven.
+        timeout_s: the hard wall-clock limit of the grading (seconds): the runner kills the worker then.
+        limits: the batch's ``SubmissionLimits`` (None: the defaults every path uses).
+        fingerprint: the grader version that must grade it (``grader.fingerprint``); a cluster node with
+            another refuses. None: this machine's grader (a local worker).
+        deadline: absolute ``time.monotonic()`` at which the worker's sandboxed calls stop (set by
+            :meth:`started` when the student's clock starts; ``CLOCK_MONOTONIC`` is one clock for every
+            process of a machine, so it never crosses to a cluster node).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    submission: Path
+    student_id: str = ""
+    profile: Literal["full", "fast"] = "full"
+    exercises: list[str] | None = None
+    timeout_s: float = Field(gt=0)
+    limits: SubmissionLimits | None = None
+    fingerprint: str | None = None
+    deadline: float | None = None
+
+    def started(self, t0: float) -> GradeRequest:
+        """This request with its clock started at ``t0`` (``time.monotonic()``): the worker's limits.
+
+        The worker's sandboxed calls stop at ``t0 + timeout_s - margin`` (margin: 10% of the limit, at
+        most :data:`RESULT_MARGIN_S`), so that it writes its results before the runner kills it; its
+        ``limits.timeout_s`` is that much (at least 1 s). Without ``limits`` nothing changes.
+        """
+        if self.limits is None:
+            return self
+        margin = min(RESULT_MARGIN_S, 0.1 * self.timeout_s)
+        limits = self.limits.model_copy(update={"timeout_s": max(self.timeout_s - margin, 1.0)})
+        return self.model_copy(update={"limits": limits, "deadline": t0 + self.timeout_s - margin})
+
+
+class WarmRequest(BaseModel):
+    """One line to a warm worker: the request, where to write ``result.json``, and where the fork server is.
+
+    Attributes:
+        request: the :class:`GradeRequest`.
+        out: the scratch folder the worker writes ``result.json`` into.
+        env: the variables naming the batch's fork server (``grader.runners.workers._shared_forkserver_env``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    request: GradeRequest
+    out: Path
+    env: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,315 @@
+"""Warm graders: one long-lived trusted worker per job slot, grading student after student.
+
+TA side, trusted. A fresh worker per student pays for an interpreter, ``import
+torch``, the optimiser machinery (the first ``torch.optim.Adam`` pulls in
+dynamo and sympy) and an interpreter shutdown: about 3 CPU-seconds before the
+first hidden test runs. A warm worker pays them once and then grades one
+staged submission per request::
+
+    pool = WarmPool(workers=registry)              # in the batch parent
+    outcome = pool.run(request, scratch)           # the same call as grader.runners.workers.run_worker
+
+What does not change for a student: the worker is still ``python -I`` in its
+own session, an empty working folder and an allow-listed environment
+(``grader.runners.workers._worker_env``); the student's code still runs only in the
+sandbox's children, forked per submission from the batch's fork server, never
+in the worker; each request carries the student's own ``SubmissionLimits``, and
+the clock starts when the request is sent to a worker that is ready (a worker's
+start is never charged to a student). What a warm worker keeps from one
+student to the next is trusted only (imports, the grader's caches); everything
+seeded is seeded per test (``ppo_course.sandbox.seeding``), so a grade does not
+depend on who was graded before (``tests/batch/test_warm_workers.py`` checks
+byte-identical results against fresh workers).
+
+A worker is recycled (killed with its process group, a new one started for the
+next request) after a time-out, after it died or failed, when its resident
+memory passes ``max_rss_mb``, and after ``max_students`` gradings.
+
+Protocol (newline-delimited JSON on the worker's stdin/stdout; its own prints
+and the grader's log go to stderr, a log file):
+
+- worker → ``{"ready": pid}`` once imports and warm-up are done;
+- parent → one ``grader.runners.request.WarmRequest`` (``model_dump_json``): the ``GradeRequest``, its clock
+  started, the scratch folder, and ``env`` (where the batch's fork server listens,
+  ``grader.runners.workers._shared_forkserver_env``);
+- worker → ``{"ok": true}`` once ``out/result.json`` (the typed ``GradeResult``) is written,
+  or ``{"ok": false, "error": "..."}`` (then it exits: a grader fault, the student is ``crashed``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from grader.runners.request import GradeRequest, WarmRequest
+import grader.runners.workers as worker_side  # worker_side.worker_command: the one command line of a worker
+from grader.runners.workers import (
+    WorkerOutcome,
+    read_result,
+    time_out_message,
+    _kill_group,
+    _shared_forkserver_env,
+    _watch_parent,
+    _worker_env,
+    _Workers,
+    grade_request,
+)
+
+#: How long a worker may take to import torch and warm up before the pool gives up on it (seconds).
+START_TIMEOUT_S = 180.0
+#: Environment variable: set to 0 to grade every student in a fresh worker (the old way; for debugging).
+WARM_ENV = "PPO_COURSE_WARM_WORKERS"
+
+
+def warm_workers_enabled() -> bool:
+    """True unless ``PPO_COURSE_WARM_WORKERS=0``."""
+    return os.environ.get(WARM_ENV, "1") != "0"
+
+
+class _WorkerGone(Exception):
+    """The worker died or closed its pipe; ``str(exc)`` says how."""
+
+
+class _WarmWorker:
+    """One live worker process and its pipes (used by one pool thread at a time)."""
+
+    def __init__(self, log_path: Path, cwd: Path, workers: _Workers | None) -> None:
+        self.log_path, self.graded = log_path, 0
+        cwd.mkdir(parents=True, exist_ok=True)
+        cmd = [*worker_side.worker_command("serve"), "--parent-pid", str(os.getpid())]
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            # The batch's fork server is named per request (it may still be starting while this worker warms up).
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         env=_worker_env(shared_server=False),
+                                         cwd=cwd, start_new_session=True)
+        self._workers = workers
+        if workers is not None:
+            workers.add(self.proc)
+        self._buf = b""
+        hello = self._read_line(time.monotonic() + START_TIMEOUT_S)
+        if hello is None or "ready" not in hello:
+            self.kill()
+            raise _WorkerGone(f"the worker did not start: {self._why_gone()}")
+
+    def _why_gone(self) -> str:
+        """How the worker ended, worded as a fresh worker's death (``grader.runners.workers.run_worker``)."""
+        rc = self.proc.poll()
+        try:
+            tail = self.log_path.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            tail = []
+        last = tail[-1] if tail else ""
+        why = "still running" if rc is None else (f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
+        return f"the grader process died ({why}){': ' + last if last else ''}"
+
+    def _read_line(self, deadline: float) -> dict | None:
+        """The next JSON line from the worker; None at ``deadline``. Raises _WorkerGone on EOF."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                self.proc.wait()
+                raise _WorkerGone(self._why_gone())
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            return {"ok": False, "error": "the worker wrote an unreadable reply"}
+
+    def request(self, line: WarmRequest, timeout_s: float) -> dict | None:
+        """Send one grading request; the reply, or None when ``timeout_s`` passed first."""
+        t_end = time.monotonic() + timeout_s
+        try:
+            self.proc.stdin.write((line.model_dump_json() + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.proc.wait()
+            raise _WorkerGone(self._why_gone()) from None
+        return self._read_line(t_end)
+
+    def rss_mb(self) -> float:
+        """Resident memory of the worker in MiB (0 when unknown)."""
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return 0.0
+
+    def kill(self) -> None:
+        _kill_group(self.proc)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
+            pass
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        if self._workers is not None:
+            self._workers.discard(self.proc)
+
+
+class WarmPool:
+    """Warm workers for one batch: one per pool thread, started on first use, recycled when they fail.
+
+    ``run`` has :func:`grader.runners.workers.run_worker`'s signature and meaning, so the
+    batch, the zero-score fallback and the Gradescope runner take either.
+
+    Args:
+        scratch: folder for the workers' logs and empty working folders.
+        workers: the batch's registry of live processes (Ctrl-C kills them all).
+        max_students: gradings before a worker is replaced (bounds anything that grows that the RSS check does not
+            see). 1024: a restart costs ~3 CPU-s (interpreter, torch, the optimiser machinery, warm-up); after every
+            64 students it was ~5% of a student's grading, a share that made the cost per student of a class of
+            1,000 differ from a class of 200 (``benchmarks/grading_bench/scaling.py``).
+        max_rss_mb: resident memory (MiB) past which a worker is replaced after its current student.
+    """
+
+    def __init__(self, scratch: Path, *, workers: _Workers | None = None,
+                 max_students: int = 1024, max_rss_mb: float = 3072.0) -> None:
+        self.scratch, self.workers = Path(scratch), workers
+        self.max_students, self.max_rss_mb = max_students, max_rss_mb
+        self._local = threading.local()
+        self._all: set[_WarmWorker] = set()
+        self._lock = threading.Lock()
+        self._count = 0
+        self.started = 0  # workers started (a figure for tests and the benchmark)
+        # Start the batch's fork server now, while the first workers import and warm up.
+        threading.Thread(target=_shared_forkserver_env, daemon=True, name="start-forkserver").start()
+
+    def _worker(self) -> _WarmWorker:
+        worker = getattr(self._local, "worker", None)
+        if worker is not None and worker.proc.poll() is None:
+            return worker
+        with self._lock:
+            self._count += 1
+            n = self._count
+        worker = _WarmWorker(self.scratch / f"worker-{n}.log", self.scratch / f"cwd-{n}", self.workers)
+        with self._lock:
+            self._all.add(worker)
+            self.started += 1
+        self._local.worker = worker
+        return worker
+
+    def _retire(self, worker: _WarmWorker) -> None:
+        worker.kill()
+        with self._lock:
+            self._all.discard(worker)
+        if getattr(self._local, "worker", None) is worker:
+            self._local.worker = None
+
+    def run(self, request: GradeRequest, scratch: Path, *, workers: _Workers | None = None) -> WorkerOutcome:
+        """Grade one staged submission on this thread's warm worker (see :func:`grader.runners.workers.run_worker`).
+
+        Returns:
+            a :class:`WorkerOutcome`: ``graded`` with the worker's results, ``timed-out`` after
+            ``request.timeout_s`` seconds from the request (the worker is then killed and replaced), or
+            ``crashed`` when the worker died, failed, or wrote unreadable results.
+        """
+        scratch.mkdir(parents=True, exist_ok=True)
+        timeout_s = request.timeout_s
+        t_start = time.monotonic()
+        try:
+            worker = self._worker()
+        except _WorkerGone as exc:
+            return WorkerOutcome("crashed", None, str(exc), time.monotonic() - t_start)
+        env = _shared_forkserver_env()  # waits for the batch's fork server
+        t0 = time.monotonic()  # the student's clock starts at a ready worker and fork server
+        line = WarmRequest(request=request.started(t0).model_copy(
+            update={"submission": Path(request.submission).resolve()}), out=scratch.resolve(), env=env)
+        try:
+            reply = worker.request(line, timeout_s)
+        except _WorkerGone as exc:
+            self._retire(worker)
+            return WorkerOutcome("crashed", None, str(exc), time.monotonic() - t0)
+        seconds = time.monotonic() - t0
+        if reply is None:
+            self._retire(worker)
+            return WorkerOutcome("timed-out", None, time_out_message(timeout_s), seconds)
+        worker.graded += 1
+        if not reply.get("ok"):  # a grader fault: the worker logged it and exits with status 1
+            try:
+                worker.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            message = worker._why_gone()
+            self._retire(worker)
+            return WorkerOutcome("crashed", None, message, seconds)
+        if worker.graded >= self.max_students or worker.rss_mb() > self.max_rss_mb:
+            self._retire(worker)
+        return read_result(scratch, seconds)
+
+    __call__ = run
+
+    def close(self) -> None:
+        """Stop every worker of the pool (their process groups are killed)."""
+        with self._lock:
+            live = list(self._all)
+            self._all.clear()
+        for worker in live:
+            worker.kill()
+
+
+def _warm_up() -> None:
+    """Import what every grading needs and take one optimiser step, so that the first student does not pay it."""
+    import hypothesis  # noqa: F401
+    import pytest  # noqa: F401
+    import torch
+
+    import grader.grade  # noqa: F401
+    import grader.hidden.provider  # noqa: F401
+    import ppo_course.grading_kit.collect  # noqa: F401
+
+    w = torch.nn.Parameter(torch.zeros(2))
+    opt = torch.optim.Adam([w], lr=1e-3)
+    (w.sum() ** 2).backward()
+    opt.step()
+
+
+def serve_main(argv: list[str]) -> int:
+    """Entry of ``python -m grader.runners.worker_process serve``: a warm worker answering grading requests until stdin closes."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m grader.runners.worker_process serve")
+    parser.add_argument("--parent-pid", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.parent_pid is not None:
+        _watch_parent(args.parent_pid)
+    # Replies go on the original stdout; anything printed from here on lands in the log (stderr).
+    reply = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    _warm_up()
+    reply.write(json.dumps({"ready": os.getpid()}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = WarmRequest.model_validate_json(line)
+            os.environ.update(req.env)  # the batch's fork server (PPO_COURSE_FORKSERVER)
+            grade_request(req.request, req.out)
+        except Exception as exc:  # a grader fault: say so, log it, and leave (the pool starts a new worker)
+            traceback.print_exc()
+            sys.stderr.flush()
+            reply.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[-500:]}) + "\n")
+            return 1
+        sys.stderr.flush()
+        reply.write(json.dumps({"ok": True}) + "\n")
+    return 0

@@ -1,0 +1,123 @@
+"""The quiz server as an LTI 1.3 tool: a valid launch signs the student in; a passed stop is posted to the LMS.
+
+``install_lti(app, tool, ...)`` mounts ``grader.platforms.lti.tool.lti_router`` and gives it
+the quiz's answer to a resource-link launch:
+
+- **who:** with a roster, the launch must match one roster row by SIS id
+  (``lis.person_sourcedid`` = ``sis_user_id`` or ``student_id``) or email, else a page
+  says the student is not on the course's roster (no identity is invented); without
+  a roster, the student id is the SIS id, or the LMS's own user id when the LMS
+  sends none. Staff roles (signed by the platform) open the instructor's pages.
+- **session:** the same signed token and cookie as a sign-in, set on a small page
+  that then opens the quiz (a same-site navigation, so the ``SameSite=Strict``
+  cookie is sent).
+- **grades:** the launch's AGS line item is remembered per student and resource
+  link; after each answer, a background task posts 1.0 for a stop link whose stop
+  is passed, and passed stops / 8 for a chapter link (``grader.platforms.lti.passback``:
+  idempotent, retried, recorded).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
+from jinja2 import Environment
+
+from grader.platforms.lti.launch import LaunchData
+from grader.platforms.lti.tool import LtiTool, launch_summary, lti_router
+
+_PAGES = Environment(autoescape=True)
+_SIGNED_IN = _PAGES.from_string(
+    "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>PPO chapter quiz</title>"
+    "<meta http-equiv='refresh' content='0;url={{ target }}'></head><body><main>"
+    "<p id='lti-signed-in'>Signed in from {{ course or 'your course' }} as {{ who }}.</p>"
+    "<p><a href='{{ target }}'>Open the quiz</a></p></main></body></html>")
+_REFUSED = _PAGES.from_string(
+    "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Launch refused</title></head><body><main>"
+    "<h1>This launch was refused</h1><p role='alert' id='lti-error'>{{ message }}</p></main></body></html>")
+
+
+def student_for(launch: LaunchData, roster: list[dict[str, str]]) -> str | None:
+    """The quiz's student id for ``launch``: a roster match (SIS id, then email), or None when none matches.
+
+    Without a roster (empty list): the SIS id, else the LMS's user id (``sub``).
+    """
+    if not roster:
+        return launch.person_sourcedid or launch.user_id
+    sis, email = launch.person_sourcedid.strip().lower(), launch.email.strip().lower()
+    for key, fields in ((sis, ("sis_user_id", "student_id")), (email, ("email",))):
+        if not key:
+            continue
+        matches = {row["student_id"] for row in roster for f in fields if row.get(f, "").strip().lower() == key}
+        if len(matches) == 1:
+            return matches.pop()
+    return None
+
+
+class LinkStore:
+    """Per student and resource link: the platform, the LMS user id, the line item and what it grades."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        with sqlite3.connect(self.path) as db:
+            db.execute("CREATE TABLE IF NOT EXISTS lti_link (student_id TEXT, issuer TEXT, client_id TEXT, link TEXT,"
+                       " user_id TEXT, lineitem TEXT, stop INTEGER, PRIMARY KEY (student_id, issuer, link))")
+
+    def remember(self, student_id: str, launch: LaunchData) -> None:
+        """Keep the launch's line item for ``student_id`` (a launch without AGS keeps nothing)."""
+        if not launch.lineitem_url:
+            return
+        stop = int(launch.custom.get("stop", "0") or 0) if launch.custom.get("quiz") == "stop" else 0
+        with sqlite3.connect(self.path) as db:
+            db.execute("INSERT OR REPLACE INTO lti_link VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (student_id, launch.issuer, launch.client_id, launch.resource_link_id, launch.user_id,
+                        launch.lineitem_url, stop))
+
+    def links(self, student_id: str) -> list[tuple[str, str, str, str, int]]:
+        """(issuer, client_id, user_id, lineitem, stop) for each remembered link (stop 0 = the chapter)."""
+        with sqlite3.connect(self.path) as db:
+            return db.execute("SELECT issuer, client_id, user_id, lineitem, stop FROM lti_link WHERE student_id = ?",
+                              (student_id,)).fetchall()
+
+
+def install_lti(app: FastAPI, tool: LtiTool, *, sign_in, completed_stops, roster, stop_titles: dict[int, str]):
+    """Mount the LTI routes on the quiz ``app``; returns ``post_progress(student_id)`` for the answer route.
+
+    Args:
+        sign_in: ``(request, student_id, role, page_html) -> Response`` (sets the quiz's session cookie).
+        completed_stops: ``student_id -> set[int]`` (the stops passed).
+        roster: ``() -> list[dict]`` (the quiz's roster rows; empty when it has none).
+    """
+    links = LinkStore(tool.folder / "lti.sqlite")
+
+    def on_launch(request: Request, launch: LaunchData) -> Response:
+        student = "lti-instructor:" + launch.user_id if launch.is_instructor else student_for(launch, roster())
+        if student is None:
+            return HTMLResponse(_REFUSED.render(message="You are not on this course's quiz roster: ask your TA to "
+                                                        "add your SIS id or email."), status_code=403)
+        role = "instructor" if launch.is_instructor else "student"
+        links.remember(student, launch)
+        stop = launch.custom.get("stop", "") if launch.custom.get("quiz") == "stop" else ""
+        target = "/instructor" if launch.is_instructor else (f"/stop/{int(stop)}" if stop.isdigit() else "/")
+        html = _SIGNED_IN.render(course=launch.context_title, who=student, target=target)
+        print(f"lti launch: {launch_summary(launch)}", flush=True)
+        return sign_in(request, student[:200], role, html)
+
+    def post_progress(student_id: str) -> None:
+        done = completed_stops(student_id)
+        for issuer, client_id, user_id, lineitem, stop in links.links(student_id):
+            platform = tool.registry.find(issuer, client_id)
+            if platform is None:
+                continue
+            score = (1.0 if stop in done else 0.0) if stop else len(done) / 8
+            if score == 0.0:
+                continue  # nothing earned yet: the LMS keeps its own "not submitted"
+            from grader.platforms.lti.services import PlatformServices
+
+            tool.passback.post(PlatformServices(platform, tool.tool_keys, tool.http), lineitem, user_id, score, 1.0)
+
+    app.include_router(lti_router(tool, on_launch, stop_titles))
+    return post_progress
