@@ -16,7 +16,7 @@ import inspect
 
 import torch
 
-from grader import buggy_variants
+from grader.mistakes import buggy_variants
 from grader.hidden.support import reference_call, reference_grads, student_grads
 from ppo_course.grading_kit.feedback import matching
 

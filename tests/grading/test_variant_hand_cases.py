@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from grader import buggy_variants
+from grader.mistakes import buggy_variants
 
 
 def _variant(function: str, diagnosis: str, index: int = 0):
