@@ -104,6 +104,7 @@ class Selection:
     left_out: list[LeftOut] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     graded_from: dict[str, str] = field(default_factory=dict)  # student id -> folder graded, where they differ
+    absent: list[str] = field(default_factory=list)  # roster students with no folder: gradebook rows "no-submission"
 
     def write(self, out_dir: Path) -> None:
         """``OUT_DIR/attempts.csv`` (folder, student_id, graded, why) and ``attempts.md`` (atomic writes)."""
@@ -173,5 +174,7 @@ def _roster_notes(roster: Roster | None, groups: dict, selection: Selection) -> 
         selection.warnings.append(f"{len(strangers)} folder(s) belong to nobody on the roster and are graded under "
                                   f"their own names: {', '.join(strangers)}")
     absent = [sid for sid in roster.students if sid not in groups]
+    selection.absent = absent
     if absent:
-        selection.warnings.append(f"{len(absent)} roster student(s) have no submission folder: {', '.join(absent)}")
+        selection.warnings.append(f"{len(absent)} roster student(s) have no submission folder: {', '.join(absent)}; "
+                                  "they are in the gradebook with status no-submission and 0 points")

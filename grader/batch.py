@@ -58,13 +58,14 @@ from grader.out_folder import (
     set_aside_removed,
     sweep_stale_temporaries,
 )
-from grader.outcome import StudentOutcome, grade_entry, zero_outcome
+from grader.outcome import StudentOutcome, grade_entry, no_submission_outcome, zero_outcome
 from grader.progress import progress_bar
 from grader.records import (
     GRADEBOOK,
     NBGRADER_CSV,
     RECORD,
     STATE_DIR,
+    STATUSES,
     StudentRecord,
     atomic_write_json,
     clear_incomplete,
@@ -97,8 +98,7 @@ class BatchSummary:
     def line(self) -> str:
         """The one-line summary ``grade-batch`` and ``demo`` print: "16 students (15 graded, 1 empty); graded
         now 16, up to date 0; 35.2 s"."""
-        counts = ", ".join(f"{self.count(s)} {s}" for s in ("graded", "empty", "rejected", "timed-out", "crashed")
-                           if self.count(s))
+        counts = ", ".join(f"{self.count(s)} {s}" for s in STATUSES if self.count(s))
         return (f"{len(self.records)} students ({counts}); graded now {len(self.graded_now)}, "
                 f"up to date {len(self.skipped)}; {self.seconds:.1f} s")
 
@@ -125,6 +125,7 @@ class _Run:
     typed: dict[str, GradeResult] = field(default_factory=dict)  # results graded now, for the class report
     workers: _Workers = field(default_factory=_Workers)
     runner: Callable[..., WorkerOutcome] = run_worker
+    absent: list[str] = field(default_factory=list)  # roster students with no submission folder
     cluster_runner: Any = None  # a connected grader.cluster.ClusterRunner with --cluster (connected before any write)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _written_at: float = -1e9
@@ -228,7 +229,8 @@ def run_batch(
     out_dir = Path(out_dir)
     check_out_dir(Path(submissions_dir), out_dir)
     entries, warnings, selection = class_list(Path(submissions_dir), latest_only, attempt_rule)
-    present = {e.student_id for e in entries}
+    absent = list(selection.absent) if selection is not None else []  # roster students with no folder
+    present = {e.student_id for e in entries} | set(absent)
     cluster_runner = None
     if cluster:  # connect first: no scheduler leaves nothing behind; the workers' grader is the one fingerprinted
         from grader.cluster import ClusterRunner
@@ -238,6 +240,7 @@ def run_batch(
     run = _Run(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                fingerprint, say)
     run.cluster_runner = cluster_runner
+    run.absent = absent
     out_dir.mkdir(parents=True, exist_ok=True)
     run.state.mkdir(exist_ok=True)
     lock = lock_out_dir(run.state)  # held until the batch is written (or the process dies)
@@ -271,6 +274,8 @@ def _locked_run(run: _Run, entries: list[Entry], warnings: list[str], present: s
     elif run.cluster_runner is not None:
         run.cluster_runner.close()
     graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
+    for sid in run.absent:
+        _write_no_submission(run, sid)
     records = run.write_gradebook()
     clear_incomplete(run.out_dir)
     regrade.write_regrade_report(run.out_dir, records, run.fingerprint, run.never_lower)
@@ -344,6 +349,17 @@ def _grade_one(run: _Run, entry: Entry, h: str) -> StudentRecord:
         run.records[sid] = record
         run.typed[sid] = outcome.result  # the report reads it from here, not from disk
     return record
+
+
+def _write_no_submission(run: _Run, sid: str) -> None:
+    """A roster student with no folder: a ``no-submission`` record (0 points, the reason), so no grade is lost."""
+    outcome = no_submission_outcome(sid, run.profile, run.exercises)
+    (run.out_dir / sid).mkdir(parents=True, exist_ok=True)
+    publish(run.out_dir / sid, outcome)
+    record = record_of(outcome, {"submission_hash": "", **run.key_common}, [])
+    atomic_write_text(run.out_dir / sid / RECORD, record.model_dump_json(indent=2) + "\n")
+    run.records[sid] = record
+    run.typed[sid] = outcome.result
 
 
 def publish(student_dir: Path, outcome: StudentOutcome) -> None:

@@ -317,6 +317,10 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
                      f"{COMPLETION} is never marked (grade the batch without --profile fast for the grade)")
         assignment = f"{assignment} ({PREVIEW_LABEL})"
     done = None if preview else _completion(records, quiz_db, quiz_results, notes)
+    nothing = [r.student_id for r in records if r.status == "no-submission"]
+    if nothing:
+        notes.append(f"{len(nothing)} roster student(s) have no submission and are exported with 0 (csv status "
+                     f"no-submission): {', '.join(nothing)}")
     if fmt == "csv":
         written = plain_csv(records, done=done, roster=people, preview=preview)
     else:

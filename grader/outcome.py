@@ -178,6 +178,15 @@ def zero_outcome(sid: str, status: Status, message: str, profile: str, exercises
                           result=zero_result(profile, exercises, message), graded=False)
 
 
+#: The gradebook's message for a roster student with no submission folder (status ``no-submission``).
+NO_SUBMISSION = "no submission: on the roster, but the submissions folder holds no folder or zip for this student"
+
+
+def no_submission_outcome(sid: str, profile: str, exercises: list[str] | None) -> StudentOutcome:
+    """A roster student with no submission: status ``no-submission``, every test 0 with :data:`NO_SUBMISSION`."""
+    return zero_outcome(sid, "no-submission", NO_SUBMISSION, profile, exercises)
+
+
 def exercise_reasons(result: GradeResult) -> list[str]:
     """One short reason per exercise that was not really graded, for the gradebook's message column.
 

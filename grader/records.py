@@ -27,8 +27,9 @@ from ppo_course.text_safety import csv_cell
 # The contract's exercise modules, in the gradebook's column order (one list: grader/points.py).
 CONTRACT_STEMS: tuple[str, ...] = EXERCISES
 
-Status = Literal["graded", "timed-out", "crashed", "empty", "rejected"]
-STATUSES: tuple[str, ...] = ("graded", "timed-out", "crashed", "empty", "rejected")
+# "no-submission": a roster student with no submission folder (0 points, the reason in the message).
+Status = Literal["graded", "timed-out", "crashed", "empty", "rejected", "no-submission"]
+STATUSES: tuple[str, ...] = ("graded", "timed-out", "crashed", "empty", "rejected", "no-submission")
 
 GRADEBOOK = "gradebook.csv"
 NBGRADER_CSV = "grades.csv"  # `nbgrader export`'s default file name

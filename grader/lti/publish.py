@@ -82,7 +82,7 @@ def publish_gradebook(gradebook: Path, maxima: dict[str, float], services: Platf
         sid = row["student_id"]
         if sid not in matched:
             continue
-        if row["status"] not in ("graded", "rejected", "empty", "timed-out"):
+        if row["status"] not in ("graded", "rejected", "empty", "timed-out", "no-submission"):
             outcome.skipped.append(sid)
             continue
         for stem, item in items.items():
