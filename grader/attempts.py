@@ -125,6 +125,22 @@ class Selection:
         atomic_write_text(Path(out_dir) / ATTEMPTS_MD, "\n".join(lines) + "\n")
 
 
+def rule_from_options(roster: Path | None, pattern: str | None) -> AttemptRule | None:
+    """The rule a TA states on the command line (``--roster CSV``, ``--attempts REGEX``), or None without either.
+
+    The one reading of those options, shared by ``grade-batch`` and ``similarity``.
+
+    Raises:
+        AttemptRuleError: a pattern that does not compile or has no ``student`` group.
+        grader.roster.RosterError (a ValueError): a roster that cannot be read.
+    """
+    if roster is None and pattern is None:
+        return None
+    from grader.roster import read_roster
+
+    return AttemptRule(roster=read_roster(roster) if roster else None, pattern=pattern)
+
+
 def select(entries: list, rule: AttemptRule, *, latest_only: bool) -> Selection:
     """Group ``entries`` (``grader.intake.Entry``, one per folder) by student under ``rule``.
 
