@@ -68,6 +68,7 @@ from grader.records import (
     STATUSES,
     StudentRecord,
     atomic_write_json,
+    check_batch_formats,
     clear_incomplete,
     gradebook_csv,
     mark_incomplete,
@@ -228,6 +229,8 @@ def run_batch(
     say = log or (lambda msg: print(msg, file=sys.stderr))
     out_dir = Path(out_dir)
     check_out_dir(Path(submissions_dir), out_dir)
+    formats = tuple(formats)
+    check_batch_formats(profile, formats)
     entries, warnings, selection = class_list(Path(submissions_dir), latest_only, attempt_rule)
     absent = list(selection.absent) if selection is not None else []  # roster students with no folder
     present = {e.student_id for e in entries} | set(absent)

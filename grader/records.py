@@ -113,6 +113,19 @@ def refuse_fast_preview(records: Iterable[StudentRecord], batch_dir: Path | str,
         f"{batch_dir}` without --profile fast (it regrades every fast-profile student), then export again{tail}.")
 
 
+def check_batch_formats(profile: str, formats: Iterable[str]) -> None:
+    """Refuse ``grade-batch --profile fast --format nbgrader``: nbgrader's export CSV is a gradebook an LMS
+    imports, and a fast-profile grade is a preview (:func:`refuse_fast_preview`).
+
+    Raises:
+        FastPreviewRefused: for that combination (before anything is graded or written).
+    """
+    if profile == "fast" and "nbgrader" in formats:
+        raise FastPreviewRefused("--format nbgrader writes a gradebook an LMS imports, and a --profile fast grade "
+                                 "is a preview, not a grade (exercise 7's training run is not graded): grade "
+                                 "without --profile fast to write grades.csv")
+
+
 def assignment_maximum(record: StudentRecord, stem: str) -> float:
     """The maximum points of ``stem`` as the assignment states it (points ≥ 0).
 

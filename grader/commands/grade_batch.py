@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         check_out_dir(args.submissions, args.out)
+        from grader.records import check_batch_formats
+
+        check_batch_formats(args.profile, args.formats)
         args.attempt_rule = _attempt_rule(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

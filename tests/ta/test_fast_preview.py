@@ -85,3 +85,19 @@ def test_cli_export_of_a_fast_batch_exits_1_and_says_how_to_grade_in_full(tmp_pa
     assert "--profile fast" in capsys.readouterr().err and not (tmp_path / "c.csv").exists()
     assert main(["export", str(batch), "--format", "canvas", "--out", str(tmp_path / "c.csv"),
                  "--allow-fast-preview"]) == 0
+
+
+def test_grade_batch_refuses_to_write_nbgrader_grades_in_the_fast_profile(tmp_path, capsys):
+    from grader.batch import run_batch
+    from ppo_course.cli import main
+
+    subs = tmp_path / "subs"
+    (subs / "amy").mkdir(parents=True)
+    (subs / "amy" / "ex1_ratio.py").write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(FastPreviewRefused, match="--format nbgrader"):
+        run_batch(subs, tmp_path / "out", profile="fast", formats=["nbgrader"], progress=False, report=False,
+                  log=lambda m: None)
+    assert not (tmp_path / "out").exists()  # refused before anything is graded or written
+    assert main(["grade-batch", str(subs), "--out", str(tmp_path / "out"), "--profile", "fast", "--format",
+                 "nbgrader", "--no-progress"]) == 2
+    assert "preview" in capsys.readouterr().err and not (tmp_path / "out").exists()
