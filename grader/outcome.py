@@ -62,12 +62,14 @@ class StudentOutcome(BaseModel):
     def gradebook_message(self) -> str:
         """The gradebook's message column: the reason, the notes, one reason per exercise not really graded,
         and the regrade lines."""
-        said = " ".join([self.message, *self.notes])
-        reasons = [f"{stem}: {why}" for stem, why in _reasons(self.result)
-                   # an import failure a note already explains ("ex2_clipped_loss.py contains a NUL byte ..."):
-                   # its exception name would only repeat it
-                   if not (self.result.exercises[stem].state in ("syntax_error", "import_error")
-                           and f"{stem}.py" in said)] if self.status == "graded" and self.graded else []
+        reasons = []
+        if self.status == "graded" and self.graded:
+            explained = [n for n in self.notes if "cannot import" in n]  # the intake's NUL-byte note names the file
+            # An import failure a note already explains ("ex2_clipped_loss.py contains a NUL byte, so Python
+            # cannot import it ..."): its exception name would only repeat it.
+            reasons = [f"{stem}: {why}" for stem, why in _reasons(self.result)
+                       if not (self.result.exercises[stem].state in ("syntax_error", "import_error")
+                               and any(f"{stem}.py" in n for n in explained))]
         return join_why([self.message, *self.notes, *reasons, *self.regrade_lines])
 
     @property
