@@ -101,3 +101,12 @@ def test_grade_batch_refuses_to_write_nbgrader_grades_in_the_fast_profile(tmp_pa
     assert main(["grade-batch", str(subs), "--out", str(tmp_path / "out"), "--profile", "fast", "--format",
                  "nbgrader", "--no-progress"]) == 2
     assert "preview" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_a_fast_profile_record_is_never_complete_even_at_full_marks(tmp_path):
+    from grader.export import exercises_complete
+    from grader.records import read_records
+
+    fast = read_records(_write_batch(tmp_path / "fast", "fast"), ["amy"])[0]
+    full = read_records(_write_batch(tmp_path / "full", "full"), ["amy"])[0]
+    assert not exercises_complete(fast) and exercises_complete(full)  # the same scores, 16 / 16 on ex7
