@@ -126,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"nbgrader grades: {summary.out_dir / NBGRADER_CSV}")
     print(f"class report: {summary.out_dir / 'report.md'}")
+    if args.profile == "fast":
+        print("note: --profile fast is a preview, not a grade (exercise 7's training run was not graded): "
+              "`export` and `lti post-grades` refuse this batch; rerun without --profile fast to grade it in full")
     if (summary.out_dir / "attempts.md").is_file():
         print(f"attempts (which folder was graded for whom, and every folder left out): "
               f"{summary.out_dir / 'attempts.md'}")
