@@ -50,8 +50,10 @@ from grader.intake.submission import BatchLimits, Entry, submission_hash
 from grader.records.batch_run import BatchRun
 from grader.records.gradebook import (
     RECORD,
+    STATUSES,
     StudentRecord,
     atomic_write_json,
+    check_batch_formats,
     clear_incomplete,
     mark_incomplete,
     read_records,
@@ -64,7 +66,7 @@ from grader.records.out_folder import (
     set_aside_removed,
     sweep_stale_temporaries,
 )
-from grader.records.outcome import StudentOutcome, grade_entry, zero_outcome
+from grader.records.outcome import StudentOutcome, grade_entry, no_submission_outcome, zero_outcome
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
 from grader.runners.warm import WarmPool, warm_workers_enabled
@@ -90,8 +92,7 @@ class BatchSummary:
     def line(self) -> str:
         """The one-line summary ``grade-batch`` and ``demo`` print: "16 students (15 graded, 1 empty); graded
         now 16, up to date 0; 35.2 s"."""
-        counts = ", ".join(f"{self.count(s)} {s}" for s in ("graded", "empty", "rejected", "timed-out", "crashed")
-                           if self.count(s))
+        counts = ", ".join(f"{self.count(s)} {s}" for s in STATUSES if self.count(s))
         return (f"{len(self.records)} students ({counts}); graded now {len(self.graded_now)}, "
                 f"up to date {len(self.skipped)}; {self.seconds:.1f} s")
 
@@ -165,8 +166,11 @@ def run_batch(
     say = log or (lambda msg: print(msg, file=sys.stderr))
     out_dir = Path(out_dir)
     check_out_dir(Path(submissions_dir), out_dir)
+    formats = tuple(formats)
+    check_batch_formats(profile, formats)
     entries, warnings, selection = class_list(Path(submissions_dir), latest_only, attempt_rule)
-    present = {e.student_id for e in entries}
+    absent = list(selection.absent) if selection is not None else []  # roster students with no folder
+    present = {e.student_id for e in entries} | set(absent)
     cluster_runner = None
     if cluster:  # connect first: no scheduler leaves nothing behind; the workers' grader is the one fingerprinted
         from grader.runners.cluster import ClusterRunner
@@ -176,6 +180,7 @@ def run_batch(
     run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                fingerprint, say)
     run.cluster_runner = cluster_runner
+    run.absent = absent
     out_dir.mkdir(parents=True, exist_ok=True)
     run.state.mkdir(exist_ok=True)
     lock = lock_out_dir(run.state)  # held until the batch is written (or the process dies)
@@ -209,6 +214,8 @@ def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], presen
     elif run.cluster_runner is not None:
         run.cluster_runner.close()
     graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
+    for sid in run.absent:
+        _write_no_submission(run, sid)
     records = run.write_gradebook()
     clear_incomplete(run.out_dir)
     regrade.write_regrade_report(run.out_dir, records, run.fingerprint, run.never_lower)
@@ -282,6 +289,17 @@ def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
         run.records[sid] = record
         run.typed[sid] = outcome.result  # the report reads it from here, not from disk
     return record
+
+
+def _write_no_submission(run: BatchRun, sid: str) -> None:
+    """A roster student with no folder: a ``no-submission`` record (0 points, the reason), so no grade is lost."""
+    outcome = no_submission_outcome(sid, run.profile, run.exercises)
+    (run.out_dir / sid).mkdir(parents=True, exist_ok=True)
+    publish(run.out_dir / sid, outcome)
+    record = record_of(outcome, {"submission_hash": "", **run.key_common}, [])
+    atomic_write_text(run.out_dir / sid / RECORD, record.model_dump_json(indent=2) + "\n")
+    run.records[sid] = record
+    run.typed[sid] = outcome.result
 
 
 def publish(student_dir: Path, outcome: StudentOutcome) -> None:

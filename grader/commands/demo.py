@@ -13,7 +13,8 @@ from pathlib import Path
 
 HELP = "batch-grade the embedded demo cohort and print the gradebook (the main job)"
 
-STATUS_STYLE = {"graded": "green", "empty": "yellow", "rejected": "red", "timed-out": "magenta", "crashed": "red"}
+STATUS_STYLE = {"graded": "green", "empty": "yellow", "rejected": "red", "timed-out": "magenta", "crashed": "red",
+                "no-submission": "yellow"}
 
 
 def cohort_dir() -> Path:

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="`ppo-course quiz grade-batch`'s gradebook: completion also needs `complete` True")
     parser.add_argument("--moodle-id", choices=["idnumber", "email", "username"], default="idnumber",
                         help="Moodle's identifier column (default: idnumber)")
+    parser.add_argument("--allow-fast-preview", action="store_true",
+                        help="export a batch graded with --profile fast as a labelled preview (never a grade: "
+                             "chapter_complete is never marked); without it such a batch is refused")
     parser.add_argument("--canvas-id", action="append", default=[], metavar="COLUMN=ID",
                         help="an existing Canvas assignment id for a column (e.g. ex4_gae=1234; repeatable)")
 
@@ -35,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from grader.reports.export import ExportRefused, export_batch
+    from grader.records.gradebook import FastPreviewRefused
 
     canvas_ids = {}
     for item in args.canvas_id:
@@ -46,8 +50,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         done = export_batch(args.batch, args.fmt, args.out, assignment=args.assignment, roster=args.roster,
                             quiz_db=args.quiz_db, quiz_results=args.quiz_results, moodle_id=args.moodle_id,
-                            canvas_ids=canvas_ids, strict=args.strict)
-    except ExportRefused as exc:
+                            canvas_ids=canvas_ids, strict=args.strict,
+                            allow_fast_preview=args.allow_fast_preview)
+    except (ExportRefused, FastPreviewRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (ValueError, FileNotFoundError, NotADirectoryError) as exc:

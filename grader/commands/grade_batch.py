@@ -34,17 +34,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--latest-only", action="store_true",
                         help="grade only each student's latest submission, under the student id; which folders "
                              "are one student's attempts comes from --roster's attempts column or --attempts")
+    add_attempt_arguments(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--cluster", default=None, metavar="ADDRESS",
+                        help="grade each submission as a task on the Dask scheduler at ADDRESS "
+                             "(tcp://host:8786; default: $PPO_COURSE_CLUSTER, else this machine's own pool; "
+                             "docs/cluster.md); --jobs is then the tasks in flight")
+
+
+def add_attempt_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--roster`` and ``--attempts``: the TA's rule for which folders are one student's attempts
+    (``grader.intake.attempts``), the same options for ``grade-batch`` and ``similarity``."""
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
                         help="the course roster (grader.intake.roster): student_id, and an 'attempts' column listing "
                              "each student's folders oldest first (amy;amy_2)")
     parser.add_argument("--attempts", default=None, metavar="REGEX",
                         help="folder-name pattern with groups (?P<student>...) and optionally (?P<attempt>...), "
                              "e.g. '(?P<student>.+)--(?P<attempt>\\d+)'; see the TA guide")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--cluster", default=None, metavar="ADDRESS",
-                        help="grade each submission as a task on the Dask scheduler at ADDRESS "
-                             "(tcp://host:8786; default: $PPO_COURSE_CLUSTER, else this machine's own pool; "
-                             "docs/cluster.md); --jobs is then the tasks in flight")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,6 +86,9 @@ def _usage_problem(args: argparse.Namespace, exercises: list[str] | None, known)
         return f"unknown exercise(s) {unknown}; known: {', '.join(known)}"
     try:
         check_out_dir(args.submissions, args.out)
+        from grader.records.gradebook import check_batch_formats
+
+        check_batch_formats(args.profile, args.formats)
         args.attempt_rule = _attempt_rule(args)
     except ValueError as exc:
         return str(exc)
@@ -136,6 +145,9 @@ def _say_where(summary, args: argparse.Namespace) -> None:
 
         print(f"nbgrader grades: {summary.out_dir / NBGRADER_CSV}")
     print(f"class report: {summary.out_dir / 'report.md'}")
+    if args.profile == "fast":
+        print("note: --profile fast is a preview, not a grade (exercise 7's training run was not graded): "
+              "`export` and `lti post-grades` refuse this batch; rerun without --profile fast to grade it in full")
     if (summary.out_dir / "attempts.md").is_file():
         print(f"attempts (which folder was graded for whom, and every folder left out): "
               f"{summary.out_dir / 'attempts.md'}")
@@ -152,10 +164,9 @@ def _attempt_rule(args):
             raise AttemptRuleError("--latest-only needs --roster CSV (with an 'attempts' column) or --attempts "
                                    "PATTERN: which folders are one student's attempts is never guessed from names")
         return None
-    from grader.intake.attempts import AttemptRule
-    from grader.intake.roster import read_roster
+    from grader.intake.attempts import rule_from_options
 
-    return AttemptRule(roster=read_roster(args.roster) if args.roster else None, pattern=args.attempts)
+    return rule_from_options(args.roster, args.attempts)
 
 
 def _run(args, limits, exercises):

@@ -117,7 +117,7 @@ def _post_grades(tool, args: argparse.Namespace) -> int:
     if not gradebook.is_file():
         print(f"error: {gradebook} not found: grade the batch first", file=sys.stderr)
         return 2
-    maxima = {stem: ex.max_score() for stem, ex in load_points().exercises.items()}
+    maxima = {stem: ex.max_score for stem, ex in load_points().exercises.items()}
     try:
         out = publish_gradebook(gradebook, maxima, PlatformServices(platform, tool.tool_keys, tool.http), tool.passback,
                                 lineitems_url=args.lineitems, memberships_url=args.memberships)

@@ -18,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="one sub-folder or .zip per student, as for grade-batch")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
                         help="receives similarity.html, flagged_pairs.csv and all_pairs.csv")
+    from grader.commands.grade_batch import add_attempt_arguments
+
+    add_attempt_arguments(parser)  # the same rule as grade-batch: only each student's latest attempt is compared
     parser.add_argument("--archive", type=Path, action="append", default=[], metavar="DIR",
                         help="an earlier cohort's submissions folder to compare against (repeatable)")
     parser.add_argument("--reference-impl", type=Path, action="append", default=[], metavar="DIR",
@@ -38,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pydantic import ValidationError
 
+    from grader.intake.attempts import AttemptRuleError, rule_from_options
     from grader.reports.similarity import SimilarityConfig, run_similarity
 
     for folder in [args.submissions, *args.archive, *args.reference_impl]:
@@ -50,8 +54,16 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"error: bad threshold: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}", file=sys.stderr)
         return 2
-    report = run_similarity(args.submissions, args.out, archives=args.archive, references=args.reference_impl,
-                            stubs_dir=args.stubs, config=config)
+    try:
+        rule = rule_from_options(args.roster, args.attempts)
+        report = run_similarity(args.submissions, args.out, archives=args.archive, references=args.reference_impl,
+                                stubs_dir=args.stubs, config=config, attempt_rule=rule)
+    except AttemptRuleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a roster that cannot be read (grader.intake.roster.RosterError)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     shown = report.flagged[:SHOWN]
     print(f"{report.n_students} students, {len(report.pairs)} module pairs compared (a pair = one module of two "
           f"owners: the same exercise, helpers with helpers, archives, references), {len(report.flagged)} flagged "

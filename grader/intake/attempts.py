@@ -104,6 +104,7 @@ class Selection:
     left_out: list[LeftOut] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     graded_from: dict[str, str] = field(default_factory=dict)  # student id -> folder graded, where they differ
+    absent: list[str] = field(default_factory=list)  # roster students with no folder: gradebook rows "no-submission"
 
     def write(self, out_dir: Path) -> None:
         """``OUT_DIR/attempts.csv`` (folder, student_id, graded, why) and ``attempts.md`` (atomic writes)."""
@@ -122,6 +123,22 @@ class Selection:
         lines += [f"- `{i.folder}` left out ({i.student_id}): {i.why}" for i in self.left_out]
         lines += [f"- note: {w}" for w in self.warnings]
         atomic_write_text(Path(out_dir) / ATTEMPTS_MD, "\n".join(lines) + "\n")
+
+
+def rule_from_options(roster: Path | None, pattern: str | None) -> AttemptRule | None:
+    """The rule a TA states on the command line (``--roster CSV``, ``--attempts REGEX``), or None without either.
+
+    The one reading of those options, shared by ``grade-batch`` and ``similarity``.
+
+    Raises:
+        AttemptRuleError: a pattern that does not compile or has no ``student`` group.
+        grader.intake.roster.RosterError (a ValueError): a roster that cannot be read.
+    """
+    if roster is None and pattern is None:
+        return None
+    from grader.intake.roster import read_roster
+
+    return AttemptRule(roster=read_roster(roster) if roster else None, pattern=pattern)
 
 
 def select(entries: list, rule: AttemptRule, *, latest_only: bool) -> Selection:
@@ -173,5 +190,7 @@ def _roster_notes(roster: Roster | None, groups: dict, selection: Selection) -> 
         selection.warnings.append(f"{len(strangers)} folder(s) belong to nobody on the roster and are graded under "
                                   f"their own names: {', '.join(strangers)}")
     absent = [sid for sid in roster.students if sid not in groups]
+    selection.absent = absent
     if absent:
-        selection.warnings.append(f"{len(absent)} roster student(s) have no submission folder: {', '.join(absent)}")
+        selection.warnings.append(f"{len(absent)} roster student(s) have no submission folder: {', '.join(absent)}; "
+                                  "they are in the gradebook with status no-submission and 0 points")

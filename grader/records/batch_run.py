@@ -43,6 +43,7 @@ class BatchRun:
     typed: dict[str, GradeResult] = field(default_factory=dict)  # results graded now, for the class report
     workers: _Workers = field(default_factory=_Workers)
     runner: Callable[..., WorkerOutcome] = run_worker
+    absent: list[str] = field(default_factory=list)  # roster students with no submission folder
     cluster_runner: Any = None  # a connected grader.runners.cluster.ClusterRunner with --cluster (connected before any write)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _written_at: float = -1e9

@@ -28,8 +28,9 @@ from ppo_course.text_safety import csv_cell
 # The contract's exercise modules, in the gradebook's column order (one list: grader/points.py).
 CONTRACT_STEMS: tuple[str, ...] = EXERCISES
 
-Status = Literal["graded", "timed-out", "crashed", "empty", "rejected"]
-STATUSES: tuple[str, ...] = ("graded", "timed-out", "crashed", "empty", "rejected")
+# "no-submission": a roster student with no submission folder (0 points, the reason in the message).
+Status = Literal["graded", "timed-out", "crashed", "empty", "rejected", "no-submission"]
+STATUSES: tuple[str, ...] = ("graded", "timed-out", "crashed", "empty", "rejected", "no-submission")
 
 GRADEBOOK = "gradebook.csv"
 NBGRADER_CSV = "grades.csv"  # `nbgrader export`'s default file name
@@ -75,6 +76,78 @@ class StudentRecord(BaseModel):
     seconds: float = 0.0
     sources: list[str] = Field(default_factory=list)
     source_mtime: float | None = None
+
+
+class FastPreviewRefused(ValueError):
+    """A batch graded with ``grade-batch --profile fast`` is a preview, not a grade: it is not published."""
+
+
+def fast_profile_ids(records: Iterable[StudentRecord]) -> list[str]:
+    """The students whose record was graded in the fast profile (``StudentRecord.profile == "fast"``), sorted.
+
+    The fast profile leaves out exercise 7's training run (``grader.grade.SLOW_TESTS``): its scores and maxima
+    are a preview of the grade, never the grade itself.
+    """
+    return sorted(r.student_id for r in records if r.profile == "fast")
+
+
+def refuse_fast_preview(records: Iterable[StudentRecord], batch_dir: Path | str, allow_flag: str = "") -> None:
+    """Raise :class:`FastPreviewRefused` when any record was graded in the fast profile (the one check of every
+    command that publishes a batch: ``export`` in every format, ``lti post-grades``).
+
+    ``allow_flag``: the option that publishes a labelled preview instead, named in the message ("" when the
+    command has none).
+
+    Raises:
+        FastPreviewRefused: naming the students and the command that gives them a full grade.
+    """
+    fast = fast_profile_ids(records)
+    if not fast:
+        return
+    shown = ", ".join(fast[:10]) + (f" and {len(fast) - 10} more" if len(fast) > 10 else "")
+    tail = (f", or pass {allow_flag} to write a file labelled as a preview (chapter_complete is then never "
+            "marked)") if allow_flag else ""
+    raise FastPreviewRefused(
+        f"{batch_dir} was graded with `grade-batch --profile fast` ({len(fast)} student(s): {shown}): a fast-profile "
+        "grade is a preview, not a grade (exercise 7's training run was not graded, so its maximum is not the "
+        "assignment's). Grade the batch in full first: rerun `ppo-course grade-batch SUBMISSIONS_DIR --out "
+        f"{batch_dir}` without --profile fast (it regrades every fast-profile student), then export again{tail}.")
+
+
+def check_batch_formats(profile: str, formats: Iterable[str]) -> None:
+    """Refuse ``grade-batch --profile fast --format nbgrader``: nbgrader's export CSV is a gradebook an LMS
+    imports, and a fast-profile grade is a preview (:func:`refuse_fast_preview`).
+
+    Raises:
+        FastPreviewRefused: for that combination (before anything is graded or written).
+    """
+    if profile == "fast" and "nbgrader" in formats:
+        raise FastPreviewRefused("--format nbgrader writes a gradebook an LMS imports, and a --profile fast grade "
+                                 "is a preview, not a grade (exercise 7's training run is not graded): grade "
+                                 "without --profile fast to write grades.csv")
+
+
+def assignment_maximum(record: StudentRecord, stem: str) -> float:
+    """The maximum points of ``stem`` as the assignment states it (points ≥ 0).
+
+    A full-profile record's own maximum; for a fast-profile record (which leaves exercise 7's training run
+    out of its maximum) the full profile's maximum from ``grader/points.yaml`` (``ExercisePoints.max_score``),
+    so that an LMS's Points Possible is never the fast tier's.
+    """
+    own = float(record.exercise_scores.get(stem, {}).get("max_score", 0.0))
+    if record.profile != "fast":
+        return own
+    from grader.points import load_points
+
+    ex = load_points().exercises.get(stem)
+    return max(own, ex.max_score) if ex is not None else own
+
+
+def assignment_max_total(record: StudentRecord) -> float:
+    """:func:`assignment_maximum` summed over the record's exercises (its own ``max_score`` in the full profile)."""
+    if record.profile != "fast":
+        return record.max_score
+    return round(sum(assignment_maximum(record, stem) for stem in record.exercise_scores), 6)
 
 
 #: The tag that carries a failed test's diagnosis in results.json (written by ``GradeResult.to_results_json``).

@@ -63,8 +63,15 @@ class StudentOutcome(BaseModel):
     def gradebook_message(self) -> str:
         """The gradebook's message column: the reason, the notes, one reason per exercise not really graded,
         and the regrade lines."""
-        reasons = exercise_reasons(self.result) if self.status == "graded" and self.graded else []
-        return "; ".join(filter(None, [self.message, *self.notes, *reasons, *self.regrade_lines]))
+        reasons = []
+        if self.status == "graded" and self.graded:
+            explained = [n for n in self.notes if "cannot import" in n]  # the intake's NUL-byte note names the file
+            # An import failure a note already explains ("ex2_clipped_loss.py contains a NUL byte, so Python
+            # cannot import it ..."): its exception name would only repeat it.
+            reasons = [f"{stem}: {why}" for stem, why in _reasons(self.result)
+                       if not (self.result.exercises[stem].state in ("syntax_error", "import_error")
+                               and any(f"{stem}.py" in n for n in explained))]
+        return join_why([self.message, *self.notes, *reasons, *self.regrade_lines])
 
     @property
     def regrade_lines(self) -> list[str]:
@@ -182,6 +189,40 @@ def zero_outcome(sid: str, status: Status, message: str, profile: str, exercises
                           result=zero_result(profile, exercises, message), graded=False)
 
 
+#: The gradebook's message for a roster student with no submission folder (status ``no-submission``).
+NO_SUBMISSION = "no submission: on the roster, but the submissions folder holds no folder or zip for this student"
+
+
+def no_submission_outcome(sid: str, profile: str, exercises: list[str] | None) -> StudentOutcome:
+    """A roster student with no submission: status ``no-submission``, every test 0 with :data:`NO_SUBMISSION`."""
+    return zero_outcome(sid, "no-submission", NO_SUBMISSION, profile, exercises)
+
+
+def join_why(parts: list[str]) -> str:
+    """The gradebook's message column: the non-empty parts joined by "; ", each without a trailing "." or ";"
+    (never "text.; next")."""
+    cleaned = (p.strip().rstrip(".;").rstrip() for p in parts)
+    return "; ".join(p for p in cleaned if p)
+
+
+def _lost_points(stem: str, e, tests: list[TestResult]) -> str:
+    """Why a graded exercise scored below its maximum: "0/20, failed: no_whitening, wrong_value", or ""."""
+    if e.score >= e.max_score - 1e-9:
+        return ""
+    mine = [t for t in tests if t.exercise == stem and t.score < t.max_score - 1e-9]
+    failed = list(dict.fromkeys(t.diagnosis or "failed" for t in mine if t.status != "passed"))
+    waiting = any(t.status == "passed" for t in mine)  # a public test worth 0 until its hidden twins pass
+    parts = ([f"failed: {', '.join(failed)}"] if failed else []) + (
+        ["a passed public test counts once its hidden twins pass"] if waiting else [])
+    return ", ".join([f"{e.score:g}/{e.max_score:g}", *parts])
+
+
+def _reasons(result: GradeResult) -> list[tuple[str, str]]:
+    """(stem, short reason) for every exercise scored below its maximum (see :func:`exercise_reasons`)."""
+    return [(stem, why) for stem, e in result.exercises.items()
+            if (why := e.reason(stem) or _lost_points(stem, e, result.tests))]
+
+
 def exercise_reasons(result: GradeResult) -> list[str]:
     """One short reason per exercise that was not really graded, for the gradebook's message column.
 
@@ -189,9 +230,11 @@ def exercise_reasons(result: GradeResult) -> list[str]:
     "ex7_ppo_step: missing", "ex4_gae: SyntaxError line 12", "ex6_kl_reward: SyntaxError in ex4_gae.py
     line 12" (the error is in a file the module imports), "ex3_full_loss: ImportError", "ex2_clipped_loss:
     does not import" (time-out or crash at import), "ex5_rollout_buffer: not implemented" (every test
-    failed with not_implemented). Graded exercises give nothing. Nothing is parsed from text.
+    failed with not_implemented). A graded exercise below its maximum gives its score and the diagnoses
+    of its failed tests ("ex7_ppo_step: 0/20, failed: no_advantage_whitening"); one at full marks gives
+    nothing, so every exercise below its maximum has a reason. Nothing is parsed from text.
     """
-    return [f"{stem}: {why}" for stem, e in result.exercises.items() if (why := e.reason(stem))]
+    return [f"{stem}: {why}" for stem, why in _reasons(result)]
 
 
 def grader_errors(result: GradeResult) -> int:

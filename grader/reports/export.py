@@ -59,6 +59,9 @@ from ppo_course.text_safety import csv_cell
 Format = Literal["canvas", "moodle", "csv"]
 FORMATS: tuple[str, ...] = ("canvas", "moodle", "csv")
 COMPLETION = "chapter_complete"
+#: How a fast-profile preview (``export --allow-fast-preview``) is labelled: in every column title (Canvas,
+#: Moodle: ``<assignment> (fast preview) <stem>``, never the graded assignment's columns) and csv status.
+PREVIEW_LABEL = "fast preview"
 
 
 class ExportRefused(ValueError):
@@ -155,13 +158,17 @@ def _stems(records) -> list[str]:
 
 
 def _exercise_max(records, stem: str) -> float:
-    return max((r.exercise_scores.get(stem, {}).get("max_score", 0.0) for r in records), default=0.0)
+    """The column's maximum: the assignment's (the full profile's, ``grader.records.gradebook.assignment_maximum``)."""
+    from grader.records.gradebook import assignment_maximum
+
+    return max((assignment_maximum(r, stem) for r in records), default=0.0)
 
 
 def exercises_complete(record) -> bool:
-    """Every exercise of a graded record at full marks (scores are float sums: 1e-9 tolerance)."""
+    """Every exercise of a graded record at full marks (scores are float sums: 1e-9 tolerance), graded in the
+    full profile (a fast-profile record's exercise 7 training run was never graded: never complete)."""
     scores = record.exercise_scores.values()
-    return record.status == "graded" and bool(scores) and all(
+    return record.status == "graded" and record.profile != "fast" and bool(scores) and all(
         math.isclose(s["score"], s["max_score"], rel_tol=0.0, abs_tol=1e-9) for s in scores)
 
 
@@ -213,10 +220,17 @@ def _identities(records, roster: Roster | None, stand_in: str) -> dict[str, Rost
     return {r.student_id: roster.get(r.student_id) for r in records}
 
 
-def plain_csv(records, *, done: dict[str, int] | None, roster: Roster | None = None) -> lms.Written:
-    """``student_id``, one column per exercise, ``total``, ``max_total``, ``chapter_complete``, ``status``."""
+def plain_csv(records, *, done: dict[str, int] | None, roster: Roster | None = None,
+              preview: bool = False) -> lms.Written:
+    """``student_id``, one column per exercise, ``total``, ``max_total``, ``chapter_complete``, ``status``.
+
+    ``max_total`` is the assignment's (``grader.records.gradebook.assignment_max_total``); with ``preview`` (a
+    fast-profile batch exported with ``--allow-fast-preview``) every status reads ``<status> (fast preview)``.
+    """
+    from grader.records.gradebook import assignment_max_total
+
     stems = _stems(records)
-    max_total = max((r.max_score for r in records), default=0.0)
+    max_total = max((assignment_max_total(r) for r in records), default=0.0)
     out = lms.Written("")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -228,8 +242,9 @@ def plain_csv(records, *, done: dict[str, int] | None, roster: Roster | None = N
             out.left_out.append((r.student_id, why))
             continue
         writer.writerow([r.student_id, *(lms.fmt(r.exercise_scores.get(s, {}).get("score", 0.0)) for s in stems),
-                         lms.fmt(r.score), lms.fmt(r.max_score or max_total),
-                         "" if done is None else str(done[r.student_id]), r.status])
+                         lms.fmt(r.score), lms.fmt(assignment_max_total(r) or max_total),
+                         "" if done is None else str(done[r.student_id]),
+                         f"{r.status} ({PREVIEW_LABEL})" if preview else r.status])
     out.text = buf.getvalue()
     return out
 
@@ -273,10 +288,16 @@ def _completion(records, quiz_db, quiz_results, notes: list[str]) -> dict[str, i
 
 def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo", roster: Path | None = None,
                  quiz_db: Path | None = None, quiz_results: Path | None = None, moodle_id: str = "idnumber",
-                 canvas_ids: dict[str, str] | None = None, strict: bool = False) -> Export:
+                 canvas_ids: dict[str, str] | None = None, strict: bool = False,
+                 allow_fast_preview: bool = False) -> Export:
     """Write the export of a graded batch to ``out`` (atomically); the students left out are in the result.
 
+    A batch graded with ``grade-batch --profile fast`` is a preview, not a grade: it is refused, unless
+    ``allow_fast_preview``, which writes it labelled (:data:`PREVIEW_LABEL`) with ``chapter_complete`` never
+    marked. Every maximum is the assignment's (the full profile's), never the fast tier's.
+
     Raises:
+        grader.records.gradebook.FastPreviewRefused: a fast-profile batch without ``allow_fast_preview`` (nothing written).
         ValueError: on an unknown format, an empty batch or a bad roster (``grader.intake.roster.RosterError``).
         ExportRefused: with ``strict``, when any student would be left out (nothing is written).
         FileNotFoundError / NotADirectoryError: for missing inputs.
@@ -285,12 +306,25 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
 
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    from grader.records.gradebook import fast_profile_ids, refuse_fast_preview
+
     records = batch_records(batch_dir)
+    preview = bool(fast_profile_ids(records))
+    if preview and not allow_fast_preview:
+        refuse_fast_preview(records, batch_dir, "--allow-fast-preview")
     people = read_roster(roster) if roster else None
     notes: list[str] = []
-    done = _completion(records, quiz_db, quiz_results, notes)
+    if preview:
+        notes.append(f"a fast-profile preview, not a grade: every column is labelled '{PREVIEW_LABEL}' and "
+                     f"{COMPLETION} is never marked (grade the batch without --profile fast for the grade)")
+        assignment = f"{assignment} ({PREVIEW_LABEL})"
+    done = None if preview else _completion(records, quiz_db, quiz_results, notes)
+    nothing = [r.student_id for r in records if r.status == "no-submission"]
+    if nothing:
+        notes.append(f"{len(nothing)} roster student(s) have no submission and are exported with 0 (csv status "
+                     f"no-submission): {', '.join(nothing)}")
     if fmt == "csv":
-        written = plain_csv(records, done=done, roster=people)
+        written = plain_csv(records, done=done, roster=people, preview=preview)
     else:
         stand_in = "sis_user_id" if fmt == "canvas" else moodle_id
         if people is None and stand_in == "email":

@@ -133,24 +133,33 @@ def _units_of_folder(root: Path, owner: str, kind: str) -> list[Unit]:
     return [Unit(owner, m, "\n\n".join(texts), kind) for m, texts in sorted(by_module.items())]
 
 
+def latest_only(attempt_rule) -> bool:
+    """Whether ``attempt_rule`` groups folders into attempts (a roster's ``attempts`` column or a pattern): then
+    only each student's latest attempt is compared; a roster without attempts only names the folders."""
+    return attempt_rule is not None and attempt_rule.stated
+
+
 def read_cohort(submissions_dir: Path, *, kind: str = "class", prefix: str = "",
-                notes: list[str] | None = None, review: list | None = None) -> list[Unit]:
+                notes: list[str] | None = None, review: list | None = None, attempt_rule=None) -> list[Unit]:
     """The units of every student of a submissions folder, through the batch's intake checks.
 
     Each student (sub-folder or zip, ``grader.intake.class_list.discover``) is staged with
     ``grader.intake.submission.stage_submission`` into a temporary folder and read as
     text; a submission the intake rejects is left out with a note. Every staged
     file is also scanned for code loaded from data (``grader.reports.code_loading``):
-    the findings are appended to ``review``.
+    the findings are appended to ``review``. With ``attempt_rule`` (``grader.intake.attempts.AttemptRule``, the
+    rule ``grade-batch`` uses: ``--roster`` / ``--attempts``), folders are grouped by student
+    (``grader.intake.class_list.class_list``) and only each student's latest attempt is read, under the student
+    id, so a student's resubmission is never compared with their own earlier attempt.
 
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
     """
-    from grader.intake.class_list import discover
+    from grader.intake.class_list import class_list
     from grader.intake.submission import BatchLimits, Rejected, stage_submission
 
     notes = notes if notes is not None else []
-    entries, warnings = discover(Path(submissions_dir))
+    entries, warnings, _ = class_list(Path(submissions_dir), latest_only(attempt_rule), attempt_rule)
     notes.extend(warnings)
     units: list[Unit] = []
     tmp = Path(tempfile.mkdtemp(prefix="ppo-course-similarity-"))
@@ -345,18 +354,22 @@ def write_report(report: SimilarityReport, out_dir: Path) -> dict[str, Path]:
 
 def run_similarity(submissions_dir: Path, out_dir: Path, *, archives: Iterable[Path] = (),
                    references: Iterable[Path] = (), stubs_dir: Path | None = None,
-                   config: SimilarityConfig | None = None) -> SimilarityReport:
+                   config: SimilarityConfig | None = None, attempt_rule=None) -> SimilarityReport:
     """Read a class (and archives, references), compare, write the report; see the module docstring.
+
+    ``attempt_rule``: ``grade-batch``'s rule for attempt folders (``grader.intake.attempts.AttemptRule``); with it
+    only each student's latest attempt is compared (:func:`read_cohort`).
 
     Raises:
         NotADirectoryError: if a given folder does not exist.
+        grader.intake.attempts.AttemptRuleError: an ``attempt_rule`` without a stated grouping.
     """
-    from grader.intake.class_list import discover
+    from grader.intake.class_list import class_list
 
     notes: list[str] = []
     review: list = []
-    n_students = len(discover(Path(submissions_dir))[0])
-    units = read_cohort(Path(submissions_dir), notes=notes, review=review)
+    n_students = len(class_list(Path(submissions_dir), latest_only(attempt_rule), attempt_rule)[0])
+    units = read_cohort(Path(submissions_dir), notes=notes, review=review, attempt_rule=attempt_rule)
     for archive in archives:
         units += read_cohort(Path(archive), kind="archive", prefix=f"archive:{Path(archive).name}/", notes=notes)
     for reference in references:

@@ -75,6 +75,15 @@ def test_demo_scores_follow_the_mistakes_made_by_hand(demo_gradebook):
     # A module that does not import or is missing is named in the message column with a short reason.
     assert "ex4_gae: SyntaxError line " in book["ivan"]["message"]
     assert "ex7_ppo_step: missing" in book["max"]["message"]
+    # Issue 21: every exercise below its maximum has a reason (ola's ex7 had none); the parts join cleanly, and
+    # pia's NUL-byte note is not followed by a redundant "ex2_clipped_loss: SyntaxError".
+    for sid, row in book.items():
+        for stem in ALL:
+            if row["status"] == "graded" and float(row[stem]) < _max(demo_gradebook, sid, stem):
+                assert f"{stem}:" in row["message"] or f"{stem}.py" in row["message"], (sid, stem, row)
+        assert ".;" not in row["message"], (sid, row["message"])
+    assert "ex7_ppo_step: 0/" in book["ola"]["message"] and "whitening" in book["ola"]["message"]
+    assert "ex2_clipped_loss: SyntaxError" not in book["pia"]["message"]
 
 
 def _max(demo_gradebook, sid: str, stem: str) -> float:

@@ -6,8 +6,8 @@ The end-to-end path (a real grading of a broken submission) is tests/grading/tes
 
 from __future__ import annotations
 
-from grader.records.outcome import exercise_reasons
-from grader.records.results import ExerciseResult, GradeResult
+from grader.records.outcome import StudentOutcome, exercise_reasons, join_why
+from grader.records.results import ExerciseResult, GradeResult, TestResult
 
 
 def _result(**exercises: ExerciseResult) -> GradeResult:
@@ -29,6 +29,7 @@ def test_reasons_for_missing_broken_and_unimplemented_modules():
         ex7_ppo_step=ExerciseResult(score=0, max_score=20, status="missing"),
     )
     assert exercise_reasons(result) == [
+        "ex1_ratio: 3/10",  # graded below its maximum, no test listed: the score says it (issue 21)
         "ex2_clipped_loss: SyntaxError",
         "ex3_full_loss: does not import",  # a time-out or crash at import: no exception name
         "ex4_gae: SyntaxError line 12",
@@ -44,5 +45,38 @@ def test_state_follows_status_when_not_given():
     assert ExerciseResult(score=1, max_score=1, status="graded").state == "graded"
 
 
-def test_a_graded_exercise_gives_no_reason():
-    assert exercise_reasons(_result(ex1_ratio=ExerciseResult(score=5, max_score=10, status="graded"))) == []
+def _test(stem: str, name: str, score: float, top: float, status: str, diagnosis: str | None) -> TestResult:
+    return TestResult(exercise=stem, kind="hidden", test=name, score=score, max_score=top, status=status,
+                      output="", visibility="after_published", diagnosis=diagnosis)
+
+
+def test_a_graded_exercise_at_full_marks_gives_no_reason():
+    assert exercise_reasons(_result(ex1_ratio=ExerciseResult(score=10, max_score=10, status="graded"))) == []
+
+
+def test_every_graded_exercise_below_its_maximum_says_why():
+    """Issue 21: the demo's ola had ex7 = 0 with an empty message (state graded, every test failed)."""
+    result = _result(ex1_ratio=ExerciseResult(score=10, max_score=10),
+                     ex7_ppo_step=ExerciseResult(score=0, max_score=20))
+    result.tests += [
+        _test("ex1_ratio", "t_ok", 10, 10, "passed", None),
+        _test("ex7_ppo_step", "t_a", 0, 8, "failed", "advantages_not_whitened"),
+        _test("ex7_ppo_step", "t_b", 0, 8, "failed", "advantages_not_whitened"),
+        _test("ex7_ppo_step", "t_c", 0, 4, "passed", None),  # passed, worth 0 until its hidden twin passes
+    ]
+    assert exercise_reasons(result) == [
+        "ex7_ppo_step: 0/20, failed: advantages_not_whitened, a passed public test counts once its hidden twins pass"]
+
+
+def test_message_parts_join_cleanly_and_a_note_is_not_repeated_as_an_exception_name():
+    """Issue 21: "...Save the file again as plain UTF-8 text.; ex2_clipped_loss: SyntaxError"."""
+    note = ("ex2_clipped_loss.py contains a NUL byte, so Python cannot import it: that exercise scores 0. "
+            "Save the file again as plain UTF-8 text.")
+    result = _result(ex2_clipped_loss=ExerciseResult(score=0, max_score=10, state="syntax_error",
+                                                     error_type="SyntaxError"),
+                     ex4_gae=ExerciseResult(score=0, max_score=10, state="missing"))
+    outcome = StudentOutcome(student_id="pia", status="graded", notes=[note], result=result)
+    assert outcome.gradebook_message == (
+        "ex2_clipped_loss.py contains a NUL byte, so Python cannot import it: that exercise scores 0. "
+        "Save the file again as plain UTF-8 text; ex4_gae: missing")
+    assert join_why(["a.", "", " b; ", "c"]) == "a; b; c"

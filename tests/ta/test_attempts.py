@@ -116,7 +116,9 @@ def test_batch_rows_are_student_ids_and_the_report_names_every_folder(tmp_path, 
     run_batch(subs, out, jobs=1, progress=False, log=said.append, report=False,
               latest_only=True, attempt_rule=AttemptRule(roster=roster))
     book = _book(out)
-    assert {k: v["total"] for k, v in book.items()} == {"amy": "2", "bob": "1"}  # amy_2's ok module: 2 points
+    # dee is on the roster with no folder: in the gradebook at 0, status no-submission, the reason said (issue 21).
+    assert {k: v["total"] for k, v in book.items()} == {"amy": "2", "bob": "1", "dee": "0"}  # amy_2's ok: 2 points
+    assert book["dee"]["status"] == "no-submission" and "no submission" in book["dee"]["message"]
     assert not (out / "amy_2").exists()
     with open(out / "attempts.csv", newline="") as fh:
         rows = {r["folder"]: r for r in csv.DictReader(fh)}
@@ -124,6 +126,23 @@ def test_batch_rows_are_student_ids_and_the_report_names_every_folder(tmp_path, 
     assert rows["amy_2"]["student_id"] == "amy" and rows["amy_2"]["graded"] == "yes"
     assert any("dee" in m and "no submission folder" in m for m in said)
     assert "left out 'amy'" in "\n".join(said)
+    from grader.reports.export import export_batch
+
+    canvas = export_batch(out, "canvas", tmp_path / "canvas.csv")  # no roster: ids are the SIS User IDs
+    with open(canvas.path, newline="") as fh:
+        by_id = {row[2]: row for row in csv.reader(fh)}
+    assert set(by_id) >= {"amy", "bob", "dee"} and len(by_id["dee"]) > 5
+    assert all(float(v) == 0 for v in by_id["dee"][5:])
+    plain = export_batch(out, "csv", tmp_path / "plain.csv")
+    with open(plain.path, newline="") as fh:
+        rows = {r["student_id"]: r for r in csv.DictReader(fh)}
+    assert rows["dee"]["total"] == "0" and rows["dee"]["status"] == "no-submission"
+    assert any("dee" in note and "no submission" in note for note in canvas.notes)
+    # A rerun keeps dee's row (the out folder of a roster student is not "removed").
+    said.clear()
+    run_batch(subs, out, jobs=1, progress=False, log=said.append, report=False,
+              latest_only=True, attempt_rule=AttemptRule(roster=roster))
+    assert _book(out)["dee"]["status"] == "no-submission" and not any("left the gradebook" in m for m in said)
 
 
 def test_cli_latest_only_without_rule_is_a_usage_error(tmp_path, capsys):

@@ -19,6 +19,7 @@ import pytest
 from ta_support import ROOT
 from grader.reports.analytics import per_test_stats
 from grader.reports.export import export_batch
+from grader.records.gradebook import FastPreviewRefused
 from grader.reports.similarity import run_similarity
 
 COHORT = ROOT / "examples" / "cohort" / "submissions"
@@ -48,11 +49,13 @@ def test_per_test_analytics_on_the_demo(demo_batch):
 
 def test_canvas_export_of_the_demo_reads_back(demo_batch, tmp_path):
     out, _ = demo_batch
-    done = export_batch(out, "canvas", tmp_path / "canvas.csv")
+    # Graded in the fast profile: a preview, refused unless asked for, then labelled and never complete.
+    with pytest.raises(FastPreviewRefused):
+        export_batch(out, "canvas", tmp_path / "canvas.csv")
+    done = export_batch(out, "canvas", tmp_path / "canvas.csv", allow_fast_preview=True)
     with open(tmp_path / "canvas.csv", newline="") as fh:
         rows = list(csv.reader(fh))
-    # Graded on ex4 alone: chapter completion is not known, so no chapter_complete column (issue 21 item 7).
-    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "ppo ex4_gae"]
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "ppo (fast preview) ex4_gae"]
     assert any("chapter_complete" in n for n in done.notes)
     assert rows[1][0] == "Points Possible" and float(rows[1][5]) == 10
     by_id = {r[2]: r for r in rows[2:]}  # no roster: the student id is the SIS User ID, and only that

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from ta_support import ROOT, write_student
+from grader.intake.attempts import AttemptRule
+from grader.intake.roster import read_roster
 from grader.reports.similarity import run_similarity
 from similarity_calibration import disguise
 
@@ -152,3 +154,26 @@ def test_a_module_that_does_not_parse_is_compared_and_its_review_note_says_so(tm
     [note] = [f for f in report.review if f.owner == "typo"]
     assert "does not parse" in note.reason and "not compared" not in note.reason
     assert "still compared" in note.reason
+def test_a_resubmission_is_not_its_own_copy_under_grade_batchs_attempt_rule(tmp_path, capsys):
+    """Issue 21: ``yan ~ yan_2`` (100%) was flagged. With ``--roster`` / ``--attempts`` (grade-batch's rule) only
+    each student's latest attempt is compared, under the student id; a copy by a classmate is still flagged."""
+    from ppo_course.cli import main
+
+    subs = tmp_path / "subs"
+    write_student(subs, "yan", {"ex4_gae.py": SOLUTION_GAE})
+    write_student(subs, "yan_2", {"ex4_gae.py": SOLUTION_GAE})  # yan's resubmission: the same file
+    write_student(subs, "zoe", {"ex4_gae.py": disguise(SOLUTION_GAE)})  # a classmate's disguised copy
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,attempts\nyan,yan;yan_2\nzoe,\n", encoding="utf-8")
+    plain = run_similarity(subs, tmp_path / "plain", stubs_dir=ROOT / "exercises")
+    assert frozenset(("yan", "yan_2")) in _flagged(plain)  # no rule: folder names are never guessed
+    by_roster = run_similarity(subs, tmp_path / "r", stubs_dir=ROOT / "exercises",
+                               attempt_rule=AttemptRule(roster=read_roster(roster)))
+    assert _flagged(by_roster) == {frozenset(("yan", "zoe"))} and by_roster.n_students == 2
+    by_pattern = run_similarity(subs, tmp_path / "p", stubs_dir=ROOT / "exercises",
+                                attempt_rule=AttemptRule(pattern=r"(?P<student>[a-z]+)(_(?P<attempt>\d+))?"))
+    assert _flagged(by_pattern) == {frozenset(("yan", "zoe"))}
+    assert main(["similarity", str(subs), "--out", str(tmp_path / "cli"), "--roster", str(roster)]) == 0
+    out = capsys.readouterr().out
+    pairs = [line.split() for line in out.splitlines() if " ~ " in line]  # "  yan ~ zoe  ex4_gae  97% / 97%"
+    assert [p[:3] for p in pairs] == [["yan", "~", "zoe"]] and "1 flagged" in out

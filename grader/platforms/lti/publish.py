@@ -61,12 +61,17 @@ def publish_gradebook(gradebook: Path, maxima: dict[str, float], services: Platf
         lineitems_url / memberships_url: the context's AGS and NRPS endpoints (from an instructor's launch).
 
     Raises:
-        ValueError: if the gradebook lacks ``student_id`` or ``status``, or a score exceeds its maximum.
+        ValueError: if the gradebook lacks ``student_id`` or ``status``, or a score exceeds its maximum;
+            ``grader.records.gradebook.FastPreviewRefused`` when the batch beside it was graded with ``--profile fast``
+            (a preview is never posted as a grade; nothing is posted).
     """
+    from grader.records.gradebook import read_records, refuse_fast_preview
+
     with gradebook.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     if rows and not {"student_id", "status"} <= set(rows[0]):
         raise ValueError(f"{gradebook}: not a gradebook.csv (needs student_id and status columns)")
+    refuse_fast_preview(read_records(gradebook.parent, [r["student_id"] for r in rows]), gradebook.parent)
     outcome = PublishOutcome()
     matched, outcome.unmatched, outcome.ambiguous = match_members(
         [r["student_id"] for r in rows], services.members(memberships_url))
@@ -77,7 +82,7 @@ def publish_gradebook(gradebook: Path, maxima: dict[str, float], services: Platf
         sid = row["student_id"]
         if sid not in matched:
             continue
-        if row["status"] not in ("graded", "rejected", "empty", "timed-out"):
+        if row["status"] not in ("graded", "rejected", "empty", "timed-out", "no-submission"):
             outcome.skipped.append(sid)
             continue
         for stem, item in items.items():
