@@ -292,7 +292,18 @@ def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
 
 
 def _write_no_submission(run: BatchRun, sid: str) -> None:
-    """A roster student with no folder: a ``no-submission`` record (0 points, the reason), so no grade is lost."""
+    """A roster student with no folder: a ``no-submission`` record (0 points, the reason), so no grade is lost.
+
+    A student graded by an earlier run whose folder has since disappeared keeps that grade (a folder
+    moved by mistake must not turn a published grade into 0): the TA is told, and removing
+    ``OUT/<id>/`` records the student as having no submission.
+    """
+    earlier = _earlier_record(run.out_dir / sid / RECORD)
+    if earlier is not None and earlier.status != "no-submission":
+        run.say(f"warning: {sid} is on the roster but has no submission folder now; the grade of the earlier "
+                f"graded submission is kept (remove {run.out_dir / sid} to record no submission)")
+        run.records[sid] = earlier
+        return
     outcome = no_submission_outcome(sid, run.profile, run.exercises)
     (run.out_dir / sid).mkdir(parents=True, exist_ok=True)
     publish(run.out_dir / sid, outcome)
@@ -300,6 +311,14 @@ def _write_no_submission(run: BatchRun, sid: str) -> None:
     atomic_write_text(run.out_dir / sid / RECORD, record.model_dump_json(indent=2) + "\n")
     run.records[sid] = record
     run.typed[sid] = outcome.result
+
+
+def _earlier_record(path: Path) -> StudentRecord | None:
+    """The record an earlier run wrote at ``path`` (``OUT/<id>/batch.json``), or None when absent or unreadable."""
+    try:
+        return StudentRecord.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def publish(student_dir: Path, outcome: StudentOutcome) -> None:

@@ -145,6 +145,26 @@ def test_batch_rows_are_student_ids_and_the_report_names_every_folder(tmp_path, 
     assert _book(out)["dee"]["status"] == "no-submission" and not any("left the gradebook" in m for m in said)
 
 
+def test_a_graded_student_whose_folder_disappears_keeps_the_grade(tmp_path, stand_in):
+    """A roster student graded once whose folder then disappears (moved by mistake) is not overwritten by a
+    ``no-submission`` 0: the earlier grade stays and the TA is told. By hand (stand-in grader): bob's ex2 has
+    BUG_GRAD, so 2 - 1 = 1 point."""
+    import shutil
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    write_student(subs, "amy", {"ex2_clipped_loss.py": "ok"})
+    write_student(subs, "bob", {"ex2_clipped_loss.py": "BUG_GRAD"})
+    roster = read_roster(_roster(tmp_path / "r.csv", "student_id\namy\nbob\n"))
+    run_batch(subs, out, jobs=1, progress=False, report=False, attempt_rule=AttemptRule(roster=roster))
+    assert _book(out)["bob"]["total"] == "1"
+    shutil.rmtree(subs / "bob")
+    said: list[str] = []
+    run_batch(subs, out, jobs=1, progress=False, log=said.append, report=False, attempt_rule=AttemptRule(roster=roster))
+    book = _book(out)
+    assert book["bob"]["total"] == "1" and book["bob"]["status"] == "graded"
+    assert any("bob" in m and "earlier graded submission is kept" in m for m in said)
+
+
 def test_cli_latest_only_without_rule_is_a_usage_error(tmp_path, capsys):
     from ppo_course.cli import main
 
