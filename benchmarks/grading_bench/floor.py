@@ -283,7 +283,7 @@ def run_tests(provider: TrustedProvider, stems: list[str]) -> dict:
 def scores(outcomes: dict, stems: list[str], profile: str) -> dict[str, dict[str, float]]:
     """``{stem: {"score", "max_score", "passed", "tests"}}`` from ``grader/points.yaml`` (a test function
     earns its points when every parametrisation passed; a test that did not run earns nothing)."""
-    from grader.points import load_points
+    from grader.points import load_points, shows_work
 
     points = load_points()
     slow = _slow_tests()
@@ -299,8 +299,12 @@ def scores(outcomes: dict, stems: list[str], profile: str) -> dict[str, dict[str
                 ok = outcome is not None and outcome.passed
                 max_score += entry.points
                 # a public test's points count only when its hidden twins pass (grader.points, issue 19 class 5)
+                # ... and a property test's points only when the value tests it requires show work (a100)
                 counts = points.exercises[stem].counted(kind, name, ok, lambda twin, stem=stem: (
-                    outcomes.get((stem, "hidden", twin)) is not None and outcomes[(stem, "hidden", twin)].passed))
+                    outcomes.get((stem, "hidden", twin)) is not None and outcomes[(stem, "hidden", twin)].passed),
+                    lambda req, stem=stem: (outcomes.get((stem, "hidden", req)) is not None
+                                            and shows_work(outcomes[(stem, "hidden", req)].passed,
+                                                           outcomes[(stem, "hidden", req)].diagnosis)))
                 score += entry.points if counts else 0.0
                 passed += ok
                 total += 1

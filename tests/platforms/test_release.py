@@ -124,11 +124,19 @@ def test_bundle_installs_and_runs_for_a_student(bundle: Path, tmp_path: Path):
     shutil.copytree(bundle / "exercises", work / "exercises")
     env = clean_env(PPO_COURSE_QUIZ_STORE=str(tmp_path / "quiz.sqlite3"), PPO_COURSE_STUDENT="alice")
 
-    probe = ("import importlib.util as u, json; print(json.dumps({m: u.find_spec(m) is not None for m in "
-             "['ppo_reference', 'grader', 'solutions', 'quiz_bank.instructor.keys', 'ppo_course', 'quiz_bank', 'torch']}))")
+    # find_spec of a submodule imports its parent package: a missing parent (quiz_bank.instructor) is "absent" too.
+    probe = ("import importlib.util as u, json\n"
+             "def there(m):\n"
+             "    try:\n"
+             "        return u.find_spec(m) is not None\n"
+             "    except ModuleNotFoundError:\n"
+             "        return False\n"
+             "print(json.dumps({m: there(m) for m in ['ppo_reference', 'grader', 'solutions', 'quiz_bank.instructor',"
+             " 'quiz_bank.instructor.keys', 'quiz_bank.keys', 'ppo_course', 'quiz_bank', 'torch']}))")
     found = json.loads(subprocess.run([str(py), "-c", probe], capture_output=True, text=True, check=True,
                                       cwd=work, env=env).stdout)
-    assert found == {"ppo_reference": False, "grader": False, "solutions": False, "quiz_bank.instructor.keys": False,
+    assert found == {"ppo_reference": False, "grader": False, "solutions": False, "quiz_bank.instructor": False,
+                     "quiz_bank.instructor.keys": False, "quiz_bank.keys": False,
                      "ppo_course": True, "quiz_bank": True, "torch": True}
 
     helped = subprocess.run([str(cli), "--help"], capture_output=True, text=True, cwd=work, env=env, timeout=120)
