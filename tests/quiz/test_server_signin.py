@@ -154,3 +154,30 @@ def test_tokens_command_writes_fragment_links_that_expire(run_cli, tmp_path):
         assert "expired" in str(exc)
     else:
         raise AssertionError("a 2-day token verified 3 days later")
+
+
+def test_a_student_taken_off_the_roster_loses_access_at_the_next_start(tmp_path, bank, checker):
+    """Red team (round 4): the stored roster only grew, so a token of a student taken off the roster CSV kept
+    working until it expired. The roster given at start now replaces the stored one; the answers stay."""
+    from quiz_bank.instructor.server.app import create_app
+    from quiz_bank.instructor.server.db import QuizDB
+
+    db_path = tmp_path / "quiz.sqlite"
+    both = [{"student_id": "ann"}, {"student_id": "bob"}]
+    app = create_app(bank, db_path, SERVER_SECRET, roster=both, checker=checker)
+    bob = _signed_in(app, "bob")
+    assert bob.get("/").status_code == 200
+    QuizDB(db_path).start_attempt("bob", 1, lambda n: ["q"])  # bob's work so far
+    app = create_app(bank, db_path, SERVER_SECRET, roster=[{"student_id": "ann"}], checker=checker)
+    token = SIGNER.issue("bob")
+    refused = TestClient(app).post("/login", data={"token": token}, follow_redirects=False)
+    assert refused.status_code == 401 and "not on this course" in refused.text
+    from quiz_bank.instructor.server.app import COOKIE
+
+    kept = TestClient(app, cookies={COOKIE: token})  # bob's session cookie from before the restart
+    assert 'name="token"' in kept.get("/").text  # the sign-in page: the cookie names nobody now
+    assert 'name="token"' not in _signed_in(app, "ann").get("/").text
+    assert _signed_in(app, "ann").get("/").status_code == 200
+    store = QuizDB(db_path)
+    assert not store.on_roster("bob") and store.on_roster("ann")
+    assert [a.student_id for a in store.attempts("bob")] == ["bob"]  # the answers stay

@@ -82,6 +82,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
     db = QuizDB(db_path)
     if roster:
         db.load_roster(roster)
+        db.prune_roster(roster)  # a student taken off the roster loses access (their answers stay)
     service = QuizService(bank, db, policy or load_policy(), checker)
     signer = TokenSigner(secret, revoked_before=db.revoked_before)
     views = templates()

@@ -124,11 +124,15 @@ def serve(args: argparse.Namespace) -> int:
         bank=str(args.bank) if args.bank else None, trust_proxy=args.trust_proxy, session_hours=args.session_hours,
         lti=str(args.lti) if args.lti else None, base_url=args.base_url or f"http://{args.host}:{args.port}")
     try:
-        before, after = serving.prepare(config, roster)
+        removed: list[str] = []
+        before, after = serving.prepare(config, roster, removed)
     except Exception as exc:  # noqa: BLE001 - an unreachable or foreign database: say so, exit 2
         print(f"error: cannot open the quiz store {database.describe(args.db)}: {type(exc).__name__}: {exc}",
               file=sys.stderr)
         return 2
+    if removed:
+        print(f"note: {len(removed)} student(s) no longer on the roster, their sign-in tokens no longer work: "
+              + ", ".join(removed[:20]) + (" ..." if len(removed) > 20 else ""), flush=True)
     schema = f"schema {after}" + (f", upgraded from {before}" if before != after else "")
     print(f"quiz server on http://{args.host}:{args.port}/ (database {database.describe(args.db)}, {schema}, "
           f"{args.workers} worker(s)); Ctrl-C stops it", flush=True)

@@ -168,6 +168,21 @@ class QuizDB:
                 db.execute(stmt, values)
         return len(rows)
 
+    def prune_roster(self, keep: list[dict[str, str]]) -> list[str]:
+        """Remove from the roster every student not in ``keep`` (the course's roster as it is now).
+
+        A student taken off the roster CSV must lose access at the next start: the server checks the roster on
+        every request, and :meth:`load_roster` only adds or updates. Their attempts, answers and completions
+        stay (the gradebook still lists them). Returns the removed ids, sorted.
+        """
+        wanted = {row.get("student_id", "") for row in keep}
+        stored = {sid for (sid,) in self.read("SELECT student_id FROM students")}
+        gone = sorted(stored - wanted)
+        if gone:
+            with self.transaction() as db:
+                db.execute(ST.delete().where(ST.c.student_id.in_(gone)))
+        return gone
+
     def has_roster(self) -> bool:
         """True when any student is on the roster (then only they may sign in)."""
         return bool(self.read("SELECT 1 FROM students LIMIT 1"))

@@ -61,8 +61,12 @@ class ServeConfig:
         return cls(**json.loads(raw))
 
 
-def prepare(config: ServeConfig, roster: list[dict[str, str]] | None) -> tuple[str | None, str]:
+def prepare(config: ServeConfig, roster: list[dict[str, str]] | None,
+            removed: list[str] | None = None) -> tuple[str | None, str]:
     """Migrate the store to the newest schema and load the roster, once, before any worker starts.
+
+    The roster given replaces the stored one: students no longer on it are removed (their sign-in tokens stop
+    working; their answers stay), and their ids are appended to ``removed``.
 
     Returns:
         (revision before, revision after) of the store's schema.
@@ -75,6 +79,9 @@ def prepare(config: ServeConfig, roster: list[dict[str, str]] | None) -> tuple[s
         revisions = database.migrate(db.engine)
         if roster:
             db.load_roster(roster)
+            gone = db.prune_roster(roster)
+            if removed is not None:
+                removed.extend(gone)
     finally:
         db.close()
     return revisions
