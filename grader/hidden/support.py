@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from grader.mistakes import buggy_variants
-from grader.hidden.cache import cached
+from grader.hidden.calls import reference_call, reference_grads, student_grads
 from ppo_course.grading_kit.compare import any_nonzero
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
 from ppo_course.grading_kit.inputs import batches as _batches
@@ -43,16 +43,6 @@ def tol(dtype: torch.dtype, scale: float = 1.0) -> float:
     return TOL[dtype] * max(1.0, scale)
 
 
-def _copy(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.detach().clone()
-    if isinstance(x, (list, tuple)):
-        return type(x)(_copy(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _copy(v) for k, v in x.items()}
-    return x
-
-
 def part(index: int, what: str) -> Callable[[Any], Any]:
     """A picker for element `index` of a returned tuple; Mismatch('wrong_type') if it is not one."""
     def pick(out: Any) -> Any:
@@ -60,27 +50,6 @@ def part(index: int, what: str) -> Callable[[Any], Any]:
             raise Mismatch("wrong_type", f"expected a tuple, got {type(out).__name__}", what)
         return out[index]
     return pick
-
-
-def _is_reference(reference) -> bool:
-    """True for the trusted `ppo_reference` module itself (the only reference whose answers are cached)."""
-    import sys
-
-    return reference is sys.modules.get("ppo_reference")
-
-
-def reference_call(reference, name: str, args: tuple, kwargs: dict | None = None) -> Any:
-    """The reference's answer on copies of the arguments (detached).
-
-    Cached per grader version and the arguments' exact contents (`grader.hidden.cache`): the hidden
-    inputs are the same for every student, so a warm worker computes each answer once.
-    """
-    def run():
-        return _copy(getattr(reference, name)(*_copy(args), **_copy(kwargs or {})))
-
-    if not _is_reference(reference):
-        return run()
-    return cached("reference_call", (name, tuple(args), dict(kwargs or {})), run)
 
 
 def compare(student, reference, name: str, args: tuple, kwargs: dict | None = None, *, rtol: float, atol: float,
@@ -236,49 +205,6 @@ def away_from_kinks(logp_new: torch.Tensor, logp_old: torch.Tensor, advantages: 
     small = advantages.abs() < margin
     advantages = torch.where(small, torch.where(advantages < 0, advantages - 0.1, advantages + 0.1), advantages)
     return logp_new, advantages
-
-
-def reference_grads(reference, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...],
-                    grad_output: torch.Tensor | None = None, output_index: int = 0) -> dict[str, torch.Tensor | None]:
-    """Gradients of the reference's output w.r.t. the named parameters (same rule as call_with_grad).
-
-    Cached per grader version and the call's exact contents, like `reference_call`."""
-    def run():
-        return _reference_grads(reference, name, args, kwargs, wrt, grad_output, output_index)
-
-    if not _is_reference(reference):
-        return run()
-    return cached("reference_grads", (name, tuple(args), dict(kwargs or {}), tuple(wrt), grad_output, output_index),
-                  run)
-
-
-def _reference_grads(reference, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...],
-                     grad_output: torch.Tensor | None, output_index: int) -> dict[str, torch.Tensor | None]:
-    import inspect
-
-    fn = getattr(reference, name)
-    bound = inspect.signature(fn).bind(*_copy(args), **_copy(kwargs or {}))
-    leaves = {}
-    for param in wrt:
-        leaves[param] = bound.arguments[param].detach().clone().requires_grad_(True)
-        bound.arguments[param] = leaves[param]
-    with torch.enable_grad():
-        out = fn(*bound.args, **bound.kwargs)
-        head = out[output_index] if isinstance(out, (tuple, list)) else out
-        if not head.requires_grad:
-            return {p: None for p in wrt}
-        g_out = torch.ones_like(head) if grad_output is None else grad_output.to(head.dtype)
-        got = torch.autograd.grad(head, list(leaves.values()), g_out, allow_unused=True)
-    return {p: g for p, g in zip(leaves, got)}
-
-
-def student_grads(student, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...],
-                  grad_output: torch.Tensor | None = None, what: str = "") -> tuple[Any, dict]:
-    """(output, grads) of the student's `name` through the provider's call_with_grad."""
-    out, grads = student.call_with_grad(name, tuple(args), dict(kwargs or {}), wrt=wrt, grad_output=grad_output)
-    if not isinstance(grads, dict):
-        raise Mismatch("grader_error", f"call_with_grad returned {type(grads).__name__}", what or name)
-    return out, grads
 
 
 def compare_grads(student, reference, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...], *,

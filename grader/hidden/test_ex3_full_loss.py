@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.hidden.draws import draw_generator, draw_seed
+from grader.hidden.calls import reference_call
 from grader.hidden.support import (hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched,
-                                   reference_call, tol)
+                                   tol)
 from ppo_course.grading_kit.compare import any_nonzero, close_scalar
 from ppo_course.grading_kit.feedback import Mismatch
 from ppo_course.grading_kit.inputs import Batch, grading_settings, randn, with_junk

@@ -17,7 +17,7 @@ import inspect
 import torch
 
 from grader.mistakes import buggy_variants
-from grader.hidden.support import reference_call, reference_grads, student_grads
+from grader.hidden.calls import reference_call, reference_grads, student_grads
 from ppo_course.grading_kit.feedback import matching
 
 

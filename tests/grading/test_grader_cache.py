@@ -119,7 +119,7 @@ def test_reference_call_cached_only_for_ppo_reference():
     import types
 
     import ppo_reference
-    from grader.hidden.support import reference_call
+    from grader.hidden.calls import reference_call
 
     a = torch.randn(2, 3, dtype=torch.float64)
     b = torch.randn(2, 3, dtype=torch.float64)
