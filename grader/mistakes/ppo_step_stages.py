@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from grader.mistakes.ppo_step_diagnosis import ATOL, RTOL
+from ppo_course.grading_kit.compare import all_finite, close
 
 #: Stage order and diagnosis id (keys of grader.mistakes.diagnose.DIAGNOSES).
 STAGES: tuple[tuple[str, str], ...] = (
@@ -41,13 +42,13 @@ def _first(trace: list[dict], ev: str) -> dict | None:
 
 
 def _same(a: Any, b: Any, mask: torch.Tensor | None = None) -> bool:
-    """Tensors of one shape within ATOL + RTOL·|b| (on the mask's positions when it fits); NaN differs."""
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape:
+    """Tensors of one shape within atol + rtol·|b| on the mask's positions (when it fits), through
+    ``ppo_course.grading_kit.compare.close``; a NaN or ±inf on either side differs."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         return False
-    a, b = a.double(), b.double()
-    if mask is not None and mask.shape == a.shape:
-        a, b = a[mask.bool()], b[mask.bool()]
-    return bool(torch.isfinite(a).all()) and bool(((a - b).abs() <= ATOL + RTOL * b.abs()).all())
+    compared = b[mask.bool()] if mask is not None and mask.shape == b.shape else b
+    return (all_finite(compared)  # close() would call a NaN in b a grader bug: here b may be the student's
+            and close(a, b, rtol=RTOL, atol=ATOL, mask=mask))
 
 
 def _stage_values(trace: list[dict]) -> dict[str, Any]:
