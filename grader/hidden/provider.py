@@ -14,6 +14,7 @@ from pathlib import Path
 from grader.sandbox import (Limits, Sandbox, SandboxError, StudentCrash, StudentError, StudentFailure,
                             StudentImportError, StudentIteratorExhausted, StudentTimeout)
 from grader.sandbox.remote import RemoteFunction
+from ppo_course.grading_kit.mask_dtype import name_mask_dtype_failure
 from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error
 from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems
 
@@ -68,6 +69,18 @@ class GuardedModule:
             if problem and exc.type_name == "TypeError":
                 raise WrongSignature(name, problem) from None
             raise
+
+    def _masked(self, name: str, method: str, args, kwargs, **extra):
+        """`_run` of a call with arguments (`call`, `call_with_grad`, `modified_inputs`); a student error that
+        would be reported as ``raises_error`` but goes away with the mask in another dtype is named
+        ``mask_dtype_unsupported`` (`ppo_course.grading_kit.mask_dtype`: the repeated calls run in the child too)."""
+        try:
+            return self._run(name, method, name, args, kwargs, **extra)
+        except StudentError as exc:
+            if (SandboxProvider.classify(exc) or ("",))[0] == "raises_error":
+                name_mask_dtype_failure(name, tuple(args), dict(kwargs or {}),
+                                        lambda a, k: self._run(name, method, name, a, k, **extra), exc.type_name)
+            raise
         except (StudentTimeout, StudentCrash) as exc:
             if not _hung(exc):
                 raise
@@ -78,8 +91,8 @@ class GuardedModule:
             raise StudentTimeout(self._hung[name]) from None
 
     def call(self, name: str, args=(), kwargs=None, timeout=None):
-        """`RemoteModule.call`, with the two checks."""
-        return self._run(name, "call", name, args, kwargs, timeout)
+        """`RemoteModule.call`, with the two checks (and the mask's dtype named, see `_masked`)."""
+        return self._masked(name, "call", args, kwargs, timeout=timeout)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -90,13 +103,14 @@ class GuardedModule:
         """`RemoteModule.new`, with the two checks."""
         return self.call(class_name, args, kwargs)
 
-    def call_with_grad(self, name: str, *args, **kwargs):
-        """`RemoteModule.call_with_grad`, with the two checks."""
-        return self._run(name, "call_with_grad", name, *args, **kwargs)
+    def call_with_grad(self, name: str, args=(), kwargs=None, **options):
+        """`RemoteModule.call_with_grad` (``wrt``, ``grad_output``, ... as keywords), with the two checks (and
+        the mask's dtype named, see `_masked`)."""
+        return self._masked(name, "call_with_grad", args, kwargs, **options)
 
     def modified_inputs(self, name: str, args=(), kwargs=None) -> list[str]:
-        """`RemoteModule.modified_inputs`, with the two checks."""
-        return self._run(name, "modified_inputs", name, args, kwargs)
+        """`RemoteModule.modified_inputs`, with the two checks (and the mask's dtype named, see `_masked`)."""
+        return self._masked(name, "modified_inputs", args, kwargs)
 
     def ppo_step_harness(self, *args, **kwargs) -> dict:
         """`RemoteModule.ppo_step_harness`, with the two checks (on `ppo_step`)."""

@@ -102,6 +102,8 @@ def compare(student, reference, name: str, args: tuple, kwargs: dict | None = No
                 raise Mismatch(refined, exc.detail, exc.what) from None
             raise
     except Exception as exc:  # a failure with an int/float mask that a bool mask cures names the mask
+        if isinstance(exc, Mismatch) and exc.diagnosis == "mask_dtype_unsupported":
+            raise  # already named by the provider (a call that raised with this mask dtype only)
         if _works_with_bool_mask(student, reference, name, args, kwargs, pick, rtol, atol, mask):
             raise Mismatch("mask_dtype_unsupported", "", label) from None
         raise

@@ -124,12 +124,7 @@ OTHER_MISTAKE_OF_EVERY_ENTRY = "missing_documented_error"
 # from the reference (grader/mistakes/ppo_step_stages.py).
 EX7_STAGE_IDS = frozenset(d for d in catalogue_tool.GENERIC_DIAGNOSES if d.startswith("ppo_step_stage_"))
 # entry name -> why a failing test still names something else (strict xfails: fixed ones XPASS and fail).
-_MASK_GAP = ("the student's code raises on one mask dtype in a test that calls it directly (not through the hidden "
-             "`compare`, whose retry with the other mask dtype names mask_dtype_unsupported): raises_error")
 NAMING_GAPS: dict[str, str] = {
-    "ex2_clipped_loss__int_mask_as_index": _MASK_GAP,
-    "ex4_gae__bool_mask_arithmetic": _MASK_GAP,
-    "ex6_kl_reward__where_needs_bool_mask": _MASK_GAP,
     # Issue 21 item 13 (not this test's): with the solution's correct ex1-ex6, these broken steps amplify the
     # rounding between the solution's pieces and the trusted ones past PARAM_ATOL (set for a correct step), so the
     # 0-point own-pieces report blames the student's earlier exercises (ppo_step_own_pieces_differ).
