@@ -124,13 +124,7 @@ OTHER_MISTAKE_OF_EVERY_ENTRY = "missing_documented_error"
 # from the reference (grader/mistakes/ppo_step_stages.py).
 EX7_STAGE_IDS = frozenset(d for d in catalogue_tool.GENERIC_DIAGNOSES if d.startswith("ppo_step_stage_"))
 # entry name -> why a failing test still names something else (strict xfails: fixed ones XPASS and fail).
-NAMING_GAPS: dict[str, str] = {
-    # Issue 21 item 13 (not this test's): with the solution's correct ex1-ex6, these broken steps amplify the
-    # rounding between the solution's pieces and the trusted ones past PARAM_ATOL (set for a correct step), so the
-    # 0-point own-pieces report blames the student's earlier exercises (ppo_step_own_pieces_differ).
-    "ex7_ppo_step__minibatch_size_times_accumulation": "own-pieces report blames correct ex1-ex6 (item 13)",
-    "ex7_ppo_step__zero_grad_every_minibatch": "own-pieces report blames correct ex1-ex6 (item 13)",
-}
+NAMING_GAPS: dict[str, str] = {}
 
 
 def _naming_params():
