@@ -1,12 +1,12 @@
 """Write ppo_course/grading_kit/known_mistakes.json: the known buggy variants on the public tests' inputs.
 
-Run `python tools/make_known_mistakes.py` after changing `grader/mistakes/buggy_variants.py` or a public
-test's `MISTAKE_CASES`; `tests/catalogue/test_public_names.py::test_known_mistakes_table_is_current` checks
-that the table is current.
+Run `python tools/make_known_mistakes.py` after changing `grader/mistakes/buggy_variants.py` (the lookup),
+`grader/mistakes/variants_ex1_ex3.py`, `variants_ex4_ex6.py` (the variants) or a public test's `MISTAKE_CASES`;
+`tests/catalogue/test_public_names.py::test_known_mistakes_table_is_current` checks that the table is current.
 Each public test module may define ``MISTAKE_CASES = {case: (function, args_thunk, quantity)}`` where
 ``quantity`` is ``"output"``, ``"output[i]"`` or ``"grad:<parameter>"``; for ``"AdaptiveKLController"`` the
 arguments are (init_kl_coef, target, horizon, [(current_kl, n_steps), ...]) and the candidates are the
-controller's values after each update (``grader.mistakes.buggy_variants.adaptive_kl_candidates``).
+controller's values after each update (``grader.mistakes.variants_ex4_ex6.adaptive_kl_candidates``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def build() -> dict:
     """{case: [[diagnosis, dtype, shape, values], ...]} for every public module's MISTAKE_CASES."""
     import ppo_reference
     from grader.mistakes import buggy_variants
+    from grader.mistakes.variants_ex4_ex6 import adaptive_kl_candidates
 
     table: dict[str, list] = {}
     for stem in PUBLIC:
@@ -40,7 +41,7 @@ def build() -> dict:
             args, kwargs = make_args()
             ref = getattr(ppo_reference, function)
             if function == "AdaptiveKLController":  # args: (init_kl_coef, target, horizon, updates)
-                pairs = buggy_variants.adaptive_kl_candidates(*args)
+                pairs = adaptive_kl_candidates(*args)
             elif quantity.startswith("grad:"):
                 pairs = buggy_variants.grad_candidates(function, args, kwargs, signature_of=ref, wrt=quantity[5:])
             else:

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.mistakes import buggy_variants
+from grader.mistakes.variants_ex4_ex6 import adaptive_kl_candidates, adaptive_kl_values
 from grader.hidden.draws import draw_float, draw_int, draw_seed
 from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
 from ppo_course.grading_kit.compare import any_nonzero
@@ -116,8 +116,8 @@ def test_adaptive_kl_controller(student):
     for k, (positional, (init, target, horizon)) in enumerate(settings):
         updates = _updates(target, f"ex6.kl_ctl.updates{k}")
         got = torch.tensor(_controller_values(student, init, target, horizon, updates, positional), dtype=torch.float64)
-        want = torch.tensor(buggy_variants.adaptive_kl_values(init, target, horizon, updates), dtype=torch.float64)
-        candidates = buggy_variants.adaptive_kl_candidates(init, target, horizon, updates)
+        want = torch.tensor(adaptive_kl_values(init, target, horizon, updates), dtype=torch.float64)
+        candidates = adaptive_kl_candidates(init, target, horizon, updates)
         # Five products of factors near 1 in float64: 1e-12 relative is far above rounding.
         expect_close(got, want, rtol=1e-9, atol=1e-12, what="AdaptiveKLController.value after each update",
                      candidates=candidates)
@@ -134,7 +134,7 @@ def test_adaptive_kl_defaults(student, reference):
     ref = reference.AdaptiveKLController()
     want = torch.tensor([ref.value, ref.update(kl, n)], dtype=torch.float64)
     expect_close(got, want, rtol=1e-12, atol=1e-15, what="AdaptiveKLController() defaults",
-                 candidates=buggy_variants.adaptive_kl_candidates(0.05, 6.0, 10000, [(kl, n)], start=True))
+                 candidates=adaptive_kl_candidates(0.05, 6.0, 10000, [(kl, n)], start=True))
 
 
 def test_kl_inputs_untouched(student, error_name):

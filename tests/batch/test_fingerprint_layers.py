@@ -18,7 +18,8 @@ TA_SIDE = ["batch.py", "fingerprint.py", "records/gradebook.py", "records/outcom
            "reports/report.py", "reports/similarity.py", "reports/lms.py", "commands/grade_batch.py",
            "platforms/gradescope/run.py", "platforms/gradescope/setup.sh"]
 GRADE_DECIDING = ["grade.py", "points.py", "points.yaml", "records/results.py", "intake/submission.py",
-                  "mistakes/buggy_variants.py", "mistakes/behaviours.yaml", "mistakes/diagnose.py",
+                  "mistakes/buggy_variants.py", "mistakes/variants_ex1_ex3.py", "mistakes/variants_ex4_ex6.py",
+                  "mistakes/behaviours.yaml", "mistakes/diagnose.py",
                   "hidden/support.py", "sandbox/sandbox.py", "platforms/release.py", "platforms/lti/tool.py",
                   "platforms/nbgrader_course/autograde.py", "figure_runs.py"]
 

@@ -79,9 +79,10 @@ def _string_ids_in_mismatch_calls(path: Path) -> set[str]:
 def test_every_diagnosis_id_used_is_defined():
     """Ids in the buggy variants, the ex7 variants and every Mismatch(...) of the graders exist in DIAGNOSES."""
     from grader.mistakes import buggy_ppo_step, buggy_variants
+    from grader.mistakes.variants_ex4_ex6 import ADAPTIVE_KL_VARIANTS
 
     used = {d for table in buggy_variants.VARIANTS.values() for d, _ in table}
-    used |= {d for d, _ in buggy_variants.ADAPTIVE_KL_VARIANTS}
+    used |= {d for d, _ in ADAPTIVE_KL_VARIANTS}
     used |= {d for d, _ in buggy_ppo_step.PPO_STEP_VARIANTS + buggy_ppo_step.KL_COEF_VARIANTS}
     for path in [*HIDDEN.glob("*.py"), *PUBLIC.glob("*.py")]:
         used |= _string_ids_in_mismatch_calls(path)

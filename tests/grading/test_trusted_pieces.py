@@ -8,6 +8,7 @@ import torch
 
 import ppo_reference as ref
 from grader.mistakes import buggy_variants
+from grader.mistakes.variants_ex4_ex6 import adaptive_kl_values
 from ppo_course.grading_kit.feedback import close
 from ppo_course.grading_kit.inputs import prefix_mask
 
@@ -84,7 +85,7 @@ def test_adaptive_controller_rule_matches_the_reference():
     updates = [(30.0, 64), (0.5, 128), (7.2, 256)]
     ctl = ref.AdaptiveKLController(0.1, 4.0, 1000)
     want = [ctl.update(kl, n) for kl, n in updates]
-    assert buggy_variants.adaptive_kl_values(0.1, 4.0, 1000, updates) == pytest.approx(want, rel=1e-15)
+    assert adaptive_kl_values(0.1, 4.0, 1000, updates) == pytest.approx(want, rel=1e-15)
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Catalogued mistakes (grader/mistakes/buggy_variants.py) on small cases worked by hand (issue 21, item 12).
+"""Catalogued mistakes (grader/mistakes/buggy_variants.py and its variants_ex*.py) on small cases worked by hand (issue 21, item 12).
 
 Each expected value is computed in the comments from the mistake's description, not from the variant's code.
 """
@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from grader.mistakes import buggy_variants
+from grader.mistakes.variants_ex4_ex6 import ADAPTIVE_KL_VARIANTS, adaptive_kl_candidates, adaptive_kl_values
 
 
 def _variant(function: str, diagnosis: str, index: int = 0):
@@ -66,9 +67,9 @@ def test_last_token_reward_on_padding_by_hand(index):
 def test_adaptive_kl_candidates_by_hand():
     """From 0.05 (target 6, horizon 10000), KL 12 over 100 sequences: e = clip(12/6 − 1, ±0.2) = 0.2.
     Correct ×(1 + 0.2·100/10000) = 0.0501; unclipped e = 1: 0.05·1.01 = 0.0505; without n/horizon: 0.05·1.2 = 0.06."""
-    found = {d: [] for d, _ in buggy_variants.ADAPTIVE_KL_VARIANTS}
-    for d, values in buggy_variants.adaptive_kl_candidates(0.05, 6.0, 10000, [(12.0, 100)], start=True):
+    found = {d: [] for d, _ in ADAPTIVE_KL_VARIANTS}
+    for d, values in adaptive_kl_candidates(0.05, 6.0, 10000, [(12.0, 100)], start=True):
         found[d].append([round(v, 12) for v in values.tolist()])
     assert [0.05, 0.0505] in found["adaptive_kl_no_clip"]
     assert [0.05, 0.06] in found["adaptive_kl_wrong_update"]
-    assert buggy_variants.adaptive_kl_values(0.05, 6.0, 10000, [(12.0, 100)]) == pytest.approx([0.0501], abs=1e-15)
+    assert adaptive_kl_values(0.05, 6.0, 10000, [(12.0, 100)]) == pytest.approx([0.0501], abs=1e-15)
