@@ -3,7 +3,8 @@
 `Tracking`: the known-good table whose RolloutBuffer remembers what every buffer
 held (the purge test, issue 19 class 4); `_held_rollout`: whether a buffer held
 the reference step's own rollout; `evaluate_mean_score`: the toy task's mean
-score of a policy (the training-run test). Book fig. 5.1, §5.5.
+score of a policy (the training-run test); `deep_runs_agree`: the own-pieces report's
+gradient check. Book fig. 5.1, §5.5.
 """
 
 from __future__ import annotations
@@ -64,6 +65,19 @@ def _held_rollout(buf, rollout: dict) -> bool:
     return all(got[k].shape == want[k].shape and compare.close(got[k].double(), want[k].double(), rtol=1e-4,
                                                                atol=1e-4, mask=mask)
                for k in ("logp_old", "advantages"))
+
+
+def deep_runs_agree(run_student, own, trusted, payload: dict) -> bool:
+    """True when deep-mode runs of the student's step with its own pieces (`own`) and with trusted ones
+    (`trusted`, the provider's modules) on `payload` show the same gradient norms before every optimizer step
+    (`grader.mistakes.ppo_step_stages.same_gradients`); False when either run fails (nothing is confirmed).
+    `run_student` is the hidden test's validated harness call."""
+    from grader.mistakes.ppo_step_stages import same_gradients
+
+    try:
+        return same_gradients(run_student(own, payload, observe="deep"), run_student(trusted, payload, observe="deep"))
+    except Exception:  # noqa: BLE001 - a failing run confirms nothing: the report stays
+        return False
 
 
 def evaluate_mean_score(state: dict, n: int = 64, seed: int = 999) -> float:

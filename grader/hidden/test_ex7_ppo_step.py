@@ -20,7 +20,7 @@ from grader.mistakes import buggy_ppo_step, ppo_step_diagnosis, ppo_step_stages
 from ppo_course.grading_kit import step_checks
 from ppo_course.grading_kit import step_trace as ppo_step_trace
 from grader.hidden.cache import cached
-from grader.hidden.ex7_support import Tracking, _held_rollout, evaluate_mean_score
+from grader.hidden.ex7_support import Tracking, _held_rollout, deep_runs_agree, evaluate_mean_score
 from grader.hidden.draws import draw_choice, draw_int
 from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.feedback import Mismatch
@@ -349,9 +349,7 @@ def test_ppo_step_with_own_pieces(provider, runs, tracking):
     if compare.params_close(got["state_dict"], trusted["state_dict"], atol=PARAM_ATOL):
         return
     if ppo_step_stages.first_departing_stage(got, trusted) == "ppo_step_stage_weights" and \
-            ppo_step_stages.same_gradients(run_student(own, payload, observe="deep"),
-                                           run_student(provider.load(EXERCISE, known_good=True), payload,
-                                                       observe="deep")):
+            deep_runs_agree(run_student, own, provider.load(EXERCISE, known_good=True), payload):
         return  # the same values and gradients: the parameters differ by amplified rounding only
     raise Mismatch("ppo_step_own_pieces_differ", "", "parameters with your own ex1-ex6")
 
