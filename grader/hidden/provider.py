@@ -69,6 +69,14 @@ class GuardedModule:
             if problem and exc.type_name == "TypeError":
                 raise WrongSignature(name, problem) from None
             raise
+        except (StudentTimeout, StudentCrash) as exc:
+            if not _hung(exc):
+                raise
+            cpu = isinstance(exc, StudentCrash)  # RLIMIT_CPU's SIGXCPU, else the wall-clock backstop
+            seconds = self._limits.cpu_time_s if cpu else self._limits.call_timeout_s
+            self._hung[name] = (f"`{name}` did not return within {seconds:g} s of "
+                                f"{'CPU' if cpu else 'wall-clock'} time (an endless loop?)")
+            raise StudentTimeout(self._hung[name]) from None
 
     def _masked(self, name: str, method: str, args, kwargs, **extra):
         """`_run` of a call with arguments (`call`, `call_with_grad`, `modified_inputs`); a student error that
@@ -81,14 +89,6 @@ class GuardedModule:
                 name_mask_dtype_failure(name, tuple(args), dict(kwargs or {}),
                                         lambda a, k: self._run(name, method, name, a, k, **extra), exc.type_name)
             raise
-        except (StudentTimeout, StudentCrash) as exc:
-            if not _hung(exc):
-                raise
-            cpu = isinstance(exc, StudentCrash)  # RLIMIT_CPU's SIGXCPU, else the wall-clock backstop
-            seconds = self._limits.cpu_time_s if cpu else self._limits.call_timeout_s
-            self._hung[name] = (f"`{name}` did not return within {seconds:g} s of "
-                                f"{'CPU' if cpu else 'wall-clock'} time (an endless loop?)")
-            raise StudentTimeout(self._hung[name]) from None
 
     def call(self, name: str, args=(), kwargs=None, timeout=None):
         """`RemoteModule.call`, with the two checks (and the mask's dtype named, see `_masked`)."""

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from grader.hidden.provider import GuardedModule, SandboxProvider
-from grader.sandbox import Limits, StudentError
+from grader.sandbox import Limits, StudentError, StudentTimeout
 from ppo_course.check_support.local import LocalModule, LocalProvider
 from ppo_course.grading_kit.feedback import Mismatch
 from ppo_course.grading_kit.mask_dtype import other_mask_calls
@@ -116,3 +116,29 @@ def test_guarded_module_names_the_mask_dtype_through_the_sandbox_proxy():
         student.whiten(X, MASK.bool())
     assert SandboxProvider.classify(still.value)[0] == "raises_error"
     assert remote.calls == [torch.bool, torch.int64, torch.float64]
+
+
+class _HangingRemote(_FakeRemote):
+    """Every call times out, as the sandbox reports a call stopped at its wall-clock deadline."""
+
+    def call(self, name, args=(), kwargs=None, timeout=None):
+        self.calls.append(name)
+        raise StudentTimeout("deadline")
+
+    def ppo_step_harness(self, *args, **kwargs):
+        self.calls.append("ppo_step")
+        raise StudentTimeout("deadline")
+
+
+@pytest.mark.parametrize("method", ["call", "ppo_step_harness"])
+def test_a_hung_function_is_still_not_called_again(method):
+    """The time-out rule of `GuardedModule` holds beside the mask's retry: no retry of a hung call, and the
+    function is not run again (its next call fails at once with the same sentence)."""
+    remote = _HangingRemote()
+    student = GuardedModule(remote, {}, Limits())
+    call = (lambda: student.compute_gae(X, X, MASK.bool())) if method == "call" else \
+        (lambda: student.ppo_step_harness({}, {}, X, {}, 0))
+    for _ in range(2):
+        with pytest.raises(StudentTimeout, match="did not return within"):
+            call()
+    assert len(remote.calls) == 1
