@@ -110,7 +110,9 @@ def test_ratio_gradient_flows(student, reference):
     logp_old = -torch.rand(3, 5, generator=g, dtype=torch.float64) * 3
     upstream = torch.randn(3, 5, generator=g, dtype=torch.float64)
     # float64 products of ≤ e^3-sized ratios with N(0,1): 1e-9 is far above rounding.
-    compare_grads(student, reference, "probability_ratio", (logp_new, logp_old), {}, ("logp_new",),
+    # Both inputs: the docstring promises gradients w.r.t. logp_new AND logp_old (the losses decide what to
+    # detach), so a ratio that detaches logp_old inside loses here too.
+    compare_grads(student, reference, "probability_ratio", (logp_new, logp_old), {}, ("logp_new", "logp_old"),
                   rtol=1e-9, atol=1e-9, grad_output=upstream, detached_diagnosis="ratio_detached")
 
 

@@ -74,11 +74,13 @@ def perturbed(state: dict[str, torch.Tensor], scale: float, seed: int) -> dict[s
 
 
 def make_payload(seed: int = 0, batch: int = 16, state: dict | None = None, config_seed: int | None = None,
-                 ref_noise: float = 0.0, **config) -> dict:
+                 ref_noise: float = 0.0, kl_coef: float | None = None, **config) -> dict:
     """The harness payload: model config, initial weights, prompts, PPOConfig dict and the generator seed
     (`seed`; `config_seed` sets PPOConfig.seed, which a correct step never uses for sampling or shuffling).
     `ref_noise` > 0 adds `ref_state_dict`: the reference policy is the initial weights plus seeded noise of
-    that scale, so that the KL to it is not 0 on the graded step (without it, ref_policy = policy)."""
+    that scale, so that the KL to it is not 0 on the graded step (without it, ref_policy = policy).
+    `kl_coef`: the KL controller's value when the step starts (`harness.kl_controller_start`; default: the
+    config's init_kl_coef), as after earlier steps of a run."""
     if config_seed is not None:
         config["seed"] = config_seed
     from ppo_course import toy_task
@@ -89,6 +91,8 @@ def make_payload(seed: int = 0, batch: int = 16, state: dict | None = None, conf
                "ppo_config": _ppo_config(batch_size=batch, **config), "seed": seed}
     if ref_noise > 0:
         payload["ref_state_dict"] = perturbed(payload["state_dict"], ref_noise, 7000 + seed)
+    if kl_coef is not None:
+        payload["kl_coef"] = float(kl_coef)
     return payload
 
 
@@ -98,7 +102,7 @@ def run_student(module, payload: dict, observe: str | None = None) -> dict:
     `observe="deep"`: the observer's deep mode (`ppo_course.sandbox.observe`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        extra = {"ref_state_dict": payload["ref_state_dict"]} if "ref_state_dict" in payload else {}
+        extra = {key: payload[key] for key in ("ref_state_dict", "kl_coef") if key in payload}
         if observe is not None:
             extra["observe"] = observe
         try:
@@ -132,7 +136,10 @@ def _run_reference(payload: dict) -> dict:
     policy, ref_policy, optimizer, generator, config, queries = buggy_ppo_step.build_setting(payload)
     from ppo_course.toy_task import score
 
-    kl_ctl = ppo_reference.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+    from ppo_course.sandbox.harness import kl_controller_start
+
+    kl_ctl = ppo_reference.AdaptiveKLController(kl_controller_start(payload, config), config.target_kl,
+                                                config.kl_horizon)
     stats = ppo_reference.ppo_step(policy, ref_policy, optimizer, queries, score, kl_ctl, config, generator)
     return {"state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()}, "stats": stats,
             "kl_coef": kl_ctl.value}
@@ -228,9 +235,10 @@ def hidden_batch(key: str) -> int:
     return draw_choice(f"ex7.{key}.batch", (8, 16))
 
 
-def _parity(provider, runs, tracking=None, key="default", **config):
-    """(payload, student's result, reference's result) for one setting; each runs once per session."""
-    payload = make_payload(seed=hidden_seed(key), batch=hidden_batch(key), ref_noise=REF_NOISE,
+def _parity(provider, runs, tracking=None, key="default", batch: int | None = None, **config):
+    """(payload, student's result, reference's result) for one setting; each runs once per session.
+    `batch`: a fixed batch size (default: drawn from the secret, `hidden_batch`)."""
+    payload = make_payload(seed=hidden_seed(key), batch=batch or hidden_batch(key), ref_noise=REF_NOISE,
                            **(config or DEFAULT_CONFIG))
     known_good = tracking.known_good if tracking is not None else True
     student = runs.get(("student", key), lambda: run_student(provider.load(EXERCISE, known_good=known_good), payload))
@@ -256,6 +264,19 @@ def test_ppo_step_parameters_match_reference(provider, runs, tracking):
     payload, got, want = _parity(provider, runs, tracking)
     if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
         raise Mismatch(_named(runs, "default", payload, got), "", "parameters after one ppo_step")
+    _expect_reference_policy_frozen(payload, got, "after one ppo_step")
+
+
+def _expect_reference_policy_frozen(payload: dict, got: dict, when: str) -> None:
+    """The reference policy's weights after the step are the ones it was given (Book §5.6: π_ref is the frozen
+    SFT model; the KL penalty is measured against it every step). The harness returns them
+    (`ref_state_dict`); the expected values are the payload's own, never the student's. A step that syncs
+    π_ref to the policy (load_state_dict) or lets the optimizer reach it fails here."""
+    given = payload.get("ref_state_dict") or payload["state_dict"]
+    after = got.get("ref_state_dict")
+    if after is not None and not compare.params_close(after, given, atol=0.0):
+        raise Mismatch("wrong_value", "the reference policy changed; it must stay frozen",
+                       f"the reference policy's parameters {when}")
 
 
 def test_ppo_step_stats_match_reference(provider, runs, tracking):
@@ -298,14 +319,22 @@ def test_ppo_step_updates_kl_controller(provider, runs, tracking):
 
 def test_ppo_step_other_config(provider, runs):
     """Parity with last-token KL placement, no reward whitening, γ = 0.9, 3 epochs, 4 accumulation steps,
-    sampling temperature 0.7 (also in every forward pass: ppo_step_temperature_ignored), a reference policy
+    sampling temperature 0.7 (also in every forward pass: ppo_step_temperature_ignored) with top-p 0.9 (the
+    toy preset's top_p is 1.0, so a step that drops config.top_p shows only here), a reference policy
     that differs from the policy, config.seed 7 (the mini-batch order must come from the given generator),
-    and no effective gradient clipping, so that the accumulated gradient's scale shows."""
-    payload, got, want = _parity(provider, runs, None, key="other", kl_placement="last_token", whiten_rewards=False,
-                                 gamma=0.9, ppo_epochs=3, mini_batch_size=2, gradient_accumulation_steps=4,
-                                 cliprange=0.1, vf_coef=0.5, temperature=0.7, config_seed=7, max_grad_norm=1e6)
+    a KL controller that starts at 0.15 while config.init_kl_coef is the toy's 0.05 (β is kl_ctl.value, as
+    after earlier steps of a run, never the config's starting value),
+    and no effective gradient clipping, so that the accumulated gradient's scale shows. A batch of 16 in
+    mini-batches of 2: 8 mini-batches per epoch, two optimizer steps of 4 accumulated ones, so that a loss
+    divided by the epoch's mini-batch count instead of gradient_accumulation_steps differs from the
+    reference (with a drawn batch of 8 the two counts coincide)."""
+    payload, got, want = _parity(provider, runs, None, key="other", batch=16, kl_placement="last_token",
+                                 whiten_rewards=False, gamma=0.9, ppo_epochs=3, mini_batch_size=2,
+                                 gradient_accumulation_steps=4, cliprange=0.1, vf_coef=0.5, temperature=0.7,
+                                 top_p=0.9, config_seed=7, max_grad_norm=1e6, kl_coef=0.15)
     if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
         raise Mismatch(_named(runs, "other", payload, got), "", "parameters after one ppo_step (other config)")
+    _expect_reference_policy_frozen(payload, got, "after one ppo_step (other config)")
     # Adam hides a gradient scaled by a constant (and clipping would normalise it): with clipping off here,
     # the norm the observer records at the optimizer step is the raw one.
     scaled = _safely(ppo_step_diagnosis.gradient_scaled, got, runs.get(("reference_trace", "other"),

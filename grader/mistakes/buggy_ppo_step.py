@@ -22,7 +22,7 @@ import ppo_reference as ref
 
 
 # The same builder as the child's harness, so the reference run and the student's run start equal.
-from ppo_course.sandbox.harness import build_setting  # noqa: E402
+from ppo_course.sandbox.harness import build_setting, kl_controller_start  # noqa: E402
 from ppo_course.sandbox.observe import StepObserver  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def run_reference_step(payload: dict, **switches: bool | int) -> dict[str, Any]:
     from ppo_course.toy_task import score
 
     policy, ref_policy, optimizer, generator, config, queries = build_setting(payload)
-    kl_ctl_inner = ref.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+    kl_ctl_inner = ref.AdaptiveKLController(kl_controller_start(payload, config), config.target_kl, config.kl_horizon)
     ns = reference_namespaces()
     observer = StepObserver(policy, ref_policy, optimizer, generator, score, kl_ctl_inner, ns)
     with observer:

@@ -340,10 +340,12 @@ class RemoteModule:
         timeout: float | None = None,
         ref_state_dict: dict[str, torch.Tensor] | None = None,
         observe: str | None = None,
+        kl_coef: float | None = None,
     ) -> dict:
         """Run the student's ``ppo_step`` once on the package's model (``ppo_course.sandbox.harness``).
 
-        ``ref_state_dict``: the reference policy's weights (default: a copy of the policy).
+        ``ref_state_dict``: the reference policy's weights (default: a copy of the policy); ``kl_coef``: the
+        KL controller's value at the start (default: ``init_kl_coef``; ``harness.kl_controller_start``).
 
         Returns:
             ``{"state_dict": {name: Tensor}, "stats": ..., "kl_coef": ...}`` as decoded data.
@@ -354,6 +356,8 @@ class RemoteModule:
             payload["ref_state_dict"] = dict(ref_state_dict)
         if observe is not None:  # "deep": the observer's deep mode (ppo_course.sandbox.observe)
             payload["observe"] = str(observe)
+        if kl_coef is not None:
+            payload["kl_coef"] = float(kl_coef)
         return self._request("harness_ex7", {"payload": payload}, timeout)
 
     def buffer_graph_probe(self, plan: dict, timeout: float | None = None) -> dict:

@@ -164,10 +164,11 @@ class LocalModule:
 
     def ppo_step_harness(self, model_config: dict, state_dict: dict, queries: torch.Tensor, ppo_config: dict,
                          seed: int, timeout: float | None = None, ref_state_dict: dict | None = None,
-                         observe: str | None = None) -> dict:
+                         observe: str | None = None, kl_coef: float | None = None) -> dict:
         """Run the module's `ppo_step` once in the exercise-7 harness (`ppo_course.sandbox.harness`),
-        as the graders' sandbox does: {"state_dict", "stats", "kl_coef"}. `ref_state_dict`: the
-        reference policy's weights (default: a copy of the policy)."""
+        as the graders' sandbox does: {"state_dict", "stats", "kl_coef", "trace", "ref_state_dict"}.
+        `ref_state_dict`: the reference policy's weights (default: a copy of the policy); `kl_coef`: the KL
+        controller's value at the start (default: the config's init_kl_coef)."""
         from ppo_course.sandbox.harness import run_ppo_step
 
         payload = {"model_config": model_config, "state_dict": _copy(dict(state_dict)), "queries": _copy(queries),
@@ -176,6 +177,8 @@ class LocalModule:
             payload["ref_state_dict"] = _copy(dict(ref_state_dict))
         if observe is not None:  # "deep": the observer's deep mode (ppo_course.sandbox.observe)
             payload["observe"] = str(observe)
+        if kl_coef is not None:
+            payload["kl_coef"] = float(kl_coef)
         # A whole PPO step: the exercise-7 limit (`EX7_CPU_SECONDS`), not the per-function one.
         with self._call("ppo_step", EX7_CPU_SECONDS):
             return run_ppo_step(self._module, payload)

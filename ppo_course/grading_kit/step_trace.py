@@ -234,20 +234,31 @@ def validate_result(raw: Any) -> dict | None:
 
     Returns:
         ``{"state_dict": {str: Tensor}, "stats": dict | None, "kl_coef": float | None,
-        "trace": list[dict] | None}``: a non-tensor parameter or a non-str name makes the whole
-        result None (the caller says ``wrong_type``); a bad ``stats`` becomes None, a bad
-        ``kl_coef`` None, a bad trace None. Never raises.
+        "trace": list[dict] | None, "ref_state_dict": {str: Tensor} | None}``: a non-tensor parameter or a
+        non-str name makes the whole result None (the caller says ``wrong_type``); a bad ``stats`` becomes
+        None, a bad ``kl_coef`` None, a bad trace None, a bad or missing ``ref_state_dict`` (the reference
+        policy's weights after the step) None. Never raises.
     """
-    if type(raw) is not dict or type(raw.get("state_dict")) is not dict:
+    if type(raw) is not dict:
         return None
-    state: dict[str, torch.Tensor] = {}
-    for name, value in raw["state_dict"].items():
-        if type(name) is not str or type(value) is not torch.Tensor:
-            return None
-        state[name] = value.detach()
+    state = _clean_state(raw.get("state_dict"))
+    if state is None:
+        return None
     coef = raw.get("kl_coef")
     if type(coef) is torch.Tensor and coef.numel() == 1:
         coef = float(coef.detach())
     return {"state_dict": state, "stats": _clean_stats(raw.get("stats")),
             "kl_coef": float(coef) if type(coef) in (int, float) else None,
-            "trace": validate_trace(raw.get("trace"))}
+            "trace": validate_trace(raw.get("trace")), "ref_state_dict": _clean_state(raw.get("ref_state_dict"))}
+
+
+def _clean_state(raw: Any) -> dict[str, torch.Tensor] | None:
+    """A {str: Tensor} parameters dict, detached, or None when it is anything else. Never raises."""
+    if type(raw) is not dict:
+        return None
+    state: dict[str, torch.Tensor] = {}
+    for name, value in raw.items():
+        if type(name) is not str or type(value) is not torch.Tensor:
+            return None
+        state[name] = value.detach()
+    return state

@@ -17,7 +17,7 @@ import warnings
 import torch
 
 from ppo_course.grading_kit import step_checks, step_trace
-from ppo_course.grading_kit.compare import all_finite, close_scalar, max_param_diff
+from ppo_course.grading_kit.compare import all_finite, close_scalar, max_param_diff, params_close
 from ppo_course.grading_kit.feedback import Mismatch
 
 EXERCISE = "ex7_ppo_step"
@@ -30,10 +30,13 @@ STAT_KEYS = ("ppo/mean_scores", "objective/kl", "objective/kl_coef", "ppo/policy
 # Two public settings, so that every stub rule is visible in one of them: a temperature ≠ 1, non-default γ, λ
 # and loss coefficients, 2 accumulation steps; reward whitening off with per-token KL (A) and on with
 # last-token KL and a max_grad_norm that binds (B). The reference policy differs from the policy (seeded
-# noise of scale 0.05), so that the KL, its direction and its placement show.
+# noise of scale 0.05), so that the KL, its direction and its placement show. A samples with top-p 0.9 (the toy
+# preset's is 1.0). The KL controller starts at KL_COEF_START, not at init_kl_coef, as after earlier steps of a
+# run: β is kl_ctl.value. The reference policy must come back unchanged (it is frozen).
 SETTING_A = dict(batch_size=8, mini_batch_size=2, gradient_accumulation_steps=2, ppo_epochs=2, temperature=0.9,
-                 whiten_rewards=False, kl_placement="per_token", gamma=0.9, lam=0.9, cliprange=0.15, vf_coef=0.2,
-                 ent_coef=0.02, init_kl_coef=0.1)
+                 top_p=0.9, whiten_rewards=False, kl_placement="per_token", gamma=0.9, lam=0.9, cliprange=0.15,
+                 vf_coef=0.2, ent_coef=0.02, init_kl_coef=0.1)
+KL_COEF_START = 0.12
 SETTING_B = dict(batch_size=8, mini_batch_size=4, gradient_accumulation_steps=2, ppo_epochs=2, temperature=0.8,
                  whiten_rewards=True, kl_placement="last_token", init_kl_coef=0.1, max_grad_norm=0.01)
 
@@ -53,7 +56,7 @@ def _payload(learning_rate: float, setting: dict) -> dict:
                  else v.clone() for k, v in state.items()}
     return {"model_config": toy_task.policy_config().model_dump(), "state_dict": state, "ref_state_dict": ref_state,
             "queries": toy_task.sample_queries(8, torch.Generator().manual_seed(1)),
-            "ppo_config": config.model_dump(), "seed": 0}
+            "ppo_config": config.model_dump(), "seed": 0, "kl_coef": KL_COEF_START}
 
 
 def _run(student, payload) -> dict:
@@ -63,7 +66,8 @@ def _run(student, payload) -> dict:
         try:
             raw = student.ppo_step_harness(payload["model_config"], payload["state_dict"], payload["queries"],
                                            payload["ppo_config"], payload["seed"],
-                                           ref_state_dict=payload["ref_state_dict"], observe="deep")
+                                           ref_state_dict=payload["ref_state_dict"], observe="deep",
+                                           kl_coef=payload["kl_coef"])
         except Exception as exc:  # say which earlier exercise is still a stub (issue 21, item 10)
             found = step_checks.unimplemented_dependency(exc)
             if found is None:
@@ -84,6 +88,9 @@ def _run(student, payload) -> dict:
     if not all_finite(out["state_dict"]):
         raise Mismatch("not_finite", "  a parameter after the step is NaN or inf", "parameters after ppo_step")
     _check_stages(out, payload)
+    if out["ref_state_dict"] is not None and not params_close(out["ref_state_dict"], payload["ref_state_dict"], 0.0):
+        raise Mismatch("wrong_value", "  the reference policy changed during the step; it must stay frozen",
+                       "the reference policy after ppo_step")
     return out
 
 
@@ -99,7 +106,7 @@ def _check_stages(out: dict, payload: dict) -> None:
         diagnosis = "ppo_step_kl_controller_not_updated" if absent == ["kl_update"] else \
             "ppo_step_optimizer_steps" if absent == ["step"] else "ppo_step_wrong_order"
         raise Mismatch(diagnosis, f"  never called: {[name[a] for a in absent]}", "ppo_step's stages")
-    found = step_checks.check_step(trace, cfg, int(payload["queries"].shape[0]), cfg["init_kl_coef"], out["stats"],
+    found = step_checks.check_step(trace, cfg, int(payload["queries"].shape[0]), payload["kl_coef"], out["stats"],
                                    out["kl_coef"])
     if found:
         raise Mismatch(found[0], f"  {found[1]}", "ppo_step's stages (stub order, steps 1-9)")

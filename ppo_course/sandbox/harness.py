@@ -12,8 +12,9 @@ parent and compare parameters after one step:
 * ``optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)``;
 * ``generator = torch.Generator().manual_seed(seed)``;
 * ``reward_fn = ppo_course.toy_task.score`` (the toy reward model);
-* ``kl_ctl = ex6_kl_reward.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)``
-  (the student's own ex6, or the known-good proxy).
+* ``kl_ctl = ex6_kl_reward.AdaptiveKLController(kl_controller_start(payload, config), config.target_kl,
+  config.kl_horizon)`` (the student's own ex6, or the known-good proxy): it starts at ``config.init_kl_coef``,
+  or at the payload's ``kl_coef`` (a controller that has already adapted, as after earlier steps of a run).
 """
 
 from __future__ import annotations
@@ -60,6 +61,21 @@ def build_setting(payload: dict) -> tuple:
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
     generator = torch.Generator().manual_seed(int(payload["seed"]))
     return policy, ref_policy, optimizer, generator, config, payload["queries"]
+
+
+def kl_controller_start(payload: dict, config: Any) -> float:
+    """The adaptive KL controller's value when the step starts: the payload's ``kl_coef`` if given, else
+    ``config.init_kl_coef`` (TRL's ``AdaptiveKLController(init_kl_coef, ...)`` at the run's first step).
+
+    A ``kl_coef`` that differs from ``config.init_kl_coef`` stands for a controller that has already moved
+    (Book §5.6: β adapts every step), so that a step reading β from the config instead of ``kl_ctl.value``
+    differs from the reference. Shared by the child's harness and the grader's reference runs.
+
+    Raises:
+        TypeError/ValueError: when ``kl_coef`` is not a number.
+    """
+    start = payload.get("kl_coef")
+    return float(config.init_kl_coef if start is None else start)
 
 
 def _make_buffer_graph_probe() -> Any:
@@ -226,6 +242,7 @@ def _make_ppo_step_runner() -> Any:
     from ppo_course.toy_task import score
 
     setting, import_module, loaded, stems = build_setting, importlib.import_module, sys.modules, tuple(MODULE_NAMES)
+    controller_start = kl_controller_start
     observer_class, reseed, to_int = StepObserver, seed_globals, int
 
     def run_ppo_step(module: Any, payload: dict) -> dict:
@@ -235,13 +252,15 @@ def _make_ppo_step_runner() -> Any:
             module: the student's imported ``ex7_ppo_step``.
             payload: ``{"model_config": dict, "state_dict": {name: Tensor},
                 "queries": [B, P] long Tensor, "ppo_config": dict, "seed": int}``, and optionally
-                ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's)
+                ``"ref_state_dict": {name: Tensor}`` (the reference policy's weights; default: the policy's),
+                ``"kl_coef": float`` (the controller's value at the start, :func:`kl_controller_start`)
                 and ``"observe": "deep"`` (the observer's deep mode, ``ppo_course.sandbox.observe``).
 
         Returns:
             ``{"state_dict": {name: Tensor}, "stats": <whatever ppo_step returned>,
-            "kl_coef": <kl_ctl.value after the step>, "trace": <the observed stages>}`` (the trace:
-            ``ppo_course.sandbox.observe``).
+            "kl_coef": <kl_ctl.value after the step>, "trace": <the observed stages>,
+            "ref_state_dict": <the reference policy's weights after the step: frozen, so the ones given>}``
+            (the trace: ``ppo_course.sandbox.observe``).
 
         Raises:
             Whatever the student's code raises (reported to the parent as StudentError);
@@ -250,7 +269,7 @@ def _make_ppo_step_runner() -> Any:
         reseed(to_int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible
         policy, ref_policy, optimizer, generator, config, queries = setting(payload)
         kl_module = import_module("ex6_kl_reward")
-        kl_ctl = kl_module.AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
+        kl_ctl = kl_module.AdaptiveKLController(controller_start(payload, config), config.target_kl, config.kl_horizon)
         # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
         modules = {stem: loaded.get(stem) for stem in stems}
         # ``"observe": "deep"`` (the public test): also the measurements only instrumentation gives (observe.py).
@@ -264,6 +283,7 @@ def _make_ppo_step_runner() -> Any:
             "stats": stats,
             "kl_coef": kl_ctl.value,
             "trace": observer.events,
+            "ref_state_dict": {k: v.detach().clone() for k, v in ref_policy.state_dict().items()},
         }
 
     return run_ppo_step

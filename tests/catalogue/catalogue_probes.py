@@ -436,12 +436,15 @@ def probe_ex7(mod, steps: int = 2) -> Record:
             rec[f"step{step}.kl_coef_after"] = float(kl_ctl.value)
         rec["params"] = torch.cat([p.detach().flatten() for p in policy.parameters()]).to(torch.float64)
         # One more step in a setting where every config field differs from a default (γ, λ, placement,
-        # reward whitening off, the loss coefficients): a step that ignores one of them shows here.
+        # reward whitening off, the loss coefficients, top-p 0.9 against the toy's 1.0): a step that ignores
+        # one of them shows here. Mini-batches of 2, 4 accumulated, no effective clipping: 8 mini-batches per
+        # epoch against 4 accumulation steps, so that the accumulated gradient's scale shows.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            other = PPOConfig.toy(batch_size=16, mini_batch_size=4, gradient_accumulation_steps=2, temperature=0.7,
+            other = PPOConfig.toy(batch_size=16, mini_batch_size=2, gradient_accumulation_steps=4, temperature=0.7,
                                   gamma=0.9, lam=0.8, kl_placement="last_token", whiten_rewards=False,
-                                  cliprange=0.15, cliprange_value=0.3, vf_coef=0.3, ent_coef=0.02, init_kl_coef=0.1)
+                                  cliprange=0.15, cliprange_value=0.3, vf_coef=0.3, ent_coef=0.02, init_kl_coef=0.1,
+                                  top_p=0.9, max_grad_norm=1e6)
         policy2, ref2 = toy_task.sft_policy(seed=0), toy_task.sft_policy(seed=1)
         opt2 = torch.optim.Adam(policy2.parameters(), lr=other.learning_rate)
         kl_ctl2 = mod.ex6_kl_reward.AdaptiveKLController(other.init_kl_coef, other.target_kl, other.kl_horizon)

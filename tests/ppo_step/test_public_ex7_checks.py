@@ -41,9 +41,10 @@ class _Student:
         self.module = module
 
     def ppo_step_harness(self, model_config, state_dict, queries, ppo_config, seed, ref_state_dict=None,
-                         observe=None):
+                         observe=None, kl_coef=None):
         payload = {"model_config": model_config, "state_dict": dict(state_dict), "queries": queries,
-                   "ppo_config": ppo_config, "seed": seed, "ref_state_dict": ref_state_dict, "observe": observe}
+                   "ppo_config": ppo_config, "seed": seed, "ref_state_dict": ref_state_dict, "observe": observe,
+                   "kl_coef": kl_coef}
         saved = {name: sys.modules.get(name) for name in SIBLINGS}
         sys.modules.update({name: getattr(self.module, name) for name in SIBLINGS if hasattr(self.module, name)})
         try:
@@ -98,7 +99,18 @@ def outcomes(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("entry", [e for e in EX7 if e.kind == "buggy"], ids=lambda e: e.name)
+# entry name -> why the public test misses it (strict xfails: one the public test catches XPASSes and fails).
+PUBLIC_GAPS = {
+    "ex7_ppo_step__loss_divided_by_minibatch_count": (
+        "step_checks._gradients flags only backward() on the unscaled loss; a loss divided by the epoch's "
+        "mini-batch count instead of gradient_accumulation_steps is caught by the hidden other-config test only"),
+}
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.name, marks=[pytest.mark.xfail(reason=PUBLIC_GAPS[e.name],
+                                                                                      strict=True)]
+                                                if e.name in PUBLIC_GAPS else [])
+                                   for e in EX7 if e.kind == "buggy"])
 def test_public_test_names_each_catalogued_step_mistake(entry, outcomes):
     """Fails, with the entry's own diagnosis (the hidden grader's id), never another specific one."""
     got, _ = outcomes[entry.name]

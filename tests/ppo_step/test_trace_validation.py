@@ -123,3 +123,28 @@ def test_a_non_dict_result_or_bad_parameters_is_none():
     assert step_trace.validate_result({"state_dict": [torch.zeros(1)]}) is None
     assert step_trace.validate_result({"state_dict": {"w": "0"}}) is None
     assert step_trace.validate_result({"state_dict": {1: torch.zeros(1)}}) is None
+
+
+def test_the_reference_policy_weights_come_back_validated():
+    """`ref_state_dict` (the reference policy after the step) is kept when it is {str: Tensor}, detached;
+    anything else becomes None without costing the rest of the result."""
+    w = torch.ones(2, requires_grad=True) * 3.0
+    got = step_trace.validate_result({"state_dict": {"w": torch.zeros(2)}, "ref_state_dict": {"w": w}})
+    assert got is not None and torch.equal(got["ref_state_dict"]["w"], torch.full((2,), 3.0))
+    assert not got["ref_state_dict"]["w"].requires_grad
+    for bad in (None, [w], {"w": "3"}, {1: w}):
+        got = step_trace.validate_result({"state_dict": {"w": torch.zeros(2)}, "ref_state_dict": bad})
+        assert got is not None and got["ref_state_dict"] is None and torch.equal(got["state_dict"]["w"], torch.zeros(2))
+
+
+def test_kl_controller_starts_at_the_payloads_value():
+    """`harness.kl_controller_start`: config.init_kl_coef unless the payload gives the controller's value."""
+    from ppo_course.config import PPOConfig
+    from ppo_course.sandbox.harness import kl_controller_start
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = PPOConfig.toy(init_kl_coef=0.05)
+    assert kl_controller_start({}, config) == 0.05
+    assert kl_controller_start({"kl_coef": None}, config) == 0.05
+    assert kl_controller_start({"kl_coef": 0.15}, config) == 0.15
