@@ -128,7 +128,9 @@ def insert_or_keep(conn, table: Table, row: dict) -> bool:
     One statement (``INSERT … ON CONFLICT DO NOTHING``), so of two processes inserting the same key at
     once exactly one gets True: the database's unique index decides, not a read before the write.
     """
-    return conn.execute(dialect_insert(conn)(table).values(**row).on_conflict_do_nothing()).rowcount == 1
+    statement = dialect_insert(conn)(table).values(**row).on_conflict_do_nothing()
+    # RETURNING, not rowcount: psycopg's rowcount is not the rows inserted once SQLAlchemy adds its own RETURNING.
+    return conn.execute(statement.returning(*table.primary_key.columns)).first() is not None
 
 
 def dialect_insert(conn):
