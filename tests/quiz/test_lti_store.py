@@ -158,3 +158,22 @@ def test_a_tool_folders_former_file_is_imported_once(kind, store_target, tmp_pat
         tool.store.use_nonce("old-nonce")
     assert tool.passback.posted_score("https://lms", "c1", "https://lms/items/1", "u-ada") == 0.5
     engine.dispose()
+
+
+def test_the_lti_command_with_db_imports_the_folder_once_and_reads_the_store(tmp_path, capsys):
+    from ppo_course.cli import main
+
+    folder = tmp_path / "lti"
+    folder.mkdir()
+    with sqlite3.connect(folder / "lti.sqlite") as old:
+        old.executescript(_OLD_LTI_SQLITE)
+        old.execute("INSERT INTO lti_score VALUES ('https://lms', 'c1', 'https://lms/items/2', 'u-ben', 1.0, 1.0,"
+                    " 'pending', 4, 'HTTP 503', 3.0)")
+    store = str(tmp_path / "quiz.sqlite")
+    argv = ["lti", "--dir", str(folder), "--db", store, "--base-url", TOOL_URL, "retry"]
+    assert main(argv) == 1  # one score pending, read from the quiz store
+    out = capsys.readouterr().out
+    assert "imported" in out and "1 lti_score" not in out and "2 lti_score" in out and "u-ben" in out
+    assert main(argv) == 1 and "imported" not in capsys.readouterr().out  # the second run imports nothing
+    assert (folder / "lti.sqlite.imported").exists() and database.current_revision(
+        database.engine_for(store)) == database.head_revision()
