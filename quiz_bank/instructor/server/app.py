@@ -60,8 +60,14 @@ class NotSignedIn(Exception):
 
 
 def templates() -> Jinja2Templates:
-    """The package's templates, autoescaped (Starlette's Jinja2Templates escapes .html by default)."""
-    return Jinja2Templates(directory=str(HERE / "templates"))
+    """The package's templates, autoescaped (Starlette's Jinja2Templates escapes .html by default).
+
+    Compiled once per process and not checked against the files again (``auto_reload`` off:
+    no ``stat`` per page); restart the server after editing a template.
+    """
+    views = Jinja2Templates(directory=str(HERE / "templates"))
+    views.env.auto_reload = False
+    return views
 
 
 def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[dict[str, str]] | None = None,
