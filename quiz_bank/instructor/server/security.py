@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from fastapi import Request
 from fastapi.responses import PlainTextResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SAME_SITE_VALUES = frozenset({"same-origin", "none"})
@@ -71,39 +70,16 @@ def cross_site_reason(request: Request, trust_proxy: bool) -> str | None:
 
 
 def install(app, *, trust_proxy: bool) -> None:
-    """Add the cross-site check and the security headers to ``app`` (one ASGI middleware, :class:`Hardening`)."""
-    app.add_middleware(Hardening, trust_proxy=trust_proxy)
+    """Add the cross-site check and the security headers to ``app`` (one HTTP middleware)."""
 
-
-class Hardening:
-    """Pure ASGI middleware: refuse a cross-site unsafe request (403), add ``SECURITY_HEADERS`` to every response.
-
-    A header a route set itself is kept (as ``setdefault``). Pure ASGI rather than
-    ``@app.middleware("http")`` (Starlette's ``BaseHTTPMiddleware``), which runs each
-    request in an extra task with body streams between them: the same behaviour at a
-    fraction of the CPU per request (``benchmarks/profile_quiz_answer.py``).
-    """
-
-    def __init__(self, app: ASGIApp, trust_proxy: bool) -> None:
-        self.app, self.trust_proxy = app, trust_proxy
-        self._headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in SECURITY_HEADERS.items()]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def harden(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                present = {name.lower() for name, _ in message.get("headers", [])}
-                message["headers"] = list(message.get("headers", [])) + [
-                    (name, value) for name, value in self._headers if name not in present]
-            await send(message)
-
-        reason = cross_site_reason(Request(scope), self.trust_proxy)
+    @app.middleware("http")
+    async def _harden(request: Request, call_next):
+        reason = cross_site_reason(request, trust_proxy)
         if reason is not None:
-            refusal = PlainTextResponse(f"Refused: {reason}. Nothing was changed; sign in from the quiz's own page.",
-                                        status_code=403)
-            await refusal(scope, receive, harden)
-            return
-        await self.app(scope, receive, harden)
+            response = PlainTextResponse(f"Refused: {reason}. Nothing was changed; sign in from the quiz's own page.",
+                                         status_code=403)
+        else:
+            response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
