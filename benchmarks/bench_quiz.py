@@ -18,9 +18,11 @@ reply), and a check in the database that every answer was stored once.
 
 The clients are one asyncio process (httpx) on the same machine as the
 server, so they share its cores; ``uptime``'s load is printed with the
-figures. ``--profile`` (on by default where py-spy is installed) samples the
-server processes with py-spy during one run (PostgreSQL, most workers, the
-middle load) and prints where their time goes.
+figures. ``--profile`` (on by default where py-spy is installed: the ``bench``
+extra, ``pip install -e .[bench]``) samples the server processes with py-spy during
+one run (PostgreSQL, most workers, the middle load) and prints where their time
+goes. For the CPU cost of one answer in process, with a cProfile of it, see
+``benchmarks/profile_quiz_answer.py``.
 """
 
 from __future__ import annotations
@@ -320,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if pg is not None:
                 pg.stop()
-    for line in profile_lines or (["profile: py-spy not installed (pip install py-spy) or --profile off"]
+    for line in profile_lines or (["profile: py-spy not installed (pip install -e .[bench]) or --profile off"]
                                   if args.profile != "off" else []):
         print(line)
     goal = [r for r in results if r["store"] == "postgresql" and r["students"] == 500]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -263,8 +263,9 @@ def _semantic_errors(bank: Bank, check_keys: bool) -> list[BankError]:
     return errors
 
 
+@lru_cache(maxsize=1)
 def keys_installed() -> bool:
-    """True on an instructor's or self-learner's full install.
+    """True on an instructor's or self-learner's full install (found once per process: an install does not change).
 
     That is: ``keys.py`` sits beside this module (the exported student package
     has none; a ``quiz_bank.instructor.keys`` found elsewhere, e.g. through another

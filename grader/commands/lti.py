@@ -3,7 +3,10 @@
 Verbs: ``register`` (a platform, from flags or ``--config FILE``), ``platforms``, ``remove``,
 ``urls`` (what to paste into the LMS), ``jwks``, ``rotate-keys``, ``retire-keys``,
 ``post-grades BATCH_DIR`` (a graded batch to the LMS gradebook) and ``retry`` (scores left pending).
-Everything lives in the tool folder (``--dir``, default ``./lti`` or ``$PPO_COURSE_LTI_DIR``).
+Registrations and keys live in the tool folder (``--dir``, default ``./lti`` or ``$PPO_COURSE_LTI_DIR``);
+the passback record, login states and nonces in the quiz store named by ``--db`` (the quiz
+server's ``--db``, also ``$PPO_COURSE_QUIZ_DB``; the folder's former ``lti.sqlite`` is imported
+into it once), or in ``lti.sqlite`` in the folder when no ``--db`` is given.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``lti``."""
     parser.add_argument("--dir", type=Path, default=Path(os.environ.get("PPO_COURSE_LTI_DIR", "lti")),
                         help="the tool's private folder (registrations, keys, launch state; default ./lti)")
+    parser.add_argument("--db", default=os.environ.get("PPO_COURSE_QUIZ_DB"), metavar="STORE",
+                        help="the quiz store (SQLite file or postgresql:// URL) holding the passback record and launch "
+                             "state, as the quiz server's --db; default: lti.sqlite in --dir")
     parser.add_argument("--base-url", default=os.environ.get("PPO_COURSE_BASE_URL", "http://127.0.0.1:8000"),
                         help="where the platform reaches the quiz server (https in production)")
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -57,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     except (RegistryError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.db:
+        _use_quiz_store(tool, args.db)
     if args.verb == "register":
         fields = json.loads(args.config.read_text()) if args.config else {}
         for name in ("name", "issuer", "client_id", "auth_login_url", "auth_token_url", "jwks_url", "token_audience"):
@@ -131,3 +139,16 @@ def _post_grades(tool, args: argparse.Namespace) -> int:
             print(f"warning: {len(ids)} student(s) {label}: {', '.join(ids)}", file=sys.stderr)
     print(f"posted {out.count('posted')}, unchanged {out.count('unchanged')}, pending {out.count('pending')}")
     return 1 if out.count("pending") else 0
+
+
+def _use_quiz_store(tool, target: str) -> None:
+    """Keep the tool's tables in the quiz store ``target`` (migrated first); say what a former lti.sqlite gave."""
+    from quiz_bank.instructor.server import database
+
+    engine = database.engine_for(target)
+    database.migrate(engine)
+    imported = tool.use_store(engine)
+    if imported is not None:
+        print(f"imported {tool.folder / 'lti.sqlite'} into {database.describe(target)}: "
+              + ", ".join(f"{n} {name}" for name, n in imported.items())
+              + f" (the file is now {tool.folder / 'lti.sqlite.imported'})", flush=True)

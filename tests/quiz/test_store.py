@@ -169,3 +169,13 @@ def test_serve_refuses_an_unreachable_or_foreign_database_and_zero_workers(run_c
     assert code == 2 and "only an SQLite file or a postgresql:// URL" in err
     code, _, err = run_cli(base + ["--db", tmp_path / "q.sqlite", "--workers", "0"])
     assert code == 2 and "--workers must be at least 1" in err
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_may_sign_in_is_no_roster_or_on_the_roster(kind, store_target):
+    """One query for the two every page asked: without a roster anyone may; with one, only its students."""
+    db = QuizDB(store_target(kind))
+    assert db.may_sign_in("ann") and db.may_sign_in("zed")  # no roster yet: everyone
+    db.load_roster([{"student_id": "ann"}])
+    assert db.may_sign_in("ann") and not db.may_sign_in("zed") and not db.may_sign_in("")
+    db.close()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -32,8 +31,10 @@ import pydantic
 from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
+from sqlalchemy import Engine, delete, insert
 
 from grader.platforms.lti import claims as C
+from grader.platforms.lti import tables
 from grader.platforms.lti.registry import PlatformRegistration, Registry
 
 LEEWAY_S = 60
@@ -111,42 +112,37 @@ def _has_kid(keys: KeySet, kid: str | None) -> bool:
 
 
 class LaunchStore:
-    """One-time login states and nonces, in SQLite, shared by every server process.
+    """One-time login states and nonces, in the quiz store's tables, shared by every server process on any machine.
 
     A state is issued by :meth:`issue` and consumed by :meth:`consume` exactly once
-    (a replayed launch finds it gone); both expire after ``STATE_TTL_S`` seconds.
+    (``DELETE … RETURNING``: a replayed launch finds it gone); both expire after
+    ``STATE_TTL_S`` seconds. A nonce is marked used by one ``INSERT`` into a table
+    whose primary key is the nonce, so of two processes accepting the same id_token
+    exactly one succeeds (no read-then-write).
+
+    Args:
+        target: the quiz store's engine, or an SQLite file path (``grader.platforms.lti.tables.engine_of``).
     """
 
-    def __init__(self, path: Path | str) -> None:
-        self.path = str(path)
-        with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS lti_state (state TEXT PRIMARY KEY, nonce TEXT NOT NULL UNIQUE,"
-                       " issuer TEXT NOT NULL, client_id TEXT NOT NULL, created REAL NOT NULL)")
-            db.execute("CREATE TABLE IF NOT EXISTS lti_nonce_used (nonce TEXT PRIMARY KEY, used REAL NOT NULL)")
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
+    def __init__(self, target: Engine | Path | str) -> None:
+        self.engine = tables.engine_of(target)
 
     def issue(self, platform: PlatformRegistration) -> tuple[str, str]:
         """A fresh (state, nonce) pair for a login with ``platform``."""
         state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         now = time.time()
-        with self._connect() as db:
-            db.execute("DELETE FROM lti_state WHERE created < ?", (now - STATE_TTL_S,))
-            db.execute("INSERT INTO lti_state VALUES (?, ?, ?, ?, ?)",
-                       (state, nonce, platform.issuer, platform.client_id, now))
+        with self.engine.connect().execution_options(**tables.WRITE) as conn, conn.begin():
+            conn.execute(delete(tables.lti_state).where(tables.lti_state.c.created < now - STATE_TTL_S))
+            conn.execute(insert(tables.lti_state).values(state=state, nonce=nonce, issuer=platform.issuer,
+                                                         client_id=platform.client_id, created=now))
         return state, nonce
 
     def consume(self, state: str) -> tuple[str, str, str]:
         """(nonce, issuer, client_id) of ``state``, which is deleted; LaunchError when unknown, used or expired."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT nonce, issuer, client_id, created FROM lti_state WHERE state = ?",
-                             (state,)).fetchone()
-            db.execute("DELETE FROM lti_state WHERE state = ?", (state,))
-            db.execute("COMMIT")
+        t = tables.lti_state
+        with self.engine.connect().execution_options(**tables.WRITE) as conn, conn.begin():
+            row = conn.execute(delete(t).where(t.c.state == state)
+                               .returning(t.c.nonce, t.c.issuer, t.c.client_id, t.c.created)).first()
         if row is None:
             raise LaunchError("this launch's state is unknown or was already used: start the launch again from the course")
         if time.time() - row[3] > STATE_TTL_S:
@@ -154,12 +150,11 @@ class LaunchStore:
         return row[0], row[1], row[2]
 
     def use_nonce(self, nonce: str) -> None:
-        """Record ``nonce`` as used; LaunchError if it already was (a replayed id_token)."""
-        try:
-            with self._connect() as db:
-                db.execute("INSERT INTO lti_nonce_used VALUES (?, ?)", (nonce, time.time()))
-        except sqlite3.IntegrityError:
-            raise LaunchError("this launch was already used (replayed nonce)") from None
+        """Record ``nonce`` as used; LaunchError if it already was (a replayed id_token), by this or any process."""
+        with self.engine.connect().execution_options(**tables.WRITE) as conn, conn.begin():
+            fresh = tables.insert_or_keep(conn, tables.lti_nonce_used, {"nonce": nonce, "used": time.time()})
+        if not fresh:
+            raise LaunchError("this launch was already used (replayed nonce)")
 
 
 def login_redirect(registry: Registry, store: LaunchStore, params: dict[str, str], launch_url: str) -> tuple[str, str]:

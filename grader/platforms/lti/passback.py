@@ -1,6 +1,7 @@
 """Grade passback with a record: every score the tool posts, posted once, retried, never lost.
 
-A row per (platform, client, line item, user) in SQLite holds the last score the
+A row per (platform, client, line item, user) in the quiz store's ``lti_score`` table
+(``grader.platforms.lti.tables``) holds the last score the
 platform acknowledged. :meth:`Passback.post` skips a score the platform already
 has (idempotent: a rerun of ``post-grades`` or a student reopening a completed stop
 posts nothing new), retries a retryable failure (5xx, 429, network) with
@@ -12,12 +13,14 @@ platform keeps the latest score by timestamp, so a retry is safe).
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import Engine, select
+
+from grader.platforms.lti import tables
 from grader.platforms.lti.services import PlatformServices, ServiceError
 
 
@@ -32,25 +35,17 @@ class PostOutcome:
 
 
 class Passback:
-    """The record of posted scores in ``path`` (SQLite, safe across processes).
+    """The record of posted scores, in the quiz store (or an SQLite file), safe across processes and machines.
 
     Args:
-        path: the SQLite file (created when missing).
+        target: the quiz store's engine, or an SQLite file path (created when missing).
         retries: tries per score for a retryable failure.
         sleep: the back-off's sleep (tests pass a stub).
     """
 
-    def __init__(self, path: Path | str, *, retries: int = 4, sleep: Callable[[float], None] = time.sleep) -> None:
-        self.path, self.retries, self.sleep = str(path), retries, sleep
-        with self._connect() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS lti_score (issuer TEXT, client_id TEXT, lineitem TEXT, user_id TEXT,"
-                       " score REAL, maximum REAL, status TEXT, attempts INTEGER, error TEXT, updated REAL,"
-                       " PRIMARY KEY (issuer, client_id, lineitem, user_id))")
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
+    def __init__(self, target: Engine | Path | str, *, retries: int = 4,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.engine, self.retries, self.sleep = tables.engine_of(target), retries, sleep
 
     def post(self, services: PlatformServices, lineitem_url: str, user_id: str, score: float, maximum: float,
              comment: str = "") -> PostOutcome:
@@ -62,9 +57,9 @@ class Passback:
         if not 0 <= score <= maximum:
             raise ValueError(f"score {score} outside [0, {maximum}] for user {user_id}")
         key = (services.platform.issuer, services.platform.client_id, lineitem_url, user_id)
-        with self._connect() as db:
-            row = db.execute("SELECT score, maximum, status FROM lti_score WHERE issuer=? AND client_id=? AND"
-                             " lineitem=? AND user_id=?", key).fetchone()
+        t = tables.lti_score
+        with self.engine.connect() as conn:
+            row = conn.execute(select(t.c.score, t.c.maximum, t.c.status).where(*_key_is(key))).first()
         if row is not None and row[2] == "posted" and row[0] == score and row[1] == maximum:
             return PostOutcome(user_id, "unchanged", 0)
         attempts, error = 0, ""
@@ -84,18 +79,29 @@ class Passback:
 
     def pending(self) -> list[tuple[str, str, str, str, float, float, str]]:
         """Rows not yet acknowledged: (issuer, client_id, lineitem, user_id, score, maximum, error)."""
-        with self._connect() as db:
-            return db.execute("SELECT issuer, client_id, lineitem, user_id, score, maximum, error FROM lti_score"
-                              " WHERE status = 'pending' ORDER BY issuer, lineitem, user_id").fetchall()
+        t = tables.lti_score
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t.c.issuer, t.c.client_id, t.c.lineitem, t.c.user_id, t.c.score, t.c.maximum,
+                                       t.c.error).where(t.c.status == "pending")
+                                .order_by(t.c.issuer, t.c.lineitem, t.c.user_id)).all()
+        return [tuple(r) for r in rows]
 
     def posted_score(self, issuer: str, client_id: str, lineitem_url: str, user_id: str) -> float | None:
         """The score the platform acknowledged for this user and line item, or None."""
-        with self._connect() as db:
-            row = db.execute("SELECT score FROM lti_score WHERE issuer=? AND client_id=? AND lineitem=? AND"
-                             " user_id=? AND status='posted'", (issuer, client_id, lineitem_url, user_id)).fetchone()
-        return None if row is None else row[0]
+        t = tables.lti_score
+        with self.engine.connect() as conn:
+            return conn.execute(select(t.c.score).where(*_key_is((issuer, client_id, lineitem_url, user_id)),
+                                                        t.c.status == "posted")).scalar()
 
     def _record(self, key: tuple, score: float, maximum: float, status: str, attempts: int, error: str) -> None:
-        with self._connect() as db:
-            db.execute("INSERT OR REPLACE INTO lti_score VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (*key, score, maximum, status, attempts, error[:500], time.time()))
+        row = dict(zip(_KEY, key), score=score, maximum=maximum, status=status, attempts=attempts, error=error[:500],
+                   updated=time.time())
+        with self.engine.connect().execution_options(**tables.WRITE) as conn, conn.begin():
+            tables.upsert(conn, tables.lti_score, row, _KEY)
+
+
+_KEY = ("issuer", "client_id", "lineitem", "user_id")
+
+
+def _key_is(key: tuple) -> list:
+    return [tables.lti_score.c[name] == value for name, value in zip(_KEY, key)]

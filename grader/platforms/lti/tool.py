@@ -1,8 +1,11 @@
 """The LTI tool's state in one object, and its routes (FastAPI): JWKS, login, launch, deep linking.
 
-``LtiTool(folder, base_url)`` keeps everything under one folder: ``platforms.json``
-(registrations), ``tool_keys.json`` (the tool's private JWKS, mode 0600),
-``lti.sqlite`` (login states, used nonces, the passback record, pending deep links).
+``LtiTool(folder, base_url)`` keeps its files in one folder: ``platforms.json``
+(registrations), ``tool_keys.json`` (the tool's private JWKS, mode 0600). Login states,
+used nonces, the passback record, pending deep links and the students' line items are
+tables of the quiz store (``grader.platforms.lti.tables``), shared by every server
+process on every machine; the quiz server hands its engine to :meth:`LtiTool.use_store`.
+A tool used without a quiz store keeps those tables in ``lti.sqlite`` in the folder.
 :func:`lti_router` mounts ``/lti/...`` on the quiz server; the quiz server decides
 what a valid resource-link launch opens (``on_launch``).
 """
@@ -11,7 +14,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,9 +24,10 @@ import httpx
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment
+from sqlalchemy import Engine, delete, insert
 
 from grader.platforms.lti import claims as C
-from grader.platforms.lti import deep_linking
+from grader.platforms.lti import deep_linking, tables
 from grader.platforms.lti.launch import LaunchData, LaunchError, LaunchStore, PlatformKeys, login_redirect, validate_launch
 from grader.platforms.lti.passback import Passback
 from grader.platforms.lti.registry import Registry, is_loopback_url
@@ -71,11 +74,41 @@ class LtiTool:
         self.http = http or httpx.Client(timeout=10.0)
         self.registry = Registry(self.folder / "platforms.json")
         self.tool_keys = ToolKeys(self.folder / "tool_keys.json")
-        self.store = LaunchStore(self.folder / "lti.sqlite")
         self.platform_keys = PlatformKeys(self.http)
-        self.passback = Passback(self.folder / "lti.sqlite")
-        with sqlite3.connect(self.folder / "lti.sqlite") as db:
-            db.execute("CREATE TABLE IF NOT EXISTS lti_pending_link (ticket TEXT PRIMARY KEY, launch TEXT, created REAL)")
+        self._engine: Engine | None = None
+        self._store: LaunchStore | None = None
+        self._passback: Passback | None = None
+
+    def use_store(self, engine: Engine) -> dict[str, int] | None:
+        """Keep the tool's tables in the quiz store ``engine`` (migrated to revision 0002 or later).
+
+        The folder's former ``lti.sqlite``, if any, is imported into it once (then renamed
+        ``lti.sqlite.imported``). Returns the rows imported per table, or None when there was no file.
+        """
+        imported = tables.import_folder_file(self.folder, engine)
+        self._engine, self._store, self._passback = engine, None, None
+        return imported
+
+    @property
+    def engine(self) -> Engine:
+        """The engine holding the tool's tables: the quiz store's, or the folder's ``lti.sqlite``."""
+        if self._engine is None:
+            self._engine = tables.engine_of(self.folder / tables.FOLDER_FILE)
+        return self._engine
+
+    @property
+    def store(self) -> LaunchStore:
+        """The one-time login states and used nonces."""
+        if self._store is None:
+            self._store = LaunchStore(self.engine)
+        return self._store
+
+    @property
+    def passback(self) -> Passback:
+        """The record of posted scores."""
+        if self._passback is None:
+            self._passback = Passback(self.engine)
+        return self._passback
 
     @property
     def login_url(self) -> str:
@@ -97,15 +130,16 @@ class LtiTool:
     def hold_launch(self, launch: LaunchData) -> str:
         """Keep a deep linking launch for the picker's answer; returns a one-time ticket."""
         ticket = secrets.token_urlsafe(24)
-        with sqlite3.connect(self.folder / "lti.sqlite") as db:
-            db.execute("INSERT INTO lti_pending_link VALUES (?, ?, ?)", (ticket, launch.model_dump_json(), time.time()))
+        with self.engine.connect().execution_options(**tables.WRITE) as conn, conn.begin():
+            conn.execute(insert(tables.lti_pending_link).values(ticket=ticket, launch=launch.model_dump_json(),
+                                                                created=time.time()))
         return ticket
 
     def take_launch(self, ticket: str) -> LaunchData:
         """The deep linking launch held under ``ticket`` (once, within 10 minutes)."""
-        with sqlite3.connect(self.folder / "lti.sqlite") as db:
-            row = db.execute("SELECT launch, created FROM lti_pending_link WHERE ticket = ?", (ticket,)).fetchone()
-            db.execute("DELETE FROM lti_pending_link WHERE ticket = ?", (ticket,))
+        t = tables.lti_pending_link
+        with self.engine.connect().execution_options(**tables.WRITE) as conn, conn.begin():
+            row = conn.execute(delete(t).where(t.c.ticket == ticket).returning(t.c.launch, t.c.created)).first()
         if row is None or time.time() - row[1] > 600:
             raise LaunchError("this course picker expired or was already used: open it again from the course")
         return LaunchData.model_validate_json(row[0])

@@ -60,8 +60,14 @@ class NotSignedIn(Exception):
 
 
 def templates() -> Jinja2Templates:
-    """The package's templates, autoescaped (Starlette's Jinja2Templates escapes .html by default)."""
-    return Jinja2Templates(directory=str(HERE / "templates"))
+    """The package's templates, autoescaped (Starlette's Jinja2Templates escapes .html by default).
+
+    Compiled once per process and not checked against the files again (``auto_reload`` off:
+    no ``stat`` per page); restart the server after editing a template.
+    """
+    views = Jinja2Templates(directory=str(HERE / "templates"))
+    views.env.auto_reload = False
+    return views
 
 
 def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[dict[str, str]] | None = None,
@@ -108,7 +114,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         if not token:
             raise NotSignedIn
         who = signer.verify(token)
-        if not who.is_instructor and db.has_roster() and not db.on_roster(who.student_id):
+        if not who.is_instructor and not db.may_sign_in(who.student_id):
             raise AuthError(f"{who.student_id!r} is not on this course's roster; ask your TA")
         return who
 
@@ -151,7 +157,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
     def _sign_in(request: Request, token: str, confirmed: bool) -> Response:
         try:
             who = signer.verify(token)
-            if not who.is_instructor and db.has_roster() and not db.on_roster(who.student_id):
+            if not who.is_instructor and not db.may_sign_in(who.student_id):
                 raise AuthError(f"{who.student_id!r} is not on this course's roster; ask your TA")
         except AuthError as exc:
             return page(request, "login.html", 401, me=None, message=str(exc))
@@ -279,6 +285,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
                                 max_age=int(session_hours * 3600), secure=security.is_https(request, trust_proxy))
             return response
 
+        lti_tool.use_store(db.engine)  # states, nonces, links, passback: the quiz store's tables, one per course
         app.state.post_progress = install_lti(
             app, lti_tool, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
             stop_titles={n: stop.title for n, stop in bank.stops.items()})

@@ -191,6 +191,12 @@ class QuizDB:
         """True when ``student_id`` is on the roster."""
         return bool(self.read("SELECT 1 FROM students WHERE student_id = ?", (student_id,)))
 
+    def may_sign_in(self, student_id: str) -> bool:
+        """``not has_roster() or on_roster(student_id)`` in one query (every page asks: one round trip, not two)."""
+        rows = self.read("SELECT CASE WHEN EXISTS (SELECT 1 FROM students WHERE student_id = ?) THEN 1"
+                         " WHEN EXISTS (SELECT 1 FROM students) THEN 0 ELSE 1 END", (student_id,))
+        return bool(rows[0][0])
+
     def roster(self) -> list[dict[str, str]]:
         """Every student of the roster plus every student with an attempt, sorted by id."""
         rows = {r[0]: dict(zip(ROSTER_COLUMNS, r)) for r in self.read(f"SELECT {', '.join(ROSTER_COLUMNS)} FROM students")}

@@ -19,13 +19,12 @@ the quiz's answer to a resource-link launch:
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment
+from sqlalchemy import Engine, select
 
+from grader.platforms.lti import tables
 from grader.platforms.lti.launch import LaunchData
 from grader.platforms.lti.tool import LtiTool, launch_summary, lti_router
 
@@ -58,29 +57,28 @@ def student_for(launch: LaunchData, roster: list[dict[str, str]]) -> str | None:
 
 
 class LinkStore:
-    """Per student and resource link: the platform, the LMS user id, the line item and what it grades."""
+    """Per student and resource link: the platform, the LMS user id, the line item and what it grades (table ``lti_link``)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = str(path)
-        with sqlite3.connect(self.path) as db:
-            db.execute("CREATE TABLE IF NOT EXISTS lti_link (student_id TEXT, issuer TEXT, client_id TEXT, link TEXT,"
-                       " user_id TEXT, lineitem TEXT, stop INTEGER, PRIMARY KEY (student_id, issuer, link))")
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
 
     def remember(self, student_id: str, launch: LaunchData) -> None:
         """Keep the launch's line item for ``student_id`` (a launch without AGS keeps nothing)."""
         if not launch.lineitem_url:
             return
         stop = int(launch.custom.get("stop", "0") or 0) if launch.custom.get("quiz") == "stop" else 0
-        with sqlite3.connect(self.path) as db:
-            db.execute("INSERT OR REPLACE INTO lti_link VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (student_id, launch.issuer, launch.client_id, launch.resource_link_id, launch.user_id,
-                        launch.lineitem_url, stop))
+        row = {"student_id": student_id, "issuer": launch.issuer, "client_id": launch.client_id,
+               "link": launch.resource_link_id, "user_id": launch.user_id, "lineitem": launch.lineitem_url, "stop": stop}
+        with self.engine.connect().execution_options(**tables.WRITE) as conn, conn.begin():
+            tables.upsert(conn, tables.lti_link, row, ("student_id", "issuer", "link"))
 
     def links(self, student_id: str) -> list[tuple[str, str, str, str, int]]:
         """(issuer, client_id, user_id, lineitem, stop) for each remembered link (stop 0 = the chapter)."""
-        with sqlite3.connect(self.path) as db:
-            return db.execute("SELECT issuer, client_id, user_id, lineitem, stop FROM lti_link WHERE student_id = ?",
-                              (student_id,)).fetchall()
+        t = tables.lti_link
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(t.c.issuer, t.c.client_id, t.c.user_id, t.c.lineitem, t.c.stop)
+                                .where(t.c.student_id == student_id)).all()
+        return [tuple(r) for r in rows]
 
 
 def install_lti(app: FastAPI, tool: LtiTool, *, sign_in, completed_stops, roster, stop_titles: dict[int, str]):
@@ -91,7 +89,7 @@ def install_lti(app: FastAPI, tool: LtiTool, *, sign_in, completed_stops, roster
         completed_stops: ``student_id -> set[int]`` (the stops passed).
         roster: ``() -> list[dict]`` (the quiz's roster rows; empty when it has none).
     """
-    links = LinkStore(tool.folder / "lti.sqlite")
+    links = LinkStore(tool.engine)
 
     def on_launch(request: Request, launch: LaunchData) -> Response:
         student = "lti-instructor:" + launch.user_id if launch.is_instructor else student_for(launch, roster())

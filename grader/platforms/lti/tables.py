@@ -1,0 +1,143 @@
+"""The LTI tool's tables (SQLAlchemy 2 Core), kept in the quiz store beside the answers.
+
+Five tables, the columns of the tool's former ``lti.sqlite`` file so that a folder's
+file is imported unchanged (:func:`import_folder_file`):
+
+- ``lti_state``: one row per OIDC login in flight (state, its nonce, issuer, client id);
+  a launch deletes its row with ``DELETE … RETURNING``, so exactly one launch gets it.
+- ``lti_nonce_used``: the nonces of accepted id_tokens; the primary key makes "a nonce is
+  used once" one ``INSERT`` that a second process cannot also win (LTI Security Framework
+  1.0 §5.1.3 step 9; OpenID Connect Core 1.0 §3.1.3.7 item 11).
+- ``lti_score``: the passback record (``grader.platforms.lti.passback``).
+- ``lti_pending_link``: deep linking launches waiting for the instructor's pick (DL 2.0 §4.4).
+- ``lti_link``: per student and resource link, the AGS line item the quiz posts to.
+
+The quiz store (``quiz_bank.instructor.server``) creates them by its Alembic revision
+``0002``; a tool folder used without a quiz store (``ppo-course lti`` on its own) keeps them
+in ``lti.sqlite`` in the folder, through the same data layer (:func:`engine_of`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from sqlalchemy import Column, Engine, Float, Integer, MetaData, PrimaryKeyConstraint, Table, Text, UniqueConstraint
+
+metadata = MetaData()
+
+lti_state = Table(
+    "lti_state", metadata,
+    Column("state", Text, primary_key=True),
+    Column("nonce", Text, nullable=False),
+    Column("issuer", Text, nullable=False),
+    Column("client_id", Text, nullable=False),
+    Column("created", Float, nullable=False),
+    UniqueConstraint("nonce", name="uq_lti_state_nonce"),
+)
+
+lti_nonce_used = Table(
+    "lti_nonce_used", metadata,
+    Column("nonce", Text, primary_key=True),
+    Column("used", Float, nullable=False),
+)
+
+lti_score = Table(
+    "lti_score", metadata,
+    Column("issuer", Text), Column("client_id", Text), Column("lineitem", Text), Column("user_id", Text),
+    Column("score", Float), Column("maximum", Float), Column("status", Text), Column("attempts", Integer),
+    Column("error", Text), Column("updated", Float),
+    PrimaryKeyConstraint("issuer", "client_id", "lineitem", "user_id"),
+)
+
+lti_pending_link = Table(
+    "lti_pending_link", metadata,
+    Column("ticket", Text, primary_key=True),
+    Column("launch", Text),
+    Column("created", Float),
+)
+
+lti_link = Table(
+    "lti_link", metadata,
+    Column("student_id", Text), Column("issuer", Text), Column("client_id", Text), Column("link", Text),
+    Column("user_id", Text), Column("lineitem", Text), Column("stop", Integer),
+    PrimaryKeyConstraint("student_id", "issuer", "link"),
+)
+
+TABLES = (lti_state, lti_nonce_used, lti_score, lti_pending_link, lti_link)
+FOLDER_FILE = "lti.sqlite"  # the tool folder's own store, when no quiz store holds the tables
+WRITE = {"quiz_write": True}  # a write transaction (the quiz store's SQLite engine: BEGIN IMMEDIATE)
+
+
+def engine_of(target: Engine | Path | str) -> Engine:
+    """The engine holding the LTI tables: ``target`` itself, or an SQLite file (tables created when missing).
+
+    Args:
+        target: the quiz store's engine (its migrations made the tables), or the path of an SQLite file.
+    """
+    if isinstance(target, Engine):
+        return target
+    from quiz_bank.instructor.server.database import engine_for
+
+    engine = engine_for(Path(target), pool_size=2)
+    metadata.create_all(engine)
+    return engine
+
+
+def upsert(conn, table: Table, row: dict, keys: tuple[str, ...]) -> None:
+    """Insert ``row`` into ``table``, or replace the row with the same ``keys`` (SQLite and PostgreSQL)."""
+    statement = dialect_insert(conn)(table).values(**row)
+    conn.execute(statement.on_conflict_do_update(index_elements=list(keys),
+                                                 set_={k: v for k, v in row.items() if k not in keys}))
+
+
+def import_folder_file(folder: Path | str, engine: Engine) -> dict[str, int] | None:
+    """Copy the tool folder's ``lti.sqlite`` into ``engine``'s tables once; None when there is no such file.
+
+    Rows already there are kept (an import run twice adds nothing). The file is renamed
+    ``lti.sqlite.imported`` afterwards, so later starts neither import it again nor read it.
+
+    Returns:
+        rows copied per table (those the file had; a table the file lacks counts 0).
+    """
+    path = Path(folder) / FOLDER_FILE
+    if not path.exists():
+        return None
+    counts: dict[str, int] = {}
+    with closing(sqlite3.connect(path, timeout=30)) as old, engine.connect().execution_options(**WRITE) as conn:
+        have = {r[0] for r in old.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        with conn.begin():
+            for table in TABLES:
+                names = [c.name for c in table.columns]
+                rows = ([dict(zip(names, r)) for r in old.execute(f"SELECT {', '.join(names)} FROM {table.name}")]
+                        if table.name in have else [])
+                for row in rows:
+                    insert_or_keep(conn, table, row)
+                counts[table.name] = len(rows)
+    try:
+        path.rename(path.with_name(FOLDER_FILE + ".imported"))
+    except FileNotFoundError:
+        pass  # another process of the same server imported it at the same moment (the inserts keep what is there)
+    return counts
+
+
+def insert_or_keep(conn, table: Table, row: dict) -> bool:
+    """Insert ``row`` unless a row with the same key (or unique value) is there; True when it was inserted.
+
+    One statement (``INSERT … ON CONFLICT DO NOTHING``), so of two processes inserting the same key at
+    once exactly one gets True: the database's unique index decides, not a read before the write.
+    """
+    statement = dialect_insert(conn)(table).values(**row).on_conflict_do_nothing()
+    # RETURNING, not rowcount: psycopg's rowcount is not the rows inserted once SQLAlchemy adds its own RETURNING.
+    return conn.execute(statement.returning(*table.primary_key.columns)).first() is not None
+
+
+def dialect_insert(conn):
+    """The ``insert`` construct with ``on_conflict_…`` of the connection's dialect (SQLite or PostgreSQL)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
