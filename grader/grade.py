@@ -51,8 +51,11 @@ def public_tests_dir() -> Path:
 
 
 @contextlib.contextmanager
-def _submission_folder(path: Path, intake_limits=None):
+def _submission_folder(path: Path, intake_limits=None, staged: bool = False):
     """Yield the staged submission (``grader.intake.submission``: the one intake of every path) and where its modules are.
+
+    ``staged``: ``path`` is a folder the intake staged already (a batch's worker): read where it is
+    (``already_staged``: its NUL-byte notes, as restaging it would give), never copied again.
 
     Yields:
         ``(module folder, where, notes)``: the one folder holding the exercise modules at any depth, its
@@ -64,9 +67,10 @@ def _submission_folder(path: Path, intake_limits=None):
     from grader.intake import submission as intake
 
     try:
-        with intake.staged(path, intake_limits) as staged:
-            found = intake.locate_modules(staged.root)
-            yield found.root, found.where, staged.notes
+        copying = contextlib.nullcontext(intake.already_staged(path)) if staged else intake.staged(path, intake_limits)
+        with copying as copy:
+            found = intake.locate_modules(copy.root)
+            yield found.root, found.where, copy.notes
     except intake.Rejected as exc:
         raise Unreadable(str(exc)) from None
 
@@ -137,7 +141,7 @@ def _zero_exercise(stem: str, points: PointsConfig, state: ExerciseState, messag
 
 
 def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None = None,
-                     profile: str = "full", limits=None, submission_limits=None) -> GradeResult:
+                     profile: str = "full", limits=None, submission_limits=None, staged: bool = False) -> GradeResult:
     """Grade one submission (a folder or a .zip) with the hidden and public graders.
 
     Args:
@@ -150,6 +154,8 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
         submission_limits: `grader.intake.submission.SubmissionLimits` (default: the defaults every path uses): what
             the submission may be, and its one wall-clock limit (`timeout_s`), which every sandboxed call,
             known-good callbacks included, counts against.
+        staged: True when ``path`` is a folder the intake staged already (``grade-batch``'s worker grading
+            the parent's copy, ``grader.runners.request.GradeRequest.staged``): graded where it is.
 
     Returns:
         A `GradeResult` (status "graded" whatever the score; "rejected" with a message
@@ -173,7 +179,7 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
 
     submission_limits = submission_limits or SubmissionLimits()
     try:
-        with submission_deadline(submission_limits.timeout_s), _submission_folder(path, submission_limits) as (
+        with submission_deadline(submission_limits.timeout_s), _submission_folder(path, submission_limits, staged) as (
                 folder, where, notes):
             result = _grade_folder(folder, path, selected, points, profile, limits)
             result.out_of_time = submission_ran_out()

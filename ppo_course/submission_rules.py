@@ -15,28 +15,28 @@ accepts, with the same notes:
   ``*.egg-info``, any folder holding a ``pyvenv.cfg``) are skipped with a note,
   never rejected: the bundle folder zipped after ``./install.sh`` holds a
   ``.venv`` full of symlinks, and it is not the student's work;
-* :func:`locate_modules`: the one folder holding the exercise modules, at any
-  depth, or :class:`Rejected` when two folders both hold some.
+* :func:`already_staged`: a folder staged before, graded where it is (a batch
+  stages once, in the parent).
+
+A submission given as a path (its :class:`Entry`, a temporary staged copy, where
+its modules are) is ``ppo_course.submission_layout``'s.
 
 Student side: imports nothing from ``grader``; the student bundle ships it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import stat
-import tempfile
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ppo_course.syllabus import EXERCISES
 from ppo_course.text_safety import cap
 
 # Files and folders that carry no student work: never staged (silently: every editor and OS leaves them).
@@ -177,16 +177,35 @@ def stage_submission(entry: Entry, dest: Path, limits: SubmissionLimits) -> Stag
         _stage_zip(source, dest, limits, staged)
     else:
         _stage_dir(source, dest, limits, staged)
-    for path in sorted(dest.rglob("*.py")):
+    _note_python_files(staged)
+    return staged
+
+
+def _note_python_files(staged: StagedSubmission) -> None:
+    """Count the staged ``.py`` files into ``staged`` and note each one holding a NUL byte (it cannot be imported)."""
+    for path in sorted(staged.root.rglob("*.py")):
         if not path.is_file():  # a folder named `notes.py/` is no Python file
             continue
         staged.n_python_files += 1
         if b"\x00" in path.read_bytes():
-            rel = path.relative_to(dest).as_posix()
+            rel = path.relative_to(staged.root).as_posix()
             staged.notes.append(
                 f"{rel} contains a NUL byte, so Python cannot import it: that exercise scores 0. "
                 "Save the file again as plain UTF-8 text."
             )
+
+
+def already_staged(root: Path) -> StagedSubmission:
+    """The :class:`StagedSubmission` of a folder that :func:`stage_submission` wrote, read where it is (no copy).
+
+    A batch stages each submission once, in the parent (``grader.records.outcome.grade_entry``); its
+    worker grades that very folder. Restaging a staged copy would skip nothing and reject nothing (no
+    link, special file, junk, tool folder or bad name is left in it, and it is within the limits), so
+    the only notes it would give are the NUL-byte ones: this gives exactly those, and the count of
+    ``.py`` files, from one walk of ``root``. Raises nothing for a missing folder (no files, no notes).
+    """
+    staged = StagedSubmission(root=Path(root))
+    _note_python_files(staged)
     return staged
 
 
@@ -356,71 +375,3 @@ def _extract(zf: zipfile.ZipFile, files: list[tuple[str, zipfile.ZipInfo]], dest
                            f"({exc.strerror or type(exc).__name__}); re-create the zip with plain, short names")
         except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as exc:
             raise Rejected(f"{zip_name} is damaged: {name!r} cannot be read ({exc}); re-create the zip")
-
-
-def entry_for(path: Path) -> Entry:
-    """The :class:`Entry` of a submission given as a path (a folder or a ``.zip``); problems are kept, not raised."""
-    path = Path(path)
-    name = path.name[: -len(".zip")] if path.name.lower().endswith(".zip") else path.name
-    if path.is_symlink():
-        return Entry(name, [path], "dir", f"'{path.name}' is a symbolic link; submit the folder or zip itself")
-    if path.is_dir():
-        return Entry(name, [path], "dir")
-    if path.is_file() and path.suffix.lower() == ".zip":
-        return Entry(name, [path], "zip")
-    if not path.exists():
-        return Entry(name, [path], "dir", f"{path} does not exist")
-    return Entry(name, [path], "dir", f"{path.name} is neither a folder nor a .zip file")
-
-
-@contextlib.contextmanager
-def staged(path: Path, limits: SubmissionLimits | None = None) -> Iterator[StagedSubmission]:
-    """Stage the submission at ``path`` (folder or zip) into a fresh temporary folder, removed afterwards.
-
-    Raises:
-        Rejected: as :func:`stage_submission`.
-    """
-    limits = limits or SubmissionLimits()
-    tmp = Path(tempfile.mkdtemp(prefix="ppo-intake-"))
-    try:
-        yield stage_submission(entry_for(Path(path)), tmp / "submission", limits)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-
-@dataclass
-class ModuleLocation:
-    """Where the exercise modules are: ``root`` (a folder) and ``where`` (its path in the submission, for the student)."""
-
-    root: Path
-    where: str
-
-
-def locate_modules(folder: Path, stems: Iterable[str] = EXERCISES) -> ModuleLocation:
-    """The one folder of a staged submission that holds exercise modules (``<stem>.py``), at any depth.
-
-    A submission holding no exercise module gives ``folder`` itself (graded
-    as missing modules, with that message). Junk folders (``__MACOSX``,
-    ``.ipynb_checkpoints``, hidden folders) never count.
-
-    Raises:
-        Rejected: when two or more folders hold exercise modules (ambiguous:
-            which copy is the submission?), naming them.
-    """
-    folder = Path(folder)
-    names = {f"{s}.py" for s in stems}
-    holders: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in _JUNK_NAMES and not d.startswith(".") and not is_tool_folder(d))
-        if names & set(filenames):
-            holders.append(Path(dirpath))
-    if not holders:
-        return ModuleLocation(folder, ".")
-    if len(holders) > 1:
-        shown = ", ".join(f"'{h.relative_to(folder).as_posix() or '.'}/'" for h in holders[:5])
-        raise Rejected(f"exercise modules were found in {len(holders)} different folders ({shown}), so it is not "
-                       "clear which ones to grade; submit one folder (or zip) holding ex1_ratio.py ... "
-                       "ex7_ppo_step.py once")
-    where = holders[0].relative_to(folder).as_posix() or "."
-    return ModuleLocation(holders[0], where)

@@ -16,16 +16,7 @@ import torch
 
 from grader.hidden.cache import cached
 from ppo_course.grading_kit.feedback import Mismatch
-
-
-def _copy(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.detach().clone()
-    if isinstance(x, (list, tuple)):
-        return type(x)(_copy(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _copy(v) for k, v in x.items()}
-    return x
+from ppo_course.grading_kit.inputs import fresh_copy
 
 
 def _is_reference(reference) -> bool:
@@ -42,7 +33,7 @@ def reference_call(reference, name: str, args: tuple, kwargs: dict | None = None
     inputs are the same for every student, so a warm worker computes each answer once.
     """
     def run():
-        return _copy(getattr(reference, name)(*_copy(args), **_copy(kwargs or {})))
+        return fresh_copy(getattr(reference, name)(*fresh_copy(args), **fresh_copy(kwargs or {})))
 
     if not _is_reference(reference):
         return run()
@@ -68,7 +59,7 @@ def _reference_grads(reference, name: str, args: tuple, kwargs: dict | None, wrt
     import inspect
 
     fn = getattr(reference, name)
-    bound = inspect.signature(fn).bind(*_copy(args), **_copy(kwargs or {}))
+    bound = inspect.signature(fn).bind(*fresh_copy(args), **fresh_copy(kwargs or {}))
     leaves = {}
     for param in wrt:
         leaves[param] = bound.arguments[param].detach().clone().requires_grad_(True)

@@ -4,13 +4,16 @@
 nbgrader's autograde all read a submission through this module, so that the
 same folder or zip gets the same verdict everywhere. The rules themselves
 (limits, staging, symlinks, zip bombs, NUL bytes, tool folders, where the
-modules are) live on the student's side, in ``ppo_course.submission_rules``,
+modules are) live on the student's side, in ``ppo_course.submission_rules`` and
+``ppo_course.submission_layout``,
 so that the student's ``ppo-course submit`` applies literally the same ones;
 this module adds what only the grader needs:
 
 * :func:`submission_hash`: the content hash a batch resumes by;
+* :func:`private_folder`: a batch's staging folders, 0700, so that no other
+  user (a sandboxed child after its uid drop) reads a classmate's staged copy;
 * the rules' names, for the grader's modules (``stage_submission``,
-  :func:`staged`, :func:`locate_modules`, :class:`SubmissionLimits`, ...).
+  :func:`already_staged`, :func:`staged`, :func:`locate_modules`, :class:`SubmissionLimits`, ...).
 """
 
 from __future__ import annotations
@@ -20,19 +23,17 @@ import os
 import stat
 from pathlib import Path
 
+from ppo_course.submission_layout import ModuleLocation, entry_for, locate_modules, staged  # noqa: F401
 from ppo_course.submission_rules import (  # noqa: F401 - the one set of rules, applied here
     _JUNK_NAMES,
     Entry,
-    ModuleLocation,
     Rejected,
     StagedSubmission,
     SubmissionLimits,
     _display_name,
     _walk_lstat,
-    entry_for,
-    locate_modules,
+    already_staged,
     stage_submission,
-    staged,
 )
 
 #: The old name (``grade-batch``'s limits before there was one intake).
@@ -88,3 +89,30 @@ def _hash_file(h, path: Path, st: os.stat_result, max_bytes: int) -> None:
                 h.update(chunk)
     except OSError as exc:
         h.update(f"unreadable:{exc}".encode())
+
+
+def private_folder(path: Path) -> Path:
+    """Create the folder ``path`` (and any missing parent) with mode 0700; an existing one is set to 0700.
+
+    A batch stages each student under ``OUT_DIR/.batch/staging/<id>``, one folder per student, made just
+    before that student is dispatched: the folder and ``staging/`` itself readable by the grader's user
+    only. The sandbox's children read their own submission before they drop to a uid of their own
+    (``ppo_course.sandbox.isolate``) and then see a minimal root without the batch's folders; the modes
+    are the second wall, for a machine where the kernel refuses the private mounts (issue 22 item 2).
+
+    Returns:
+        ``path``.
+
+    Raises:
+        OSError: if the folder cannot be made or its mode set.
+    """
+    path = Path(path)
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)  # the umask could only narrow mkdir's mode; an existing folder is narrowed here
+    return path

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grader.intake.submission import BatchLimits, Entry, Rejected, stage_submission
+from grader.intake.submission import BatchLimits, Entry, Rejected, private_folder, stage_submission
 from grader.records.gradebook import Status
 from grader.records.results import GradeResult, TestResult
 from grader.runners.request import GradeRequest
@@ -137,19 +137,22 @@ def grade_entry(
 
     Status: ``rejected`` (failed a check, or ``grade_submission`` could not read it),
     ``empty`` (no Python file), ``timed-out``, ``crashed`` (the worker died, or the grader
-    reported ``grader_error`` on some test) or ``graded``. The staging and scratch folders
+    reported ``grader_error`` on some test) or ``graded``. The submission is staged once, here, into
+    ``staging`` (made 0700, as its parent: ``grader.intake.submission.private_folder``); the worker grades
+    that copy as it is (``GradeRequest.staged``). The staging and scratch folders
     are removed afterwards. The staged folder becomes one ``GradeRequest`` (with ``fingerprint``, the
     grader version that must grade it), which ``runner`` carries: :func:`run_worker` by default, or
     ``grader.runners.cluster.ClusterRunner``, ``grader.runners.warm.WarmPool.run`` (the same signature).
     """
     sid = entry.student_id
     try:
-        staged = stage_submission(entry, staging, limits)
+        # Made just before dispatch, 0700 (and staging/ too): the one staged copy, which the worker grades as it is.
+        staged = stage_submission(entry, private_folder(staging), limits)
     except Rejected as exc:
         shutil.rmtree(staging, ignore_errors=True)
         return zero_outcome(sid, "rejected", str(exc), profile, exercises)
     try:
-        request = GradeRequest(submission=staged.root, student_id=sid, profile=profile, exercises=exercises or None,
+        request = GradeRequest(submission=staged.root, staged=True, student_id=sid, profile=profile, exercises=exercises or None,
                                timeout_s=limits.timeout_s, limits=limits, fingerprint=fingerprint)
         outcome = (runner or run_worker)(request, scratch, workers=workers)
     finally:

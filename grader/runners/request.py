@@ -1,7 +1,8 @@
 """The one request every runner carries: "grade this staged folder, with these limits".
 
-TA side, trusted. The parent stages a submission (``grader.intake.submission``)
-and builds one :class:`GradeRequest` (``grader.records.outcome.grade_entry``);
+TA side, trusted. The parent stages a submission once (``grader.intake.submission``,
+into a 0700 folder of its own) and builds one :class:`GradeRequest` with ``staged=True``
+(``grader.records.outcome.grade_entry``); the worker grades that copy as it is;
 every runner carries that object, serialized one way (``model_dump_json`` /
 ``model_validate_json``):
 
@@ -30,8 +31,11 @@ class GradeRequest(BaseModel):
     """Grade one staged submission: what the parent asks of a worker, whichever runner carries it.
 
     Attributes:
-        submission: the staged submission folder (absolute path on the machine that grades it; a cluster
+        submission: the submission folder (absolute path on the machine that grades it; a cluster
             node replaces it by the folder it unpacked the bytes into).
+        staged: True when ``submission`` is the parent's staged copy (``grade-batch`` stages each student
+            once, in ``grader.records.outcome.grade_entry``): the worker grades it where it is, no second
+            copy. False (a folder or zip nobody checked): the worker stages it first, as ``ppo-course grade``.
         student_id: whose submission (a folder or zip name; names a cluster node's folder, logs).
         profile: ``"full"`` or ``"fast"`` (``grader.grade.grade_submission``).
         exercises: the module stems to grade, or None for all seven.
@@ -47,6 +51,7 @@ class GradeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     submission: Path
+    staged: bool = False
     student_id: str = ""
     profile: Literal["full", "fast"] = "full"
     exercises: list[str] | None = None

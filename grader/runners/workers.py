@@ -314,6 +314,8 @@ def grade_request(request: GradeRequest, out: Path) -> None:
         if request.deadline is not None:  # what is left of the batch's clock for this student
             limits = limits.model_copy(update={"timeout_s": max(request.deadline - time.monotonic(), 0.001)})
         kwargs["submission_limits"] = limits
+    if request.staged:  # the parent's staged copy, graded where it is (staged once, by the parent)
+        kwargs["staged"] = True
     result = grade(request.submission, exercises=request.exercises, profile=request.profile, **kwargs)
     # The typed result only: the batch (and a cluster node's client, grader/runners/cluster_worker.py) validates
     # it back into GradeResult and writes results.json and feedback.md from it, in one place.

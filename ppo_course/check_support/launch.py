@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ppo_course.check_support.request import CheckRequest
 from ppo_course.check_support.results import CheckRun, TestOutcome
 
 #: Fresh child processes started after one died (each one is charged to a single test).
@@ -54,10 +55,10 @@ def _limit_cpu(seconds: int) -> None:
         pass
 
 
-def child_env(call_seconds: float) -> dict[str, str]:
-    """The environment of a test child (one thread, no .pyc files written in the student's folder)."""
+def child_env() -> dict[str, str]:
+    """The environment of a test child (one thread, no .pyc files written in the student's folder); the request
+    itself travels as one ``CheckRequest``, never in the environment."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
-               PPO_CHECK_CALL_SECONDS=repr(call_seconds),
                # pytest's plugins installed beside it (anyio pulling in trio, xdist, typeguard...) cost ~1 CPU-s
                # at start-up and serve no public test: the child loads only what `pytest_args` names.
                PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
@@ -67,12 +68,12 @@ def child_env(call_seconds: float) -> dict[str, str]:
     return env
 
 
-def spawn_fresh(argv: list[str], env: dict[str, str], cwd: str, cpu_seconds: int, timeout: float) -> ChildExit:
-    """Run the runner (``argv``: its arguments) in a fresh interpreter."""
+def spawn_fresh(request: CheckRequest, env: dict[str, str], cwd: str, cpu_seconds: int, timeout: float) -> ChildExit:
+    """Run the runner on ``request`` in a fresh interpreter (the request as one ``--request JSON`` argument)."""
     kwargs: dict = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "cwd": cwd, "env": env}
     if os.name == "posix":
         kwargs["preexec_fn"] = lambda: _limit_cpu(cpu_seconds)
-    cmd = [sys.executable, "-m", "ppo_course.check_support.runner", *argv]
+    cmd = [sys.executable, "-m", "ppo_course.check_support.runner", "--request", request.model_dump_json()]
     try:
         proc = subprocess.run(cmd, timeout=timeout, **kwargs)
         return ChildExit(proc.returncode, proc.stdout or b"")
@@ -106,8 +107,9 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and os.name == "posix"
 
 
-def spawn_forked(argv: list[str], env: dict[str, str], cwd: str, cpu_seconds: int, timeout: float) -> ChildExit:
-    """Run the runner in a fork of this (warm) process; its output goes to a file in ``cwd``."""
+def spawn_forked(request: CheckRequest, env: dict[str, str], cwd: str, cpu_seconds: int, timeout: float) -> ChildExit:
+    """Run the runner on ``request`` (the object itself) in a fork of this (warm) process; its output goes to a file
+    in ``cwd``."""
     out_path = Path(cwd) / "child-output.txt"
     sys.stdout.flush()
     sys.stderr.flush()
@@ -124,7 +126,7 @@ def spawn_forked(argv: list[str], env: dict[str, str], cwd: str, cpu_seconds: in
                 _limit_cpu(cpu_seconds)
                 from ppo_course.check_support import runner
 
-                code = runner.main(argv)
+                code = runner.run(request)
             except BaseException:  # noqa: BLE001 - reported to the parent through the output file
                 import traceback
 
@@ -225,13 +227,13 @@ def run_public_tests(exercises_dir: Path, stems: list[str], cpu_seconds: int = 1
     with tempfile.TemporaryDirectory(prefix="ppo-check-") as tmp:
         out_json = Path(tmp) / "outcomes.json"
         progress = Path(tmp) / "outcomes.json.progress"
-        env = child_env(call_seconds)
+        env = child_env()
         for _ in range(MAX_RESTARTS + 1):
             for f in (out_json, progress):
                 f.unlink(missing_ok=True)
-            env["PPO_CHECK_DESELECT"] = "\n".join(deselect)
-            env["PPO_CHECK_HUNG"] = "\n".join(hung)
-            end = spawn([str(exercises_dir), str(out_json), *stems], env, tmp, cpu_seconds, timeout)
+            request = CheckRequest(exercises_dir=exercises_dir, out_json=out_json, stems=list(stems),
+                                   call_seconds=call_seconds, deselect=deselect, hung=hung)
+            end = spawn(request, env, tmp, cpu_seconds, timeout)
             data = _read_json(out_json)
             for o in data.get("outcomes", []):
                 run.add_outcome(TestOutcome.from_dict(o))

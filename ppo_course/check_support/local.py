@@ -26,19 +26,8 @@ from ppo_course.check_support.results import ModuleReport
 from ppo_course.grading_kit.mask_dtype import name_mask_dtype_failure
 from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error
 from ppo_course.grading_kit.states import import_failure_state
+from ppo_course.grading_kit.inputs import fresh_copy
 from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems
-
-
-
-def _copy(x: Any) -> Any:
-    """Deep copy of tensors inside lists/tuples/dicts; other values as they are."""
-    if isinstance(x, torch.Tensor):
-        return x.detach().clone()
-    if isinstance(x, (list, tuple)):
-        return type(x)(_copy(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _copy(v) for k, v in x.items()}
-    return x
 
 
 class LocalModule:
@@ -86,7 +75,7 @@ class LocalModule:
         """The call's arguments (copied) bound to the student's signature; a failure to bind a function
         whose signature differs from the stub's is reported as `WrongSignature`."""
         try:
-            bound = inspect.signature(fn).bind(*_copy(tuple(args)), **_copy(dict(kwargs or {})))
+            bound = inspect.signature(fn).bind(*fresh_copy(tuple(args)), **fresh_copy(dict(kwargs or {})))
             missing = [p for p in wrt if p not in bound.arguments]
             if missing:
                 raise TypeError(f"{name}() has no parameter {missing[0]!r}")
@@ -103,7 +92,7 @@ class LocalModule:
         fn = self._function(name)
 
         def plain(args, kwargs):
-            args, kwargs = _copy(args), _copy(kwargs)
+            args, kwargs = fresh_copy(args), fresh_copy(kwargs)
             with self._call(name):
                 return fn(*args, **kwargs)
 
@@ -126,7 +115,7 @@ class LocalModule:
     def new(self, class_name: str, *args, **kwargs):
         """An instance of the student's class `class_name` (arguments copied)."""
         cls = self._function(class_name)
-        args, kwargs = _copy(args), _copy(kwargs)
+        args, kwargs = fresh_copy(args), fresh_copy(kwargs)
         with self._call(class_name):
             return cls(*args, **kwargs)
 
@@ -171,10 +160,10 @@ class LocalModule:
         controller's value at the start (default: the config's init_kl_coef)."""
         from ppo_course.sandbox.harness import run_ppo_step
 
-        payload = {"model_config": model_config, "state_dict": _copy(dict(state_dict)), "queries": _copy(queries),
+        payload = {"model_config": model_config, "state_dict": fresh_copy(dict(state_dict)), "queries": fresh_copy(queries),
                    "ppo_config": ppo_config, "seed": int(seed)}
         if ref_state_dict is not None:
-            payload["ref_state_dict"] = _copy(dict(ref_state_dict))
+            payload["ref_state_dict"] = fresh_copy(dict(ref_state_dict))
         if observe is not None:  # "deep": the observer's deep mode (ppo_course.sandbox.observe)
             payload["observe"] = str(observe)
         if kl_coef is not None:

@@ -1,19 +1,20 @@
 """Child-process entry of `ppo-course check`: run the public tests on a folder of exercise modules.
 
-    python -m ppo_course.check_support.runner EXERCISES_DIR OUT_JSON [STEM ...]
+    python -m ppo_course.check_support.runner --request JSON
 
-Imports the student's modules in this process (their own code, on their own
-machine; the parent only reads OUT_JSON), runs `ppo_course/public_tests/`
-with pytest and writes a JSON list of outcomes (see `collect.Outcome`). The
-exit status is 0 whenever the tests ran, whatever they found.
+The request is one ``request.CheckRequest`` (the folder, OUT_JSON, the stems, the
+per-call CPU limit, the tests already run and the functions that hung). Imports
+the student's modules in this process (their own code, on their own machine; the
+parent only reads OUT_JSON), runs `ppo_course/public_tests/` with pytest and
+writes a JSON list of outcomes (see `collect.Outcome`). The exit status is 0
+whenever the tests ran, whatever they found.
 
 Each call into the student's code runs under `guard.CallGuard` (a CPU-time
 limit per call, output captured per test). OUT_JSON is rewritten after every
 test, and OUT_JSON + ".progress" names the test and function running now, so
 that the parent can tell which one hung if this process dies, and start a
-fresh one for the remaining tests (the tests already run in the environment
-variable `PPO_CHECK_DESELECT`, the functions that hung in `PPO_CHECK_HUNG`,
-one per line).
+fresh one for the remaining tests (with those already run in ``deselect`` and
+the functions that hung in ``hung``).
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import sys
 from pathlib import Path
 
 from ppo_course.atomic_files import atomic_write_text
+from ppo_course.check_support.request import CheckRequest
 from ppo_course.syllabus import EXERCISES
 
 PUBLIC_TESTS = Path(__file__).resolve().parent.parent / "public_tests"
@@ -87,24 +88,23 @@ class _Progress:
                                     "modules": modules, "printed_lines": self.guard.output.total_lines})
 
 
-def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
-    """Run the public tests of `stems` on `exercises_dir`; write the outcomes to `out_json`."""
+def run(request: CheckRequest) -> int:
+    """Run the public tests the ``request`` names; write the outcomes to ``request.out_json``. Returns 0."""
     import pytest
     import torch
 
     from ppo_course.grading_kit.collect import OutcomeCollector, pytest_args
     from ppo_course.check_support.guard import CallGuard
-    from ppo_course.check_support.guard import CALL_CPU_SECONDS
     from ppo_course.check_support.local import LocalProvider
 
     torch.set_num_threads(1)
-    guard = CallGuard(float(os.environ.get("PPO_CHECK_CALL_SECONDS", CALL_CPU_SECONDS)))
-    guard.timed_out.update(filter(None, os.environ.get("PPO_CHECK_HUNG", "").splitlines()))
-    provider = LocalProvider(exercises_dir, guard=guard)
+    guard = CallGuard(request.call_seconds)
+    guard.timed_out.update(request.hung)
+    provider = LocalProvider(str(request.exercises_dir), guard=guard)
     collector = OutcomeCollector(provider.classify_and_record)
-    progress = _Progress(guard, collector, Path(out_json), provider)
-    files = public_test_files(stems or EXERCISES)
-    args = pytest_args(files, PUBLIC_TESTS, filter(None, os.environ.get("PPO_CHECK_DESELECT", "").splitlines()))
+    progress = _Progress(guard, collector, request.out_json, provider)
+    files = public_test_files(request.stems or EXERCISES)
+    args = pytest_args(files, PUBLIC_TESTS, request.deselect)
     log = io.StringIO()
     # pytest's own report is noise to a student: the parent prints the collected outcomes.
     with contextlib.redirect_stdout(log):
@@ -114,12 +114,20 @@ def run(exercises_dir: str, out_json: str, stems: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry (see the module docstring)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
+    """Command-line entry (see the module docstring): ``--request JSON``; 2 on a missing or invalid request."""
+    import argparse
+
+    import pydantic
+
+    parser = argparse.ArgumentParser(prog="python -m ppo_course.check_support.runner")
+    parser.add_argument("--request", required=True, help="the CheckRequest as JSON")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        request = CheckRequest.model_validate_json(args.request)
+    except pydantic.ValidationError as exc:
+        print(f"invalid check request: {exc}", file=sys.stderr)
         return 2
-    return run(argv[0], argv[1], argv[2:])
+    return run(request)
 
 
 if __name__ == "__main__":

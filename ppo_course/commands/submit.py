@@ -72,10 +72,10 @@ def check_zip(path: Path) -> list[str]:
     Raises:
         submission_rules.Rejected: when the grader would reject it (the reason is the grader's).
     """
-    from ppo_course import submission_rules as rules
+    from ppo_course import submission_layout as layout
 
-    with rules.staged(path) as staged:
-        rules.locate_modules(staged.root)
+    with layout.staged(path) as staged:
+        layout.locate_modules(staged.root)
         return list(staged.notes)
 
 

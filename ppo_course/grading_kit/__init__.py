@@ -8,7 +8,7 @@ input, no expected value), so it imports only torch, pytest, hypothesis and
 alike:
 
 - `provider`: how a test reaches the student's module (the provider protocol);
-- `inputs`: input makers (prefix masks, junk in padding, hypothesis strategies);
+- `inputs`: input makers (prefix masks, junk in padding, hypothesis strategies) and `fresh_copy` of call arguments;
 - `compare`: numeric comparisons no NaN or inf passes;
 - `feedback`: comparisons that fail with a diagnosis (`expect_close`, `Mismatch`);
 - `diagnoses`: the diagnosis ids and their plain-words messages;

@@ -91,7 +91,7 @@ def install(spec: str = STAND_IN, monkeypatch=None) -> None:
         os.environ[workers.OWN_FORKSERVER_ENV] = "1"
 
 
-def grade_submission(path, *, exercises=None, profile="full", submission_limits=None) -> GradeResult:
+def grade_submission(path, *, exercises=None, profile="full", submission_limits=None, staged=False) -> GradeResult:
     """Grade ``path`` with the stand-in rules of the module docstring."""
     path = Path(path)
     root = _root(path)

@@ -11,7 +11,7 @@ from stand_in_grader import grade_submission as grade_v1
 from grader.records.results import ExerciseResult
 
 
-def grade_submission(path, *, exercises=None, profile="full", submission_limits=None):
+def grade_submission(path, *, exercises=None, profile="full", submission_limits=None, staged=False):
     """Version 1's result with ``test_value`` at half its points (score and max), exercises summed again."""
     result = grade_v1(path, exercises=exercises, profile=profile)
     tests = [t.model_copy(update={"score": t.score / 2, "max_score": t.max_score / 2}) if t.test == "test_value"

@@ -69,3 +69,67 @@ def test_a_fresh_worker_gets_the_request_as_its_one_argument(monkeypatch, tmp_pa
     sent = GradeRequest.model_validate_json(cmd[cmd.index("--request") + 1])
     assert sent == _request(submission=Path("rel/ada").resolve()).started(500.0)
     assert "--submission" not in cmd and "--limits" not in cmd and "--profile" not in cmd
+
+
+def test_the_parent_stages_once_into_a_private_folder_and_the_worker_grades_that_copy(tmp_path, monkeypatch):
+    """grade_entry stages into OUT/.batch/staging/<id>, made 0700 (staging/ too) just before dispatch; the request
+    says ``staged`` and names that very folder; the worker hands it to the grader with ``staged=True`` (no copy)."""
+    import os
+    import stat
+
+    from grader.intake.submission import Entry
+    from grader.records.outcome import grade_entry, zero_result
+
+    src = tmp_path / "subs" / "ada"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "ex1_ratio.py").write_text("x = 1\n")
+    (src / ".DS_Store").write_text("junk")
+    staging = tmp_path / "out" / ".batch" / "staging" / "ada"
+    (tmp_path / "out" / ".batch").mkdir(parents=True)
+    seen: dict = {}
+
+    def runner(request, scratch, *, workers=None):
+        folder = Path(request.submission)
+        seen["request"] = request
+        seen["modes"] = [stat.S_IMODE(os.stat(p).st_mode) for p in (folder, folder.parent)]
+        seen["files"] = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        graded: dict = {}
+        monkeypatch.setattr(workers_mod, "grading_function",
+                            lambda: lambda path, **kw: graded.update(path=Path(path), **kw) or
+                            zero_result("fast", ["ex1_ratio"], "stand-in"))
+        workers_mod.grade_request(request, scratch_dir)
+        seen["graded"] = graded
+        return workers_mod.read_result(scratch_dir, 0.1)
+
+    workers_mod = workers
+    scratch_dir = tmp_path / "scratch"
+    scratch_dir.mkdir()
+    limits = SubmissionLimits(timeout_s=60.0)
+    outcome = grade_entry(Entry("ada", [src], "dir"), staging, tmp_path / "work" / "ada", limits=limits,
+                          profile="fast", exercises=["ex1_ratio"], runner=runner)
+    assert outcome.student_id == "ada" and outcome.notes == []
+    request = seen["request"]
+    assert request.staged is True and Path(request.submission) == staging
+    assert seen["modes"] == [0o700, 0o700]
+    assert seen["files"] == ["pkg/ex1_ratio.py"]  # the staged copy: junk left out, nothing else in it
+    assert seen["graded"]["path"] == staging and seen["graded"]["staged"] is True
+    assert not staging.exists()  # removed after the grading
+
+
+def test_already_staged_gives_the_notes_restaging_would(tmp_path):
+    """Grading the parent's copy where it is tells the student what restaging it told: the NUL-byte notes (and the
+    count of .py files), the same strings, and nothing of the original's skipped files (the parent told those)."""
+    from grader.intake.submission import already_staged, entry_for, stage_submission
+
+    src = tmp_path / "src"
+    (src / ".venv").mkdir(parents=True)
+    (src / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    (src / "ex1_ratio.py").write_bytes(b"x = 1\x00\n")
+    (src / "ex2_clipped_loss.py").write_text("y = 2\n")
+    first = stage_submission(entry_for(src), tmp_path / "once", SubmissionLimits())
+    assert any(".venv" in n for n in first.notes)  # the parent's note on the skipped tool folder
+    again = stage_submission(entry_for(tmp_path / "once"), tmp_path / "twice", SubmissionLimits())
+    here = already_staged(tmp_path / "once")
+    assert here.notes == again.notes == [n for n in first.notes if "NUL byte" in n]
+    assert len(here.notes) == 1 and here.notes[0].startswith("ex1_ratio.py contains a NUL byte")
+    assert here.n_python_files == again.n_python_files == 2 and here.root == tmp_path / "once"

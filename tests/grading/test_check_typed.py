@@ -95,3 +95,55 @@ def test_expected_shows_padding_as_unspecified():
     with pytest.raises(Mismatch) as caught:
         expect_close(got, want, rtol=0, atol=1e-6, mask=torch.ones(2, 3), what="f")
     assert "·" not in caught.value.detail
+
+
+def test_checks_child_gets_one_typed_request_and_no_environment_protocol(tmp_path, monkeypatch):
+    """``check``'s child is asked by one ``CheckRequest`` (one ``--request JSON`` argument for a fresh child), never
+    by PPO_CHECK_* variables; the request refuses unknown fields and a non-positive per-call limit."""
+    import json as _json
+    import subprocess
+
+    import pydantic
+
+    from ppo_course.check_support import launch
+    from ppo_course.check_support.request import CheckRequest
+
+    seen = {}
+
+    def fake_run(cmd, **kw):
+        seen["cmd"], seen["env"] = cmd, kw["env"]
+        sent = CheckRequest.model_validate_json(cmd[cmd.index("--request") + 1])
+        sent.out_json.write_text(_json.dumps({"pytest_exit": 0, "done": [], "outcomes": [], "modules": {}}))
+        seen["request"] = sent
+        return subprocess.CompletedProcess(cmd, 0, b"")
+
+    monkeypatch.setattr(launch.subprocess, "run", fake_run)
+    run = launch.run_public_tests(tmp_path, ["ex1_ratio"], cpu_seconds=30, call_seconds=2.5)
+    assert not run.error
+    cmd, request = seen["cmd"], seen["request"]
+    assert cmd[-2:] == ["--request", request.model_dump_json()] and cmd.count("--request") == 1
+    assert request.exercises_dir == tmp_path and request.stems == ["ex1_ratio"] and request.call_seconds == 2.5
+    assert request.deselect == [] and request.hung == []
+    assert not [k for k in seen["env"] if k.startswith("PPO_CHECK_")]
+    assert CheckRequest.model_validate_json(request.model_dump_json()) == request
+    with pytest.raises(pydantic.ValidationError):
+        CheckRequest(exercises_dir=tmp_path, out_json=tmp_path / "o.json", call_seconds=0)
+    with pytest.raises(pydantic.ValidationError):
+        CheckRequest.model_validate_json('{"exercises_dir": "/x", "out_json": "/o", "call_seconds": 1, "argv": []}')
+
+
+def test_check_reads_typed_states_with_no_regex_over_output():
+    """No module of ``check``'s path parses text with ``re`` (issue 22 item 1): states come typed from the child."""
+    import ast
+    from pathlib import Path
+
+    import ppo_course
+
+    root = Path(ppo_course.__file__).resolve().parent
+    files = sorted((root / "check_support").glob("*.py")) + [root / "commands" / "check.py",
+                                                             root / "grading_kit" / "states.py"]
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not imported & {"re", "regex"}, path.name

@@ -195,11 +195,13 @@ def test_the_rules_are_the_students_and_the_graders_alike():
     import ast
 
     from grader.intake import submission as intake
-    from ppo_course import submission_rules
+    from ppo_course import submission_layout, submission_rules
 
-    for name in ("stage_submission", "locate_modules", "staged", "SubmissionLimits", "Rejected", "entry_for"):
+    for name in ("stage_submission", "already_staged", "SubmissionLimits", "Rejected"):
         assert getattr(intake, name) is getattr(submission_rules, name), name
-    for module in ("ppo_course/submission_rules.py", "ppo_course/commands/submit.py",
+    for name in ("locate_modules", "staged", "entry_for"):
+        assert getattr(intake, name) is getattr(submission_layout, name), name
+    for module in ("ppo_course/submission_rules.py", "ppo_course/submission_layout.py", "ppo_course/commands/submit.py",
                    "ppo_course/check_support/imports.py"):
         tree = ast.parse((REPO / module).read_text(encoding="utf-8"))
         imported = {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}

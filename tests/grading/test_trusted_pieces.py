@@ -104,3 +104,25 @@ def test_reimplemented_ppo_step_equals_the_reference():
 
     buggy = run_reference_step(payload, whiten_advantages=False)
     assert max_param_diff(buggy["state_dict"], theirs["state_dict"]) > 10 * PARAM_ATOL
+
+
+def test_fresh_copy_is_the_one_copy_of_call_arguments():
+    """``fresh_copy``: every tensor in nested lists/tuples/dicts cloned and detached, containers keep their type,
+    other values are the same objects; the hidden graders and ``check`` both use this one function."""
+    import grader.hidden.calls as calls
+    import ppo_course.check_support.local as local
+    from ppo_course.grading_kit.inputs import fresh_copy
+
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    marker = object()
+    args = ([leaf, (torch.tensor([3]), marker)], {"k": torch.zeros(2)})
+    got = fresh_copy(args)
+    assert type(got) is tuple and type(got[0]) is list and type(got[0][1]) is tuple and type(got[1]) is dict
+    assert got[0][1][1] is marker
+    assert not got[0][0].requires_grad and got[0][0].data_ptr() != leaf.data_ptr()
+    got[0][0].add_(10.0)
+    got[1]["k"].fill_(7.0)
+    assert leaf.tolist() == [1.0, 2.0] and args[1]["k"].tolist() == [0.0, 0.0]  # the originals are untouched
+    assert got[0][0].tolist() == [11.0, 12.0] and got[0][1][0].tolist() == [3]
+    assert calls.fresh_copy is fresh_copy and local.fresh_copy is fresh_copy
+    assert not hasattr(calls, "_copy") and not hasattr(local, "_copy")

@@ -44,7 +44,7 @@ def submission_key(folder: Path) -> str:
     return h.hexdigest()
 
 
-def replay_grade(submission, *, exercises=None, profile="full", submission_limits=None):
+def replay_grade(submission, *, exercises=None, profile="full", submission_limits=None, staged=False):
     """``grade_submission``'s signature: the recorded result of an identical submission, else a real grading.
 
     Used by the batch workers (``stand_in_grader.install``); the recorded results live
@@ -58,7 +58,7 @@ def replay_grade(submission, *, exercises=None, profile="full", submission_limit
         return result.model_copy(update={"submission": Path(submission).name})
     from grader.grade import grade_submission
 
-    return grade_submission(submission, exercises=exercises, profile=profile)
+    return grade_submission(submission, exercises=exercises, profile=profile, staged=staged)
 
 
 def record_grade(folder: Path, replay_dir: Path, *, exercises, profile: str, limits=None) -> None:

@@ -20,7 +20,7 @@ from stand_in_grader import _root  # noqa: E402
 from stand_in_grader import grade_submission as grade_v1  # noqa: E402
 
 
-def grade_submission(path, *, exercises=None, profile="full", submission_limits=None):
+def grade_submission(path, *, exercises=None, profile="full", submission_limits=None, staged=False):
     """Version 1's result with ``test_value`` re-judged by the fixed rule (module docstring)."""
     result = grade_v1(path, exercises=exercises, profile=profile)
     root = _root(Path(path))
