@@ -32,7 +32,7 @@ from grader.sandbox.errors import (SandboxError, StudentCrash, StudentError, Stu
 from grader.sandbox.forkserver_client import ForkServerClient
 from grader.sandbox.limits import Limits
 from grader.sandbox.shared_args import SharedArgs
-from ppo_course.sandbox import codec
+from ppo_course.sandbox import codec, frames
 
 
 #: The submission's absolute wall-clock deadline (``time.monotonic()``) and its length in seconds, or
@@ -171,7 +171,7 @@ class ChildProcess:
         self.on_callback = on_callback
         self.module_name = str(config.get("module", ""))
         self.output = OutputCapture(limits.max_output_bytes, limits.max_output_kill_bytes)
-        self.reader = codec.FrameReader(limits.max_message_bytes)
+        self.reader = frames.FrameReader(limits.max_message_bytes)
         self.alive = False
         self.end_status = ""
         self.info: dict = {}
@@ -384,7 +384,7 @@ class ChildProcess:
                 header["shm"] = shared.spec
                 buffers_out = []
                 self._send_fds = [shared.fd]
-        out = bytearray(b"".join(codec.pack_frame(header, buffers_out)))
+        out = bytearray(b"".join(frames.pack_frame(header, buffers_out)))
         self.output.call_total = 0  # each call may print up to the limit: no test pays for another's prints
         timeout = self.limits.call_timeout_s if timeout_s is None else timeout_s
         deadline, capped = _capped(time.monotonic() + timeout)
@@ -469,7 +469,7 @@ class ChildProcess:
         except codec.ProtocolError as exc:
             raise _Died(f"the submission's process sent a malformed callback ({exc})") from None
         header, out_buffers = self.on_callback.handle(cb_id, str(reply.get("op")), fields, gens)
-        return b"".join(codec.pack_frame(header, out_buffers))
+        return b"".join(frames.pack_frame(header, out_buffers))
 
 
 def _parent_handle(value: Any) -> dict:
