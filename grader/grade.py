@@ -169,7 +169,7 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
     started = time.perf_counter()
     path = Path(path)
     from grader.intake.submission import SubmissionLimits
-    from grader.sandbox.process import submission_deadline, submission_ran_out
+    from grader.sandbox.submission_time import submission_deadline, submission_ran_out
 
     submission_limits = submission_limits or SubmissionLimits()
     try:
