@@ -60,44 +60,6 @@ def save(fig: Figure, path: str | Path, dpi: int = 130) -> Path:
 # ----------------------------------------------------------------------------- 1. clip explorer
 
 
-def _clip_panel(ax, adv: float, r: np.ndarray, lo: float, hi: float, r_max: float) -> None:
-    """One panel of ``clip_explorer``: r·Â, its clipped twin and their min over ``r``, the zero-gradient band
-    named, for one advantage ``adv`` and the clip band [lo, hi] = [1−ε, 1+ε]."""
-    unclipped = r * adv
-    clipped = np.clip(r, lo, hi) * adv
-    objective = np.minimum(unclipped, clipped)
-    start, stop = (hi, r_max) if adv > 0 else (0.0, lo)
-    ax.axvspan(start, stop, color=ZERO_GRAD, alpha=0.55, lw=0, label="gradient = 0 (eq. 5.9)")
-    ax.plot(r, unclipped, color=BLUE, ls="--", lw=1.6, label="r·Â")
-    ax.plot(r, clipped, color=ORANGE, ls=":", lw=2.2, label="clip(r, 1−ε, 1+ε)·Â")
-    ax.plot(r, objective, color=INK, lw=3.0, alpha=0.85, label="L^CLIP = min(…)  (eq. 5.1)")
-    for x in (lo, hi):
-        ax.axvline(x, color=GREY, lw=0.8, ls="-.")
-    ax.axvline(1.0, color=GREY, lw=0.6)
-    ax.axhline(0.0, color=GREY, lw=0.6)
-    ymin, ymax = min(unclipped.min(), clipped.min()), max(unclipped.max(), clipped.max())
-    pad = 0.08 * (ymax - ymin)
-    # Extra room below (Â > 0) or above (Â < 0) the curves for the "gradient flows" label.
-    ax.set_ylim(ymin - (3.2 * pad if adv > 0 else pad), ymax + (pad if adv > 0 else 3.2 * pad))
-    ax.set_xlim(0, r_max)
-    # Labels in axes coordinates, in the empty corner of each region (clear of the curves).
-    zero_mid = 0.5 * (start + stop) / r_max
-    ax.text(zero_mid, 0.95 if adv > 0 else 0.05, "∇ = 0\n" + ("already increased enough" if adv > 0
-            else "already decreased enough"), transform=ax.transAxes, ha="center",
-            va="top" if adv > 0 else "bottom", fontsize=9, color=RED)
-    flow_mid = (0.5 * lo if adv > 0 else 0.5 * (hi + r_max)) / r_max
-    ax.text(flow_mid + (0.08 if adv > 0 else 0.0), 0.03 if adv > 0 else 0.97,
-            "∇ = Â·∇r flows\n" + ("(keep pushing r up)" if adv > 0 else "(keep pushing r down)"),
-            transform=ax.transAxes, ha="center", va="bottom" if adv > 0 else "top", fontsize=9, color=BLUE)
-    ax.set_xticks(sorted({0.0, lo, 1.0, hi, r_max}))
-    ax.set_xticklabels([f"{t:g}" if t not in (lo, hi) else (f"1−ε\n={t:g}" if t == lo else f"1+ε\n={t:g}")
-                        for t in sorted({0.0, lo, 1.0, hi, r_max})])
-    ax.set_xlabel("probability ratio r = π_θ / π_θold")
-    ax.set_ylabel("per-token objective")
-    ax.set_title(f"Â = {adv:+g} ({'good' if adv > 0 else 'bad'} action)", fontsize=11)
-    ax.grid(alpha=0.25)
-
-
 def clip_explorer(clip_eps: float = 0.2, advantages: Sequence[float] = (1.0, -1.0), r_max: float = 2.0) -> Figure:
     """Book eq. 5.1 per token, L = min(r·Â, clip(r, 1−ε, 1+ε)·Â), against the ratio r (one panel per Â).
 
@@ -127,7 +89,39 @@ def clip_explorer(clip_eps: float = 0.2, advantages: Sequence[float] = (1.0, -1.
     fig = Figure(figsize=(5.2 * len(advantages), 4.4), layout="constrained")
     axes = fig.subplots(1, len(advantages), squeeze=False)[0]
     for ax, adv in zip(axes, advantages):
-        _clip_panel(ax, adv, r, lo, hi, r_max)
+        unclipped = r * adv
+        clipped = np.clip(r, lo, hi) * adv
+        objective = np.minimum(unclipped, clipped)
+        start, stop = (hi, r_max) if adv > 0 else (0.0, lo)
+        ax.axvspan(start, stop, color=ZERO_GRAD, alpha=0.55, lw=0, label="gradient = 0 (eq. 5.9)")
+        ax.plot(r, unclipped, color=BLUE, ls="--", lw=1.6, label="r·Â")
+        ax.plot(r, clipped, color=ORANGE, ls=":", lw=2.2, label="clip(r, 1−ε, 1+ε)·Â")
+        ax.plot(r, objective, color=INK, lw=3.0, alpha=0.85, label="L^CLIP = min(…)  (eq. 5.1)")
+        for x in (lo, hi):
+            ax.axvline(x, color=GREY, lw=0.8, ls="-.")
+        ax.axvline(1.0, color=GREY, lw=0.6)
+        ax.axhline(0.0, color=GREY, lw=0.6)
+        ymin, ymax = min(unclipped.min(), clipped.min()), max(unclipped.max(), clipped.max())
+        pad = 0.08 * (ymax - ymin)
+        # Extra room below (Â > 0) or above (Â < 0) the curves for the "gradient flows" label.
+        ax.set_ylim(ymin - (3.2 * pad if adv > 0 else pad), ymax + (pad if adv > 0 else 3.2 * pad))
+        ax.set_xlim(0, r_max)
+        # Labels in axes coordinates, in the empty corner of each region (clear of the curves).
+        zero_mid = 0.5 * (start + stop) / r_max
+        ax.text(zero_mid, 0.95 if adv > 0 else 0.05, "∇ = 0\n" + ("already increased enough" if adv > 0
+                else "already decreased enough"), transform=ax.transAxes, ha="center",
+                va="top" if adv > 0 else "bottom", fontsize=9, color=RED)
+        flow_mid = (0.5 * lo if adv > 0 else 0.5 * (hi + r_max)) / r_max
+        ax.text(flow_mid + (0.08 if adv > 0 else 0.0), 0.03 if adv > 0 else 0.97,
+                "∇ = Â·∇r flows\n" + ("(keep pushing r up)" if adv > 0 else "(keep pushing r down)"),
+                transform=ax.transAxes, ha="center", va="bottom" if adv > 0 else "top", fontsize=9, color=BLUE)
+        ax.set_xticks(sorted({0.0, lo, 1.0, hi, r_max}))
+        ax.set_xticklabels([f"{t:g}" if t not in (lo, hi) else (f"1−ε\n={t:g}" if t == lo else f"1+ε\n={t:g}")
+                            for t in sorted({0.0, lo, 1.0, hi, r_max})])
+        ax.set_xlabel("probability ratio r = π_θ / π_θold")
+        ax.set_ylabel("per-token objective")
+        ax.set_title(f"Â = {adv:+g} ({'good' if adv > 0 else 'bad'} action)", fontsize=11)
+        ax.grid(alpha=0.25)
     axes[0].legend(loc="upper left", fontsize=8.5, framealpha=0.95)
     fig.suptitle(f"Clip explorer: the pessimistic min of eq. 5.1 with ε = {clip_eps:g} (Book §5.2)", fontsize=12)
     return fig
@@ -170,54 +164,6 @@ class LifecycleData(BaseModel):
     minibatches: list[MinibatchRatioStats] = Field(min_length=1)
 
 
-def _draw_ratio_bands(ax, ax_clip, x: np.ndarray, cycles: np.ndarray, get) -> None:
-    """Per cycle: the ratio's min-max and p10-p90 bands and median over its mini-batches, and their clipfrac bars."""
-    for c in np.unique(cycles):
-        sel = cycles == c
-        xs = x[sel]
-        ax.fill_between(xs, get("ratio_min")[sel], get("ratio_max")[sel], color=BLUE, alpha=0.15, lw=0,
-                        label="min – max" if c == cycles[0] else None, step="mid")
-        ax.fill_between(xs, get("ratio_p10")[sel], get("ratio_p90")[sel], color=BLUE, alpha=0.35, lw=0,
-                        label="10th – 90th percentile" if c == cycles[0] else None, step="mid")
-        ax.plot(xs, get("ratio_median")[sel], color=BLUE, lw=1.8, drawstyle="steps-mid",
-                label="median" if c == cycles[0] else None)
-        ax_clip.bar(xs, get("clipfrac")[sel], color=ORANGE, width=0.8)
-
-
-def _mark_cycles(ax, ax_clip, cycles: np.ndarray, epochs: np.ndarray, data: LifecycleData) -> None:
-    """Lines at the epoch boundaries (dotted) and purges (red, annotated), and each cycle's caption."""
-    # Epoch and cycle boundaries.
-    for i in range(1, len(cycles)):
-        if cycles[i] != cycles[i - 1]:
-            for a in (ax, ax_clip):
-                a.axvline(i - 0.5, color=RED, lw=2.0)
-            ax.annotate("purge → fresh rollout:\nr = 1.0 again", xy=(i - 0.5, 1 - data.clip_eps), xytext=(5, -4),
-                        textcoords="offset points", color=RED, fontsize=8.5, va="top")
-        elif epochs[i] != epochs[i - 1]:
-            for a in (ax, ax_clip):
-                a.axvline(i - 0.5, color=GREY, lw=0.8, ls=":")
-    for c in np.unique(cycles):
-        sel = np.flatnonzero(cycles == c)
-        ax.text(sel.mean(), 0.97, f"cycle {int(c) + 1}: collect → {data.ppo_epochs} epochs → purge",
-                transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9, color=INK)
-
-
-def _scale_ratio_axis(ax, get, clip_eps: float) -> None:
-    """Limits of the ratio axis and its legend (naming an off-scale largest ratio)."""
-    # Scale to the 10th-90th percentiles and the clip band: a few tokens' extreme ratios (the min-max
-    # band) would otherwise flatten everything; the largest one is named instead.
-    spread = max(abs(get("ratio_p90").max() - 1), abs(1 - get("ratio_p10").min()), clip_eps)
-    top, bottom = 1 + 1.9 * spread, max(0.0, 1 - 1.6 * spread)
-    ax.set_ylim(bottom, top)
-    largest = float(get("ratio_max").max())
-    if largest > top:  # name the off-scale extreme in the legend rather than over the data
-        handles, labels = ax.get_legend_handles_labels()
-        ax.legend(handles, [f"min – max (largest r = {largest:.3g}, off scale)" if lab == "min – max" else lab
-                            for lab in labels], loc="lower left", fontsize=8.5, ncol=4, framealpha=0.95)
-    else:
-        ax.legend(loc="lower left", fontsize=8.5, ncol=4, framealpha=0.95)
-
-
 def buffer_lifecycle(data: LifecycleData | dict) -> Figure:
     """The ratio's spread across collect → train → purge cycles (Book §5.5, table 5.1 of §5.7).
 
@@ -249,9 +195,43 @@ def buffer_lifecycle(data: LifecycleData | dict) -> Figure:
         ax.axhline(y, color=GREEN, lw=0.9, ls="--")
     ax.axhline(1.0, color=GREY, lw=0.8)
     cycles = get("cycle")
-    _draw_ratio_bands(ax, ax_clip, x, cycles, get)
-    _mark_cycles(ax, ax_clip, cycles, get("epoch"), data)
-    _scale_ratio_axis(ax, get, data.clip_eps)
+    for c in np.unique(cycles):
+        sel = cycles == c
+        xs = x[sel]
+        ax.fill_between(xs, get("ratio_min")[sel], get("ratio_max")[sel], color=BLUE, alpha=0.15, lw=0,
+                        label="min – max" if c == cycles[0] else None, step="mid")
+        ax.fill_between(xs, get("ratio_p10")[sel], get("ratio_p90")[sel], color=BLUE, alpha=0.35, lw=0,
+                        label="10th – 90th percentile" if c == cycles[0] else None, step="mid")
+        ax.plot(xs, get("ratio_median")[sel], color=BLUE, lw=1.8, drawstyle="steps-mid",
+                label="median" if c == cycles[0] else None)
+        ax_clip.bar(xs, get("clipfrac")[sel], color=ORANGE, width=0.8)
+    # Epoch and cycle boundaries.
+    epochs = get("epoch")
+    for i in range(1, len(mbs)):
+        if cycles[i] != cycles[i - 1]:
+            for a in (ax, ax_clip):
+                a.axvline(i - 0.5, color=RED, lw=2.0)
+            ax.annotate("purge → fresh rollout:\nr = 1.0 again", xy=(i - 0.5, 1 - data.clip_eps), xytext=(5, -4),
+                        textcoords="offset points", color=RED, fontsize=8.5, va="top")
+        elif epochs[i] != epochs[i - 1]:
+            for a in (ax, ax_clip):
+                a.axvline(i - 0.5, color=GREY, lw=0.8, ls=":")
+    for c in np.unique(cycles):
+        sel = np.flatnonzero(cycles == c)
+        ax.text(sel.mean(), 0.97, f"cycle {int(c) + 1}: collect → {data.ppo_epochs} epochs → purge",
+                transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9, color=INK)
+    # Scale to the 10th-90th percentiles and the clip band: a few tokens' extreme ratios (the min-max
+    # band) would otherwise flatten everything; the largest one is named instead.
+    spread = max(abs(get("ratio_p90").max() - 1), abs(1 - get("ratio_p10").min()), data.clip_eps)
+    top, bottom = 1 + 1.9 * spread, max(0.0, 1 - 1.6 * spread)
+    ax.set_ylim(bottom, top)
+    largest = float(get("ratio_max").max())
+    if largest > top:  # name the off-scale extreme in the legend rather than over the data
+        handles, labels = ax.get_legend_handles_labels()
+        ax.legend(handles, [f"min – max (largest r = {largest:.3g}, off scale)" if lab == "min – max" else lab
+                            for lab in labels], loc="lower left", fontsize=8.5, ncol=4, framealpha=0.95)
+    else:
+        ax.legend(loc="lower left", fontsize=8.5, ncol=4, framealpha=0.95)
     ax.set_ylabel("ratio r = π_θ / π_θold\n(per token, real tokens)")
     ax.grid(alpha=0.2, axis="y")
     ax_clip.set_ylabel("clipfrac")
