@@ -40,7 +40,6 @@ FUNCTION_ALLOWANCE: dict[str, int] = {
     "quiz_bank/instructor/server/interactives.py:buffer_lifecycle": 73,
     "quiz_bank/instructor/server/cli.py:serve": 62,
     "quiz_bank/instructor/server/stats.py:class_stats": 61,
-    "ppo_course/model.py:CausalLMWithValueHead.generate": 81,
     "ppo_course/sandbox/harness.py:_make_grad_runner": 71,
     "ppo_course/plots.py:buffer_lifecycle": 79,
     "ppo_course/plots.py:clip_explorer": 65,
