@@ -135,6 +135,26 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))  # (B, L, C)
 
 
+def _check_generate_args(queries: torch.Tensor, max_new_tokens: int, temperature: float, top_p: float,
+                         max_seq_len: int) -> None:
+    """Raise ``ValueError`` for the arguments ``CausalLMWithValueHead.generate`` refuses (see its docstring)."""
+    if queries.dim() != 2 or queries.shape[1] < 1:
+        raise ValueError(f"generate: queries must be [B, P] with P ≥ 1, got {tuple(queries.shape)}")
+    if max_new_tokens < 1:
+        raise ValueError(f"generate: max_new_tokens must be ≥ 1, got {max_new_tokens}")
+    if temperature <= 0 or not 0 < top_p <= 1:
+        raise ValueError(f"generate: need temperature > 0 and 0 < top_p ≤ 1, got {temperature}, {top_p}")
+    if queries.shape[1] + max_new_tokens - 1 > max_seq_len:
+        raise ValueError(f"generate: prompt {queries.shape[1]} + {max_new_tokens} new tokens exceeds max_seq_len={max_seq_len}")
+
+
+def _through_first_eos(responses: torch.Tensor, eos: int) -> torch.Tensor:
+    """[B, T] bool: 1 up to and including each row's first ``eos`` in ``responses`` [B, T] long (all 1 without one)."""
+    # Count the EOS tokens strictly before each position.
+    eos_before = (responses == eos).long().cumsum(dim=1) - (responses == eos).long()  # (B, T)
+    return eos_before == 0  # (B, T)
+
+
 def _nucleus_sample(probs: torch.Tensor, top_p: float, generator: torch.Generator | None) -> torch.Tensor:
     """One token per row from the top-p nucleus of ``probs`` by inverse CDF (Holtzman et al. 2020; Book §5.5).
 
@@ -327,19 +347,11 @@ class CausalLMWithValueHead(nn.Module):
             ValueError: bad queries, max_new_tokens < 1, temperature ≤ 0,
             top_p outside (0, 1], or P + T − 1 > max_seq_len.
         """
-        if queries.dim() != 2 or queries.shape[1] < 1:
-            raise ValueError(f"generate: queries must be [B, P] with P ≥ 1, got {tuple(queries.shape)}")
-        if max_new_tokens < 1:
-            raise ValueError(f"generate: max_new_tokens must be ≥ 1, got {max_new_tokens}")
-        if temperature <= 0 or not 0 < top_p <= 1:
-            raise ValueError(f"generate: need temperature > 0 and 0 < top_p ≤ 1, got {temperature}, {top_p}")
-        if queries.shape[1] + max_new_tokens - 1 > self.config.max_seq_len:
-            raise ValueError(f"generate: prompt {queries.shape[1]} + {max_new_tokens} new tokens exceeds max_seq_len={self.config.max_seq_len}")
+        _check_generate_args(queries, max_new_tokens, temperature, top_p, self.config.max_seq_len)
         B, device = queries.shape[0], queries.device
         pad, eos = self.config.pad_token_id, self.config.eos_token_id
-        seq = queries
+        seq, out = queries, []  # the growing [B, L] sequence; one [B] token per step
         finished = torch.zeros(B, dtype=torch.bool, device=device)  # (B,)
-        out = []
         for _ in range(max_new_tokens):
             logits, _ = self.forward(seq)  # (B, L, V)
             probs = torch.softmax(logits[:, -1] / temperature, dim=-1)  # (B, V)
@@ -349,9 +361,7 @@ class CausalLMWithValueHead(nn.Module):
             finished = finished | (token == eos)
             seq = torch.cat([seq, token[:, None]], dim=1)  # (B, L+1)
         responses = torch.stack(out, dim=1)  # (B, T)
-        # The mask is 1 up to and including the first EOS: count earlier EOS tokens.
-        eos_before = (responses == eos).long().cumsum(dim=1) - (responses == eos).long()  # (B, T)
-        mask = eos_before == 0  # (B, T)
+        mask = _through_first_eos(responses, eos)  # (B, T)
         logits, values = self.forward_response(queries, responses, temperature)  # (B, T, V), (B, T)
         logprobs = torch.log_softmax(logits, dim=-1).gather(-1, responses[..., None]).squeeze(-1)  # (B, T)
         return Generation(responses, mask, logprobs, values)
