@@ -43,7 +43,6 @@ FUNCTION_ALLOWANCE: dict[str, int] = {
     "ppo_course/sandbox/harness.py:_make_grad_runner": 71,
     "ppo_course/plots.py:buffer_lifecycle": 79,
     "ppo_course/plots.py:clip_explorer": 65,
-    "grader/intake/class_list.py:discover": 68,
     "grader/platforms/nbgrader_course/autograde.py:IsolatedGrade.preprocess": 64,
     "quiz_bank/parsing.py:parse_number": 63,
     "grader/reports/report.py:report_markdown": 61,
