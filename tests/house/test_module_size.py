@@ -44,7 +44,6 @@ FUNCTION_ALLOWANCE: dict[str, int] = {
     "ppo_course/plots.py:buffer_lifecycle": 79,
     "ppo_course/plots.py:clip_explorer": 65,
     "grader/platforms/nbgrader_course/autograde.py:IsolatedGrade.preprocess": 64,
-    "quiz_bank/parsing.py:parse_number": 63,
     "grader/reports/report.py:report_markdown": 61,
     "grader/sandbox/process.py:ChildProcess._pump": 61,
 }
