@@ -135,6 +135,55 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))  # (B, L, C)
 
 
+def _check_generate_args(queries: torch.Tensor, max_new_tokens: int, temperature: float, top_p: float,
+                         max_seq_len: int) -> None:
+    """Raise ``ValueError`` for the arguments ``CausalLMWithValueHead.generate`` refuses (see its docstring)."""
+    if queries.dim() != 2 or queries.shape[1] < 1:
+        raise ValueError(f"generate: queries must be [B, P] with P ≥ 1, got {tuple(queries.shape)}")
+    if max_new_tokens < 1:
+        raise ValueError(f"generate: max_new_tokens must be ≥ 1, got {max_new_tokens}")
+    if temperature <= 0 or not 0 < top_p <= 1:
+        raise ValueError(f"generate: need temperature > 0 and 0 < top_p ≤ 1, got {temperature}, {top_p}")
+    if queries.shape[1] + max_new_tokens - 1 > max_seq_len:
+        raise ValueError(f"generate: prompt {queries.shape[1]} + {max_new_tokens} new tokens exceeds max_seq_len={max_seq_len}")
+
+
+def _through_first_eos(responses: torch.Tensor, eos: int) -> torch.Tensor:
+    """[B, T] bool: 1 up to and including each row's first ``eos`` in ``responses`` [B, T] long (all 1 without one)."""
+    # Count the EOS tokens strictly before each position.
+    eos_before = (responses == eos).long().cumsum(dim=1) - (responses == eos).long()  # (B, T)
+    return eos_before == 0  # (B, T)
+
+
+def _nucleus_sample(probs: torch.Tensor, top_p: float, generator: torch.Generator | None) -> torch.Tensor:
+    """One token per row from the top-p nucleus of ``probs`` by inverse CDF (Holtzman et al. 2020; Book §5.5).
+
+    Draws exactly one uniform number per row from ``generator`` on the generator's own device (CPU for the
+    global RNG), then moves it to ``probs``' device, so a CPU generator gives the same stream on CPU and CUDA.
+
+    Args:
+        probs: [B, V] float, each row a probability distribution.
+        top_p: in (0, 1]; keep the smallest prefix of most likely tokens whose mass reaches top_p.
+        generator: torch.Generator for the draws (None: the global RNG).
+
+    Returns:
+        [B] long, the sampled token ids (never a zero-probability token).
+    """
+    B = probs.shape[0]
+    sorted_probs, sorted_idx = probs.sort(dim=-1, descending=True)  # (B, V)
+    cum = sorted_probs.cumsum(dim=-1)  # (B, V)
+    # Nucleus: keep a token if the mass before it is still < top_p (the first always stays).
+    keep = (cum - sorted_probs) < top_p  # (B, V), a prefix per row
+    n_valid = torch.minimum(keep.sum(-1), (sorted_probs > 0).sum(-1)).clamp(min=1)  # (B,)
+    total = cum.gather(1, (n_valid - 1)[:, None])  # (B, 1)
+    u = torch.rand(B, generator=generator, device=generator.device if generator is not None else "cpu")
+    target = u.to(device=probs.device, dtype=cum.dtype)[:, None] * total  # (B, 1)
+    # Inverse CDF on the kept prefix; right=True never lands on a zero-mass token.
+    pos = torch.searchsorted(torch.where(keep, cum, total.expand_as(cum)).contiguous(), target, right=True)  # (B, 1)
+    pos = torch.minimum(pos.squeeze(1), n_valid - 1)  # (B,)
+    return sorted_idx.gather(1, pos[:, None]).squeeze(1)  # (B,)
+
+
 class CausalLMWithValueHead(nn.Module):
     """The policy π_θ (LM head) and the critic V (value head) on one transformer trunk (Book §5.8).
 
@@ -298,42 +347,21 @@ class CausalLMWithValueHead(nn.Module):
             ValueError: bad queries, max_new_tokens < 1, temperature ≤ 0,
             top_p outside (0, 1], or P + T − 1 > max_seq_len.
         """
-        if queries.dim() != 2 or queries.shape[1] < 1:
-            raise ValueError(f"generate: queries must be [B, P] with P ≥ 1, got {tuple(queries.shape)}")
-        if max_new_tokens < 1:
-            raise ValueError(f"generate: max_new_tokens must be ≥ 1, got {max_new_tokens}")
-        if temperature <= 0 or not 0 < top_p <= 1:
-            raise ValueError(f"generate: need temperature > 0 and 0 < top_p ≤ 1, got {temperature}, {top_p}")
-        if queries.shape[1] + max_new_tokens - 1 > self.config.max_seq_len:
-            raise ValueError(f"generate: prompt {queries.shape[1]} + {max_new_tokens} new tokens exceeds max_seq_len={self.config.max_seq_len}")
+        _check_generate_args(queries, max_new_tokens, temperature, top_p, self.config.max_seq_len)
         B, device = queries.shape[0], queries.device
         pad, eos = self.config.pad_token_id, self.config.eos_token_id
-        seq = queries
+        seq, out = queries, []  # the growing [B, L] sequence; one [B] token per step
         finished = torch.zeros(B, dtype=torch.bool, device=device)  # (B,)
-        out = []
         for _ in range(max_new_tokens):
             logits, _ = self.forward(seq)  # (B, L, V)
             probs = torch.softmax(logits[:, -1] / temperature, dim=-1)  # (B, V)
-            sorted_probs, sorted_idx = probs.sort(dim=-1, descending=True)  # (B, V)
-            cum = sorted_probs.cumsum(dim=-1)  # (B, V)
-            # Nucleus: keep a token if the mass before it is still < top_p (the first always stays).
-            keep = (cum - sorted_probs) < top_p  # (B, V), a prefix per row
-            n_valid = torch.minimum(keep.sum(-1), (sorted_probs > 0).sum(-1)).clamp(min=1)  # (B,)
-            total = cum.gather(1, (n_valid - 1)[:, None])  # (B, 1)
-            u = torch.rand(B, generator=generator, device=generator.device if generator is not None else "cpu")
-            target = u.to(device=device, dtype=cum.dtype)[:, None] * total  # (B, 1)
-            # Inverse CDF on the kept prefix; right=True never lands on a zero-mass token.
-            pos = torch.searchsorted(torch.where(keep, cum, total.expand_as(cum)).contiguous(), target, right=True)  # (B, 1)
-            pos = torch.minimum(pos.squeeze(1), n_valid - 1)  # (B,)
-            token = sorted_idx.gather(1, pos[:, None]).squeeze(1)  # (B,)
+            token = _nucleus_sample(probs, top_p, generator)  # (B,)
             token = torch.where(finished, torch.full_like(token, pad), token)  # (B,)
             out.append(token)
             finished = finished | (token == eos)
             seq = torch.cat([seq, token[:, None]], dim=1)  # (B, L+1)
         responses = torch.stack(out, dim=1)  # (B, T)
-        # The mask is 1 up to and including the first EOS: count earlier EOS tokens.
-        eos_before = (responses == eos).long().cumsum(dim=1) - (responses == eos).long()  # (B, T)
-        mask = eos_before == 0  # (B, T)
+        mask = _through_first_eos(responses, eos)  # (B, T)
         logits, values = self.forward_response(queries, responses, temperature)  # (B, T, V), (B, T)
         logprobs = torch.log_softmax(logits, dim=-1).gather(-1, responses[..., None]).squeeze(-1)  # (B, T)
         return Generation(responses, mask, logprobs, values)

@@ -188,6 +188,36 @@ def to_sympy(tree: ast.Expression, symbols: set[str]):
     return build(tree)
 
 
+def _exact_value(node: ast.AST) -> Fraction:
+    """The exact value of a literal arithmetic tree (numbers, + − * /, powers) checked by ``parse_number``.
+
+    Raises:
+        Unparseable: a division by zero (a zero to a negative power included).
+    """
+    if isinstance(node, ast.Expression):
+        return _exact_value(node.body)
+    if isinstance(node, ast.Constant):
+        return Fraction(repr(node.value)) if isinstance(node.value, float) else Fraction(node.value)
+    if isinstance(node, ast.UnaryOp):
+        return -_exact_value(node.operand) if isinstance(node.op, ast.USub) else _exact_value(node.operand)
+    left, right = _exact_value(node.left), _exact_value(node.right)
+    if isinstance(node.op, ast.Add):
+        return left + right
+    if isinstance(node.op, ast.Sub):
+        return left - right
+    if isinstance(node.op, ast.Mult):
+        return left * right
+    if isinstance(node.op, ast.Div):
+        if right == 0:
+            raise Unparseable("division by zero")
+        return left / right
+    if right.denominator != 1:
+        return Fraction(float(left) ** float(right))
+    if left == 0 and right < 0:
+        raise Unparseable("division by zero")
+    return left ** int(right)
+
+
 def parse_number(value: object) -> float:
     """A numeric response as a float: 0.2, "0.2", "1/5", "2e-1", "20%", "1.5×10^-6", "65K".
 
@@ -217,32 +247,8 @@ def parse_number(value: object) -> float:
     if any(isinstance(n, (ast.Name, ast.Call)) for n in ast.walk(tree)):
         raise Unparseable("a numeric answer may only contain numbers and + - * / ^")
 
-    def ev(node: ast.AST) -> Fraction:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant):
-            return Fraction(repr(node.value)) if isinstance(node.value, float) else Fraction(node.value)
-        if isinstance(node, ast.UnaryOp):
-            return -ev(node.operand) if isinstance(node.op, ast.USub) else ev(node.operand)
-        left, right = ev(node.left), ev(node.right)
-        if isinstance(node.op, ast.Add):
-            return left + right
-        if isinstance(node.op, ast.Sub):
-            return left - right
-        if isinstance(node.op, ast.Mult):
-            return left * right
-        if isinstance(node.op, ast.Div):
-            if right == 0:
-                raise Unparseable("division by zero")
-            return left / right
-        if right.denominator != 1:
-            return Fraction(float(left) ** float(right))
-        if left == 0 and right < 0:
-            raise Unparseable("division by zero")
-        return left ** int(right)
-
     try:
-        number = float(ev(tree))
+        number = float(_exact_value(tree))
     except (OverflowError, ValueError, ZeroDivisionError, TypeError) as exc:
         if isinstance(exc, Unparseable):
             raise

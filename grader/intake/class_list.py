@@ -16,6 +16,29 @@ from grader.intake.submission import _JUNK_NAMES, Entry, _display_name
 from grader.records.gradebook import RESERVED_IDS
 
 
+def _entries_by_id(by_id: dict[str, list[tuple[Path, str, str | None]]]) -> tuple[list[Entry], list[str]]:
+    """One ``Entry`` per student id, sorted, and a warning per id that two entries share (that student is rejected)."""
+    warnings: list[str] = []
+    entries: list[Entry] = []
+    for student_id in sorted(by_id):
+        found = by_id[student_id]
+        if len(found) > 1:
+            names = " and ".join(repr(p.name) for p, _, _ in found)
+            entries.append(
+                Entry(
+                    student_id,
+                    [p for p, _, _ in found],
+                    found[0][1],  # type: ignore[arg-type]
+                    problem=f"two submissions share the id {student_id!r} ({names}); keep one and regrade",
+                )
+            )
+            warnings.append(f"rejected {student_id!r}: {names} share the same student id")
+        else:
+            path, kind, problem = found[0]
+            entries.append(Entry(student_id, [path], kind, problem))  # type: ignore[arg-type]
+    return entries, warnings
+
+
 def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
     """List the students of a submissions folder.
 
@@ -65,23 +88,8 @@ def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
         if problem is None:
             problem = id_problem(student_id)
         by_id.setdefault(student_id, []).append((path, kind, problem))
-    entries: list[Entry] = []
-    for student_id in sorted(by_id):
-        found = by_id[student_id]
-        if len(found) > 1:
-            names = " and ".join(repr(p.name) for p, _, _ in found)
-            entries.append(
-                Entry(
-                    student_id,
-                    [p for p, _, _ in found],
-                    found[0][1],  # type: ignore[arg-type]
-                    problem=f"two submissions share the id {student_id!r} ({names}); keep one and regrade",
-                )
-            )
-            warnings.append(f"rejected {student_id!r}: {names} share the same student id")
-        else:
-            path, kind, problem = found[0]
-            entries.append(Entry(student_id, [path], kind, problem))  # type: ignore[arg-type]
+    entries, duplicates = _entries_by_id(by_id)
+    warnings += duplicates
     warnings += look_alike_warnings(list(by_id))
     return entries, warnings
 
