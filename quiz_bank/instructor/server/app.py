@@ -285,9 +285,8 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
                                 max_age=int(session_hours * 3600), secure=security.is_https(request, trust_proxy))
             return response
 
-        lti_tool.use_store(db.engine)  # states, nonces, links, passback: the quiz store's tables, one per course
         app.state.post_progress = install_lti(
-            app, lti_tool, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
+            app, lti_tool, store=db.engine, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
             stop_titles={n: stop.title for n, stop in bank.stops.items()})
 
     from quiz_bank.instructor.server import instructor, interactive_routes

@@ -81,14 +81,17 @@ class LinkStore:
         return [tuple(r) for r in rows]
 
 
-def install_lti(app: FastAPI, tool: LtiTool, *, sign_in, completed_stops, roster, stop_titles: dict[int, str]):
+def install_lti(app: FastAPI, tool: LtiTool, *, store, sign_in, completed_stops, roster, stop_titles: dict[int, str]):
     """Mount the LTI routes on the quiz ``app``; returns ``post_progress(student_id)`` for the answer route.
 
     Args:
+        store: the quiz store's SQLAlchemy engine; the tool keeps its states, nonces, links and passback
+            record there (``LtiTool.use_store``: one set of tables per course, shared by every server process).
         sign_in: ``(request, student_id, role, page_html) -> Response`` (sets the quiz's session cookie).
         completed_stops: ``student_id -> set[int]`` (the stops passed).
         roster: ``() -> list[dict]`` (the quiz's roster rows; empty when it has none).
     """
+    tool.use_store(store)
     links = LinkStore(tool.engine)
 
     def on_launch(request: Request, launch: LaunchData) -> Response:
