@@ -87,8 +87,8 @@ class GuardedModule:
         return RemoteFunction(self, name)
 
     def new(self, class_name: str, *args, **kwargs):
-        """`RemoteModule.new`, with the two checks."""
-        return self.call(class_name, args, kwargs)
+        """`RemoteModule.new` (an instance handle, or `StudentProtocolError`), with the two checks."""
+        return self._run(class_name, "new", class_name, *args, **kwargs)
 
     def call_with_grad(self, name: str, *args, **kwargs):
         """`RemoteModule.call_with_grad`, with the two checks."""

@@ -249,9 +249,20 @@ class RemoteModule:
             raise AttributeError(name)
         return RemoteFunction(self, name)
 
-    def new(self, class_name: str, *args: Any, **kwargs: Any) -> Any:
-        """``module.ClassName(*args, **kwargs)``: the instance as a ``RemoteObject``."""
-        return self.call(class_name, args, kwargs)
+    def new(self, class_name: str, *args: Any, **kwargs: Any) -> "RemoteObject":
+        """``module.ClassName(*args, **kwargs)``: the instance as a ``RemoteObject``.
+
+        Raises:
+            StudentProtocolError: the call gave a plain value (an int, None, a tensor, a list...), not an
+                object of the child: the student's ``ClassName`` is a function, or its ``__new__`` returns
+                something else. Test code that uses the instance (``buf.add``, ``ctl.value``) raised
+                AttributeError inside the grader before, diagnosed ``grader_error`` (red team a105).
+        """
+        obj = self.call(class_name, args, kwargs)
+        if not isinstance(obj, RemoteObject):
+            raise StudentProtocolError(f"{class_name}(...) returned a {type(obj).__name__}, not an instance of "
+                                       f"the class {class_name}")
+        return obj
 
     def call_with_grad(
         self,
