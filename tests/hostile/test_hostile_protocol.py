@@ -48,3 +48,25 @@ def test_a105_a_controller_that_is_no_instance_is_the_students_error(tmp_path, f
     assert controller and all(t.score == 0 for t in controller), [(t.test, t.score) for t in controller]
     assert all(t.diagnosis == "raises_error" for t in controller), [(t.test, t.diagnosis) for t in controller]
     assert scores_by_test(results[0]) == scores_by_test(results[1])
+
+
+def test_a107_a_method_that_is_data_is_the_students_error(tmp_path, fork_server):
+    """a107: the controller's ``update`` is the number 5. `RemoteObject.getattr` read it back as data and the
+    tests' own ``ctl.update(12.0, 100)`` raised TypeError in the grader (`grader_error` on the three
+    controller tests, on main). The stub's methods are now always called in the child (`stub_methods`)."""
+    from grader.grade import grade_submission
+
+    folder = tmp_path / "update_is_data"
+    folder.mkdir()
+    source = (SOLUTIONS / "ex6_kl_reward.py").read_text()
+    (folder / "ex6_kl_reward.py").write_text(
+        source + "\n\nclass AdaptiveKLController(AdaptiveKLController):\n    update = 5\n")
+    for path in [folder, *folder.iterdir()]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    result = grade_submission(folder, exercises=["ex6_kl_reward"], profile="fast", limits=SUITE_LIMITS)
+    blamed = [t.test for t in result.tests if t.diagnosis == "grader_error"]
+    assert not blamed, f"the grader blamed itself on {blamed}"
+    hand = next(t for t in result.tests if t.test == "test_adaptive_kl_hand_case")
+    assert hand.score == 0 and hand.diagnosis == "raises_error", (hand.diagnosis, hand.score)
+    defaults = next(t for t in result.tests if t.test == "test_adaptive_kl_defaults")
+    assert defaults.diagnosis != "grader_error"  # reads `value` only: the solution's, whatever it scores
