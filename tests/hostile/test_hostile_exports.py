@@ -59,3 +59,17 @@ def test_a103_folder_names_write_no_html_or_link_into_attempts_md(tmp_path):
 def test_csv_text_neutralises_every_cell_and_keeps_numbers():
     text = csv_text([["a", "=1+2", "+x", "-y", "@z", "\tt", 3, 0.5, None]])
     assert next(csv.reader(io.StringIO(text))) == ["a", "'=1+2", "'+x", "'-y", "'@z", "'\tt", "3", "0.5", ""]
+
+
+def test_a103_a_student_id_writes_no_html_into_regrade_md():
+    """The same class in regrade.md: a student id (a folder name; `id_problem` accepts inner spaces and
+    ASCII punctuation) was its per-student heading, raw."""
+    from grader.intake.class_list import id_problem
+    from grader.reports.regrade import StudentRegrade, regrade_markdown
+
+    sid = "eve <img src=x onerror=alert(1)> [click](evil.example)"
+    assert id_problem(sid) is None  # a valid id: the writer must make it inert
+    md = regrade_markdown([StudentRegrade(sid, 1.0, 2.0, "old", False, [], [])], "new", False)
+    assert "<img" not in md and "[click](evil.example)" not in md and "&lt;img" in md
+    plain = regrade_markdown([StudentRegrade("amy", 1.0, 2.0, "old", False, [], [])], "new", False)
+    assert "### amy: 1 → 2" in plain
