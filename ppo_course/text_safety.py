@@ -25,8 +25,11 @@ library) so that `quiz_bank`, which ships to students and never imports
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import re
+from collections.abc import Iterable
 
 #: The most characters of student-derived text kept per piece (a test's output, a message, a name).
 MAX_CHARS = 4096
@@ -90,6 +93,20 @@ def csv_cell(value: object, limit: int = MAX_CHARS) -> object:
     if raw[:1] in FORMULA_START or text[:1] in FORMULA_START:
         text = "'" + text
     return text
+
+
+def csv_text(rows: Iterable[Iterable[object]], limit: int = MAX_CHARS) -> str:
+    """CSV text (``\\n`` line ends) of `rows` with every cell passed through `csv_cell`.
+
+    The one way to build a TA's CSV from student-derived cells (folder names, ids, reasons): a
+    writer that must remember `csv_cell` cell by cell forgets one (red team a103: ``attempts.csv``
+    held folder names such as ``=HYPERLINK(...)`` as live formulas). Numbers pass unchanged.
+    """
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for row in rows:
+        writer.writerow([csv_cell(cell, limit) for cell in row])
+    return buf.getvalue()
 
 
 def csv_row(row: dict) -> dict:

@@ -3,8 +3,9 @@
 A variant is a function of (student, question, attempt) (``quiz_bank.variants``).
 A stop passes only when *every* one of its questions is right; the chapter is
 complete only when all eight stops pass and, when the instructor's completion
-policy asks for it, every exercise of a results.json is at full marks
-(``extra_data.exercises[stem].score == max_score``, the contract's schema).
+policy asks for it, a results.json grades the whole assignment at full marks
+(every syllabus exercise's ``extra_data.exercises[stem].score == max_score``, status
+graded, profile full: ``quiz_bank.grading.exercises_from_results``).
 
 Answer statuses: ``correct``, ``wrong``, ``unparseable`` (the response could
 not be read: reported as such, never as wrong, but it does not pass either),
@@ -39,7 +40,8 @@ class CompletionPolicy(BaseModel):
     """The instructor's completion rule (``completion.yaml`` beside the stop files).
 
     Attributes:
-        require_exercises: also require every exercise of a results.json at full marks.
+        require_exercises: also require a results.json grading the whole assignment at full marks
+            (every syllabus exercise, graded, full profile: ``grading.exercises_from_results``).
     """
 
     require_exercises: bool = Field(default=False)

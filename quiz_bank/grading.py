@@ -148,23 +148,44 @@ class Report:
 
 
 def exercises_from_results(path: Path | str) -> dict[str, Any]:
-    """Per-exercise scores of a results.json (contract schema) and whether all are at full marks.
+    """Per-exercise scores of a results.json (contract schema) and whether the exercises are done.
+
+    ``full_marks`` is True only for a grade of the whole assignment: every exercise of the syllabus
+    (``ppo_course.syllabus.EXERCISES``) present and at its full marks, ``extra_data.status`` "graded",
+    ``extra_data.profile`` "full" and not out of time. A partial grading (``--exercises ex1_ratio``) or a
+    fast-profile preview at its own maxima is not (red team a104: two exercises, or the fast tier whose
+    exercise 7 never trained, completed the chapter while the export left it incomplete). The reasons are
+    in ``problems``.
 
     Raises:
         ResponsesError: if the file is unreadable or lacks ``extra_data.exercises``.
     """
+    from ppo_course.syllabus import EXERCISES
+
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        exercises = data["extra_data"]["exercises"]
+        extra = data["extra_data"]
+        exercises = extra["exercises"]
         scores = {stem: (float(v["score"]), float(v["max_score"])) for stem, v in exercises.items()}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ResponsesError(f"{path}: not a results.json with extra_data.exercises: {type(exc).__name__}: {exc}") from None
-    # Scores are sums of float points: compare with a tolerance far below one point.
+    # Scores are sums of float points: compare with a tolerance far below one point; NaN is never full marks.
     short = sorted(stem for stem, (s, m) in scores.items() if not math.isclose(s, m, rel_tol=0.0, abs_tol=1e-9))
+    problems = []
+    missing = [stem for stem in EXERCISES if stem not in scores]
+    if missing:
+        problems.append(f"not graded: {', '.join(missing)}")
+    if extra.get("status") != "graded":
+        problems.append(f"status {str(extra.get('status'))[:40]!r}, not 'graded'")
+    if extra.get("profile") != "full":
+        problems.append(f"profile {str(extra.get('profile'))[:40]!r}: not the full grading (a preview)")
+    if extra.get("out_of_time"):
+        problems.append("the grading ran out of time before every test ran")
     return {
-        "full_marks": bool(scores) and not short,
+        "full_marks": bool(scores) and not short and not problems,
         "below_full_marks": short,
+        "problems": problems,
         "scores": {stem: {"score": s, "max_score": m} for stem, (s, m) in scores.items()},
     }
 

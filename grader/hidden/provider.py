@@ -16,7 +16,7 @@ from grader.sandbox import (Limits, Sandbox, SandboxError, StudentCrash, Student
 from grader.sandbox.remote import RemoteFunction
 from ppo_course.grading_kit.mask_dtype import name_mask_dtype_failure
 from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error
-from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems
+from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems, stub_methods
 
 # Time-outs are judged by CPU time (RLIMIT_CPU over a child's life: a correct module of exercises
 # 1-6 uses < 2 CPU s for all its tests) with a generous wall-clock backstop per call, so that a
@@ -100,8 +100,11 @@ class GuardedModule:
         return RemoteFunction(self, name)
 
     def new(self, class_name: str, *args, **kwargs):
-        """`RemoteModule.new`, with the two checks."""
-        return self.call(class_name, args, kwargs)
+        """`RemoteModule.new` (an instance handle, or `StudentProtocolError`), with the two checks; the stub's
+        methods of the class are always called in the child (`stub_methods`)."""
+        obj = self._run(class_name, "new", class_name, *args, **kwargs)
+        obj.methods = stub_methods(self.name, class_name)
+        return obj
 
     def call_with_grad(self, name: str, args=(), kwargs=None, **options):
         """`RemoteModule.call_with_grad` (``wrt``, ``grad_output``, ... as keywords), with the two checks (and

@@ -27,8 +27,6 @@ graded under its own name, and the roster students with no folder are listed.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -107,21 +105,24 @@ class Selection:
     absent: list[str] = field(default_factory=list)  # roster students with no folder: gradebook rows "no-submission"
 
     def write(self, out_dir: Path) -> None:
-        """``OUT_DIR/attempts.csv`` (folder, student_id, graded, why) and ``attempts.md`` (atomic writes)."""
-        from ppo_course.atomic_files import atomic_write_text
+        """``OUT_DIR/attempts.csv`` (folder, student_id, graded, why) and ``attempts.md`` (atomic writes).
 
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(["folder", "student_id", "graded", "why"])
-        for sid, folder in sorted(self.graded_from.items()):
-            writer.writerow([folder, sid, "yes", "the student's latest attempt"])
-        for item in self.left_out:
-            writer.writerow([item.folder, item.student_id, "no", item.why])
-        atomic_write_text(Path(out_dir) / ATTEMPTS_CSV, buf.getvalue())
+        Folder names, ids and reasons are the student's text: every CSV cell goes through
+        ``text_safety.csv_text`` (no formula) and every Markdown piece through ``md_inline`` (no HTML,
+        link, image or code span it could close; red team a103).
+        """
+        from ppo_course.atomic_files import atomic_write_text
+        from ppo_course.text_safety import csv_text, md_inline
+
+        rows = [["folder", "student_id", "graded", "why"]]
+        rows += [[folder, sid, "yes", "the student's latest attempt"] for sid, folder in sorted(self.graded_from.items())]
+        rows += [[item.folder, item.student_id, "no", item.why] for item in self.left_out]
+        atomic_write_text(Path(out_dir) / ATTEMPTS_CSV, csv_text(rows))
+        md = lambda text: md_inline(text, 400)  # noqa: E731
         lines = ["# Attempts: which folder was graded for whom", ""]
-        lines += [f"- `{folder}` graded as `{sid}`" for sid, folder in sorted(self.graded_from.items())]
-        lines += [f"- `{i.folder}` left out ({i.student_id}): {i.why}" for i in self.left_out]
-        lines += [f"- note: {w}" for w in self.warnings]
+        lines += [f"- {md(folder)} graded as {md(sid)}" for sid, folder in sorted(self.graded_from.items())]
+        lines += [f"- {md(i.folder)} left out ({md(i.student_id)}): {md(i.why)}" for i in self.left_out]
+        lines += [f"- note: {md(w)}" for w in self.warnings]
         atomic_write_text(Path(out_dir) / ATTEMPTS_MD, "\n".join(lines) + "\n")
 
 

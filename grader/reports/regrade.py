@@ -269,6 +269,7 @@ def _why(status: str, diagnosis: str) -> str:
 def regrade_markdown(regrades: list[StudentRegrade], fingerprint: str, never_lower_on: bool) -> str:
     """regrade.md: a summary, then per test and per student what moved and why."""
     from grader.mistakes.diagnose import DIAGNOSES
+    from ppo_course.text_safety import md_inline
 
     moved = [s for s in regrades if not math.isclose(s.old_total, s.new_total, abs_tol=1e-9) or s.changes]
     olds = sorted({s.old_fingerprint for s in regrades})
@@ -294,7 +295,7 @@ def regrade_markdown(regrades: list[StudentRegrade], fingerprint: str, never_low
     if not moved:
         lines += ["No score moved.", ""]
     for s in moved:
-        head = f"### {s.student_id}: {_fmt(s.old_total)} → {_fmt(s.new_total)}"
+        head = f"### {md_inline(s.student_id)}: {_fmt(s.old_total)} → {_fmt(s.new_total)}"  # a folder name (a103)
         if s.submission_changed and s.old_fingerprint == fingerprint:
             head += " (the submission changed: regraded in full, never lower applies to a grader change only)"
         elif s.submission_changed:

@@ -61,6 +61,9 @@ class RemoteObject:
         self.type_name = _safe_qualname(type_name)
         self._generation = generation
         self._released = False
+        #: Names the stub declares methods (set by ``GuardedModule.new``): always called in the child, never
+        #: read back as data, so a student's ``update = 5`` is the student's TypeError (red team a107).
+        self.methods: frozenset[str] = frozenset()
 
     def _sandbox_handle_node(self) -> dict:
         if self._released:
@@ -78,7 +81,9 @@ class RemoteObject:
         return self._request("call", name=name, args=list(args), kwargs=kwargs)
 
     def getattr(self, name: str) -> Any:
-        """The attribute's value, or a bound remote method if it is callable."""
+        """The attribute's value, or a bound remote method if it is callable (always for a name in ``methods``)."""
+        if name in self.methods:
+            return lambda *args, **kwargs: self.call(name, *args, **kwargs)
         got = self._request("getattr", name=name)
         if type(got) is not dict or set(got) != {"callable", "value"} or type(got["callable"]) is not bool:
             raise self._module._malformed("getattr")
@@ -249,9 +254,20 @@ class RemoteModule:
             raise AttributeError(name)
         return RemoteFunction(self, name)
 
-    def new(self, class_name: str, *args: Any, **kwargs: Any) -> Any:
-        """``module.ClassName(*args, **kwargs)``: the instance as a ``RemoteObject``."""
-        return self.call(class_name, args, kwargs)
+    def new(self, class_name: str, *args: Any, **kwargs: Any) -> "RemoteObject":
+        """``module.ClassName(*args, **kwargs)``: the instance as a ``RemoteObject``.
+
+        Raises:
+            StudentProtocolError: the call gave a plain value (an int, None, a tensor, a list...), not an
+                object of the child: the student's ``ClassName`` is a function, or its ``__new__`` returns
+                something else. Test code that uses the instance (``buf.add``, ``ctl.value``) raised
+                AttributeError inside the grader before, diagnosed ``grader_error`` (red team a105).
+        """
+        obj = self.call(class_name, args, kwargs)
+        if not isinstance(obj, RemoteObject):
+            raise StudentProtocolError(f"{class_name}(...) returned a {type(obj).__name__}, not an instance of "
+                                       f"the class {class_name}")
+        return obj
 
     def call_with_grad(
         self,

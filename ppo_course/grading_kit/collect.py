@@ -27,6 +27,26 @@ from ppo_course.grading_kit.feedback import Mismatch
 FRAMEWORK_FILES = ("pluggy", "_pytest", "/inspect.py", "hypothesis", "/grader/sandbox/", "/ppo_course/sandbox/",
                    "/check_support/", "/grading_kit/", "/site-packages/torch/")
 
+
+def _install_roots() -> tuple[str, ...]:
+    """Folders whose absolute paths depend on where the course is checked out or installed, longest first:
+    the folder holding the ``ppo_course`` package (the checkout, or site-packages), ``sys.prefix`` and
+    ``sys.base_prefix`` (the venv and the interpreter)."""
+    import sys
+
+    roots = {str(Path(__file__).resolve().parents[2]), sys.prefix, sys.base_prefix}
+    return tuple(sorted((r.rstrip("/") + "/" for r in roots if r and r != "/"), key=len, reverse=True))
+
+
+def portable_paths(text: str) -> str:
+    """`text` with every install root (`_install_roots`) cut from the paths it names: a traceback in
+    feedback reads ``ppo_course/public_tests/test_ex5_rollout_buffer.py``, the same from any checkout
+    (red team a106: the grader's absolute checkout path made feedback differ by the folder the grader
+    lives in, and told students where it is)."""
+    for root in _install_roots():
+        text = text.replace(root, "")
+    return text
+
 def pytest_args(files: Iterable[Path | str], rootdir: Path | str, deselect: Iterable[str] = ()) -> list[str]:
     """The arguments of one grading pytest run: independent of the caller's folder, config files and plugins.
 
@@ -179,8 +199,8 @@ class OutcomeCollector:
                 # hypothesis' or the sandbox's machinery (noise to a student, and not theirs to fix).
                 frames = [f for f in traceback.extract_tb(exc.__traceback__)
                           if not any(x in f.filename.replace("\\", "/") for x in FRAMEWORK_FILES)]
-                detail = ("".join(traceback.format_list(frames[-5:]))
-                          + "".join(traceback.format_exception_only(type(exc), exc)))[-3000:]
+                detail = portable_paths("".join(traceback.format_list(frames[-5:]))
+                                        + "".join(traceback.format_exception_only(type(exc), exc)))[-3000:]
         notes = _notes(exc) if diagnosis not in ("wrong_signature", "timeout") else ""
         if notes:
             detail = f"{detail}\n{notes}".strip()

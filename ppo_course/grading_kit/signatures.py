@@ -116,6 +116,22 @@ def _definitions(tree: ast.Module) -> dict[str, ast.arguments]:
     return found
 
 
+#: Public methods of the stub classes whose signatures are not compared (``add(**fields)``), by "stem.Class".
+UNCOMPARED_METHODS: dict[str, tuple[str, ...]] = {"ex5_rollout_buffer.RolloutBuffer": ("add",)}
+
+
+def stub_methods(stem: str, class_name: str) -> frozenset[str]:
+    """The public methods the stub's class `class_name` of module `stem` defines (``__init__`` aside).
+
+    Test code calls these on a student's object; `GuardedModule.new` hands them to the `RemoteObject`,
+    which then always calls them in the child (red team a107: an attribute ``update = 5`` was read back
+    as data and the test's own ``ctl.update(...)`` raised TypeError in the grader: ``grader_error``).
+    """
+    prefix = f"{class_name}."
+    names = {n[len(prefix):] for n in STUB_SIGNATURES.get(stem, {}) if n.startswith(prefix)}
+    return frozenset((names - {"__init__"}) | set(UNCOMPARED_METHODS.get(f"{stem}.{class_name}", ())))
+
+
 def stub_signatures(source: str) -> dict[str, tuple[tuple[str, str | None], ...]]:
     """The `STUB_SIGNATURES` entry of one stub module's source (used to keep the table in sync)."""
     out = {}

@@ -51,6 +51,7 @@ from ppo_course.sandbox import memcg, rootfs, syscall_filter
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -365,6 +366,12 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
         iso.network_isolated = True
     except OSError as exc:
         iso.notes.append(f"no network namespace ({exc.strerror}): student code can reach the network")
+    try:
+        # /proc/self/cgroup then reads "/" instead of the grader's memory cgroup path ".../ppo-sandbox-<pid>/c<n>",
+        # whose c<n> counted the children made before this one: the order a submission is graded in (red team a108).
+        unshare(CLONE_NEWCGROUP)
+    except OSError as exc:
+        iso.notes.append(f"no cgroup namespace ({exc.strerror}): the child sees its memory cgroup's path")
     try:
         unshare(CLONE_NEWIPC)  # no System V shared memory / semaphores shared with the grader
     except OSError as exc:

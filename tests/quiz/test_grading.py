@@ -145,20 +145,28 @@ def test_a_later_attempt_replaces_a_wrong_answer(bank, key_of, checker):
     assert report.complete
 
 
-def _results(write_json, tmp_path, scores):
+def _results(write_json, tmp_path, scores, **extra):
     data = {"score": sum(s for s, _ in scores.values()), "tests": [],
             "extra_data": {"max_score": sum(m for _, m in scores.values()), "grader_version": "t",
+                           "status": "graded", "profile": "full", **extra,
                            "exercises": {stem: {"score": s, "max_score": m} for stem, (s, m) in scores.items()}}}
     return write_json(tmp_path / "results.json", data)
 
 
 def test_exercise_requirement_uses_results_json(bank, key_of, checker, tmp_path, write_json):
+    from ppo_course.syllabus import EXERCISES
+
     responses = [Responses.model_validate(key_of("ivan"))]
-    full = _results(write_json, tmp_path, {"ex1_ratio": (10.0, 10.0), "ex4_gae": (12.0, 12.0)})
+    every = {stem: (10.0, 10.0) for stem in EXERCISES}
+    full = _results(write_json, tmp_path, every)
     assert grade(bank, responses, checker=checker, results=full, require_exercises=True).complete
-    short = _results(write_json, tmp_path, {"ex1_ratio": (10.0, 10.0), "ex4_gae": (11.5, 12.0)})
+    short = _results(write_json, tmp_path, every | {"ex4_gae": (11.5, 12.0)})
     report = grade(bank, responses, checker=checker, results=short, require_exercises=True)
     assert not report.complete and report.exercises["below_full_marks"] == ["ex4_gae"]
+    # Two exercises at full marks are not the assignment (red team a104): a partial grading completes nothing.
+    partial = _results(write_json, tmp_path, {"ex1_ratio": (10.0, 10.0), "ex4_gae": (12.0, 12.0)})
+    report = grade(bank, responses, checker=checker, results=partial, require_exercises=True)
+    assert not report.complete and report.exercises["problems"][0].startswith("not graded: ex2_clipped_loss")
     # Not required by the (default) policy: the quiz alone completes the chapter.
     assert grade(bank, responses, checker=checker, results=short).complete
     assert not Report("x", {}, exercises_required=True).complete
