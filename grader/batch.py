@@ -52,7 +52,6 @@ from grader.records.gradebook import (
     RECORD,
     STATUSES,
     StudentRecord,
-    atomic_write_json,
     check_batch_formats,
     clear_incomplete,
     mark_incomplete,
@@ -66,7 +65,8 @@ from grader.records.out_folder import (
     set_aside_removed,
     sweep_stale_temporaries,
 )
-from grader.records.outcome import StudentOutcome, grade_entry, no_submission_outcome, zero_outcome
+from grader.records.outcome import grade_entry, zero_outcome
+from grader.records.publish import publish, write_no_submission
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
 from grader.runners.warm import WarmPool, warm_workers_enabled
@@ -215,7 +215,7 @@ def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], presen
         run.cluster_runner.close()
     graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
     for sid in run.absent:
-        _write_no_submission(run, sid)
+        write_no_submission(run, sid)
     records = run.write_gradebook()
     clear_incomplete(run.out_dir)
     regrade.write_regrade_report(run.out_dir, records, run.fingerprint, run.never_lower)
@@ -289,42 +289,6 @@ def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
         run.records[sid] = record
         run.typed[sid] = outcome.result  # the report reads it from here, not from disk
     return record
-
-
-def _write_no_submission(run: BatchRun, sid: str) -> None:
-    """A roster student with no folder: a ``no-submission`` record (0 points, the reason), so no grade is lost.
-
-    A student graded by an earlier run whose folder has since disappeared keeps that grade (a folder
-    moved by mistake must not turn a published grade into 0): the TA is told, and removing
-    ``OUT/<id>/`` records the student as having no submission.
-    """
-    earlier = _earlier_record(run.out_dir / sid / RECORD)
-    if earlier is not None and earlier.status != "no-submission":
-        run.say(f"warning: {sid} is on the roster but has no submission folder now; the grade of the earlier "
-                f"graded submission is kept (remove {run.out_dir / sid} to record no submission)")
-        run.records[sid] = earlier
-        return
-    outcome = no_submission_outcome(sid, run.profile, run.exercises)
-    (run.out_dir / sid).mkdir(parents=True, exist_ok=True)
-    publish(run.out_dir / sid, outcome)
-    record = record_of(outcome, {"submission_hash": "", **run.key_common}, [])
-    atomic_write_text(run.out_dir / sid / RECORD, record.model_dump_json(indent=2) + "\n")
-    run.records[sid] = record
-    run.typed[sid] = outcome.result
-
-
-def _earlier_record(path: Path) -> StudentRecord | None:
-    """The record an earlier run wrote at ``path`` (``OUT/<id>/batch.json``), or None when absent or unreadable."""
-    try:
-        return StudentRecord.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def publish(student_dir: Path, outcome: StudentOutcome) -> None:
-    """Write a student's feedback.md and results.json from the one outcome (atomically each)."""
-    atomic_write_text(student_dir / "feedback.md", outcome.feedback_md())
-    atomic_write_json(student_dir / "results.json", outcome.results_json())
 
 
 def _grade_all(run: BatchRun, todo: list[tuple[Entry, str]], n_entries: int, n_skipped: int, jobs: int,

@@ -24,7 +24,6 @@ MAX_FUNCTION_LINES = 60
 MODULE_ALLOWANCE: dict[str, int] = {
     "ppo_course/sandbox/isolate.py": 538,
     "ppo_course/sandbox/worker.py": 478,
-    "grader/batch.py": 403,
 }
 
 #: Functions over MAX_FUNCTION_LINES today ("module:qualified name"), with their lengths as ceilings.
