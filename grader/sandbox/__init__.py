@@ -22,7 +22,8 @@ from grader.sandbox.errors import (
 from grader.sandbox.forkserver_client import ForkServerClient
 from grader.sandbox.known_good import KnownGood
 from grader.sandbox.limits import Limits
-from grader.sandbox.remote import RemoteFunction, RemoteModule, RemoteObject
+from grader.sandbox.remote import RemoteFunction, RemoteModule
+from grader.sandbox.remote_object import RemoteObject
 from grader.sandbox.sandbox import Sandbox
 
 __all__ = [

@@ -25,7 +25,8 @@ from grader.sandbox.forkserver_client import ForkServerClient
 from grader.sandbox.known_good import KnownGood
 from grader.sandbox.limits import Limits
 from grader.sandbox.process import ChildProcess
-from grader.sandbox.remote import RemoteModule, RemoteObject
+from grader.sandbox.remote import RemoteModule
+from grader.sandbox.remote_object import RemoteObject
 from ppo_course.sandbox import codec
 
 _INSTRUCTOR_PACKAGES = ("grader", "ppo_reference", "quiz_bank", "solutions")
