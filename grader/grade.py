@@ -26,12 +26,16 @@ import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.points import PointsConfig, load_points, shows_work
 from grader.records.results import ExerciseResult, GradeResult, TestResult
 from ppo_course.grading_kit.diagnoses import DIAGNOSES
 from ppo_course.grading_kit.states import ExerciseState, import_failure_state
 from ppo_course.syllabus import EXERCISES
+
+if TYPE_CHECKING:
+    from grader.hidden.provider import SandboxProvider
 
 HIDDEN_DIR = Path(__file__).resolve().parent / "hidden"
 REPO_ROOT = HIDDEN_DIR.parent.parent  # pytest's root: above grader/hidden/ and ppo_course/public_tests/
@@ -169,7 +173,7 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
     started = time.perf_counter()
     path = Path(path)
     from grader.intake.submission import SubmissionLimits
-    from grader.sandbox.process import submission_deadline, submission_ran_out
+    from grader.sandbox.submission_time import submission_deadline, submission_ran_out
 
     submission_limits = submission_limits or SubmissionLimits()
     try:
@@ -239,13 +243,103 @@ def _rejected(path: Path, selected: list[str], points: PointsConfig, profile: st
                        grader_version=points.grader_version, profile=profile, exercises=exercises, tests=tests)
 
 
-def _grade_folder(folder: Path, original: Path, selected: list[str], points: PointsConfig, profile: str,
-                  limits) -> GradeResult:
+def _run_tests(root: Path, present: list[str], profile: str, limits) -> tuple[dict, dict[str, float], SandboxProvider]:
+    """Run the public and hidden tests of the ``present`` exercises in one pytest session, student code in the sandbox.
+
+    Returns:
+        ``(outcomes, timing, provider)``: ``{(stem, kind, test): Outcome}`` from the collector, ``{"pytest_s": s}``,
+        and the (closed) ``SandboxProvider``, which still knows each module's import failure.
+    """
     import pytest
 
     from grader.hidden.provider import SandboxProvider
     from ppo_course.grading_kit.collect import OutcomeCollector, pytest_args
 
+    provider = SandboxProvider(root, limits=limits, profile=profile)
+    collector = OutcomeCollector(provider.classify)
+    files = []
+    for stem in present:
+        for f in (public_tests_dir() / f"test_{stem}.py", HIDDEN_DIR / f"test_{stem}.py"):
+            if f.is_file():
+                files.append(f)
+    deselect = []
+    if profile == "fast":
+        deselect = [f"{HIDDEN_DIR / f'test_{stem}.py'}::{name}" for stem, kind, name in SLOW_TESTS if stem in present]
+    t0 = time.perf_counter()
+    log = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            pytest.main(pytest_args(files, REPO_ROOT, deselect), plugins=[provider, collector])
+    finally:
+        provider.close()
+    timing = {"pytest_s": round(time.perf_counter() - t0, 3)}
+    return {k: o for k, o in collector.outcomes.items()}, timing, provider
+
+
+def _exercise_tests(stem: str, points: PointsConfig, outcomes: dict, profile: str) -> list[TestResult]:
+    """One ``TestResult`` per test of ``stem`` in ``points.yaml`` (the profile's), scored from its outcome.
+
+    A test with no outcome did not run (``grader_error``); a passed public test's points count only with
+    its hidden twins (grader/points.yaml, issue 19 class 5).
+    """
+    ex_points = points.exercises[stem]
+    ex_tests = []
+
+    def hidden_passed(name: str) -> bool:
+        o = outcomes.get((stem, "hidden", name))
+        return o is not None and o.passed
+
+    def hidden_worked(name: str) -> bool:
+        o = outcomes.get((stem, "hidden", name))
+        return o is not None and shows_work(o.passed, o.diagnosis)
+
+    for kind in ("public", "hidden"):
+        for name, entry in getattr(ex_points, kind).items():
+            if profile == "fast" and (stem, kind, name) in SLOW_TESTS:
+                continue
+            o = outcomes.get((stem, kind, name))
+            if o is None:
+                passed, diagnosis, doc, detail = False, "grader_error", "", "this test did not run"
+            else:
+                passed, diagnosis, doc, detail = o.passed, o.diagnosis, o.doc, o.detail
+            # A public test's points count only with its hidden twins (grader/points.yaml, issue 19 class 5).
+            counted = ex_points.counted(kind, name, passed, hidden_passed, hidden_worked)
+            output = _test_output(kind, doc, passed, None if passed else diagnosis, detail)
+            if passed and not counted:
+                output += _uncounted_note(kind, entry.prerequisites)
+            ex_tests.append(TestResult(
+                exercise=stem, kind=kind, test=name, score=entry.points if counted else 0.0, max_score=entry.points,
+                status="passed" if passed else "failed",
+                output=output,
+                visibility=ex_points.visibility(kind, name), diagnosis=None if passed else diagnosis,
+                tags=list(entry.tags), doc=doc,
+                # Hidden tests never show inputs or expected values, not even in the model.
+                detail=detail if (kind == "public" and not passed) else ""))
+    return ex_tests
+
+
+def _exercise_result(stem: str, root: Path, ex_tests: list[TestResult], provider: SandboxProvider | None,
+                     profile: str) -> ExerciseResult:
+    """The ``ExerciseResult`` of a submitted exercise: its tests' sum, state, and import failure if any."""
+    failure = provider.primary_import_failure(stem) if provider is not None else None
+    ex_message = ""
+    state = _exercise_state(ex_tests, failure)
+    if failure is not None:
+        ex_message = f"{stem}.py could not be imported, so every test of this exercise scores 0:\n\n    " + \
+            str(failure).strip().replace("\n", "\n    ")
+    elif profile == "fast" and any(s == stem for s, _, _ in SLOW_TESTS):
+        ex_message = "Fast profile: the short training run was not graded (left out of the max score)."
+    place = _submitted_place(root, failure)
+    score = round(sum(t.score for t in ex_tests), 6)
+    max_score = round(sum(t.max_score for t in ex_tests), 6)
+    return ExerciseResult(
+        score=score, max_score=max_score, message=ex_message, state=state,
+        error_type=failure.type_name if failure is not None else "",
+        error_line=place[0], error_file=place[1])
+
+
+def _grade_folder(folder: Path, original: Path, selected: list[str], points: PointsConfig, profile: str,
+                  limits) -> GradeResult:
     root = folder
     present = [s for s in selected if (root / f"{s}.py").is_file()]
     exercises: dict[str, ExerciseResult] = {}
@@ -255,28 +349,10 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
         message = ("The submission holds no Python module: expected ex1_ratio.py ... ex7_ppo_step.py "
                    "in one folder. Every exercise scores 0.")
     timing: dict[str, float] = {}
-    outcomes = {}
+    outcomes: dict = {}
     provider = None
     if present:
-        provider = SandboxProvider(root, limits=limits, profile=profile)
-        collector = OutcomeCollector(provider.classify)
-        files = []
-        for stem in present:
-            for f in (public_tests_dir() / f"test_{stem}.py", HIDDEN_DIR / f"test_{stem}.py"):
-                if f.is_file():
-                    files.append(f)
-        deselect = []
-        if profile == "fast":
-            deselect = [f"{HIDDEN_DIR / f'test_{stem}.py'}::{name}" for stem, kind, name in SLOW_TESTS if stem in present]
-        t0 = time.perf_counter()
-        log = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-                pytest.main(pytest_args(files, REPO_ROOT, deselect), plugins=[provider, collector])
-        finally:
-            provider.close()
-        timing["pytest_s"] = round(time.perf_counter() - t0, 3)
-        outcomes = {k: o for k, o in collector.outcomes.items()}
+        outcomes, timing, provider = _run_tests(root, present, profile, limits)
     for stem in selected:
         if stem not in present:
             ex, ex_tests = _zero_exercise(stem, points, "missing", f"{stem}.py is not in the submission.",
@@ -284,54 +360,8 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
             exercises[stem] = ex
             tests += ex_tests
             continue
-        ex_points = points.exercises[stem]
-        ex_tests = []
-
-        def hidden_passed(name: str, stem: str = stem) -> bool:
-            o = outcomes.get((stem, "hidden", name))
-            return o is not None and o.passed
-
-        def hidden_worked(name: str, stem: str = stem) -> bool:
-            o = outcomes.get((stem, "hidden", name))
-            return o is not None and shows_work(o.passed, o.diagnosis)
-
-        for kind in ("public", "hidden"):
-            for name, entry in getattr(ex_points, kind).items():
-                if profile == "fast" and (stem, kind, name) in SLOW_TESTS:
-                    continue
-                o = outcomes.get((stem, kind, name))
-                if o is None:
-                    passed, diagnosis, doc, detail = False, "grader_error", "", "this test did not run"
-                else:
-                    passed, diagnosis, doc, detail = o.passed, o.diagnosis, o.doc, o.detail
-                # A public test's points count only with its hidden twins (grader/points.yaml, issue 19 class 5).
-                counted = ex_points.counted(kind, name, passed, hidden_passed, hidden_worked)
-                output = _test_output(kind, doc, passed, None if passed else diagnosis, detail)
-                if passed and not counted:
-                    output += _uncounted_note(kind, entry.prerequisites)
-                ex_tests.append(TestResult(
-                    exercise=stem, kind=kind, test=name, score=entry.points if counted else 0.0, max_score=entry.points,
-                    status="passed" if passed else "failed",
-                    output=output,
-                    visibility=ex_points.visibility(kind, name), diagnosis=None if passed else diagnosis,
-                    tags=list(entry.tags), doc=doc,
-                    # Hidden tests never show inputs or expected values, not even in the model.
-                    detail=detail if (kind == "public" and not passed) else ""))
-        failure = provider.primary_import_failure(stem) if provider is not None else None
-        ex_message = ""
-        state = _exercise_state(ex_tests, failure)
-        if failure is not None:
-            ex_message = f"{stem}.py could not be imported, so every test of this exercise scores 0:\n\n    " + \
-                str(failure).strip().replace("\n", "\n    ")
-        elif profile == "fast" and any(s == stem for s, _, _ in SLOW_TESTS):
-            ex_message = "Fast profile: the short training run was not graded (left out of the max score)."
-        place = _submitted_place(root, failure)
-        score = round(sum(t.score for t in ex_tests), 6)
-        max_score = round(sum(t.max_score for t in ex_tests), 6)
-        exercises[stem] = ExerciseResult(
-            score=score, max_score=max_score, message=ex_message, state=state,
-            error_type=failure.type_name if failure is not None else "",
-            error_line=place[0], error_file=place[1])
+        ex_tests = _exercise_tests(stem, points, outcomes, profile)
+        exercises[stem] = _exercise_result(stem, root, ex_tests, provider, profile)
         tests += ex_tests
     return GradeResult(submission=original.name, status="graded", message=message,
                        grader_version=points.grader_version, profile=profile, exercises=exercises, tests=tests,

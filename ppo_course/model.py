@@ -135,6 +135,35 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))  # (B, L, C)
 
 
+def _nucleus_sample(probs: torch.Tensor, top_p: float, generator: torch.Generator | None) -> torch.Tensor:
+    """One token per row from the top-p nucleus of ``probs`` by inverse CDF (Holtzman et al. 2020; Book §5.5).
+
+    Draws exactly one uniform number per row from ``generator`` on the generator's own device (CPU for the
+    global RNG), then moves it to ``probs``' device, so a CPU generator gives the same stream on CPU and CUDA.
+
+    Args:
+        probs: [B, V] float, each row a probability distribution.
+        top_p: in (0, 1]; keep the smallest prefix of most likely tokens whose mass reaches top_p.
+        generator: torch.Generator for the draws (None: the global RNG).
+
+    Returns:
+        [B] long, the sampled token ids (never a zero-probability token).
+    """
+    B = probs.shape[0]
+    sorted_probs, sorted_idx = probs.sort(dim=-1, descending=True)  # (B, V)
+    cum = sorted_probs.cumsum(dim=-1)  # (B, V)
+    # Nucleus: keep a token if the mass before it is still < top_p (the first always stays).
+    keep = (cum - sorted_probs) < top_p  # (B, V), a prefix per row
+    n_valid = torch.minimum(keep.sum(-1), (sorted_probs > 0).sum(-1)).clamp(min=1)  # (B,)
+    total = cum.gather(1, (n_valid - 1)[:, None])  # (B, 1)
+    u = torch.rand(B, generator=generator, device=generator.device if generator is not None else "cpu")
+    target = u.to(device=probs.device, dtype=cum.dtype)[:, None] * total  # (B, 1)
+    # Inverse CDF on the kept prefix; right=True never lands on a zero-mass token.
+    pos = torch.searchsorted(torch.where(keep, cum, total.expand_as(cum)).contiguous(), target, right=True)  # (B, 1)
+    pos = torch.minimum(pos.squeeze(1), n_valid - 1)  # (B,)
+    return sorted_idx.gather(1, pos[:, None]).squeeze(1)  # (B,)
+
+
 class CausalLMWithValueHead(nn.Module):
     """The policy π_θ (LM head) and the critic V (value head) on one transformer trunk (Book §5.8).
 
@@ -314,18 +343,7 @@ class CausalLMWithValueHead(nn.Module):
         for _ in range(max_new_tokens):
             logits, _ = self.forward(seq)  # (B, L, V)
             probs = torch.softmax(logits[:, -1] / temperature, dim=-1)  # (B, V)
-            sorted_probs, sorted_idx = probs.sort(dim=-1, descending=True)  # (B, V)
-            cum = sorted_probs.cumsum(dim=-1)  # (B, V)
-            # Nucleus: keep a token if the mass before it is still < top_p (the first always stays).
-            keep = (cum - sorted_probs) < top_p  # (B, V), a prefix per row
-            n_valid = torch.minimum(keep.sum(-1), (sorted_probs > 0).sum(-1)).clamp(min=1)  # (B,)
-            total = cum.gather(1, (n_valid - 1)[:, None])  # (B, 1)
-            u = torch.rand(B, generator=generator, device=generator.device if generator is not None else "cpu")
-            target = u.to(device=device, dtype=cum.dtype)[:, None] * total  # (B, 1)
-            # Inverse CDF on the kept prefix; right=True never lands on a zero-mass token.
-            pos = torch.searchsorted(torch.where(keep, cum, total.expand_as(cum)).contiguous(), target, right=True)  # (B, 1)
-            pos = torch.minimum(pos.squeeze(1), n_valid - 1)  # (B,)
-            token = sorted_idx.gather(1, pos[:, None]).squeeze(1)  # (B,)
+            token = _nucleus_sample(probs, top_p, generator)  # (B,)
             token = torch.where(finished, torch.full_like(token, pad), token)  # (B,)
             out.append(token)
             finished = finished | (token == eos)

@@ -190,6 +190,37 @@ def exercises_from_results(path: Path | str) -> dict[str, Any]:
     }
 
 
+def _latest_answers(bank: Bank, responses: list[Responses]) -> tuple[dict[str, tuple[int, Any]], set[str]]:
+    """``({question id: (attempt, answer)}, unknown ids)``: each known question's answer from the highest
+    attempt that answered it (a later file wins a tie), and the ids the bank does not know."""
+    latest: dict[str, tuple[int, Any]] = {}
+    unknown: set[str] = set()
+    for r in responses:
+        for qid, answer in r.answers.items():
+            if qid not in bank.by_id:
+                unknown.add(qid)
+                continue
+            answered_at = r.attempt_of(qid)
+            if qid not in latest or answered_at >= latest[qid][0]:
+                latest[qid] = (answered_at, answer)
+    unknown |= {qid for r in responses for qid in r.attempts if qid not in bank.by_id}
+    return latest, unknown
+
+
+def _judge_stops(bank: Bank, responses: list[Responses], latest: dict[str, tuple[int, Any]], student_id: str,
+                 attempt: int | None, checker) -> dict[int, list[Outcome]]:
+    """``{stop: [Outcome per question]}``: every question checked against the variant drawn for the student and
+    the attempt it was answered in (``attempt`` when the grader keeps the count); unanswered ones check ``None``."""
+    stops: dict[int, list[Outcome]] = {}
+    for stop in sorted(bank.stops):
+        outcomes = []
+        for q in bank.questions(stop):
+            n, answer = latest.get(q.id, (max((r.attempt_of(q.id) for r in responses), default=1), None))
+            outcomes.append(check(render(q, student_id, n if attempt is None else attempt), answer, checker))
+        stops[stop] = outcomes
+    return stops
+
+
 def grade(
     bank: Bank,
     responses: list[Responses],
@@ -227,30 +258,14 @@ def grade(
     problem = _binding_problem(responses, student_id, submitter, attempt)
     if problem is not None:
         return _refused(bank, submitter or student_id, problem, require_exercises, results)
-    latest: dict[str, tuple[int, Any]] = {}
-    unknown: set[str] = set()
-    for r in responses:
-        for qid, answer in r.answers.items():
-            if qid not in bank.by_id:
-                unknown.add(qid)
-                continue
-            answered_at = r.attempt_of(qid)
-            if qid not in latest or answered_at >= latest[qid][0]:
-                latest[qid] = (answered_at, answer)
-    unknown |= {qid for r in responses for qid in r.attempts if qid not in bank.by_id}
+    latest, unknown = _latest_answers(bank, responses)
     own_checker = None
     if checker is None and any(q.type == "symbolic" for q in bank.questions()):
         from quiz_bank.symbolic import SymbolicChecker
 
         checker = own_checker = SymbolicChecker()
     try:
-        stops: dict[int, list[Outcome]] = {}
-        for stop in sorted(bank.stops):
-            outcomes = []
-            for q in bank.questions(stop):
-                n, answer = latest.get(q.id, (max((r.attempt_of(q.id) for r in responses), default=1), None))
-                outcomes.append(check(render(q, student_id, n if attempt is None else attempt), answer, checker))
-            stops[stop] = outcomes
+        stops = _judge_stops(bank, responses, latest, student_id, attempt, checker)
     finally:
         if own_checker is not None:
             own_checker.close()

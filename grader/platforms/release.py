@@ -200,6 +200,7 @@ def build_release(out_dir: str | Path, *, force: bool = False) -> list[Path]:
     """
     import ppo_course
     from quiz_bank import export_public
+    from quiz_bank.paths import BANK_DIR
 
     root = source_root()
     solutions = root / "solutions"
@@ -232,7 +233,10 @@ def build_release(out_dir: str | Path, *, force: bool = False) -> list[Path]:
                                   encoding="utf-8")
 
     leaked = [name for name in FORBIDDEN_TOP_LEVEL if (out_dir / name).exists()]
-    leaked += [str(p.relative_to(out_dir)) for p in out_dir.rglob("keys.py")]
+    # The quiz's instructor side, by the names its modules have now (keys.py and the key modules beside it).
+    instructor_quiz = BANK_DIR / "instructor"
+    instructor_names = {"keys.py", "instructor"} | {p.name for p in instructor_quiz.glob("*.py") if p.name != "__init__.py"}
+    leaked += [str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.name in instructor_names]
     if leaked:  # pragma: no cover - a guard against a future edit of this function
         raise ReleaseError(f"instructor material ended up in the bundle: {leaked}")
     return sorted(p for p in out_dir.rglob("*") if p.is_file())

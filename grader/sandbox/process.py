@@ -13,88 +13,26 @@ and this thread's CPU time (``Limits.max_callback_cpu_s``); the first budget
 exceeded ends the child with a ``StudentCrash`` naming it. Their time counts
 against the call's deadline like the child's own (nothing is added back), and
 every deadline is capped by the submission's one absolute wall-clock limit
-(``submission_deadline``, set by ``grade_submission`` from
+(``submission_time.submission_deadline``, set by ``grade_submission`` from
 ``SubmissionLimits.timeout_s``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
 import selectors
 import socket
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
+from grader.sandbox import submission_time
 from grader.sandbox.errors import (SandboxError, StudentCrash, StudentError, StudentImportError,
                                    StudentIteratorExhausted, StudentTimeout)
 from grader.sandbox.forkserver_client import ForkServerClient
 from grader.sandbox.limits import Limits
+from grader.sandbox.output_capture import OutputCapture
 from grader.sandbox.shared_args import SharedArgs
-from ppo_course.sandbox import codec
-
-
-#: The submission's absolute wall-clock deadline (``time.monotonic()``) and its length in seconds, or
-#: None: see ``submission_deadline``. A context variable, so that two gradings in two threads of one
-#: process keep their own.
-_SUBMISSION: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("submission_deadline",
-                                                                                     default=None)
-#: Set (one shared list per ``submission_deadline`` block) when a call was cut short or refused by it.
-_RAN_OUT: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("submission_ran_out", default=None)
-
-
-@contextlib.contextmanager
-def submission_deadline(seconds: float) -> Iterator[float]:
-    """Cap every sandboxed call made inside the block by one absolute deadline, ``seconds`` from now.
-
-    Calls and imports get ``min(their own time-out, what is left)``; once it has
-    passed, each fails at once with ``StudentTimeout`` ("used up its N s") and no
-    new child is started. Nested blocks keep the earlier deadline. Yields the
-    deadline (``time.monotonic()`` seconds).
-    """
-    current = _SUBMISSION.get()
-    deadline = time.monotonic() + float(seconds)
-    if current is None or deadline < current[0]:
-        current = (deadline, float(seconds))
-    token = _SUBMISSION.set(current)
-    ran_out = _RAN_OUT.get()
-    ran_out_token = _RAN_OUT.set(ran_out if ran_out is not None else [False])
-    try:
-        yield current[0]
-    finally:
-        _RAN_OUT.reset(ran_out_token)
-        _SUBMISSION.reset(token)
-
-
-def submission_ran_out() -> bool:
-    """True when, inside the current ``submission_deadline`` block, some sandboxed call or import was cut
-    short or refused because the submission's grading time was used up (its grade is then incomplete)."""
-    ran_out = _RAN_OUT.get()
-    return bool(ran_out and ran_out[0])
-
-
-def _past_deadline() -> bool:
-    current = _SUBMISSION.get()
-    return current is not None and time.monotonic() >= current[0]
-
-
-def _capped(deadline: float) -> tuple[float, bool]:
-    """``(deadline, capped)``: the earlier of ``deadline`` and the submission's; capped when the latter."""
-    current = _SUBMISSION.get()
-    if current is not None and current[0] < deadline:
-        return current[0], True
-    return deadline, False
-
-
-def _out_of_time() -> str:
-    ran_out = _RAN_OUT.get()
-    if ran_out is not None:
-        ran_out[0] = True
-    current = _SUBMISSION.get()
-    seconds = current[1] if current is not None else 0.0
-    return (f"the submission used up its {seconds:g} s of grading time "
-            "(its calls, and the grader's work on its behalf, count together)")
+from ppo_course.sandbox import codec, frames
 
 
 class _Died(Exception):
@@ -107,36 +45,6 @@ class _Died(Exception):
             why = why.split(" (", 1)[0]
         super().__init__(why)
         self.why = why
-
-
-class OutputCapture:
-    """Bounded capture of a child's stdout/stderr, in the order the pipes were read."""
-
-    def __init__(self, keep_bytes: int, kill_bytes: int) -> None:
-        self.keep_bytes = keep_bytes
-        self.kill_bytes = kill_bytes
-        self.kept: list[tuple[str, bytes]] = []
-        self.kept_total = 0
-        self.total = 0
-        self.call_total = 0  # printed during the current request (the flood limit is per call)
-
-    def add(self, stream: str, data: bytes) -> None:
-        self.total += len(data)
-        self.call_total += len(data)
-        room = self.keep_bytes - self.kept_total
-        if room > 0:
-            piece = data[:room]
-            self.kept.append((stream, piece))
-            self.kept_total += len(piece)
-
-    def text(self, stream: str | None = None) -> str:
-        """What was kept (``stream``: "stdout", "stderr" or None for both), with a note on what was dropped."""
-        raw = b"".join(d for s, d in self.kept if stream is None or s == stream)
-        text = raw.decode("utf-8", "backslashreplace")
-        dropped = self.total - self.kept_total
-        if dropped > 0 and stream is None:
-            text += f"\n[... {dropped} more bytes of output not kept]\n"
-        return text
 
 
 class ChildProcess:
@@ -163,15 +71,15 @@ class ChildProcess:
         resolve_handle: Callable[[str, int, str], Any],
         on_callback: Any = None,
     ) -> None:
-        if _past_deadline():
-            raise StudentTimeout(_out_of_time())  # no child is started for a submission out of time
+        if submission_time.past_deadline():
+            raise StudentTimeout(submission_time.out_of_time())  # no child is started for a submission out of time
         self.server = server
         self.limits = limits
         self.resolve_handle = resolve_handle
         self.on_callback = on_callback
         self.module_name = str(config.get("module", ""))
         self.output = OutputCapture(limits.max_output_bytes, limits.max_output_kill_bytes)
-        self.reader = codec.FrameReader(limits.max_message_bytes)
+        self.reader = frames.FrameReader(limits.max_message_bytes)
         self.alive = False
         self.end_status = ""
         self.info: dict = {}
@@ -323,13 +231,13 @@ class ChildProcess:
             StudentImportError: the import raised, exited, crashed or timed out.
             SandboxError: the sandbox could not be set up (not the student's fault).
         """
-        deadline, capped = _capped(time.monotonic() + self.limits.import_timeout_s)
+        deadline, capped = submission_time.cap_deadline(time.monotonic() + self.limits.import_timeout_s)
         try:
             header, _ = self._pump(bytearray(), deadline)
         except TimeoutError:
             self.close()
             if capped:
-                raise StudentImportError(_out_of_time(), cause="timeout") from None
+                raise StudentImportError(submission_time.out_of_time(), cause="timeout") from None
             raise StudentImportError(f"importing the module took longer than {self.limits.import_timeout_s:g} s", cause="timeout") from None
         except _Died as died:
             status = self.close(grace_s=0.5)
@@ -384,10 +292,10 @@ class ChildProcess:
                 header["shm"] = shared.spec
                 buffers_out = []
                 self._send_fds = [shared.fd]
-        out = bytearray(b"".join(codec.pack_frame(header, buffers_out)))
+        out = bytearray(b"".join(frames.pack_frame(header, buffers_out)))
         self.output.call_total = 0  # each call may print up to the limit: no test pays for another's prints
         timeout = self.limits.call_timeout_s if timeout_s is None else timeout_s
-        deadline, capped = _capped(time.monotonic() + timeout)
+        deadline, capped = submission_time.cap_deadline(time.monotonic() + timeout)
         try:
             return self._exchange(rid, out, deadline, timeout, capped)
         finally:
@@ -424,7 +332,7 @@ class ChildProcess:
         except TimeoutError:
             self.close()
             if capped:
-                raise StudentTimeout(_out_of_time()) from None
+                raise StudentTimeout(submission_time.out_of_time()) from None
             raise StudentTimeout(f"the call ran longer than {timeout:g} s and was stopped") from None
         except _Died as died:
             raise self._died(died.why) from None
@@ -469,7 +377,7 @@ class ChildProcess:
         except codec.ProtocolError as exc:
             raise _Died(f"the submission's process sent a malformed callback ({exc})") from None
         header, out_buffers = self.on_callback.handle(cb_id, str(reply.get("op")), fields, gens)
-        return b"".join(codec.pack_frame(header, out_buffers))
+        return b"".join(frames.pack_frame(header, out_buffers))
 
 
 def _parent_handle(value: Any) -> dict:

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from ppo_course.sandbox import codec
+from ppo_course.sandbox import codec, frames
 
 _SEALS = fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
 
@@ -72,7 +72,7 @@ class SharedArgs:
 
     def __init__(self, header: dict, buffers: list[bytes]) -> None:
         self.sent = buffers
-        layout, size = codec.shared_layout([len(b) for b in buffers])
+        layout, size = frames.shared_layout([len(b) for b in buffers])
         self.layout = layout
         self.size = size
         self.spec = {"size": size, "bufs": [list(x) for x in layout]}

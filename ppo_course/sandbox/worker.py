@@ -54,7 +54,7 @@ from typing import Any
 
 import torch
 
-from ppo_course.sandbox import codec
+from ppo_course.sandbox import codec, frames
 from ppo_course.sandbox.seeding import seed_globals
 
 #: Packages that never hold anything a student may import (instructor side).
@@ -132,7 +132,7 @@ class Channel:
 
     def __init__(self, sock: socket.socket, max_message_bytes: int) -> None:
         self.sock = sock
-        self.reader = codec.FrameReader(max_message_bytes)
+        self.reader = frames.FrameReader(max_message_bytes)
         self.objects: dict[int, Any] = {}
         self._handle_of: dict[int, int] = {}  # id(obj) -> handle, for objects in the table
         self._next_handle = 1
@@ -236,7 +236,7 @@ class Channel:
 
     # -- I/O --------------------------------------------------------------
     def send(self, header: dict, buffers: list[bytes]) -> None:
-        for chunk in codec.pack_frame(header, buffers):
+        for chunk in frames.pack_frame(header, buffers):
             self.sock.sendall(chunk)
 
     def send_value(self, header: dict, key: str, value: Any) -> None:

@@ -30,7 +30,6 @@ descendants and are found and killed.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import select
@@ -41,11 +40,8 @@ import sys
 import tempfile
 import time
 
-from ppo_course.sandbox import isolate, memcg
-
-UID_BASE = 61000
-UID_COUNT = 1000
-LOCK_DIR = os.path.join(tempfile.gettempdir(), ".ppo-course-sandbox-uids")
+from ppo_course.sandbox import isolate, memcg, reaper, warm_up
+from ppo_course.sandbox.reaper import Child
 
 
 def describe_status(status: int | None) -> str:
@@ -70,28 +66,13 @@ def describe_status(status: int | None) -> str:
     return f"status {status}"
 
 
-class _Child:
-    def __init__(self, pid: int, uid: int | None, lock_fd: int | None, workdir: str, client: int = -1,
-                 cgroup: str | None = None, oom_fd: int | None = None, memory_mb: int = 0) -> None:
-        self.client = client  # descriptor of the control connection that spawned it
-        self.pid = pid
-        self.uid = uid
-        self.lock_fd = lock_fd
-        self.workdir = workdir
-        self.cgroup = cgroup  # its memory cgroup's folder (memcg), or None
-        self.oom_fd = oom_fd  # eventfd readable at an OOM in that cgroup (cgroup v1), or None
-        self.memory_mb = memory_mb
-        self.out_of_memory = False  # its cgroup hit the limit (set by the OOM watch)
-        self.status: int | None = None
-
-
 class ForkServer:
     """State of the fork-server process (see the module docstring)."""
 
     def __init__(self, ctl: socket.socket, parent_pid: int, listen_path: str | None = None) -> None:
         self.ctl = ctl
         self.parent_pid = parent_pid
-        self.children: dict[int, _Child] = {}
+        self.children: dict[int, Child] = {}
         # Further graders of the same machine (batch workers) may connect here;
         # each connection owns the children it spawns, and its EOF kills them.
         self.clients: dict[int, socket.socket] = {ctl.fileno(): ctl}
@@ -106,166 +87,13 @@ class ForkServer:
             self.listener.listen(64)
         self.is_root = os.geteuid() == 0
         if self.is_root:
-            os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
-            self.kill_abandoned()
+            os.makedirs(reaper.LOCK_DIR, mode=0o700, exist_ok=True)
+            reaper.kill_abandoned(self.children)
         # One memory budget per child, counting every process and memory-backed file (issue 19, class 2).
         self.memcg, why = memcg.Controller.open(os.getpid()) if self.is_root else (None, "the grader is not root")
         if self.memcg is None:
             isolate.warn(f"no memory cgroup ({why}): each child is held to one process without memfds, and "
                          "its address space to the memory budget less its tmpfs sizes (docs/threat_model.md)")
-
-    # -- uids -------------------------------------------------------------
-    def kill_abandoned(self) -> list[int]:
-        """Kill the processes of sandbox uids that no live fork server holds; returns those uids.
-
-        A fork server killed outright takes its children along (PDEATHSIG) but
-        not what they started; those keep their sandbox uid and are found here
-        at the next start (and again whenever the uid is allocated).
-        """
-        uids = sorted({uid for _, uid, state in self._process_table().values()
-                       if UID_BASE <= uid < UID_BASE + UID_COUNT and state != "Z"})
-        abandoned = []
-        for uid in uids:
-            fd = os.open(os.path.join(LOCK_DIR, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)  # a live server holds it: not ours to touch
-                continue
-            try:
-                leftovers = _Child(-1, uid, None, "")
-                leftovers.status = 0
-                self._kill_tree(leftovers)
-                abandoned.append(uid)
-            finally:
-                os.close(fd)
-        if abandoned:
-            isolate.warn(f"killed processes left by a crashed grader under sandbox uids {abandoned}")
-        return abandoned
-
-    def _allocate_uid(self) -> tuple[int | None, int | None]:
-        """A uid no other live child on this machine holds (flock on a per-uid file)."""
-        if not self.is_root:
-            return None, None
-        start = (os.getpid() * 7) % UID_COUNT
-        for i in range(UID_COUNT):
-            uid = UID_BASE + (start + i) % UID_COUNT
-            fd = os.open(os.path.join(LOCK_DIR, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                continue
-            # Whatever a crashed grader left running under this uid goes first.
-            leftovers = _Child(-1, uid, None, "")
-            leftovers.status = 0
-            if self._live_pids(leftovers):
-                self._kill_tree(leftovers)
-            return uid, fd
-        raise RuntimeError("no free sandbox uid")
-
-    def _kill_uid(self, uid: int) -> None:
-        """Kill every process of ``uid``: a helper becomes ``uid`` and calls kill(-1, SIGKILL).
-
-        kill(-1) is the kernel's own walk over the uid's processes, so a fork
-        bomb cannot outrun it the way it can outrun a /proc scan. Some kernels
-        (gVisor) report success even when nothing was signalled, so the
-        caller checks with ``_live_pids`` instead of trusting ESRCH.
-        """
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setresgid(uid, uid, uid)
-                os.setresuid(uid, uid, uid)
-                for _ in range(3):
-                    try:
-                        os.kill(-1, signal.SIGKILL)
-                    except OSError:
-                        break
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
-
-    @staticmethod
-    def _process_table() -> dict[int, tuple[int, int, str]]:
-        """``{pid: (ppid, uid, state)}`` from /proc."""
-        table: dict[int, tuple[int, int, str]] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                uid = os.stat(f"/proc/{entry}").st_uid
-                with open(f"/proc/{entry}/stat", "rb") as fh:
-                    data = fh.read()
-                rest = data[data.rindex(b")") + 2 :].split()
-                table[int(entry)] = (int(rest[1]), uid, rest[0].decode())
-            except (OSError, ValueError, IndexError):
-                continue
-        return table
-
-    def _live_pids(self, child: "_Child") -> list[int]:
-        """Processes (not zombies) that belong to ``child``: its uid's, or its descendants and our orphans."""
-        table = self._process_table()
-        me = os.getpid()
-        if child.uid is not None:
-            return [p for p, (_, uid, state) in table.items() if uid == child.uid and state != "Z" and p != me]
-        found: list[int] = []
-        roots = [child.pid] + [p for p, (pp, _, _) in table.items() if pp == me and p not in self.children]
-        frontier = list(roots)
-        seen = set()
-        while frontier:
-            p = frontier.pop()
-            if p in seen:
-                continue
-            seen.add(p)
-            if p in table and table[p][2] != "Z" and p != child.pid:
-                found.append(p)
-            frontier.extend(c for c, (pp, _, _) in table.items() if pp == p)
-        return [p for p in found if p != me] + ([child.pid] if child.status is None and child.pid in table and table[child.pid][2] != "Z" else [])
-
-    # -- processes --------------------------------------------------------
-    def _reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            child = self.children.get(pid)
-            if child is not None:
-                child.status = status
-
-    def _kill_tree(self, child: _Child) -> None:
-        """SIGKILL the child, its process group and every process it started, then reap."""
-        if child.pid > 1:  # never killpg/kill with -1, 0 or 1: that would reach every process
-            for sig_target in (lambda: os.killpg(child.pid, signal.SIGKILL), lambda: os.kill(child.pid, signal.SIGKILL)):
-                try:
-                    sig_target()
-                except OSError:
-                    pass
-        for round_ in range(100):
-            if child.status is None and child.pid > 1:
-                try:
-                    _, status = os.waitpid(child.pid, 0)
-                    child.status = status
-                except ChildProcessError:
-                    child.status = 0
-            self._reap()
-            victims = self._live_pids(child)
-            if not victims:
-                return
-            for p in victims:
-                if p <= 1 or p == os.getpid():
-                    continue
-                try:
-                    os.kill(p, signal.SIGKILL)
-                except OSError:
-                    pass
-            if child.uid is not None:
-                self._kill_uid(child.uid)
-            time.sleep(0.001 * min(round_, 10))
-        isolate.warn(f"processes of child {child.pid} survived 100 rounds of SIGKILL")
 
     def finish(self, pid: int, grace_s: float) -> str:
         child = self.children.get(pid)
@@ -273,12 +101,12 @@ class ForkServer:
             return "unknown process"
         deadline = time.monotonic() + max(0.0, grace_s)
         while child.status is None:
-            self._reap()
+            reaper.reap(self.children)
             if child.status is not None or time.monotonic() >= deadline:
                 break
             time.sleep(0.002)
         status = child.status
-        self._kill_tree(child)
+        reaper.kill_tree(child, self.children)
         if status is None:
             status = child.status
             words = "stopped by the grader"
@@ -292,7 +120,7 @@ class ForkServer:
         del self.children[pid]
         return words
 
-    def _release_cgroup(self, child: _Child) -> str:
+    def _release_cgroup(self, child: Child) -> str:
         """Close the child's OOM watch and remove its memory cgroup; returns words to add when it ran out of memory."""
         if child.oom_fd is not None:
             os.close(child.oom_fd)
@@ -320,12 +148,12 @@ class ForkServer:
         for child in self.children.values():
             if child.oom_fd == fd:
                 child.out_of_memory = True
-                self._kill_tree(child)
+                reaper.kill_tree(child, self.children)
 
     def spawn(self, config: dict, fds: list[int], client: int = -1) -> int:
         if len(fds) != 3:
             raise ValueError("spawn needs exactly three descriptors")  # the caller closes them
-        uid, lock_fd = self._allocate_uid()
+        uid, lock_fd = reaper.allocate_uid(self.children) if self.is_root else (None, None)
         workdir = tempfile.mkdtemp(prefix="ppo-sandbox-")
         if uid is not None:
             os.chown(workdir, uid, uid)
@@ -350,7 +178,7 @@ class ForkServer:
         for fd in fds:
             os.close(fd)
         memory_mb = int(config.get("limits", {}).get("memory_mb", 0))
-        self.children[pid] = _Child(pid, uid, lock_fd, workdir, client, cgroup, oom_fd, memory_mb)
+        self.children[pid] = Child(pid, uid, lock_fd, workdir, client, cgroup, oom_fd, memory_mb)
         return pid
 
     def kill_all(self) -> None:
@@ -418,7 +246,7 @@ class ForkServer:
             oom_fds = [c.oom_fd for c in self.children.values() if c.oom_fd is not None]
             waiting = list(self.clients.values()) + ([self.listener] if self.listener else []) + oom_fds
             ready, _, _ = select.select(waiting, [], [], 1.0)
-            self._reap()
+            reaper.reap(self.children)
             if os.getppid() != self.parent_pid:
                 break
             for fd in [r for r in ready if isinstance(r, int)]:
@@ -504,55 +332,6 @@ def _child_main(config: dict, fds: list[int], server_pid: int) -> None:
     worker.run_child(sock_fd, config)
 
 
-def _warm_up() -> None:
-    """Import what every child needs, once, before any fork (no threads started)."""
-    import torch
-
-    torch.set_num_threads(1)
-    for name in ("ppo_course.model", "ppo_course.toy_task", "ppo_course.config"):
-        try:
-            __import__(name)
-        except Exception as exc:  # noqa: BLE001 - a missing public module is not fatal here
-            isolate.warn(f"fork server could not import {name}: {type(exc).__name__}: {exc}")
-    from ppo_course.sandbox import harness, proxies, worker  # noqa: F401
-
-    # One tiny forward/backward/Adam step/generate on the toy model, so that
-    # torch's lazy set-up (its first backward alone imports ~800 modules,
-    # ~2 s on this machine) is paid once here, not in every child.
-    x = torch.ones(2, 3, requires_grad=True)
-    (x.log_softmax(-1) * 2).sum().backward()
-    try:
-        import copy
-
-        from ppo_course import toy_task
-        from ppo_course.model import CausalLMWithValueHead
-
-        model = CausalLMWithValueHead(toy_task.policy_config())
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-        queries = toy_task.PROMPTS[:2]
-        gen = model.generate(queries, 2, generator=torch.Generator().manual_seed(0))
-        logits, values = model.forward_response(queries, gen.responses)
-        (logits.logsumexp(-1).mean() + values.square().mean()).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        copy.deepcopy(model)
-    except Exception as exc:  # noqa: BLE001 - warm-up is an optimisation only
-        isolate.warn(f"fork server warm-up on the toy model failed: {type(exc).__name__}: {exc}")
-    try:
-        import numpy  # noqa: F401 - imported once here, seeded in every child (ppo_course.sandbox.seeding)
-    except ImportError:
-        pass
-    import gc
-
-    # What the warm-up made stays out of the collector's walks in every child: a collection would
-    # otherwise write to (and so copy) every page of the server's heap, charged to the child's memory cgroup.
-    gc.collect()
-    gc.freeze()
-    threads = len(os.listdir("/proc/self/task"))
-    if threads != 1:
-        isolate.warn(f"the fork server runs {threads} threads after warm-up; forking it is unsafe")
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point: ``CTL_FD PARENT_PID [warm|cold] [LISTEN_PATH]``.
 
@@ -575,7 +354,7 @@ def main(argv: list[str] | None = None) -> None:
     ctl = socket.socket(fileno=ctl_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
     if warm:
-        _warm_up()
+        warm_up.warm_up()
     else:
         from ppo_course.sandbox import harness, proxies, worker  # noqa: F401
     ForkServer(ctl, parent_pid, listen_path).serve()

@@ -18,7 +18,7 @@ import pytest
 
 from grader.batch import run_batch
 from grader.intake.submission import BatchLimits
-from grader.sandbox.process import submission_deadline, submission_ran_out
+from grader.sandbox.submission_time import submission_deadline, submission_ran_out
 
 COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissions"
 STAND_IN = "stand_in_grader:grade_submission"  # tests/batch/stand_in_grader.py (not imported from conftest:
@@ -26,11 +26,11 @@ STAND_IN = "stand_in_grader:grade_submission"  # tests/batch/stand_in_grader.py 
 
 
 def test_ran_out_is_false_until_the_clock_refuses_a_call():
-    from grader.sandbox import process
+    from grader.sandbox import submission_time
 
     with submission_deadline(60):
         assert submission_ran_out() is False
-        process._out_of_time()  # what a refused or cut-short call reports
+        submission_time.out_of_time()  # what a refused or cut-short call reports
         assert submission_ran_out() is True
     with submission_deadline(60):
         assert submission_ran_out() is False  # a new submission starts clean

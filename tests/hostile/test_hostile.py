@@ -28,8 +28,9 @@ from pathlib import Path
 import pytest
 
 from hostile_limits import SUITE_LIMITS
-from hostile_helpers import (ATTACKS, CANARY, Guards, all_attacks, read_attack, scores_by_test, write_hostile_submission,
+from hostile_helpers import (ATTACKS, CANARY, all_attacks, read_attack, scores_by_test, write_hostile_submission,
                              write_other_student)
+from hostile_guards import Guards
 
 # One xdist worker runs the whole hostile suite: its guards scan shared places (canaries,
 # /run/lock, leftover processes) that the guard self-test and a parallel attack would both touch.
@@ -119,7 +120,8 @@ def test_the_guards_see_what_an_attack_would_leave(tmp_path):
     import subprocess
     import time
 
-    from hostile_helpers import MARKER, SENTINEL_MTIME, leftover_processes
+    from hostile_helpers import MARKER, SENTINEL_MTIME
+    from hostile_guards import leftover_processes
 
     other = write_other_student(tmp_path / "cohort" / "other_student")
     guards = Guards([CANARY, other], server_pid=None)

@@ -18,7 +18,8 @@ import shutil
 
 import pytest
 
-from hostile_helpers import ATTACKS, Guards, SOLUTIONS, read_attack
+from hostile_helpers import ATTACKS, SOLUTIONS, read_attack
+from hostile_guards import Guards
 
 # One xdist worker runs the whole hostile suite: its guards scan shared places (canaries,
 # /run/lock, leftover processes) that the guard self-test and a parallel attack would both touch.

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from hostile_helpers import SOLUTIONS, guarded_batch, stable_results
+from hostile_helpers import SOLUTIONS, stable_results
+from hostile_guards import guarded_batch
 
 pytestmark = pytest.mark.xdist_group("hostile")
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from hostile_helpers import (CANARY, Guards, read_attack, scores_by_test, write_hostile_submission, write_other_student)
+from hostile_helpers import CANARY, read_attack, scores_by_test, write_hostile_submission, write_other_student
+from hostile_guards import Guards
 
 pytestmark = pytest.mark.xdist_group("hostile")
 

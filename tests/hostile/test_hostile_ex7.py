@@ -21,8 +21,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import SUITE_LIMITS
-from hostile_helpers import (ATTACKS, CANARY, Guards, read_attack, scores_by_test, write_hostile_submission,
+from hostile_helpers import (ATTACKS, CANARY, read_attack, scores_by_test, write_hostile_submission,
                              write_other_student, write_twin_submission)
+from hostile_guards import Guards
 
 pytestmark = pytest.mark.xdist_group("hostile")
 

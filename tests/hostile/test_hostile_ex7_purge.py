@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SUITE_LIMITS
-from hostile_helpers import (CANARY, Guards, kernel_objects, read_attack, scores_by_test, write_hostile_submission,
-                             write_other_student, write_twin_submission)
+from hostile_helpers import (CANARY, read_attack, scores_by_test, write_hostile_submission, write_other_student,
+                             write_twin_submission)
+from hostile_guards import Guards, kernel_objects
 
 pytestmark = pytest.mark.xdist_group("hostile")
 

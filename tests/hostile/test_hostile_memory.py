@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from hostile_helpers import CANARY, SOLUTIONS, Guards, stable_results
+from hostile_helpers import CANARY, SOLUTIONS, stable_results
+from hostile_guards import Guards
 from hostile_limits import SUITE_LIMITS
 
 pytestmark = pytest.mark.xdist_group("hostile")

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from hostile_helpers import Guards, read_attack, scores_by_test, write_hostile_submission, write_other_student, CANARY
+from hostile_helpers import CANARY, read_attack, scores_by_test, write_hostile_submission, write_other_student
+from hostile_guards import Guards
 from hostile_limits import SUITE_LIMITS
 
 pytestmark = pytest.mark.xdist_group("hostile")

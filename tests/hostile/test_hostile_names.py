@@ -18,7 +18,8 @@ import shutil
 import pytest
 
 from grader.intake.class_list import discover, id_problem, look_alike_warnings
-from hostile_helpers import SOLUTIONS, guarded_batch
+from hostile_helpers import SOLUTIONS
+from hostile_guards import guarded_batch
 
 IMPOSTORS = ["\u0430lice", "alice\u200b", "alice\ufeff", "alice\u00a0", "alice ", "\uff21lice", "al\u202eecila"]
 HONEST = ["alice", "José", "Иван", "alice smith", "alice_2", "山田たろう", "김민준", "o'brien"]

@@ -21,7 +21,8 @@ import shutil
 
 import pytest
 
-from hostile_helpers import REPO, Guards, scores_by_test
+from hostile_helpers import REPO, scores_by_test
+from hostile_guards import Guards
 from hostile_limits import SUITE_LIMITS
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]

@@ -20,7 +20,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from hostile_limits import SUITE_LIMITS
-from hostile_helpers import ATTACKS, CANARY, MARKER, Guards, read_attack, write_hostile_submission, write_other_student
+from hostile_helpers import ATTACKS, CANARY, MARKER, read_attack, write_hostile_submission, write_other_student
+from hostile_guards import Guards
 
 pytestmark = [pytest.mark.xdist_group("hostile"), pytest.mark.slow]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pytest
 
-from hostile_helpers import guarded_batch
+from hostile_guards import guarded_batch
 
 pytestmark = pytest.mark.xdist_group("hostile")
 

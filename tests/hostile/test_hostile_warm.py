@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 
 from grader.runners.warm import WARM_ENV
-from hostile_helpers import ATTACKS, SOLUTIONS, TWINS, guarded_batch, read_attack, stable_results
+from hostile_helpers import ATTACKS, SOLUTIONS, TWINS, read_attack, stable_results
+from hostile_guards import guarded_batch
 
 pytestmark = pytest.mark.xdist_group("hostile")
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from hostile_helpers import FORKSERVER_MARK, _proc_table, leftover_processes
+from hostile_guards import FORKSERVER_MARK, leftover_processes, proc_table
 from load_helpers import CACHE_ENV, GRADE_FN, HERE, LOAD_EXERCISES, record_grade, submission_key, variants, write_cohort
 
 # One xdist worker runs the whole hostile suite: its guards scan shared places (canaries,
@@ -102,7 +102,7 @@ def _start_time(pid: int) -> int | None:
 
 def _descendants(root: int) -> set[tuple[int, int]]:
     """(pid, start time) of every live descendant of ``root`` (the start time guards against pid reuse)."""
-    table = _proc_table()
+    table = proc_table()
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, state, _) in table.items():
         if state != "Z":
@@ -119,17 +119,17 @@ def _descendants(root: int) -> set[tuple[int, int]]:
 
 def _still_alive(procs: set[tuple[int, int]]) -> set[tuple[int, int]]:
     return {(pid, start) for pid, start in procs if _start_time(pid) == start
-            and _proc_table().get(pid, (0, 0, "Z", b""))[2] != "Z"}
+            and proc_table().get(pid, (0, 0, "Z", b""))[2] != "Z"}
 
 
 def _orphan_forkservers() -> set[int]:
     """Fork servers (and their children) whose parent is init: what a killed worker would leave."""
-    return {pid for pid, (ppid, _, state, cmd) in _proc_table().items()
+    return {pid for pid, (ppid, _, state, cmd) in proc_table().items()
             if FORKSERVER_MARK in cmd and ppid == 1 and state != "Z"}
 
 
 def _mentioning(text: str) -> list[int]:
-    return [pid for pid, (_, _, state, cmd) in _proc_table().items()
+    return [pid for pid, (_, _, state, cmd) in proc_table().items()
             if text.encode() in cmd and state != "Z" and pid != os.getpid()]
 
 

@@ -9,7 +9,7 @@ instructor sources itself and looks for their fingerprints in the bundle.
 - reference and hidden-test code: the AST of every function body of `ppo_reference/`,
   `grader/hidden/` and `solutions/` with three statements or more, docstring removed
   (a renamed file or reformatted copy still matches);
-- answer keys: a `keys.py`, or an `answer`/`explanation` field in a quiz YAML file;
+- answer keys: a `keys.py` or another module of `quiz_bank/instructor/`, or an `answer`/`explanation` field in a quiz YAML file;
 - expected values: any data file (json, pt, npy, npz, pkl, csv) or a file with a
   hidden test's name; an import of ppo_reference, grader or solutions.
 """
@@ -89,6 +89,7 @@ def scan(bundle: Path, repo: Path) -> list[str]:
     public = public_bodies(repo)
     secret_bodies = {k: v for k, v in instructor_bodies(repo).items() if k not in public}
     hidden_names = {p.name for p in (repo / "grader" / "hidden").glob("test_*.py")}
+    key_modules = {"keys.py"} | {p.name for p in (repo / "quiz_bank" / "instructor").glob("*.py") if p.name != "__init__.py"}
     public_test_dir = bundle / "ppo_course" / "public_tests"
     for path in sorted(p for p in bundle.rglob("*") if p.is_file()):
         rel = path.relative_to(bundle)
@@ -98,7 +99,7 @@ def scan(bundle: Path, repo: Path) -> list[str]:
         # (tools/make_known_mistakes.py), so that a public test can name the mistake; no correct answer.
         if path.suffix.lower() in DATA_SUFFIXES and rel.as_posix() != "ppo_course/grading_kit/known_mistakes.json":
             problems.append(f"{rel}: data file (possible expected values)")
-        if path.name == "keys.py":
+        if path.name in key_modules:
             problems.append(f"{rel}: answer-key module")
         if path.name in hidden_names and path.parent != public_test_dir:
             problems.append(f"{rel}: has the name of a hidden test module")

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from grader.sandbox import Limits, StudentCrash, StudentTimeout
-from grader.sandbox.process import submission_deadline
+from grader.sandbox.submission_time import submission_deadline
 
 pytestmark = pytest.mark.filterwarnings("ignore::ppo_course.config.HyperparameterWarning")
 
@@ -139,13 +139,13 @@ def test_the_submission_deadline_caps_every_call(load):
 
 def test_nested_deadlines_keep_the_earlier_one():
     """A worker's deadline inside the batch's: the earlier of the two holds, and is restored after."""
-    from grader.sandbox import process
+    from grader.sandbox import submission_time
 
     with submission_deadline(100.0) as outer:
         with submission_deadline(5.0) as inner:
             assert inner < outer
-            assert process._capped(time.monotonic() + 60)[1] is True
+            assert submission_time.cap_deadline(time.monotonic() + 60)[1] is True
         with submission_deadline(500.0) as later:
             assert later == outer
-        assert process._capped(time.monotonic() + 60)[1] is False  # 60 s from now is before the outer 100 s
-    assert process._SUBMISSION.get() is None
+        assert submission_time.cap_deadline(time.monotonic() + 60)[1] is False  # 60 s from now is before the outer 100 s
+    assert submission_time._SUBMISSION.get() is None

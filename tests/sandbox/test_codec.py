@@ -11,13 +11,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppo_course.sandbox import codec
+from ppo_course.sandbox import codec, frames
 
 
 def roundtrip(value, **dec_kwargs):
     node, buffers = codec.encode_value(value)
-    frame = b"".join(codec.pack_frame({"v": node}, buffers))
-    reader = codec.FrameReader(1 << 30)
+    frame = b"".join(frames.pack_frame({"v": node}, buffers))
+    reader = frames.FrameReader(1 << 30)
     reader.feed(frame)
     header, got_buffers = reader.next_frame()
     return codec.decode_value(header["v"], got_buffers, **dec_kwargs)
@@ -153,11 +153,11 @@ def test_generated_tensors_roundtrip(dtype, shape, seed, transpose):
 
 
 def frame_bytes(header: dict, buffers=()) -> bytes:
-    return b"".join(codec.pack_frame(header, list(buffers)))
+    return b"".join(frames.pack_frame(header, list(buffers)))
 
 
 def read_one(data: bytes, limit: int = 1 << 20):
-    reader = codec.FrameReader(limit)
+    reader = frames.FrameReader(limit)
     reader.feed(data)
     return reader.next_frame()
 
@@ -166,11 +166,11 @@ def read_one(data: bytes, limit: int = 1 << 20):
     "data, words",
     [
         (b"GARBAGE!" + b"x" * 40, "magic"),
-        (struct.pack("<4sII", codec.MAGIC, 2**31, 0), "over the limits"),
-        (struct.pack("<4sII", codec.MAGIC, 10, 1) + struct.pack("<Q", 2**40), "exceeds the limit"),
-        (struct.pack("<4sII", codec.MAGIC, 5, 0) + b"{bad}", "not valid JSON"),
-        (struct.pack("<4sII", codec.MAGIC, 2, 0) + b"[]", "not a JSON object"),
-        (struct.pack("<4sII", codec.MAGIC, 2, 0) + b"\xff\xfe", "not valid JSON"),
+        (struct.pack("<4sII", frames.MAGIC, 2**31, 0), "over the limits"),
+        (struct.pack("<4sII", frames.MAGIC, 10, 1) + struct.pack("<Q", 2**40), "exceeds the limit"),
+        (struct.pack("<4sII", frames.MAGIC, 5, 0) + b"{bad}", "not valid JSON"),
+        (struct.pack("<4sII", frames.MAGIC, 2, 0) + b"[]", "not a JSON object"),
+        (struct.pack("<4sII", frames.MAGIC, 2, 0) + b"\xff\xfe", "not valid JSON"),
     ],
     ids=["magic", "json-too-big", "buffer-too-big", "bad-json", "not-object", "bad-utf8"],
 )
@@ -181,7 +181,7 @@ def test_malformed_frames_are_protocol_errors(data, words):
 
 def test_truncated_frame_waits_for_more_bytes():
     data = frame_bytes({"a": 1}, [b"12345"])
-    reader = codec.FrameReader(1 << 20)
+    reader = frames.FrameReader(1 << 20)
     reader.feed(data[:-1])
     assert reader.next_frame() is None
     reader.feed(data[-1:])
