@@ -31,12 +31,26 @@ from pathlib import Path
 
 from grader.sandbox.errors import SandboxError
 
-_BOOT = (
+#: Stage 1 of the server (``ppo_course.sandbox.fixed_root.launch``): SRC_ROOT VENV CTL_FD PARENT_PID warm|cold LISTEN.
+_LAUNCH = (
     "import sys, importlib.util\n"
-    "if importlib.util.find_spec('ppo_course') is None: sys.path.append(sys.argv[3])\n"
-    "from ppo_course.sandbox.zygote import main\n"
-    "main([sys.argv[1], sys.argv[2], sys.argv[4], sys.argv[5]])\n"
+    "if importlib.util.find_spec('ppo_course') is None: sys.path.append(sys.argv[1])\n"
+    "from ppo_course.sandbox.fixed_root import launch\n"
+    "launch(sys.argv[1:])\n"
 )
+
+
+def _src_root_and_venv() -> tuple[str, str]:
+    """The folder holding ``ppo_course`` and this interpreter's venv ('' when it runs in none)."""
+    spec = importlib.util.find_spec("ppo_course")
+    root = str(Path(spec.origin).parent.parent) if spec and spec.origin else ""
+    return root, (sys.prefix if sys.prefix != sys.base_prefix else "")
+
+
+def _fixed_layout() -> dict[str, str]:
+    from ppo_course.sandbox import fixed_root
+
+    return fixed_root.layout(*_src_root_and_venv())
 
 
 def _server_env() -> dict[str, str]:
@@ -87,13 +101,13 @@ class ForkServerClient:
             self._listen_dir = tempfile.mkdtemp(prefix="ppo-course-forkserver-")  # 0700
             self.listen_path = os.path.join(self._listen_dir, "control.sock")
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        spec = importlib.util.find_spec("ppo_course")
-        root = str(Path(spec.origin).parent.parent) if spec and spec.origin else ""
+        root, venv = _src_root_and_venv()
         try:
             self.proc: subprocess.Popen | None = subprocess.Popen(
                 # -P -s and a fixed environment (-I's isolation) without -E, so that PYTHONHASHSEED
                 # applies: str hashes, hence set order, are the same in every child on every run.
-                [sys.executable, "-P", "-s", "-c", _BOOT, str(child_sock.fileno()), str(os.getpid()), root,
+                # Stage 1 re-execs the server with the venv and the package at fixed paths (a109).
+                [sys.executable, "-P", "-s", "-c", _LAUNCH, root, venv, str(child_sock.fileno()), str(os.getpid()),
                  "warm" if warm_up else "cold", self.listen_path or ""],
                 pass_fds=[child_sock.fileno()],
                 stdin=subprocess.DEVNULL,
@@ -143,6 +157,8 @@ class ForkServerClient:
         self.pid = int(hello["pid"])
         self.root = bool(hello["root"])
         self.probe = dict(hello.get("probe", {}))
+        # The server sees the venv and the package at fixed paths: the paths sent with a spawn are rewritten (a109).
+        self.fixed_layout = _fixed_layout() if hello.get("fixed_root") else {}
         if self.proc is not None:
             for feature, ok in self.probe.items():
                 if not ok:
@@ -222,6 +238,12 @@ class ForkServerClient:
 
     def spawn(self, config: dict, fds: list[int]) -> int:
         """Fork a child with ``config``; ``fds`` = [protocol socket, stdout w, stderr w]. Returns its pid."""
+        if self.fixed_layout:
+            from ppo_course.sandbox import fixed_root
+
+            config = dict(config)
+            for key in ("needed_paths", "hide_paths"):
+                config[key] = fixed_root.translate(list(config.get(key, [])), self.fixed_layout)
         return int(self._ask({"cmd": "spawn", "config": config}, fds)["pid"])
 
     def finish(self, pid: int, grace_s: float = 0.0) -> str:

@@ -1,7 +1,9 @@
 """The zygote (the fork server; untrusted side): a clean interpreter that forks one confined child per exercise.
 
-Started by the grader (``grader.sandbox.forkserver_client``) as
-``python -I -c "...main()" CTL_FD PARENT_PID`` with a scrubbed environment. It
+Started by the grader (``grader.sandbox.forkserver_client``) through
+``fixed_root.launch`` as ``/opt/ppo/venv/bin/python -S -P -c "...main()" CTL_FD
+PARENT_PID`` (the venv and the package at fixed paths, attack a109) with a
+scrubbed environment. It
 imports torch and the public package once (the per-exercise cost is then a
 ``fork``, not a ~1.5 s ``import torch``), and never imports the reference,
 the graders, hidden inputs or scores: it only knows what the parent sends in a
@@ -40,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from ppo_course.sandbox import isolate, memcg, reaper, warm_up
+from ppo_course.sandbox import fixed_root, isolate, memcg, reaper, warm_up
 from ppo_course.sandbox.reaper import Child
 
 
@@ -238,7 +240,7 @@ class ForkServer:
         return True
 
     def serve(self) -> None:
-        hello = {"hello": True, "pid": os.getpid(), "root": self.is_root,
+        hello = {"hello": True, "pid": os.getpid(), "root": self.is_root, "fixed_root": fixed_root.active(),
                  "probe": dict(probe(memory=False), memory_cgroup=self.memcg is not None)}
         self.reply(hello)
         running = True

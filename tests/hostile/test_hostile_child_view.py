@@ -11,11 +11,13 @@ machine's one pid namespace, see docs/threat_model.md.)
 
 a109, the checkout's folder: the fork server's command line (``sys.argv``,
 ``/proc/self/cmdline``), ``sys.path`` and every imported module's ``__file__``
-name the folder the grader is checked out in, so a module can score
-differently in ``/work/main`` and in a TA's checkout. Not fixed: it needs the
-fork server exec'd from a fixed path and the venv bound at a fixed mount point
-(``ppo_course/sandbox/zygote.py``, restructured by another helper now); kept as
-a strict xfail so that the fix is noticed.
+named the folder the grader is checked out in, so a module could score
+differently in ``/work/main`` and in a TA's checkout. Now the fork server is
+exec'd in a private mount namespace with the venv at ``/opt/ppo/venv`` and the
+package at ``/opt/ppo/src/ppo_course`` (``ppo_course.sandbox.fixed_root``), and
+every child sees only those. (Where the machine refuses the mount namespace the
+checkout stays visible; ``/proc/self/mountinfo`` names each bind's source: see
+docs/threat_model.md.)
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def facts():
             return type(exc).__name__
     import torch, ppo_course
     return {"cgroup": read("/proc/self/cgroup"), "cmdline": read("/proc/self/cmdline"), "argv": repr(sys.argv),
+            "mountinfo": read("/proc/self/mountinfo"), "exe": sys.executable,
             "path": repr(sys.path), "files": repr([torch.__file__, ppo_course.__file__])}
 '''
 
@@ -66,9 +69,15 @@ def test_a108_the_child_cannot_read_its_place_in_the_grading_order(tmp_path):
     assert not re.search(r"ppo-sandbox|/c\d+\b", first["cgroup"]), first["cgroup"]
 
 
-@pytest.mark.xfail(strict=True, reason="a109: the fork server's argv, sys.path and module files name the checkout; "
-                                        "needs zygote.py exec'd from a fixed path and a fixed venv mount (not ours)")
 def test_a109_the_child_cannot_read_the_checkouts_folder(tmp_path):
     (facts,) = _facts(tmp_path, 1)
-    leaks = {k: v[:200] for k, v in facts.items() if str(REPO) in v}
+    leaks = {k: v[:200] for k, v in facts.items() if str(REPO) in v and k != "mountinfo"}
     assert not leaks, f"the child sees the checkout's folder {REPO} in: {sorted(leaks)}"
+    assert "/opt/ppo/src/ppo_course/__init__.py" in facts["files"], facts["files"]
+
+
+@pytest.mark.xfail(strict=True, reason="a109, the rest: /proc/self/mountinfo names the source folder (within its file "
+                                        "system) of the fork server's /opt/ppo binds, i.e. the checkout's venv and package")
+def test_a109_the_child_cannot_read_the_checkouts_folder_in_mountinfo(tmp_path):
+    (facts,) = _facts(tmp_path, 1)
+    assert str(REPO) not in facts["mountinfo"]

@@ -38,3 +38,10 @@ def sandbox_processes() -> list[tuple[int, int, str]]:
         if 61000 <= uid < 62000:
             out.append((int(entry), uid, state))
     return out
+
+
+def in_child(server, path) -> str:
+    """Where the child sees the host path ``path``: under /opt/ppo when the fork server runs there (a109)."""
+    from ppo_course.sandbox import fixed_root
+
+    return fixed_root.translate([str(path)], server.fixed_layout)[0]

@@ -11,6 +11,7 @@ import pytest
 
 from grader.sandbox import StudentError
 from grader.sandbox.sandbox import instructor_paths
+from sandbox_helpers import in_child
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,8 +113,10 @@ def test_instructor_folders_are_unreadable(probe, server):
     assert probe.can_read(str(REPO / "solutions" / "ex4_gae.py")) == "FileNotFoundError"
     for name in ("ppo_reference", "grader", "solutions", "quiz_bank"):
         assert probe.try_import(name) == "ModuleNotFoundError"
+    if server.fixed_layout:  # a109: the package alone is bound at /opt/ppo/src, nothing else of the checkout
+        assert probe.listing("/opt/ppo/src") == ["ppo_course"]
     # What the child needs stays readable: the public package and torch.
-    assert probe.can_read(str(REPO / "ppo_course" / "model.py")) is True
+    assert probe.can_read(in_child(server, REPO / "ppo_course" / "model.py")) is True
     assert probe.try_import("ppo_course.toy_task") == "imported"
     assert probe.try_import("json.tool") == "imported"  # a stdlib module not imported before the fork
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sandbox_helpers import FAST
+from sandbox_helpers import FAST, in_child
 
 WALKER = {
     "walker.py": '''
@@ -151,7 +151,7 @@ def test_a_child_reading_everything_it_sees_leaves_no_trace(load, server, old_at
     child = load(WALKER, "walker", limits=FAST.model_copy(update={"call_timeout_s": 300.0, "cpu_time_s": 300}))
     # Every file of the sample's folders, and every 20th file elsewhere (the whole tree is ~165,000
     # files here: all of them would cost minutes on a loaded 2-core machine).
-    seen, read, locked, changed = child.walk_and_touch(folders, 20)
+    seen, read, locked, changed = child.walk_and_touch([in_child(server, f) for f in folders], 20)
     assert seen > 10000 and read > seen // 40, (seen, read)  # it did walk and read the interpreter's files
     assert changed == 0, "the child could change a file's times"
     child.close()
@@ -167,7 +167,7 @@ def test_the_minimal_root_shows_only_what_the_interpreter_needs(load, server):
         pytest.skip("needs a mount namespace")
     child = load(WALKER, "walker")
     top = set(child.root_entries())
-    needed_tops = {Path(p).parts[1] for p in server_needed_paths()}
+    needed_tops = {Path(in_child(server, p)).parts[1] for p in server_needed_paths()}
     assert top <= {"usr", "lib", "lib64", "lib32", "libx32", "etc", "dev", "proc", "tmp", "var"} | needed_tops, top
     assert not top & {"bin", "sbin", "boot", "sys", "run", "mnt", "srv"} - needed_tops
     assert set(child.root_entries("/etc")) <= {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime"}
@@ -188,7 +188,7 @@ def test_locks_a_child_holds_go_with_it(load, server):
     keys = {_inode_key(torch.__file__)}
     before = _locks(keys)
     child = load(WALKER, "walker")
-    assert child.hold_locks([torch.__file__]) == 1
+    assert child.hold_locks([in_child(server, torch.__file__)]) == 1
     assert len(_locks(keys)) == len(before) + 1  # a live channel to a sibling (docs/threat_model.md), bounded by its life
     child.close()
     deadline = time.monotonic() + 5
