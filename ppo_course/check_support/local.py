@@ -233,6 +233,17 @@ def _detach(x: Any) -> Any:
     return x
 
 
+def _forget_modules_from_elsewhere(folder: Path) -> None:
+    """Drop from ``sys.modules`` every module named like one of ``folder``'s ``.py`` files that was not
+    loaded from ``folder`` (another submission's ``helper``, say), so that ``import helper`` here finds this
+    folder's file and a check never depends on what ran before it in the process."""
+    for path in folder.glob("*.py"):
+        module = sys.modules.get(path.stem)
+        where = getattr(module, "__file__", None) if module is not None else None
+        if module is not None and (where is None or Path(where).resolve().parent != folder):
+            del sys.modules[path.stem]
+
+
 class LocalProvider:
     """pytest plugin: loads exercise modules from `exercises_dir` into this process.
 
@@ -250,6 +261,7 @@ class LocalProvider:
         #: {stem: ModuleReport}: what became of each module loaded (or raising NotImplementedError) here.
         self.modules: dict[str, ModuleReport] = {}
         _STUDENT_DIRS.add(str(self.exercises_dir))
+        _forget_modules_from_elsewhere(self.exercises_dir)
         if str(self.exercises_dir) not in sys.path:
             sys.path.insert(0, str(self.exercises_dir))
 

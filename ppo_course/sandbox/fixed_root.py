@@ -96,15 +96,15 @@ def translate(paths: list[str], mapping: dict[str, str]) -> list[str]:
 
 
 def _bind_fixed(mapping: dict[str, str]) -> None:
-    from ppo_course.sandbox import isolate
+    from ppo_course.sandbox import linux
 
-    isolate.unshare(isolate.CLONE_NEWNS)
-    isolate.mount(None, "/", None, isolate.MS_REC | isolate.MS_PRIVATE, None)
-    isolate.mount("tmpfs", FIXED_TOP, "tmpfs", 2 | 4, "size=1m,mode=0755")  # nosuid, nodev
+    linux.unshare(linux.CLONE_NEWNS)
+    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE, None)
+    linux.mount("tmpfs", FIXED_TOP, "tmpfs", 2 | 4, "size=1m,mode=0755")  # nosuid, nodev
     for host, fixed in mapping.items():
         os.makedirs(fixed, mode=0o755, exist_ok=True)
-        isolate.mount(host, fixed, None, 4096 | 16384, None)  # MS_BIND | MS_REC
-    isolate.mount(None, FIXED_TOP, None, 32 | 1 | 2 | 4, "size=1m,mode=0755")  # remount read-only
+        linux.mount(host, fixed, None, 4096 | 16384, None)  # MS_BIND | MS_REC
+    linux.mount(None, FIXED_TOP, None, 32 | 1 | 2 | 4, "size=1m,mode=0755")  # remount read-only
 
 
 def launch(argv: list[str]) -> None:

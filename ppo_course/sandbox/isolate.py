@@ -36,36 +36,31 @@ and the read-only binds of step 4, which fail closed. The threat model is in
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import os
 import resource
 import signal
-import stat
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ppo_course.sandbox import memcg, rootfs, syscall_filter
-
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-CLONE_NEWNS = 0x00020000
-CLONE_NEWCGROUP = 0x02000000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-MS_NOSUID = 2
-MS_NODEV = 4
-MS_NOEXEC = 8
-MS_REC = 16384
-MS_BIND = 4096
-MS_PRIVATE = 1 << 18
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_CHILD_SUBREAPER = 36
-
+from ppo_course.sandbox.covers import _is_within, apply_covers, plan_covers
+from ppo_course.sandbox.linux import (
+    CLONE_NEWCGROUP,
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWUSER,
+    MS_PRIVATE,
+    MS_REC,
+    PR_SET_DUMPABLE,
+    PR_SET_NO_NEW_PRIVS,
+    PR_SET_PDEATHSIG,
+    drop_capabilities,
+    mount,
+    prctl,
+    unshare,
+)
+from ppo_course.sandbox.submission_files import SubmissionFile, write_submission
 
 def scrubbed_env(home: str) -> dict[str, str]:
     """The complete environment of a child: no token, no path to instructor files.
@@ -96,154 +91,6 @@ def warn(message: str) -> None:
         pass
 
 
-def _check(ret: int, what: str) -> None:
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def prctl(option: int, arg: int) -> None:
-    """``prctl(option, arg, 0, 0, 0)``; raises OSError on failure."""
-    _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), f"prctl({option})")
-
-
-def unshare(flags: int) -> None:
-    """``unshare(flags)``; raises OSError on failure."""
-    _check(_libc.unshare(flags), f"unshare({flags:#x})")
-
-
-def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    """``mount(2)``; raises OSError naming the target on failure."""
-    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
-
-
-@dataclass
-class SubmissionFile:
-    """One regular file of the submission, held in memory while the mounts change."""
-
-    relpath: str
-    data: bytes
-    mode: int
-
-
-def read_submission(root: str, max_bytes: int, max_files: int = 500) -> list[SubmissionFile]:
-    """Read a submission folder's regular files (no symlink is followed).
-
-    Args:
-        root: the submission folder (module files at its root).
-        max_bytes: total size allowed, in bytes.
-        max_files: most files allowed.
-
-    Raises:
-        ValueError: if the folder is missing or exceeds the limits.
-    """
-    files: list[SubmissionFile] = []
-    total = 0
-    if not os.path.isdir(root):
-        raise ValueError(f"submission folder {root!r} does not exist")
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".git") and not os.path.islink(os.path.join(dirpath, d))]
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            total += st.st_size
-            if total > max_bytes or len(files) >= max_files:
-                raise ValueError(f"submission exceeds {max_bytes} bytes or {max_files} files")
-            # O_NOFOLLOW: a file swapped for a symlink after the lstat is refused, not followed.
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb", closefd=True) as fh:
-                data = fh.read(max_bytes + 1)
-            files.append(SubmissionFile(os.path.relpath(path, root), data, 0o644))
-    return files
-
-
-def write_submission(files: list[SubmissionFile], dest: str, uid: int | None, gid: int | None) -> None:
-    """Write the in-memory submission under ``dest`` (owned by the child's user)."""
-    for f in files:
-        path = os.path.join(dest, f.relpath)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(f.data)
-        os.chmod(path, f.mode)
-    if uid is not None:
-        for dirpath, dirnames, filenames in os.walk(dest):
-            os.chown(dirpath, uid, gid if gid is not None else uid)
-            for name in filenames:
-                os.chown(os.path.join(dirpath, name), uid, gid if gid is not None else uid)
-
-
-def _traversable_by_others(path: str) -> bool:
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return bool(mode & stat.S_IXOTH) and bool(mode & stat.S_IROTH)
-
-
-def _is_within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _outermost(paths: list[str]) -> list[str]:
-    """The paths not inside another path of the list (sorted)."""
-    out: list[str] = []
-    for p in sorted(set(paths)):
-        if not any(_is_within(p, q) for q in out):
-            out.append(p)
-    return out
-
-
-def plan_covers(needed: list[str], hide: list[str], unprivileged: bool) -> tuple[list[tuple[str, list[str]]], list[str]]:
-    """Which paths to cover (tmpfs for a folder, /dev/null for a file), and what to bind back into each.
-
-    Args:
-        needed: paths the child must still read (interpreter, stdlib,
-            site-packages, the public package).
-        hide: paths the child must not read (instructor folders, the
-            repository root, other submissions, results).
-        unprivileged: True when the child will run as a uid that only has
-            "other" permissions; then the first ancestor of a needed path
-            that "other" cannot traverse (e.g. /root, mode 700) is covered
-            too and the needed path bound back, so that it stays readable.
-
-    Returns:
-        (covers, notes): covers as ``[(path, [needed paths to bind back inside it]), ...]``,
-        shallowest first; notes name hide paths left visible because the
-        interpreter needs exactly them (or they are ``/``).
-    """
-    needed = sorted({os.path.realpath(p) for p in needed if os.path.exists(p)})
-    targets: set[str] = set()
-    notes: list[str] = []
-    for h in hide:
-        if not os.path.lexists(h):
-            continue
-        h = os.path.realpath(h)
-        if h == "/" or h in needed:
-            notes.append(f"cannot hide {h}: the interpreter needs it")
-            continue
-        targets.add(h)
-    if unprivileged:
-        for n in needed:
-            parts = Path(n).parts
-            for i in range(2, len(parts) + 1):
-                anc = str(Path(*parts[:i]))
-                if not _traversable_by_others(anc):
-                    if anc != n:
-                        targets.add(anc)
-                    break
-    covers: list[tuple[str, list[str]]] = []
-    for t in sorted(targets, key=lambda p: (p.count("/"), p)):
-        # Already out of sight: inside an earlier cover and not inside what it binds back.
-        if any(_is_within(t, c) and not any(_is_within(t, r) for r in rex) for c, rex in covers):
-            continue
-        rexpose = _outermost([n for n in needed if _is_within(n, t) and n != t]) if os.path.isdir(t) else []
-        covers.append((t, rexpose))
-    return covers, notes
-
-
 @dataclass
 class Isolation:
     """What ``confine`` managed to set up (for the ready message and the logs)."""
@@ -256,58 +103,6 @@ class Isolation:
     notes: list[str] = field(default_factory=list)
 
 
-def apply_covers(covers: list[tuple[str, list[str]]]) -> None:
-    """Mount the planned covers (must already be in a private mount namespace)."""
-    fds: dict[str, int] = {}
-    is_dir: dict[str, bool] = {}
-    for _, rexpose in covers:
-        for r in rexpose:
-            if r not in fds:
-                # A needed path may be a file (a one-file module such as typing_extensions.py).
-                is_dir[r] = os.path.isdir(r)
-                fds[r] = os.open(r, os.O_PATH | os.O_CLOEXEC | (os.O_DIRECTORY if is_dir[r] else 0))
-    try:
-        for target, rexpose in covers:
-            if os.path.isdir(target):
-                mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
-                for r in rexpose:
-                    if is_dir[r]:
-                        os.makedirs(r, mode=0o755, exist_ok=True)
-                    else:
-                        os.makedirs(os.path.dirname(r), mode=0o755, exist_ok=True)
-                        if not os.path.exists(r):
-                            os.close(os.open(r, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))  # the bind's mount point
-                    mount(f"/proc/self/fd/{fds[r]}", r, None, MS_BIND | MS_REC, None)
-            else:
-                mount("/dev/null", target, None, MS_BIND, None)
-    finally:
-        for fd in fds.values():
-            os.close(fd)
-
-
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
-def drop_capabilities() -> None:
-    """Clear every capability of this process (effective, permitted, inheritable).
-
-    Needed after an unprivileged user namespace: ``unshare(CLONE_NEWUSER)``
-    grants full capabilities inside it, which would let student code unmount
-    the covers. (As root the uid drop already clears them.)
-
-    Raises:
-        OSError: if ``capset`` fails.
-    """
-    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
-    data = (_CapData * 2)()
-    _check(_libc.capset(ctypes.byref(header), data), "capset")
-
-
 def _write_id_maps(uid: int, gid: int) -> None:
     with open("/proc/self/setgroups", "w") as fh:
         fh.write("deny")
@@ -315,6 +110,17 @@ def _write_id_maps(uid: int, gid: int) -> None:
         fh.write(f"{uid} {uid} 1")
     with open("/proc/self/gid_map", "w") as fh:
         fh.write(f"{gid} {gid} 1")
+
+
+def _unshare_or_note(iso: Isolation, flag: int, note: str) -> bool:
+    """``unshare(flag)`` for a namespace grading can go on without; when the kernel refuses, ``note``
+    (its ``{}`` filled with the reason) goes to ``iso.notes``. Returns whether the namespace was made."""
+    try:
+        unshare(flag)
+    except OSError as exc:
+        iso.notes.append(note.format(exc.strerror))
+        return False
+    return True
 
 
 def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
@@ -361,21 +167,11 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
             # and nothing could be created; fail closed rather than run half set up.
             _write_id_maps(my_uid, my_gid)
             in_user_namespace = True
-    try:
-        unshare(CLONE_NEWNET)
-        iso.network_isolated = True
-    except OSError as exc:
-        iso.notes.append(f"no network namespace ({exc.strerror}): student code can reach the network")
-    try:
-        # /proc/self/cgroup then reads "/" instead of the grader's memory cgroup path ".../ppo-sandbox-<pid>/c<n>",
-        # whose c<n> counted the children made before this one: the order a submission is graded in (red team a108).
-        unshare(CLONE_NEWCGROUP)
-    except OSError as exc:
-        iso.notes.append(f"no cgroup namespace ({exc.strerror}): the child sees its memory cgroup's path")
-    try:
-        unshare(CLONE_NEWIPC)  # no System V shared memory / semaphores shared with the grader
-    except OSError as exc:
-        iso.notes.append(f"no IPC namespace ({exc.strerror})")
+    iso.network_isolated = _unshare_or_note(iso, CLONE_NEWNET, "no network namespace ({}): student code can reach the network")
+    # /proc/self/cgroup then reads "/" instead of the grader's memory cgroup path ".../ppo-sandbox-<pid>/c<n>",
+    # whose c<n> counted the children made before this one: the order a submission is graded in (red team a108).
+    _unshare_or_note(iso, CLONE_NEWCGROUP, "no cgroup namespace ({}): the child sees its memory cgroup's path")
+    _unshare_or_note(iso, CLONE_NEWIPC, "no IPC namespace ({})")  # no System V shared memory / semaphores shared with the grader
     try:
         unshare(CLONE_NEWNS)
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)

@@ -404,7 +404,7 @@ def request_seed(req: dict) -> int:
 
 def run_child(sock_fd: int, config: dict) -> None:
     """Child entry after the fork: confine, import the module, serve requests. Never returns."""
-    from ppo_course.sandbox import isolate
+    from ppo_course.sandbox import isolate, submission_files
 
     sock = socket.socket(fileno=sock_fd)
     sock.setblocking(True)
@@ -415,7 +415,7 @@ def run_child(sock_fd: int, config: dict) -> None:
     sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)  # type: ignore[misc]
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))  # type: ignore[misc]
     try:
-        files = isolate.read_submission(config["submission_dir"], int(limits["max_submission_bytes"]))
+        files = submission_files.read_submission(config["submission_dir"], int(limits["max_submission_bytes"]))
     except (OSError, ValueError) as exc:
         channel.send({"m": "setup_error", "student": True, "message": f"cannot read the submission: {exc}"}, [])
         os._exit(0)

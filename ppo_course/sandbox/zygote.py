@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from ppo_course.sandbox import fixed_root, isolate, memcg, reaper, warm_up
+from ppo_course.sandbox import fixed_root, isolate, linux, memcg, reaper, warm_up
 from ppo_course.sandbox.reaper import Child
 
 
@@ -305,13 +305,13 @@ def probe(memory: bool = True) -> dict:
                 os._exit(1)
         _, status = os.waitpid(pid, 0)
         result["memory_cgroup"] = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    for name, flags in (("network_namespace", isolate.CLONE_NEWNET), ("mount_namespace", isolate.CLONE_NEWNS)):
+    for name, flags in (("network_namespace", linux.CLONE_NEWNET), ("mount_namespace", linux.CLONE_NEWNS)):
         pid = os.fork()
         if pid == 0:
             try:
                 if os.geteuid() != 0:
-                    isolate.unshare(isolate.CLONE_NEWUSER)
-                isolate.unshare(flags)
+                    linux.unshare(linux.CLONE_NEWUSER)
+                linux.unshare(flags)
                 os._exit(0)
             except BaseException:  # noqa: BLE001
                 os._exit(1)
@@ -323,7 +323,7 @@ def probe(memory: bool = True) -> dict:
 def _child_main(config: dict, fds: list[int], server_pid: int) -> None:
     """Runs in the forked child: confine, then serve the protocol (never returns normally)."""
     os.setsid()
-    isolate.prctl(isolate.PR_SET_PDEATHSIG, signal.SIGKILL)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server_pid:  # the server died between fork and prctl
         os._exit(1)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> None:
     warm = len(argv) < 3 or argv[2] != "cold"
     listen_path = argv[3] if len(argv) > 3 and argv[3] else None
     try:
-        isolate.prctl(isolate.PR_SET_CHILD_SUBREAPER, 1)
+        linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
     except OSError as exc:
         isolate.warn(f"prctl(PR_SET_CHILD_SUBREAPER) failed ({exc}); orphans of a child may escape the kill")
     if os.getppid() != parent_pid:

@@ -147,3 +147,19 @@ def test_check_reads_typed_states_with_no_regex_over_output():
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         assert not imported & {"re", "regex"}, path.name
+
+
+def test_a_sibling_loaded_from_another_folder_is_not_reused(tmp_path, clean_imports):
+    """Two providers in one process (a test run, a warm parent): folder b's `import helper` gets b's broken
+    helper.py, not the good `helper` folder a left in sys.modules, so the result does not depend on what ran before."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "helper.py").write_text("X = 1\n", encoding="utf-8")
+    (a / "ex4_gae.py").write_text("import helper\n", encoding="utf-8")
+    LocalProvider(a).load("ex4_gae")
+    (b / "helper.py").write_text("def f(:\n    pass\n", encoding="utf-8")
+    (b / "ex4_gae.py").write_text("import helper\n", encoding="utf-8")
+    provider = LocalProvider(b)
+    with pytest.raises(ModuleUnavailable):
+        provider.load("ex4_gae")
+    assert provider.modules["ex4_gae"].error_file == "helper.py"

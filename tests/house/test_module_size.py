@@ -22,14 +22,13 @@ MAX_FUNCTION_LINES = 60
 
 #: Modules over MAX_MODULE_LINES today, with their line counts as ceilings (being split by other changes).
 MODULE_ALLOWANCE: dict[str, int] = {
-    "ppo_course/sandbox/isolate.py": 538,
     "ppo_course/sandbox/worker.py": 478,
 }
 
 #: Functions over MAX_FUNCTION_LINES today ("module:qualified name"), with their lengths as ceilings.
 FUNCTION_ALLOWANCE: dict[str, int] = {
     "quiz_bank/instructor/server/app.py:create_app": 224,
-    "ppo_course/sandbox/isolate.py:confine": 134,
+    "ppo_course/sandbox/isolate.py:confine": 130,
     "grader/batch.py:run_batch": 99,
     "grader/mistakes/buggy_ppo_step.py:_step": 88,
     "ppo_course/sandbox/worker.py:run_child": 74,

@@ -172,16 +172,16 @@ def test_runs_as_an_unprivileged_uid_when_root(probe, server):
 def test_dropped_capabilities_forbid_undoing_the_mounts():
     """After drop_capabilities (the non-root path) a process can no longer mount or unmount."""
 
-    from ppo_course.sandbox import isolate
+    from ppo_course.sandbox import linux
 
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the forked process
         code = 1
         try:
-            isolate.unshare(isolate.CLONE_NEWUSER) if os.geteuid() != 0 else isolate.unshare(isolate.CLONE_NEWNS)
-            isolate.drop_capabilities()
+            linux.unshare(linux.CLONE_NEWUSER) if os.geteuid() != 0 else linux.unshare(linux.CLONE_NEWNS)
+            linux.drop_capabilities()
             try:
-                isolate.mount("tmpfs", "/mnt", "tmpfs", 0, None)
+                linux.mount("tmpfs", "/mnt", "tmpfs", 0, None)
             except OSError as exc:
                 code = 0 if exc.errno == 1 else 2  # EPERM
         finally:
@@ -247,7 +247,7 @@ def test_unprivileged_confinement_uses_a_user_namespace(server, tmp_path):
     import resource
     import socket
 
-    from ppo_course.sandbox import isolate
+    from ppo_course.sandbox import isolate, submission_files
     from grader.sandbox import Limits
     from grader.sandbox.sandbox import instructor_paths, needed_paths
 
@@ -268,7 +268,7 @@ def test_unprivileged_confinement_uses_a_user_namespace(server, tmp_path):
             os.setgroups([])
             os.setresgid(65534, 65534, 65534)
             os.setresuid(65534, 65534, 65534)
-            iso = isolate.confine(config, [isolate.SubmissionFile("m.py", b"X = 1\n", 0o644)])
+            iso = isolate.confine(config, [submission_files.SubmissionFile("m.py", b"X = 1\n", 0o644)])
             report["iso"] = {"net": iso.network_isolated, "mounts": iso.mounts_private, "notes": iso.notes}
             try:
                 open(str(REPO / "ppo_reference" / "__init__.py")).close()

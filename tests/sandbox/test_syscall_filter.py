@@ -184,7 +184,7 @@ def test_two_gradings_cannot_relay_through_kernel_objects(load):
 
 def _confine_in_fork(config: dict, before=None, after=None) -> dict:
     """Run ``isolate.confine`` in a forked copy of this process; returns its JSON report."""
-    from ppo_course.sandbox import isolate
+    from ppo_course.sandbox import isolate, submission_files
 
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -194,7 +194,7 @@ def _confine_in_fork(config: dict, before=None, after=None) -> dict:
             os.close(read_end)
             if before:
                 before()
-            iso = isolate.confine(config, [isolate.SubmissionFile("m.py", b"X = 1\n", 0o644)])
+            iso = isolate.confine(config, [submission_files.SubmissionFile("m.py", b"X = 1\n", 0o644)])
             report["iso"] = {"mounts": iso.mounts_private, "seccomp": iso.seccomp, "notes": iso.notes}
             if after:
                 report.update(after(iso))
