@@ -7,7 +7,7 @@ itself (hostile attack a31). Here the parent writes every buffer of a request
 (tensor bytes, generator states) into one sealed ``memfd``, passes its
 descriptor to the child with the request (SCM_RIGHTS), and the child builds
 its argument tensors directly on a ``MAP_SHARED`` mapping of it
-(``torch.frombuffer``, no copy; ``ppo_course.sandbox.worker.Channel.shared_buffers``).
+(``torch.frombuffer``, no copy; ``ppo_course.sandbox.channel.Channel.shared_buffers``).
 After the reply the *parent* reads the bytes back with ``os.pread`` and compares
 them with what it sent: an in-place change of an argument is seen whatever the
 student's code did in its process (``torch.no_grad()``, a patched worker, ...),

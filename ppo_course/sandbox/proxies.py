@@ -176,7 +176,7 @@ def install(channel: Any, spec: dict) -> None:
     """Put proxy modules in ``sys.modules`` for every module of ``spec``.
 
     Args:
-        channel: the child's ``worker.Channel``.
+        channel: the child's ``channel.Channel``.
         spec: ``{module_stem: {"functions": [...], "classes": [...]}}`` sent by the parent.
     """
     for module_name, names in spec.items():

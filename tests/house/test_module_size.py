@@ -22,7 +22,6 @@ MAX_FUNCTION_LINES = 60
 
 #: Modules over MAX_MODULE_LINES today, with their line counts as ceilings (being split by other changes).
 MODULE_ALLOWANCE: dict[str, int] = {
-    "ppo_course/sandbox/worker.py": 478,
 }
 
 #: Functions over MAX_FUNCTION_LINES today ("module:qualified name"), with their lengths as ceilings.

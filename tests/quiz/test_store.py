@@ -14,9 +14,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from quiz_bank.instructor.server import database
+from grader.platforms.lti import tables as lti_tables
 from quiz_bank.instructor.server.backup import BackupError, backup, restore
 from quiz_bank.instructor.server.db import Conflict, QuizDB
 
@@ -129,6 +130,12 @@ def test_a_backup_of_one_engine_restores_into_the_other(source, target, store_ta
     db.record_answer("ann", 2, 1, "a", ["x", "y"], True)
     db.record_answer("ann", 2, 1, "b", 0.25, True)
     db.revoke("bob", now=3.5)
+    with db.transaction() as conn:  # what the LTI tool keeps in the store: a posted score, a link, a used nonce
+        conn.execute(lti_tables.lti_score.insert(), [dict(issuer="https://lms", client_id="c", lineitem="https://lms/li/2",
+                     user_id="u-ann", score=1.0, maximum=1.0, status="posted", attempts=1, error="", updated=4.0)])
+        conn.execute(lti_tables.lti_link.insert(), [dict(student_id="ann", issuer="https://lms", client_id="c", link="l1",
+                     user_id="u-ann", lineitem="https://lms/li/2", stop=2)])
+        conn.execute(lti_tables.lti_nonce_used.insert(), [dict(nonce="n-1", used=4.5)])
     file = tmp_path / "quiz-backup.json"
     code, out, err = run_cli(["quiz", "backup", file, "--db", src])
     assert code == 0 and "2 answer(s), 1 attempt(s), 1 roster student(s)" in out, err
@@ -139,6 +146,11 @@ def test_a_backup_of_one_engine_restores_into_the_other(source, target, store_ta
     assert copy.all_answers() == [("ann", 2, 1, "a", ["x", "y"], True), ("ann", 2, 1, "b", 0.25, True)]
     assert copy.completed_stops("ann") == {2} and copy.revoked_before("bob") == 3.5
     assert copy.attempts("ann") == db.attempts("ann")
+    with copy.engine.connect() as conn:  # restored: no score posted twice, no nonce usable again
+        assert [tuple(r) for r in conn.execute(select(lti_tables.lti_score.c.user_id, lti_tables.lti_score.c.score,
+                                                      lti_tables.lti_score.c.status))] == [("u-ann", 1.0, "posted")]
+        assert [tuple(r) for r in conn.execute(select(lti_tables.lti_link.c.student_id, lti_tables.lti_link.c.stop))] == [("ann", 2)]
+        assert [tuple(r) for r in conn.execute(select(lti_tables.lti_nonce_used))] == [("n-1", 4.5)]
     code, _, err = run_cli(["quiz", "restore", file, "--db", dst])  # not into a store that holds attempts
     assert code == 2 and "already holds attempts" in err
     db.close(), copy.close()

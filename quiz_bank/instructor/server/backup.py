@@ -3,7 +3,9 @@
 One dialect-neutral format for SQLite and PostgreSQL (a backup of either
 restores into either): a JSON object ``{"format": FORMAT, "revision": …,
 "tables": {name: {"columns": [...], "rows": [[...], ...]}}, "counts": {...}}``
-with every row of every table of ``quiz_bank.instructor.server.schema``.
+with every row of every table of ``quiz_bank.instructor.server.schema`` and of the LTI tool's tables
+(``grader.platforms.lti.tables``: the passback record, the links to the LMS's line items, the used
+nonces), so that a restored store neither posts a score twice nor accepts a replayed launch.
 
 - **Consistent while the server runs.** Every table is read in one read
   transaction: PostgreSQL's ``REPEATABLE READ`` (one snapshot for all
@@ -31,7 +33,12 @@ from sqlalchemy import delete, func, select, text
 
 from quiz_bank.instructor.server import database
 from quiz_bank.instructor.server.db import QuizDB
-from quiz_bank.instructor.server.schema import TABLES, answers, stop_attempts
+from grader.platforms.lti import tables as lti_tables
+from quiz_bank.instructor.server.schema import TABLES as QUIZ_TABLES
+from quiz_bank.instructor.server.schema import answers, stop_attempts
+
+#: Every table a backup holds, in insertion order (the quiz's, then the LTI tool's; both made by the migrations).
+TABLES = (*QUIZ_TABLES, *lti_tables.TABLES)
 
 FORMAT = "ppo-course quiz store backup, version 1"
 _CHUNK = 5000
