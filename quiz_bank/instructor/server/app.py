@@ -16,47 +16,35 @@ SameSite=Strict, ``Secure`` over HTTPS (or behind a trusted proxy that says
 so) and lasts ``session_hours``.
 
 Routes (students): ``GET /`` (sign-in or the stops), ``GET|POST /login``,
-``POST /logout``, ``GET /stop/{n}``, ``POST /stop/{n}/start``,
-``POST /stop/{n}/answer``. Instructor: ``GET /instructor``
+``POST /logout``, and the stops ``GET /stop/{n}``, ``POST /stop/{n}/start``,
+``POST /stop/{n}/answer`` (``quiz_bank.instructor.server.stop_routes``). Instructor: ``GET /instructor``
 (``quiz_bank.instructor.server.instructor``). Interactives: ``/interactive/...`` and
 ``/api/...`` (``quiz_bank.instructor.server.interactive_routes``).
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Form, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from quiz_bank.loader import Bank
-from quiz_bank.instructor.server.auth import AuthError, Identity, TokenSigner
-from quiz_bank.instructor.server.db import Conflict, QuizDB
+from quiz_bank.instructor.server.auth import AuthError, TokenSigner
+from quiz_bank.instructor.server.db import QuizDB
 from quiz_bank.instructor.server.limits import BodySizeLimit
 from quiz_bank.instructor.server.policy import PolicyFile, load_policy
-from quiz_bank.instructor.server.quiz import BadAnswer, QuizService
-from quiz_bank.instructor.server import security
+from quiz_bank.instructor.server.quiz import QuizService
+from quiz_bank.instructor.server import security, signin_routes
+from quiz_bank.instructor.server.signin_routes import COOKIE, CookieSettings, NotSignedIn, identity, identity_or_none
 
 HERE = Path(__file__).resolve().parent
-COOKIE = "ppo_quiz_token"
 MAX_BODY_BYTES = 16 * 1024
 DEFAULT_SESSION_HOURS = 12.0
-_HINTS = {
-    "single": "Choose one option.",
-    "multi": "Choose every option that applies.",
-    "true_false": "True or false?",
-    "numeric": "A number: 0.2, 1/5, 2e-1 and 20% all work.",
-    "ordering": "Type the letters first to last, e.g. c a b.",
-}
-
-
-class NotSignedIn(Exception):
-    """No valid token with the request."""
 
 
 def templates() -> Jinja2Templates:
@@ -101,23 +89,34 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         return views.TemplateResponse(request, name, context, status_code=status)
 
     def error(request: Request, status: int, message: str, back: str = "/") -> HTMLResponse:
-        return page(request, "error.html", status, message=message, back=back, me=_identity_or_none(request))
+        return page(request, "error.html", status, message=message, back=back, me=identity_or_none(request))
 
-    def _identity_or_none(request: Request) -> Identity | None:
-        try:
-            return identity(request)
-        except (NotSignedIn, AuthError):
-            return None
+    _install_error_pages(app, page, error)
+    app.state.identity, app.state.identity_or_none, app.state.page, app.state.error = identity, identity_or_none, page, error
+    app.state.cookie = cookie = CookieSettings(session_hours, trust_proxy)
 
-    def identity(request: Request) -> Identity:
-        token = request.cookies.get(COOKIE)
-        if not token:
-            raise NotSignedIn
-        who = signer.verify(token)
-        if not who.is_instructor and not db.may_sign_in(who.student_id):
-            raise AuthError(f"{who.student_id!r} is not on this course's roster; ask your TA")
-        return who
+    if lti_tool is not None:
+        from quiz_bank.instructor.server.lti_glue import install_lti
 
+        def lti_sign_in(request: Request, student_id: str, role: str, html: str) -> Response:
+            return cookie.set(request, HTMLResponse(html), signer.issue(student_id, role))
+
+        app.state.post_progress = install_lti(
+            app, lti_tool, store=db.engine, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
+            stop_titles={n: stop.title for n, stop in bank.stops.items()})
+
+    from quiz_bank.instructor.server import instructor, interactive_routes, stop_routes
+
+    app.include_router(signin_routes.router)
+    app.include_router(stop_routes.router)
+    app.include_router(instructor.router)
+    app.include_router(interactive_routes.router)
+    return app
+
+
+def _install_error_pages(app: FastAPI, page, error) -> None:
+    """What the app answers when nobody is signed in (back to ``/``), when a token is refused (why, and the
+    cookie dropped), and when a request is malformed (400, in JSON under ``/api/``); ``page``/``error`` render."""
     @app.exception_handler(NotSignedIn)
     async def _not_signed_in(request: Request, exc: NotSignedIn):
         return RedirectResponse("/", status_code=303)
@@ -136,168 +135,3 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
 
             return JSONResponse({"error": f"malformed request: {problems}"[:500]}, status_code=400)
         return error(request, 400, f"Malformed request: {problems}"[:500])
-
-    app.state.identity = identity
-    app.state.identity_or_none = _identity_or_none
-    app.state.page = page
-    app.state.error = error
-
-    # ------------------------------------------------------------------ sign-in
-
-    @app.get("/", response_class=HTMLResponse)
-    def home(request: Request):
-        who = _identity_or_none(request)
-        if who is None:
-            return page(request, "login.html", me=None, message=None)
-        if who.is_instructor:
-            return RedirectResponse("/instructor", status_code=303)
-        stops = service.progress(who.student_id)
-        return page(request, "home.html", me=who, stops=stops, complete=all(s.passed for s in stops))
-
-    def _sign_in(request: Request, token: str, confirmed: bool) -> Response:
-        try:
-            who = signer.verify(token)
-            if not who.is_instructor and not db.may_sign_in(who.student_id):
-                raise AuthError(f"{who.student_id!r} is not on this course's roster; ask your TA")
-        except AuthError as exc:
-            return page(request, "login.html", 401, me=None, message=str(exc))
-        current = _identity_or_none(request)
-        if current is not None and current != who and not confirmed:
-            # Never replace a signed-in identity silently (issue 20 item 9): ask first.
-            return page(request, "confirm_login.html", me=current, new=who, token=token.strip())
-        response = RedirectResponse("/instructor" if who.is_instructor else "/", status_code=303)
-        response.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict",
-                            max_age=int(session_hours * 3600), secure=security.is_https(request, trust_proxy))
-        return response
-
-    @app.get("/login")
-    def login_form(request: Request):
-        """The sign-in form only: a token in the query string is ignored (links never sign anyone in)."""
-        message = ("Sign-in links are not accepted: paste your token below and press Sign in."
-                   if "token" in request.query_params else None)
-        return page(request, "login.html", me=_identity_or_none(request), message=message)
-
-    @app.post("/login")
-    def login(request: Request, token: str = Form(""), confirm: str = Form("")):
-        return _sign_in(request, token, confirmed=confirm == "yes")
-
-    @app.post("/logout")
-    def logout():
-        response = RedirectResponse("/", status_code=303)
-        response.delete_cookie(COOKIE)
-        return response
-
-    # ------------------------------------------------------------------ stops
-
-    def _stop_or_404(request: Request, n: int):
-        if n not in bank.stops:
-            return error(request, 404, f"there is no stop {n}; the chapter has stops 1–8")
-        return None
-
-    @app.get("/stop/{n}", response_class=HTMLResponse)
-    def stop_page(request: Request, n: int):
-        who = identity(request)
-        if (missing := _stop_or_404(request, n)) is not None:
-            return missing
-        current = service.open_attempt(who.student_id, n)
-        if current is not None:
-            nxt = service.next_question(current)
-            if nxt is not None:
-                number, variant = nxt
-                return page(request, "question.html", me=who, stop=n, title=bank.stops[n].title, attempt=current,
-                            number=number, total=len(current.question_order), variant=variant,
-                            hint=_HINTS.get(variant.question.type, "An expression in "
-                                            + ", ".join(f"{k} ({v})" for k, v in variant.question.symbols.items())
-                                            + "; use * and ** (or ^)." if variant.question.type == "symbolic" else ""),
-                            message=None, typed="")
-        attempts = service.db.attempts(who.student_id, n)
-        last = attempts[-1] if attempts else None
-        passed = any(a.passed for a in attempts)
-        stop_policy = service.policy.for_stop(n)
-        missed = (service.missed_claims(who.student_id, n, last.attempt)
-                  if last and not passed and stop_policy.is_mastery else [])
-        return page(request, "stop.html", me=who, stop=n, title=bank.stops[n].title,
-                    n_questions=service.claims_per_attempt(n), attempts=attempts, last=last,
-                    passed=passed, verdicts=stop_policy.shows_verdicts, missed=missed,
-                    exhausted=[] if passed else service.exhausted_claims(who.student_id, n),
-                    review=service.review(who.student_id, n, last.attempt) if last else [],
-                    policy=service.policy.for_stop(n).describe(),
-                    refusal=service.refusal(who.student_id, n, time.time()))
-
-    @app.post("/stop/{n}/start")
-    def start(request: Request, n: int):
-        who = identity(request)
-        if (missing := _stop_or_404(request, n)) is not None:
-            return missing
-        try:
-            service.start(who.student_id, n)
-        except Conflict as exc:
-            return error(request, 409, f"A new attempt cannot start: {exc}.", back=f"/stop/{n}")
-        return RedirectResponse(f"/stop/{n}", status_code=303)
-
-    @app.post("/stop/{n}/answer", response_class=HTMLResponse)
-    async def answer(request: Request, n: int):
-        who = identity(request)
-        if (missing := _stop_or_404(request, n)) is not None:
-            return missing
-        form = await request.form()
-        for_student = str(form.get("student", who.student_id))
-        if for_student != who.student_id:
-            return error(request, 403, f"This answer form belongs to student {for_student!r}, but you are signed in "
-                                       f"as {who.student_id!r}: nothing was recorded. Sign out and in with your own "
-                                       "token.", back=f"/stop/{n}")
-        try:
-            attempt = int(str(form.get("attempt", "")))
-        except ValueError:
-            return error(request, 400, "The form's attempt number is not a number: nothing was recorded.",
-                         back=f"/stop/{n}")
-        question_id = str(form.get("question", ""))
-        raw = [str(v) for v in form.getlist("answer")]
-        raw_answer: str | list[str] = raw if len(raw) != 1 else raw[0]
-        try:
-            verdict = await _run_sync(service.answer, who.student_id, n, attempt, question_id, raw_answer)
-        except Conflict as exc:
-            return error(request, 409, f"Not recorded: {exc}.", back=f"/stop/{n}")
-        except BadAnswer as exc:
-            current = service.open_attempt(who.student_id, n)
-            if current is None or current.attempt != attempt or question_id not in current.question_order:
-                return error(request, 400, f"Not recorded: {exc}.", back=f"/stop/{n}")
-            variant = service.variant(who.student_id, question_id, attempt)
-            return page(request, "question.html", 400, me=who, stop=n, title=bank.stops[n].title, attempt=current,
-                        number=current.question_order.index(question_id) + 1, total=len(current.question_order),
-                        variant=variant, hint=_HINTS.get(variant.question.type, ""),
-                        message=f"{exc}. Nothing was recorded; answer again.",
-                        typed=raw_answer if isinstance(raw_answer, str) else "")
-        response = page(request, "feedback.html", me=who, stop=n, verdict=verdict, title=bank.stops[n].title)
-        post_progress = getattr(app.state, "post_progress", None)
-        if post_progress is not None:  # LTI: a passed stop reaches the LMS's gradebook after this response
-            from starlette.background import BackgroundTask
-
-            response.background = BackgroundTask(post_progress, who.student_id)
-        return response
-
-    if lti_tool is not None:
-        from quiz_bank.instructor.server.lti_glue import install_lti
-
-        def lti_sign_in(request: Request, student_id: str, role: str, html: str) -> Response:
-            response = HTMLResponse(html)
-            response.set_cookie(COOKIE, signer.issue(student_id, role), httponly=True, samesite="strict",
-                                max_age=int(session_hours * 3600), secure=security.is_https(request, trust_proxy))
-            return response
-
-        app.state.post_progress = install_lti(
-            app, lti_tool, store=db.engine, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
-            stop_titles={n: stop.title for n, stop in bank.stops.items()})
-
-    from quiz_bank.instructor.server import instructor, interactive_routes
-
-    app.include_router(instructor.router)
-    app.include_router(interactive_routes.router)
-    return app
-
-
-async def _run_sync(fn, *args):
-    """Run a blocking call (SQLite, the symbolic checker) in the thread pool."""
-    from starlette.concurrency import run_in_threadpool
-
-    return await run_in_threadpool(fn, *args)
