@@ -22,7 +22,8 @@ import shutil
 
 import pytest
 
-from hostile_helpers import ATTACKS, Guards, SOLUTIONS, read_attack
+from hostile_guards import Guards
+from hostile_helpers import ATTACKS, SOLUTIONS, read_attack
 
 pytestmark = pytest.mark.xdist_group("hostile")
 
