@@ -9,14 +9,11 @@ a child that has since died or been replaced raise ``StudentCrash`` when used.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import torch
 
 from grader.sandbox.errors import StudentError, StudentProtocolError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from grader.sandbox.remote import RemoteModule
 
 
 def _safe_qualname(name: object, limit: int = 80) -> str:
@@ -37,7 +34,8 @@ class RemoteObject:
         type_name: ``module.QualName`` of the object's class in the child.
     """
 
-    def __init__(self, module: "RemoteModule", hid: int, type_name: str, generation: int) -> None:
+    def __init__(self, module: Any, hid: int, type_name: str, generation: int) -> None:
+        # module: the owning grader.sandbox.remote.RemoteModule (not imported here: remote imports this module).
         self._module = module
         self._hid = hid
         # Child-chosen text: kept as a short dotted identifier only (it can reach error messages).
