@@ -19,7 +19,11 @@ from test_batch import _processes_mentioning
 # The grader fingerprint is pinned on both sides: teammates edit the grader while tests run, and a
 # changed fingerprint would (rightly) regrade everyone, hiding whether the resume skipped anyone.
 SCRIPT = """
+import signal
 import sys
+# Ctrl-C's own handler, whatever this process inherited: a test that ran earlier in the same pytest worker
+# may have left SIGINT ignored, and an ignored SIGINT is inherited (the batch then finished with exit 0).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from grader import batch
 from grader.batch import run_batch
 import stand_in_grader
