@@ -18,9 +18,10 @@ the number of students whose ``batch.json`` (the commit marker, written last) ex
 submission *at* the k-th student is the slope of CPU over students finished in the window that ends
 there: students 3-16, 17-200 and 201-1,000 of one class of 1,000. The start (interpreter, the two warm
 workers' imports and warm-up, discovery and planning of the whole class) and the end (the last
-gradebook, regrade and class reports) are printed apart. Linear: the three slopes stay within 10% of
-each other (a cost per student that grows with the class, such as re-reading every record after each
-student, makes the later windows dearer).
+gradebook, regrade and class reports) are printed apart. Linear: no later window costs more than 10%
+above an earlier one (a cost per student that grows with the class, such as re-reading every record
+after each student, makes the later windows dearer). The first window may cost more than the later
+ones: the end of the second warm worker's warm-up and the parent's first-use imports fall in it.
 """
 
 from __future__ import annotations
@@ -113,12 +114,14 @@ def grade_sampled(folder: Path, out: Path, ids: list[str]) -> tuple[list[tuple[i
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     root = psutil.Process(proc.pid)
     samples: list[tuple[int, float]] = []
+    pending = list(ids)
     done = 0
     while proc.poll() is None:
-        # Students finish about in id order: look only a little ahead of the count (cheap, and never missed
-        # for long: a student finished out of order is counted once the ones before it are).
-        while done < len(ids) and (out / ids[done] / "batch.json").exists():
-            done += 1
+        # Every student still pending is looked at (one stat each, ~1 ms per 1,000): the batch does not
+        # grade in id order, so counting only a prefix of the ids would see many finish at once.
+        still = [i for i in pending if not (out / i / "batch.json").exists()]
+        done += len(pending) - len(still)
+        pending = still
         cpu = _tree_cpu(root)
         if cpu == cpu:  # not NaN
             samples.append((done, cpu))
@@ -159,10 +162,16 @@ def run_scaling(cohort: Path, work: Path, sizes: tuple[int, ...] = (16, 200, 100
         print(f"  CPU-s per submission at student {hi} (students {lo + 1}-{hi}): {per[hi]:.4f}")
     print(f"  start (until 2 students were graded: interpreter, warm workers, discovery of the class): "
           f"{start:.1f} CPU-s; end (after the last: gradebook, regrade and class reports): {total - last:.1f} CPU-s")
-    spread = max(per.values()) / min(per.values()) - 1
-    growth = per[n] / per[sizes[0]] - 1
-    print(f"  per-submission CPU at student {n} vs at student {sizes[0]}: {growth:+.1%} (goal: no growth beyond +10%); "
-          f"largest over smallest window {spread:.1%}")
+    if min(per.values()) <= 0:  # a window shorter than the sampling's resolution: say so, do not divide by it
+        print(f"  a window measured no CPU (sampled every {SAMPLE_S * 1000:.0f} ms): no growth figure from this run")
+    else:
+        # Linear = a later student never costs more than an earlier one; the first window may cost *more* (the
+        # end of the warm workers' warm-up and first-use imports fall in it), which is not growth.
+        growth = max(per[b] / per[a] - 1 for a in sizes for b in sizes if b > a)
+        spread = max(per.values()) / min(per.values()) - 1
+        print(f"  largest growth of the per-submission CPU from an earlier window to a later one: {growth:+.1%} "
+              f"(goal: no growth beyond +10%: {'met' if growth <= 0.10 else 'MISSED'}); at student {n} vs at "
+              f"student {sizes[0]}: {per[n] / per[sizes[0]] - 1:+.1%}; largest over smallest window {spread:.1%}")
     shutil.rmtree(work / f"class-{n}", ignore_errors=True)
     shutil.rmtree(work / f"out-{n}", ignore_errors=True)
     return per
