@@ -142,6 +142,14 @@ def cpu_at(samples: list[tuple[int, float]], k: int) -> float:
     raise ValueError(f"no sample with {k} students finished (last: {samples[-1] if samples else None})")
 
 
+def largest_growth(per: dict[int, float]) -> float:
+    """The largest relative rise of the per-submission CPU from an earlier window to a later one
+    (``{student k: CPU-s per submission in the window ending at k}``, every value > 0); <= 0 when no later
+    window costs more than an earlier one."""
+    ks = sorted(per)
+    return max(per[b] / per[a] - 1 for i, a in enumerate(ks) for b in ks[i + 1:])
+
+
 def run_scaling(cohort: Path, work: Path, sizes: tuple[int, ...] = (16, 200, 1000)) -> dict[int, float]:
     """Grade one synthetic class of ``max(sizes)``; print and return {k: CPU-s per submission in the window
     ending at the k-th student} (see the module docstring)."""
@@ -167,7 +175,7 @@ def run_scaling(cohort: Path, work: Path, sizes: tuple[int, ...] = (16, 200, 100
     else:
         # Linear = a later student never costs more than an earlier one; the first window may cost *more* (the
         # end of the warm workers' warm-up and first-use imports fall in it), which is not growth.
-        growth = max(per[b] / per[a] - 1 for a in sizes for b in sizes if b > a)
+        growth = largest_growth(per)
         spread = max(per.values()) / min(per.values()) - 1
         print(f"  largest growth of the per-submission CPU from an earlier window to a later one: {growth:+.1%} "
               f"(goal: no growth beyond +10%: {'met' if growth <= 0.10 else 'MISSED'}); at student {n} vs at "

@@ -40,3 +40,10 @@ def test_the_class_holds_the_cohort_and_every_catalogue_mistake(tmp_path):
     ids = scaling.replicate(sources, 300, tmp_path / "class")
     assert len(ids) == len(set(ids)) == 300
     assert len(list((tmp_path / "class").iterdir())) == 300
+
+
+def test_growth_is_the_largest_rise_from_an_earlier_window_to_a_later_one():
+    """Hand numbers: 0.02 → 0.008 → 0.0088 is a fall then a 10% rise (+10%); 0.01 → 0.012 → 0.009 rises 20%."""
+    assert scaling.largest_growth({16: 0.02, 200: 0.008, 1000: 0.0088}) == pytest.approx(0.10)
+    assert scaling.largest_growth({16: 0.01, 200: 0.012, 1000: 0.009}) == pytest.approx(0.20)
+    assert scaling.largest_growth({16: 0.03, 200: 0.02, 1000: 0.01}) < 0
