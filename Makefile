@@ -49,11 +49,12 @@ test: $(STAMP) browser postgres
 train: $(STAMP)
 	$(VENV)/bin/ppo-course train
 
-# bench: the quick grading benchmark (2 students, fast profile) and the synthetic class of 1,000 (a few
-# minutes); bench-full: the whole demo cohort in the full profile with nbgrader (tens of minutes on 2 cores).
+# bench: the quick grading benchmark (2 students, fast profile) and the synthetic class of 1,000, then where
+# people wait (one grade, one check, a --watch re-run, the demo) (a few minutes); bench-full: the whole demo cohort in the full profile with nbgrader (tens of minutes on 2 cores).
 bench: $(STAMP)
 	$(PY) benchmarks/bench_reference.py
 	$(PY) benchmarks/bench_grading.py --quick --scaling 16,200,1000
+	$(PY) benchmarks/bench_waits.py
 	$(PY) benchmarks/bench_quiz.py
 	$(PY) benchmarks/bench_cluster.py
 

@@ -31,4 +31,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ppo_course.process_exit import run_and_exit
+
+    run_and_exit(main)  # its outcome is written (atomically) before main returns
