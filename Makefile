@@ -1,6 +1,9 @@
 # Two entry points (see README): `make demo` and `make test`. Each sets up
 # .venv on a fresh machine first. torch==2.13.0 is installed before the
-# package so that pip takes the local CPU wheel and never a multi-GB CUDA build.
+# package so that pip takes the CPU build and never a multi-GB CUDA build: the
+# +cpu wheel from where pip already looks (a local wheel, a configured index),
+# else from PyTorch's CPU index; only off Linux (no +cpu wheels there; PyPI's
+# macOS/Windows builds have no CUDA) the plain release.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -11,7 +14,9 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet "torch==2.13.0+cpu" 2>/dev/null \
+		|| $(PY) -m pip install --quiet "torch==2.13.0+cpu" --extra-index-url https://download.pytorch.org/whl/cpu \
+		|| { [ "$$(uname -s)" != Linux ] && $(PY) -m pip install --quiet "torch==2.13.0"; }
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
