@@ -112,7 +112,9 @@ def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detai
 
 @functools.lru_cache(maxsize=None)
 def test_docs(stem: str, kind: str) -> dict[str, str]:
-    """{test name: first docstring line} of one grader module, read with `ast` (nothing is imported)."""
+    """{test name: its docstring's summary (`doc_summary`)} of one grader module, read with `ast` (nothing is imported)."""
+    from ppo_course.grading_kit.collect import doc_summary
+
     folder = public_tests_dir() if kind == "public" else HIDDEN_DIR
     path = folder / f"test_{stem}.py"
     if not path.is_file():
@@ -120,8 +122,7 @@ def test_docs(stem: str, kind: str) -> dict[str, str]:
     docs = {}
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-            doc = (ast.get_docstring(node) or "").strip().splitlines()
-            docs[node.name] = doc[0] if doc else ""
+            docs[node.name] = doc_summary(ast.get_docstring(node))
     return docs
 
 
@@ -318,7 +319,7 @@ def _exercise_tests(stem: str, points: PointsConfig, outcomes: dict, profile: st
                 status="passed" if passed else "failed",
                 output=output,
                 visibility=ex_points.visibility(kind, name), diagnosis=None if passed else diagnosis,
-                tags=list(entry.tags), doc=doc,
+                tags=list(entry.tags), doc=doc, waits_for=list(entry.prerequisites) if passed and not counted else [],
                 # Hidden tests never show inputs or expected values, not even in the model.
                 detail=detail if (kind == "public" and not passed) else ""))
     return ex_tests

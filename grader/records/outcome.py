@@ -217,7 +217,7 @@ def _lost_points(stem: str, e, tests: list[TestResult]) -> str:
     waiting = any(t.status == "passed" for t in mine)  # a public test worth 0 until its hidden twins pass
     parts = ([f"failed: {', '.join(failed)}"] if failed else []) + (
         ["a passed public test counts once its hidden twins pass"] if waiting else [])
-    return ", ".join([f"{e.score:g}/{e.max_score:g}", *parts])
+    return "; ".join([", ".join([f"{e.score:g}/{e.max_score:g}", *parts[:1]]), *parts[1:]])
 
 
 def _reasons(result: GradeResult) -> list[tuple[str, str]]:

@@ -45,6 +45,9 @@ class TestResult(BaseModel):
     tags: list[str] = Field(default_factory=list)
     doc: str = ""  # what the test checks (its docstring's first line)
     detail: str = ""  # expected vs got and the failing input: public tests only, empty for hidden ones
+    # A passed test worth 0 for now: the tests whose pass it waits for (grader/points.yaml: a public test's
+    # hidden twins, a hidden property's `requires`); empty otherwise (and in a record read back from results.json).
+    waits_for: list[str] = Field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -211,8 +214,10 @@ class GradeResult(BaseModel):
             # A 0-point test of a module that is missing or does not import says nothing new: the
             # exercise's message already gives the reason.
             reported = [t for t in tests if t.status == "failed" and t.max_score == 0 and e.status == "graded"]
-            if tests and not failed:
-                lines += ["All graded tests passed.", ""]
+            waiting = [t for t in tests if t.status == "passed" and t.score < t.max_score]
+            if tests and not failed and not waiting:
+                lines += ["All graded tests passed." + (" One 0-point test is reported below." if len(reported) == 1
+                          else f" {len(reported)} 0-point tests are reported below." if reported else ""), ""]
             if failed and e.status == "graded":
                 counts: dict[str, int] = {}
                 for t in failed:
@@ -231,8 +236,13 @@ class GradeResult(BaseModel):
                 doc = t.doc.removeprefix("(0 points, reported)").strip()
                 lines += [f"Reported (0 points): `{t.test}` did not pass: {doc} [{t.diagnosis}] "
                           f"{DIAGNOSES.get(t.diagnosis or '', '')}", ""]
-            passed = list(dict.fromkeys(t.test for t in tests if t.status == "passed"))  # a public and a hidden
-            if passed and failed:                                                    # test may share a name
+            for t in waiting:  # passed, but its points wait for other tests: the sum must add up for the student
+                twins = ", ".join(f"`{name}`" for name in t.waits_for) or "its hidden twins"
+                lines += [f"Passed, 0 / {t.max_score:g} points for now: {t.kind} `{t.test}` counts once {twins} "
+                          f"{'pass' if len(t.waits_for) != 1 else 'passes'} too.", ""]
+            waiting_ids = {id(t) for t in waiting}
+            passed = list(dict.fromkeys(t.test for t in tests if t.status == "passed" and id(t) not in waiting_ids))
+            if passed and (failed or waiting):  # a public and a hidden test may share a name
                 lines += ["Passed: " + ", ".join(f"`{name}`" for name in passed), ""]
         return "\n".join(lines).rstrip() + "\n"
 

@@ -47,6 +47,26 @@ def portable_paths(text: str) -> str:
         text = text.replace(root, "")
     return text
 
+def doc_summary(doc: str | None, limit: int = 300) -> str:
+    """What a test checks, for the student: its docstring's first sentence on one line.
+
+    The sentence may wrap over several source lines: it is kept whole, never cut at a line end. One longer
+    than ``limit`` characters ends at the last word that fits, with " …". "" for no docstring.
+    """
+    import inspect
+
+    words = inspect.cleandoc(doc or "").split("\n\n", 1)[0].split()
+    text = ""
+    for i, word in enumerate(words):
+        text = f"{text} {word}" if text else word
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if word.endswith(".") and nxt[:1].isupper() and not word.endswith(("e.g.", "i.e.", "eq.", "Eq.")):
+            break  # the end of the first sentence
+    if len(text) > limit:
+        text = text[: limit - 2].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+    return text
+
+
 def pytest_args(files: Iterable[Path | str], rootdir: Path | str, deselect: Iterable[str] = ()) -> list[str]:
     """The arguments of one grading pytest run: independent of the caller's folder, config files and plugins.
 
@@ -168,8 +188,7 @@ class OutcomeCollector:
         test = item.originalname if getattr(item, "originalname", None) else item.name.split("[")[0]
         key = (exercise, kind, test)
         if key not in self.outcomes:
-            doc = (item.function.__doc__ or "").strip().splitlines()
-            self.outcomes[key] = Outcome(exercise=exercise, kind=kind, test=test, doc=doc[0] if doc else "")
+            self.outcomes[key] = Outcome(exercise=exercise, kind=kind, test=test, doc=doc_summary(item.function.__doc__))
         self.by_nodeid[item.nodeid] = self.outcomes[key]
         return self.outcomes[key]
 

@@ -65,7 +65,7 @@ def test_every_graded_exercise_below_its_maximum_says_why():
         _test("ex7_ppo_step", "t_c", 0, 4, "passed", None),  # passed, worth 0 until its hidden twin passes
     ]
     assert exercise_reasons(result) == [
-        "ex7_ppo_step: 0/20, failed: advantages_not_whitened, a passed public test counts once its hidden twins pass"]
+        "ex7_ppo_step: 0/20, failed: advantages_not_whitened; a passed public test counts once its hidden twins pass"]
 
 
 def test_message_parts_join_cleanly_and_a_note_is_not_repeated_as_an_exception_name():

@@ -29,3 +29,46 @@ def test_no_reported_line_when_the_module_is_missing_or_broken():
 def test_reported_line_stays_for_a_graded_module():
     md = _result("graded", "ppo_step_own_pieces_differ").feedback_markdown()
     assert "Reported (0 points): `test_ppo_step_with_own_pieces` did not pass" in md
+
+
+def _ex1(tests: list[TestResult], score: float) -> GradeResult:
+    return GradeResult(submission="s", status="graded", grader_version="t", profile="fast",
+                       exercises={"ex1_ratio": ExerciseResult(score=score, max_score=10.0, status="graded")},
+                       tests=tests)
+
+
+def _t(test: str, kind: str, score: float, max_score: float, status: str, **extra) -> TestResult:
+    return TestResult(exercise="ex1_ratio", kind=kind, test=test, score=score, max_score=max_score, status=status,
+                      output="", visibility="visible", diagnosis=None if status == "passed" else "wrong_value",
+                      doc=f"what {test} checks", **extra)
+
+
+def test_a_passed_test_worth_0_for_now_is_named_with_what_it_waits_for():
+    """Hand case (a new user's finding): 10 points, a hidden test failed (−1) and a passed public test waits
+    for it (−0.5): the feedback shows both, so 10 − 1 − 0.5 = 8.5 adds up; it is not listed as plainly passed."""
+    md = _ex1([_t("test_twin", "hidden", 0, 1, "failed"),
+               _t("test_props", "public", 0, 0.5, "passed", waits_for=["test_twin"]),
+               _t("test_ok", "hidden", 8.5, 8.5, "passed")], 8.5).feedback_markdown()
+    assert "Passed, 0 / 0.5 points for now: public `test_props` counts once `test_twin` passes too." in md
+    assert "Passed: `test_ok`" in md and "`test_props`," not in md.split("Passed: ", 2)[-1]
+    assert "All graded tests passed" not in md
+
+
+def test_all_passed_says_when_a_reported_test_follows():
+    """A 0-point (reported) test that failed under "All graded tests passed." is announced in that line."""
+    md = _ex1([_t("test_ok", "hidden", 10, 10, "passed"), _t("test_rep", "hidden", 0, 0, "failed")],
+              10).feedback_markdown()
+    assert "All graded tests passed. One 0-point test is reported below." in md
+    assert "Reported (0 points): `test_rep` did not pass" in md
+
+
+def test_doc_summary_keeps_a_wrapped_first_sentence_whole():
+    """The first sentence across source lines, not the first line; a long one ends at a word with " …"."""
+    from ppo_course.grading_kit.collect import doc_summary
+
+    assert doc_summary("The ratio is 1 when both\n    log-probs are equal. More detail.") == \
+        "The ratio is 1 when both log-probs are equal."
+    assert doc_summary("Uses eq. 5.20 here (e.g. a case). Next.") == "Uses eq. 5.20 here (e.g. a case)."
+    long = doc_summary("word " * 100, limit=30)
+    assert long.endswith(" …") and len(long) <= 30 and not long.endswith("wo …")
+    assert doc_summary(None) == ""
