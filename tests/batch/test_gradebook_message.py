@@ -80,3 +80,19 @@ def test_message_parts_join_cleanly_and_a_note_is_not_repeated_as_an_exception_n
         "ex2_clipped_loss.py contains a NUL byte, so Python cannot import it: that exercise scores 0. "
         "Save the file again as plain UTF-8 text; ex4_gae: missing")
     assert join_why(["a.", "", " b; ", "c"]) == "a; b; c"
+
+
+def test_progress_in_a_log_is_plain_lines_first_then_paced_then_last():
+    """Not on a terminal (a log, CI): one line at the first student, none within ``every_s``, one at the end."""
+    import io
+
+    from grader.runners.progress import LogProgress
+
+    out = io.StringIO()
+    with LogProgress(every_s=3600, stream=out) as bar:
+        task = bar.add_task("grading", total=3, completed=0, tally="")
+        for _ in range(3):
+            bar.update(task, advance=1, tally="failed 0 · timed out 0")
+    lines = out.getvalue().splitlines()
+    assert [line.split(", ")[0] for line in lines] == ["grading: 1/3 done", "grading: 3/3 done"]
+    assert all("failed 0 · timed out 0" in line for line in lines)
