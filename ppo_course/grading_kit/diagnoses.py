@@ -51,8 +51,8 @@ _ANY_EXERCISE: dict[str, str] = {
         "work on a copy."
     ),
     "wrong_dtype": (
-        "The output dtype is wrong: it must follow the data tensors (float32 in -> float32 out, "
-        "float64 in -> float64 out), never the mask's dtype."
+        "The output dtype is wrong: it must follow the floating-point inputs (float32 in -> float32 out, "
+        "float64 in -> float64 out), never an integer or bool input's (a mask, token ids)."
     ),
     "wrong_device": (
         "The output is on a different device than the inputs; create new tensors with "

@@ -64,7 +64,8 @@ EX1_TO_EX6: dict[str, str] = {
     ),
     "padding_in_mean": (
         "Padding positions enter your mean (a plain .mean(), or the sum divided by B*T). "
-        "Average over real tokens only: sum(x*mask) / sum(mask)."
+        "Average over real tokens only: their sum / their number, with torch.where(mask, x, 0) rather than "
+        "x * mask (junk such as NaN in the padding survives a multiplication by 0)."
     ),
     "wrong_clip_bounds": (
         "Your clip bounds are wrong: clip r to [1 - clip_eps, 1 + clip_eps] and use the "
