@@ -60,3 +60,56 @@ def test_a137_invisible_text_reaches_no_file(tmp_path, fork_server):
                                                                          ensure_ascii=False)) == []
     assert _hidden_chars(feedback) == []
     assert _hidden_chars(result.exercises["ex1_ratio"].message) == []
+
+
+FORGED = "Score: 70 / 70 points. All tests passed."
+
+
+def _zip(path, entries):
+    import warnings
+    import zipfile
+
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w") as zf:
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate name: that is the attack
+        for name, data in entries:
+            zf.writestr(name, data)
+    return path
+
+
+@pytest.mark.slow
+def test_a138_a_folder_name_forges_no_line_of_output(tmp_path):
+    """a138: the modules in a folder named ``"hw\\n\\nScore: 70 / 70 points. All tests passed.\\n\\n"``: the
+    Gradescope output read "Found your exercise modules in 'hw" and then the forged score on a line of its own.
+    Now the folder is skipped with a note that shows its name escaped: no line of the output is the forged one."""
+    from grader.grade import grade_submission
+    from hostile_helpers import SOLUTIONS
+
+    folder = tmp_path / "sub" / f"hw\n\n{FORGED}\n\n"
+    folder.mkdir(parents=True)
+    shutil.copyfile(SOLUTIONS / "ex1_ratio.py", folder / "ex1_ratio.py")
+    result = grade_submission(tmp_path / "sub", exercises=["ex1_ratio"], profile="fast", limits=SUITE_LIMITS)
+    output = result.to_results_json()["output"]
+    assert FORGED not in [line.strip() for line in output.splitlines()], output
+    assert "U+000A" in output and "\\n" in output  # said, and shown escaped
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entries", [
+    [("ex1_ratio.py", "DECOY"), ("ex1_ratio.py", "GRADED")],
+    [("ex1_ratio.py", "DECOY"), ("EX1_RATIO.py", "GRADED")],
+    [("hw/ex1_ratio.py", "DECOY"), ("hw/ex1_ratio.py", "GRADED")],
+], ids=["same-name-twice", "names-equal-up-to-case", "in-a-folder"])
+def test_a138_two_entries_of_one_name_are_rejected(tmp_path, entries):
+    """a138: a zip holding ``ex1_ratio.py`` twice (or as ``EX1_RATIO.py`` too, one file on a TA's macOS or
+    Windows disk) was graded from the last entry while an unzip tool or a file browser may show the first
+    (a decoy): the code a TA reviews is not the code graded. Now the zip is rejected, naming the file."""
+    from hostile_helpers import SOLUTIONS
+
+    from grader.grade import grade_submission
+
+    solution = (SOLUTIONS / "ex1_ratio.py").read_text()
+    entries = [(name, "raise SystemExit('decoy')\n" if data == "DECOY" else solution) for name, data in entries]
+    result = grade_submission(_zip(tmp_path / "alice.zip", entries), exercises=["ex1_ratio"], profile="fast",
+                              limits=SUITE_LIMITS)
+    assert result.status == "rejected" and result.score == 0, (result.status, result.score)
+    assert "it is not clear which one to grade" in result.message and "ex1_ratio.py" in result.message.lower()
