@@ -113,3 +113,32 @@ def test_a138_two_entries_of_one_name_are_rejected(tmp_path, entries):
                               limits=SUITE_LIMITS)
     assert result.status == "rejected" and result.score == 0, (result.status, result.score)
     assert "it is not clear which one to grade" in result.message and "ex1_ratio.py" in result.message.lower()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("hostile")
+@pytest.mark.parametrize("returns", ["first.sum() * 0", "torch.zeros_like(first)", "first * 0"])
+def test_a140_constant_outputs_score_as_the_stubs(cohort_root, fork_server, returns):
+    """a140 (points without the work, after a100's None / first argument / ValueError): every function of
+    exercises 1-6 returns a zero of its first argument's dtype (a 0-dim zero, or zeros of its shape). The
+    entropy of near one-hot logits is ≈ 0, so ``entropy_from_logits = logits.sum() * 0`` passed
+    ``test_entropy_near_one_hot`` (0.5 on main); a hidden test whose answer a constant gives now requires
+    the value test (grader/points.yaml). Each variant scores the unstarted stubs' 0 on every test."""
+    import os
+
+    from grader.grade import grade_submission
+    from test_hostile_points import EXERCISES, computes_nothing
+
+    from hostile_helpers import REPO, scores_by_test
+
+    dest = cohort_root / returns.replace(" ", "").replace("*", "x").replace("(", "_").replace(")", "_").replace(".", "_")
+    dest.mkdir()
+    for stem in EXERCISES:
+        source = computes_nothing((REPO / "exercises" / f"{stem}.py").read_text(), returns)
+        (dest / f"{stem}.py").write_text(source + "\nimport torch  # the functions' bodies use it at call time\n")
+    for path in [dest, *dest.iterdir()]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    result = grade_submission(dest, exercises=EXERCISES, profile="fast", limits=SUITE_LIMITS)
+    earned = {k: v for k, v in scores_by_test(result).items() if v[0] > 0}
+    assert not earned, f"{returns}: points without the work: {earned}"
+    assert not [t.test for t in result.tests if t.diagnosis == "grader_error"]
