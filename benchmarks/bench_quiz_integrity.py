@@ -1,7 +1,8 @@
 """How many attempts a student who does not understand the chapter needs to reach 100% (a script, not a test).
 
     python benchmarks/bench_quiz_integrity.py [--students 3] [--cap 60] [--stops 1 2 ...]
-                                              [--bots always-a longest text-match elimination understanding]
+                                              [--bots always-a longest text-match elimination variant-memory
+                                                      understanding]
                                               [--policy attempt_policy.yaml]
 
 Bots take the quiz against the real engine and the server's own policy code,
@@ -23,6 +24,9 @@ skips each cooldown. The bots (issue 20, "A measurement, in the project"):
   again and a known-right answer is always repeated; parametric questions
   come back with new numbers, where memory does not help: there it guesses
   (a random option, true/false at random, a number of the stem at random).
+- ``variant-memory`` (red team a136): ``elimination`` that also remembers each
+  parametric *variant* (question and prompt): a small grid repeats a statement
+  word for word a few attempts later, and then it answers from memory.
 - ``understanding``: answers from the keys (``quiz_bank.instructor.keys``, instructor side).
 
 For each stop it prints each bot's median number of attempts to pass (over

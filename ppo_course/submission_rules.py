@@ -37,6 +37,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ppo_course import submission_names
+from ppo_course.submission_names import collision, hidden_characters, unreadable_note
 from ppo_course.text_safety import cap
 
 # Files and folders that carry no student work: never staged (silently: every editor and OS leaves them).
@@ -59,7 +61,7 @@ def is_tool_folder(name: str, holds_venv_marker: bool = False) -> bool:
 
 def tool_folder_note(rel: str) -> str:
     """The note for a skipped tool folder (``rel``: its path in the submission, '/'-separated)."""
-    return f"skipped the folder '{rel}/': tool output (a virtual environment or a build), not your work"
+    return f"skipped the folder '{submission_names.shown(rel)}/': tool output (a virtual environment or a build), not your work"
 
 
 class SubmissionLimits(BaseModel):
@@ -241,6 +243,9 @@ def _stage_dir(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
         if not ok:
             staged.notes.append(f"skipped the file {rel!r}: its name is not valid UTF-8; rename it")
             continue
+        if hidden_characters(rel):  # a name a TA cannot read as it is (a138)
+            staged.notes.append(unreadable_note(rel))
+            continue
         total += st.st_size
         if total > limits.max_bytes:
             raise Rejected(
@@ -251,6 +256,8 @@ def _stage_dir(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
         if len(plan) > limits.max_files:
             raise Rejected(f"the submission holds more than {limits.max_files} files; submit the exercise modules only")
     staged.notes += [tool_folder_note(rel) for rel in tool_folders]
+    if problem := collision(rel for rel, _ in plan):
+        raise Rejected(f"the submission {problem}")
     for rel, src in plan:
         out = dest / rel
         try:
@@ -333,6 +340,9 @@ def _stage_zip(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
             if name is None:
                 staged.notes.append(f"skipped the file {shown!r}: its name is not valid UTF-8; rename it")
                 continue
+            if hidden_characters(name):  # a name a TA cannot read as it is (a138)
+                staged.notes.append(unreadable_note(name))
+                continue
             declared += info.file_size
             if declared > limits.max_bytes:
                 raise Rejected(
@@ -347,6 +357,8 @@ def _stage_zip(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
             if len(files) > limits.max_files:
                 raise Rejected(f"{source.name} holds more than {limits.max_files} files; submit the exercise modules only")
         staged.notes += [tool_folder_note(rel) for rel in tool_folders]
+        if problem := collision(name for name, _ in files):
+            raise Rejected(f"{source.name} {problem}")
         _extract(zf, files, dest, limits, source.name)
 
 def _extract(zf: zipfile.ZipFile, files: list[tuple[str, zipfile.ZipInfo]], dest: Path, limits: SubmissionLimits,

@@ -9,8 +9,11 @@ output, nbgrader feedback) passes student-derived text (messages, details,
 file and folder names, student ids) through this module:
 
 * `cap`: at most `MAX_CHARS` characters (bytes are decoded as UTF-8 with
-  replacement), control characters other than newline and tab replaced by "?",
-  "… (truncated)" appended when cut;
+  replacement), every control, format, surrogate, private-use and line/paragraph
+  separator character (Unicode categories Cc, Cf, Cs, Co, Zl, Zp) other than
+  newline and tab replaced by "?", "… (truncated)" appended when cut (red team
+  a137: a list of ranges let U+061C, U+FEFF, U+2060-U+2064 and the invisible
+  tag characters U+E0000-U+E007F through);
 * `fenced`: a Markdown code block whose backtick fence is longer than any run
   of backticks in the text (so the text cannot close it);
 * `md_inline`: text for a Markdown line: newlines flattened, HTML escaped and
@@ -29,6 +32,7 @@ import csv
 import html
 import io
 import re
+import unicodedata
 from collections.abc import Iterable
 
 #: The most characters of student-derived text kept per piece (a test's output, a message, a name).
@@ -37,7 +41,19 @@ TRUNCATED = "… (truncated)"
 #: Characters that make a spreadsheet read a cell as a formula (OWASP CSV injection).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # the ASCII controls but tab and newline
+#: Unicode categories replaced by "?": controls, format characters (bidirectional controls, zero-width
+#: and invisible characters, tag characters), surrogates, private use, line and paragraph separators.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+
+
+def _visible(text: str) -> str:
+    """`text` with every character of `_HIDDEN_CATEGORIES` but newline and tab replaced by "?"."""
+    if text.isascii():
+        return _CONTROL.sub("?", text)
+    return "".join("?" if c not in "\n\t" and unicodedata.category(c) in _HIDDEN_CATEGORIES else c for c in text)
+
+
 _MD_ACTIVE = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 
 
@@ -49,8 +65,9 @@ def cap(text: object, limit: int = MAX_CHARS) -> str:
         limit: the cap in characters.
 
     Returns:
-        The text with control characters except newline and tab replaced by "?" (CR and
-        bidirectional overrides included), cut at `limit` characters.
+        The text with every control, format, surrogate, private-use and separator character
+        (categories Cc, Cf, Cs, Co, Zl, Zp) except newline and tab replaced by "?" (CR, bidirectional
+        controls and marks, zero-width and tag characters included), cut at `limit` characters.
     """
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", "replace")
@@ -59,7 +76,7 @@ def cap(text: object, limit: int = MAX_CHARS) -> str:
     text = text.encode("utf-8", "replace").decode("utf-8", "replace")  # lone surrogates
     if len(text) > limit:
         text = text[:limit] + TRUNCATED
-    return _CONTROL.sub("?", text)
+    return _visible(text)
 
 
 def fenced(text: object, limit: int = MAX_CHARS, info: str = "text") -> str:

@@ -10,9 +10,10 @@ understanding (issue 20, items 1 and 7). The mastery policy closes that:
   several questions may ask the same claim interchangeably.
 - **Draw.** An attempt shows, for each claim of the stop, one item the student
   has not seen: a fixed question never shown to them before, or a parametric
-  question (its parameters are drawn from the attempt number, so each attempt
-  is a new item). Among unseen items one is drawn from (student, stop,
-  attempt); when a claim has none left, its least recently seen item is shown.
+  question whose parameters, drawn from the attempt number, differ from every
+  earlier showing (a small grid repeats: the same statement again is a seen
+  item). Among unseen items one is drawn from (student, stop, attempt); when a
+  claim has none left, its least recently seen item is shown.
 - **The rule.** A stop is complete when, in one attempt, every claim of the
   stop is answered right, each on an item the student had not seen before
   that attempt. A right answer on an item seen before does not count (unless
@@ -20,9 +21,11 @@ understanding (issue 20, items 1 and 7). The mastery policy closes that:
 - **Feedback.** No right/wrong verdict during an attempt; after it, the claims
   missed and the section to reread, never which option was right.
 
-``seen`` is the set of *fixed* question ids shown in the student's earlier
-attempts (parametric questions are never "seen": their next showing has new
-parameters). Pure functions: the quiz server (``quiz_bank.instructor.server.quiz``), the
+``seen`` holds the *items* shown in the student's earlier attempts
+(:func:`item_key`: a fixed question's id, a parametric question's id with its
+parameters; before red team a136 parametric questions were never "seen", and a
+bot remembering the verdicts on their repeated variants passed stops 1, 3, 4
+and 7 in 17-23 attempts). Pure functions: the quiz server (``quiz_bank.instructor.server.quiz``), the
 terminal quiz (``quiz_bank.take``) and the benchmark
 (``benchmarks/bench_quiz_integrity.py``) all call these, so the three run the
 same policy.
@@ -30,6 +33,7 @@ same policy.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -90,16 +94,37 @@ def _text_from_question(question) -> str:
     return question.id.split(".", 1)[-1].replace("-", " ")
 
 
-def is_unseen(question, seen: Iterable[str]) -> bool:
-    """True for a parametric question (new parameters each attempt) or a fixed one not in ``seen``."""
-    return bool(question.is_parametric) or question.id not in set(seen)
+#: How many later attempts ``exhausted_claims`` looks through for a parametric item's unseen variant.
+LOOKAHEAD = 64
+
+
+def item_key(question, student_id: str, attempt: int) -> str:
+    """What the student is shown, as the key of ``seen``: a fixed question's id; for a parametric one its id and
+    the parameters drawn for (student, attempt) (red team a136).
+
+    A parametric question draws from a small grid (often one statement of four to eight), so the same variant
+    comes back a few attempts later, word for word: remembering what the claims-missed review said about it
+    answers it by elimination, exactly as a fixed question seen before. A variant is new only when its
+    parameters are.
+    """
+    if not question.is_parametric:
+        return question.id
+    spec = question.parametric
+    params = variants.draw(spec.generator, spec.args, student_id, question.id, attempt)
+    return question.id + "#" + json.dumps(params, sort_keys=True, default=str)
+
+
+def is_unseen(question, seen: Iterable[str], student_id: str, attempt: int) -> bool:
+    """True when the item ``question`` shows at (student, attempt) is not in ``seen`` (keys of :func:`item_key`)."""
+    return item_key(question, student_id, attempt) not in set(seen)
 
 
 def draw(bank, stop: int, student_id: str, attempt: int, last_seen: Mapping[str, int]) -> list[str]:
     """The question ids an attempt shows: one per claim, unseen preferred, in a shuffled order.
 
     Args:
-        last_seen: fixed question id → the last attempt (1-based) that showed it to this student.
+        last_seen: item key (:func:`item_key`: a fixed question's id, a parametric variant) → the last attempt
+            (1-based) that showed it to this student (:func:`last_seen_from`).
 
     Returns:
         One question id per claim of the stop, in the order the attempt asks them.
@@ -108,29 +133,34 @@ def draw(bank, stop: int, student_id: str, attempt: int, last_seen: Mapping[str,
     chosen = []
     for claim in stop_claims(bank, stop):
         items = [bank.by_id[q] for q in claim.items]
-        fresh = [q for q in items if q.is_parametric or q.id not in last_seen]
+        keys = {q.id: item_key(q, student_id, attempt) for q in items}
+        fresh = [q for q in items if keys[q.id] not in last_seen]
         if fresh:
             chosen.append(rng.choice(fresh).id)
         else:  # every item seen: the least recently seen (ties: bank order)
-            chosen.append(min(items, key=lambda q: last_seen[q.id]).id)
+            chosen.append(min(items, key=lambda q: last_seen[keys[q.id]]).id)
     rng.shuffle(chosen)
     return chosen
 
 
-def last_seen_from(orders: Iterable[tuple[int, Iterable[str]]], bank) -> dict[str, int]:
-    """Fixed question id → last attempt showing it, from (attempt, question ids shown) pairs."""
+def last_seen_from(orders: Iterable[tuple[int, Iterable[str]]], bank, student_id: str) -> dict[str, int]:
+    """Item key (:func:`item_key`) → last attempt showing it, from (attempt, question ids shown) pairs of
+    ``student_id``: fixed questions by id, parametric ones by the variant each attempt drew."""
     out: dict[str, int] = {}
     for attempt, ids in orders:
         for qid in ids:
             q = bank.by_id.get(qid)
-            if q is not None and not q.is_parametric:
-                out[qid] = max(out.get(qid, 0), attempt)
+            if q is not None:
+                key = item_key(q, student_id, attempt)
+                out[key] = max(out.get(key, 0), attempt)
     return out
 
 
-def stale_items(bank, order: Iterable[str], last_seen_before: Mapping[str, int]) -> set[str]:
-    """The items of an attempt the student had seen before it (fixed ids shown in an earlier attempt)."""
-    return {qid for qid in order if not bank.by_id[qid].is_parametric and qid in last_seen_before}
+def stale_items(bank, order: Iterable[str], last_seen_before: Mapping[str, int], student_id: str,
+                attempt: int) -> set[str]:
+    """The items of ``attempt`` the student had seen before it: a fixed id, or a parametric variant with the
+    same parameters, shown in an earlier attempt (``last_seen_before``: :func:`last_seen_from` of those)."""
+    return {qid for qid in order if item_key(bank.by_id[qid], student_id, attempt) in last_seen_before}
 
 
 def attempt_passes(order: Iterable[str], correct: Mapping[str, bool], stale: set[str], *, count_seen: bool = False) -> bool:
@@ -153,7 +183,14 @@ def missed_claims(bank, stop: int, order: Iterable[str], correct: Mapping[str, b
     return missed
 
 
-def exhausted_claims(bank, stop: int, last_seen: Mapping[str, int]) -> list[Claim]:
-    """Claims with no unseen item left (only fixed items, all shown): the next attempt cannot establish them."""
-    return [c for c in stop_claims(bank, stop)
-            if all(not bank.by_id[q].is_parametric and q in last_seen for q in c.items)]
+def exhausted_claims(bank, stop: int, last_seen: Mapping[str, int], student_id: str,
+                     next_attempt: int) -> list[Claim]:
+    """Claims with no unseen item left: every fixed item shown, and no parametric item draws an unseen variant
+    in the next :data:`LOOKAHEAD` attempts from ``next_attempt``; the next attempt cannot establish them."""
+
+    def used_up(q) -> bool:
+        if not q.is_parametric:
+            return q.id in last_seen
+        return all(item_key(q, student_id, n) in last_seen for n in range(next_attempt, next_attempt + LOOKAHEAD))
+
+    return [c for c in stop_claims(bank, stop) if all(used_up(bank.by_id[q]) for q in c.items)]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTER_NAME = "000_51c4e4947e0c3958.txt"
-BOTS = ("always-a", "longest", "text-match", "elimination", "understanding")
+BOTS = ("always-a", "longest", "text-match", "elimination", "variant-memory", "understanding")
 _WORD = re.compile(r"[a-zA-Z][a-zA-Z0-9_]+")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -219,6 +219,56 @@ class Elimination(Bot):
             known["wrong"].add(ids)
 
 
+class VariantMemory(Elimination):
+    """Elimination that also remembers parametric variants (red team a136).
+
+    A parametric question draws its parameters from a small grid (often one statement of 4-8), so the
+    same variant (same question, same parameters, hence the same prompt) comes back a few attempts
+    later: this bot keys its memory by the variant (question id and the prompt it showed) and answers a
+    repeated variant from what the policy told about it before, exactly as ``elimination`` does for a
+    fixed question; a variant it has not met is guessed.
+    """
+
+    @staticmethod
+    def _key(variant) -> str:
+        q = variant.question
+        return q.id if not q.is_parametric else f"{q.id}\x1f{variant.prompt}"
+
+    def answer(self, variant, service=None):
+        q = variant.question
+        candidates = self._candidates(variant)
+        key = self._key(variant)
+        if not candidates or (q.is_parametric and key not in self.memory):
+            if q.is_parametric and candidates:
+                self.memory[key] = {"right": None, "wrong": set()}
+            return self._guess(variant)
+        known = self.memory.setdefault(key, {"right": None, "wrong": set()})
+        pick = known["right"] or next((c for c in candidates if c not in known["wrong"]), candidates[0])
+        label_of = {option_id: label for label, option_id, _ in variant.choices}
+        if q.type == "single":
+            return label_of[pick[0]]
+        if q.type == "multi":
+            return [label_of[i] for i in pick]
+        if q.type == "true_false":
+            return pick[0]
+        return " ".join(label_of[i] for i in pick)
+
+    def observe(self, variant, given, verdict):
+        key = self._key(variant)
+        if verdict is None or key not in self.memory:
+            return
+        label_to_id = variant.label_to_id()
+        values = given if isinstance(given, list) else str(given).split()
+        ids = tuple(label_to_id.get(v, v) for v in values)
+        if variant.question.type in ("single", "multi"):
+            ids = tuple(sorted(ids))
+        known = self.memory[key]
+        if verdict:
+            known["right"] = ids
+        elif known["right"] != ids:
+            known["wrong"].add(ids)
+
+
 class Understanding(Bot):
     """Answers from the keys (``quiz_bank.instructor.keys``): what a student who understands the chapter answers."""
 
@@ -243,7 +293,8 @@ def make_bot(name: str, index: ChapterIndex | None) -> Bot:
     """A fresh bot (fresh memory) by name."""
     if name == "text-match":
         return TextMatch(name, index)
-    return {"always-a": AlwaysA, "longest": Longest, "elimination": Elimination, "understanding": Understanding}[name](name)
+    return {"always-a": AlwaysA, "longest": Longest, "elimination": Elimination, "variant-memory": VariantMemory,
+            "understanding": Understanding}[name](name)
 
 
 # ---------------------------------------------------------------- one simulated student

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ppo_course.text_safety import cap
+
 #: The only exception type names that may leave the child (built-ins a student's code plausibly raises).
 ALLOWED_EXCEPTION_NAMES = frozenset({
     "Exception", "ArithmeticError", "AssertionError", "AttributeError", "BufferError", "EOFError",
@@ -31,9 +33,6 @@ ALLOWED_EXCEPTION_NAMES = frozenset({
 })
 #: How many characters of a child's exception message the parent keeps.
 MAX_MESSAGE_CHARS = 500
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
-
 
 def safe_type_name(name: object, base: object = None) -> str:
     """The exception name the parent reports: `name` if allowed, else the allowed `base`, else "Exception".
@@ -50,12 +49,11 @@ def safe_type_name(name: object, base: object = None) -> str:
 
 
 def safe_message(text: object, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """A child's message, capped at `limit` characters ("… (truncated)") without control characters."""
+    """A child's message, capped at `limit` characters ("… (truncated)") without control or format characters
+    (``ppo_course.text_safety.cap``: the one list of what is replaced, red team a137)."""
     if not isinstance(text, str):
         return ""
-    text = unicodedata.normalize("NFC", text.encode("utf-8", "replace").decode("utf-8", "replace"))
-    text = _CONTROL.sub("?", text)
-    return text if len(text) <= limit else text[:limit] + "… (truncated)"
+    return cap(unicodedata.normalize("NFC", text.encode("utf-8", "replace").decode("utf-8", "replace")), limit)
 
 
 class StudentFailure(Exception):

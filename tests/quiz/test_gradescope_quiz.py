@@ -102,3 +102,32 @@ def test_a_wrong_answers_feedback_never_states_the_explanation(bank, key_of, tmp
     assert feedback and all(f.startswith("Not right. Reread Book §") for f in feedback)
     explanations = [q.explanation[:40] for q in bank.questions() if q.explanation]
     assert not any(e in f for f in feedback for e in explanations)
+
+
+def test_a139_two_submissions_differing_in_one_answer_get_the_same_feedback(bank, key_of, tmp_path):
+    """Red team a139: the Gradescope quiz grades every question of a stop (no unseen-item rule), so any
+    per-question signal is an oracle across resubmissions. The output said "37/39 right" and listed the
+    sections of the wrong questions only: flipping one fixed answer between two submissions and reading the
+    count (or a section appearing or going) told whether the new answer was right, question by question
+    (elimination). A stop not passed now reads the same whatever is wrong: no count, every section of the stop."""
+    key = key_of("gail")
+    fixed = [q for q in bank.questions(1) if not q.is_parametric]
+    cites = {}
+    for q in fixed:
+        cites.setdefault(q.source.cite(), q)
+    first, second = list(cites.values())[:2] if len(cites) > 1 else fixed[:2]
+    outputs = []
+    for wrong in ({first.id, second.id}, {first.id}):
+        answers = {q.id: key["answers"][q.id] for q in bank.questions()}
+        for qid in wrong:
+            answers[qid] = None  # unanswered: wrong
+        folder = tmp_path / f"sub{len(wrong)}"
+        folder.mkdir()
+        (folder / "quiz_responses_gail.json").write_text(json.dumps({"student_id": "gail", "attempt": 1,
+                                                                     "answers": answers}))
+        results = add_quiz_results({"tests": []}, folder, metadata_path=None)
+        stop1 = next(t for t in results["tests"] if "stop1" in t["tags"])
+        assert stop1["score"] == 0.0
+        outputs.append(stop1["output"])
+    assert outputs[0] == outputs[1], outputs
+    assert "right" not in outputs[0].split("—")[0] and first.source.cite() in outputs[0]

@@ -64,3 +64,32 @@ def test_the_text_match_bot_reads_the_chapter(bench):
     good, _ = index.best("constrain the KL divergence between the old and new policy trust region")
     bad, _ = index.best("bananas grow on trees in tropical weather")
     assert good > 0.2 > bad
+
+
+def test_a136_remembering_repeated_variants_does_not_pass(bench, bank, checker, tmp_path):
+    """Red team a136: a parametric question draws from a small grid (often one of 4-8 statements), so its
+    variants come back word for word; a bot that remembers what the claims-missed review said about each
+    variant (``variant-memory``) passed stops 1, 3, 4 and 7 within 17-23 attempts under the course policy
+    (measured on main, 3 students, cap 30). A repeated variant is a seen item now (``mastery.item_key``)."""
+    from quiz_bank.instructor.server.policy import load_policy
+
+    policy = load_policy()
+    table = bench.measure(bank, policy, [1, 4], ["variant-memory"], students=1, cap=30, index=None,
+                          checker=checker, workdir=tmp_path)
+    for stop, row in table.items():
+        assert all(not isinstance(r, int) for r in row["variant-memory"]), (stop, row)
+
+
+def test_a136_a_repeated_variant_is_a_seen_item(bank):
+    """The rule itself, worked by hand: a parametric item shown at attempt 1 is stale at a later attempt that
+    draws the very same parameters, and fresh at one that draws others."""
+    from quiz_bank import mastery
+    from quiz_bank.engine import render
+
+    q = bank.by_id["stop3.summary-statements"]  # four statements: a repeat within a few attempts
+    prompts = {n: render(q, "rita", n).prompt for n in range(1, 12)}
+    same = next(n for n in range(2, 12) if prompts[n] == prompts[1])
+    other = next(n for n in range(2, 12) if prompts[n] != prompts[1])
+    seen = mastery.last_seen_from([(1, [q.id])], bank, "rita")
+    assert mastery.stale_items(bank, [q.id], seen, "rita", same) == {q.id}
+    assert mastery.stale_items(bank, [q.id], seen, "rita", other) == set()

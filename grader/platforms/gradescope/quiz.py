@@ -6,9 +6,11 @@ Enabled by ``ppo-course gradescope-bundle --quiz`` (``gradescope_config.json``:
 ``student_id`` and ``answers``, at any depth, at most 1 MB); it is graded by
 ``quiz_bank.grading.grade`` (the 100% rule per stop, each student's own
 variants). One Gradescope test per stop (1 point when passed at 100%, else 0)
-is appended, tagged ``quiz``; the feedback gives the score and the sections
-to reread, never a key, an explanation or which question was wrong (a list of
-missed ids told a student which answers to flip). Without a responses file
+is appended, tagged ``quiz``; the feedback says passed or not and, when not,
+lists every section of the stop: never a key, an explanation, which question
+was wrong (a list of missed ids told a student which answers to flip) or how
+many were (a count that changes with one flipped answer is as good: red team
+a139). Without a responses file
 every stop scores 0 with a message saying what to hand in.
 
 Bound to its student (issue 20 item 6), from Gradescope's
@@ -131,11 +133,14 @@ def add_quiz_results(results: dict, submission: Path, metadata_path: Path | None
             if s["passed_before"]:
                 output = f"Quiz stop {stop}: passed in an earlier submission (kept)."
             else:
-                # The sections to reread, never which question was wrong (a list of ids told which to flip).
-                sections = sorted({_cite(bank, q["id"]) for q in s["questions"] if not q["correct"]})
-                output = (f"Quiz stop {stop}: {s['score']}/{s['max_score']} right — "
-                          + ("passed (100%)." if s["passed"] else "a stop passes only at 100%. Reread: "
-                             + "; ".join(sections) + "; then answer the next attempt."))
+                # Every question of the stop is graded in every submission, so anything that depends on which
+                # ones are wrong is an oracle across resubmissions (red team a139: the count "37/39 right" and
+                # the sections of the wrong questions told, answer by answer, whether a flip was right). A stop
+                # not passed says so and lists all the stop's sections, whatever is wrong.
+                sections = sorted({_cite(bank, q["id"]) for q in s["questions"]})
+                output = (f"Quiz stop {stop}: passed (100%)." if s["passed"] else
+                          f"Quiz stop {stop}: not passed — a stop passes only at 100% (every question right). "
+                          "Reread: " + "; ".join(sections) + "; then answer the next attempt.")
         tests.append({"name": f"quiz stop {stop} (100% to pass)", "score": score, "max_score": 1.0,
                       "status": "passed" if score else "failed", "output": output, "visibility": "visible",
                       "tags": ["quiz", f"stop{stop}"]})
