@@ -213,7 +213,8 @@ class Session:
 
     def _stale(self, stop: int, attempt: int, order) -> set[str]:
         earlier = [(n, ids) for n, ids, _ in self._history(stop) if n < attempt]
-        return mastery.stale_items(self.bank, order, mastery.last_seen_from(earlier, self.bank))
+        return mastery.stale_items(self.bank, order, mastery.last_seen_from(earlier, self.bank, self.student_id),
+                                   self.student_id, attempt)
 
     def _open_or_start(self, stop: int, policy):
         """(attempt, its questions, those answered) of the open attempt, else of a new one; None when refused."""
@@ -231,7 +232,7 @@ class Session:
             return None
         n = (history[-1][0] if history else 0) + 1
         if policy.is_mastery:
-            seen = mastery.last_seen_from(((a, ids) for a, ids, _ in history), self.bank)
+            seen = mastery.last_seen_from(((a, ids) for a, ids, _ in history), self.bank, self.student_id)
             drawn = set(mastery.draw(self.bank, stop, self.student_id, n, seen))
             order = tuple(q.id for q in self.bank.questions(stop) if q.id in drawn)  # bank order: stable numbering
         else:

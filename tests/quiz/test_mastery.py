@@ -50,9 +50,14 @@ class FakeBank:
 
 
 def paired_bank(bank, stop=1) -> FakeBank:
-    """Stop ``stop`` of the real bank with its fixed questions paired into claims c0, c1, …"""
+    """Stop ``stop`` of the real bank with its fixed questions paired into claims c0, c1, …, and its questions with
+    drawn numbers one claim each (a finite draw, a case or a derived option, can repeat a fact already shown:
+    tests/quiz/test_quiz_bots.py)."""
+    from quiz_bank.variants import enumerate_cases
+
     fixed = [q for q in bank.questions(stop) if not q.is_parametric]
-    parametric = [q for q in bank.questions(stop) if q.is_parametric]
+    parametric = [q for q in bank.questions(stop) if q.is_parametric
+                  and enumerate_cases(q.parametric.generator, q.parametric.args) is None]
     questions = [ClaimedQuestion(q, f"c{i // 2}") for i, q in enumerate(fixed[: len(fixed) // 2 * 2])]
     questions += [ClaimedQuestion(q, f"p{i}") for i, q in enumerate(parametric)]
     claims = [{"id": f"c{i}", "text": f"claim number {i}", "source": {}} for i in range(len(fixed) // 2)]
@@ -210,7 +215,7 @@ def test_take_under_mastery_gives_no_verdict_and_keeps_a_passed_stop(bank, key_o
     from quiz_server_support import form_answer, offline_service
 
     service = offline_service(bank)
-    drawn2 = set(mastery.draw(bank, 1, "tess", 2, mastery.last_seen_from([(1, order1)], bank)))
+    drawn2 = set(mastery.draw(bank, 1, "tess", 2, mastery.last_seen_from([(1, order1)], bank, "tess")))
     wrong = [form_answer(service, "tess", q.id, 2, right=False) for q in bank.questions(1) if q.id in drawn2]
     stdin = "".join((",".join(w) if isinstance(w, list) else w) + "\n" for w in wrong) + "n\n"
     code, out, _ = run_cli(["quiz", "take", "--stop", 1, "--new-attempt", "--student", "tess", "--store", store,

@@ -114,13 +114,15 @@ class QuizService:
         return render(self.bank.by_id[question_id], student_id, attempt, shuffle=True)
 
     def last_seen(self, student_id: str, stop: int, before: int | None = None) -> dict[str, int]:
-        """Fixed question id → last attempt (before ``before``) that showed it to the student."""
+        """Fact (a fixed question's id, a parametric draw's fact) → last attempt (before ``before``) that showed it
+        to the student (``mastery.last_seen_from``)."""
         rows = [a for a in self.db.attempts(student_id, stop) if before is None or a.attempt < before]
-        return mastery.last_seen_from(((a.attempt, a.question_order) for a in rows), self.bank)
+        return mastery.last_seen_from(((a.attempt, a.question_order) for a in rows), self.bank, student_id)
 
     def stale(self, student_id: str, stop: int, attempt: int, order) -> set[str]:
         """The questions of ``attempt`` the student had already seen in an earlier attempt."""
-        return mastery.stale_items(self.bank, order, self.last_seen(student_id, stop, before=attempt))
+        return mastery.stale_items(self.bank, order, self.last_seen(student_id, stop, before=attempt), student_id,
+                                   attempt)
 
     def claims_per_attempt(self, stop: int) -> int:
         """How many questions one attempt at ``stop`` asks (claims under mastery, else every question)."""

@@ -1,0 +1,150 @@
+"""Bots that try to complete the chapter without understanding it, against the quiz's real policy code (issue 20
+follow-up, session 6).
+
+Each test is a route a bot took on main, closed at the shared mechanism:
+
+- **memory**: under mastery a parametric item counted as unseen at every attempt, but a finite draw (a
+  ``pick_case`` case, a ``judge_option`` option, an ``ordered_pair`` pair) repeats, and the claims missed after
+  an attempt (one item per claim) are a per-item verdict. A bot that remembers each draw it was told about passed
+  stop 1 in 11–17 attempts and stop 3 in 5–22 on main (3 students, cap 60). ``quiz_bank.mastery`` now records
+  facts: a repeated draw is stale like a repeated fixed question, and a derived item shares its source's family.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from quiz_bank import mastery, variants
+from quiz_bank.instructor.server.db import Conflict, QuizDB
+from quiz_bank.instructor.server.policy import AttemptPolicy, PolicyFile
+from quiz_bank.instructor.server.quiz import QuizService
+
+
+class MemoryBot:
+    """Remembers the verdict on every draw it was told about (keyed by what it saw) and, for a derived
+    ``-judge``/``-pairs`` item, the fact behind it (option X is the key; A comes before B) whatever the polarity
+    or order; fixed questions by elimination; a random guess otherwise. Never computes anything."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.told: dict = {}   # what was shown → (answers told wrong, answer told right)
+        self.facts: dict = {}  # (item, option or pair) → truth of the "is" / sorted-order statement
+
+    @staticmethod
+    def _shown(v):
+        return v.question.id, v.prompt, tuple(sorted(text for _, _, text in v.choices))
+
+    @staticmethod
+    def _fact(v):
+        p, qid = v.params or {}, v.question.id
+        if qid.endswith("-judge"):
+            return (qid, p.get("option")), p.get("polarity") == "not "
+        if qid.endswith("-pairs"):
+            pair = (p.get("first"), p.get("second"))
+            return (qid, tuple(sorted(pair))), pair != tuple(sorted(pair))
+        return None, False
+
+    def answer(self, v):
+        fact, flip = self._fact(v)
+        if fact in self.facts:
+            return "true" if self.facts[fact] ^ flip else "false"
+        wrong, right = self.told.get(self._shown(v), (set(), None))
+        if right is not None:
+            return right
+        labels = [label for label, _, text in v.choices]
+        kind = v.question.type
+        if kind == "true_false":
+            return "false" if "true" in wrong else ("true" if "false" in wrong else self.rng.choice(["true", "false"]))
+        if kind == "single":
+            texts = {label: text for label, _, text in v.choices}
+            return next((l for l in labels if texts[l] not in wrong), labels[0])
+        if kind == "multi":
+            combos = [list(c) for n in range(1, len(labels) + 1) for c in itertools.combinations(labels, n)]
+            return next((c for c in combos if tuple(c) not in wrong), labels)
+        if kind == "ordering":
+            return " ".join(labels)
+        if kind == "numeric":
+            return "0.5"
+        return next(iter(v.question.symbols))
+
+    def observe(self, v, given, right: bool) -> None:
+        wrong, known = self.told.setdefault(self._shown(v), (set(), None))
+        if v.question.type == "single":
+            given_key = {label: text for label, _, text in v.choices}.get(given, given)
+        else:
+            given_key = tuple(given) if isinstance(given, list) else given
+        if right:
+            self.told[self._shown(v)] = (wrong, given)
+        else:
+            wrong.add(given_key)
+        fact, flip = self._fact(v)
+        if fact is not None:
+            said = given == "true"
+            self.facts[fact] = (said if right else not said) ^ flip
+
+
+def attempts_to_pass(service, bot, student: str, stop: int, cap: int):
+    """Attempts the bot needs (int), or "never" within ``cap``, or "never*" once a claim has no unseen item."""
+    clock = 1_000_000.0
+    for n in range(1, cap + 1):
+        if n > 1 and service.exhausted_claims(student, stop):
+            return "never*"
+        try:
+            attempt = service.start(student, stop, now=clock)
+        except Conflict:
+            return "never*"
+        shown = []
+        while (nxt := service.next_question(attempt)) is not None:
+            _, variant = nxt
+            given = bot.answer(variant)
+            attempt = service.answer(student, stop, attempt.attempt, variant.question.id, given, now=clock).attempt
+            shown.append((variant, given))
+        if attempt.passed:
+            return n
+        missed = {c.id for c in service.missed_claims(student, stop, attempt.attempt)}
+        stale = service.stale(student, stop, attempt.attempt, attempt.question_order)
+        for variant, given in shown:
+            if variant.question.id not in stale:  # what the page tells: the claims missed
+                bot.observe(variant, given, mastery.claim_of(variant.question) not in missed)
+        clock += service.policy.for_stop(stop).cooldown_s + 1.0
+    return "never"
+
+
+@pytest.fixture()
+def service(bank, checker, tmp_path):
+    db = QuizDB(tmp_path / "bots.sqlite", durable=False)
+    yield QuizService(bank, db, PolicyFile(default=AttemptPolicy(mode="mastery", cooldown_s=120)), checker)
+    db.close()
+
+
+@pytest.mark.parametrize("stop", [1, 3])
+def test_a_bot_that_remembers_finite_draws_does_not_pass(service, stop):
+    """Main: stop 1 passed at 17, 17, 11 attempts; stop 3 at 21, 5, 22 (cap 60). The goal: not within 30."""
+    results = [attempts_to_pass(service, MemoryBot(i), f"memory-{stop}-{i}", stop, cap=30) for i in range(3)]
+    assert all(isinstance(r, str) for r in results), results
+
+
+def test_a_repeated_finite_draw_is_stale_in_either_polarity_and_a_derived_item_shares_its_source(bank):
+    """Hand-built facts: a judge draw of option X seen at attempt 1 makes any later draw of option X stale (the
+    polarity only flips the key), and makes the source question stale; the source seen makes every judge draw
+    stale. A draw of another option of a judge item never shown is unseen."""
+    judge = next(q for q in bank.questions() if q.id.endswith("-judge"))
+    source = bank.by_id[judge.id[: -len("-judge")]]
+    sid = "facts"
+    by_attempt = {n: variants.draw("judge_option", judge.parametric.args, sid, judge.id, n) for n in range(1, 80)}
+    first = by_attempt[1]
+    option = first["case"].split("|")[1]
+    same = next(n for n in range(2, 80) if by_attempt[n]["case"].split("|")[1] == option
+                and by_attempt[n]["polarity"] != first["polarity"])
+    other = next(n for n in range(2, 80) if by_attempt[n]["case"].split("|")[1] != option)
+    seen = mastery.last_seen_from([(1, [judge.id])], bank, sid)
+    assert mastery.stale_items(bank, [judge.id], seen, sid, same) == {judge.id}
+    assert mastery.stale_items(bank, [judge.id], seen, sid, other) == set()
+    assert mastery.stale_items(bank, [source.id], seen, sid, 2) == {source.id}
+    seen_source = mastery.last_seen_from([(1, [source.id])], bank, sid)
+    assert mastery.stale_items(bank, [judge.id], seen_source, sid, other) == {judge.id}
