@@ -148,3 +148,20 @@ def test_a_repeated_finite_draw_is_stale_in_either_polarity_and_a_derived_item_s
     assert mastery.stale_items(bank, [source.id], seen, sid, 2) == {source.id}
     seen_source = mastery.last_seen_from([(1, [source.id])], bank, sid)
     assert mastery.stale_items(bank, [judge.id], seen_source, sid, other) == {judge.id}
+
+
+@pytest.mark.parametrize("answer", ["(((9**64)**64)**64)**64", "9**(64*64*64*64)", "((((9^(8*8))^(8*8))^(8*8))^(8*8))"])
+def test_a_short_answer_with_stacked_exponents_is_refused_at_once(answer):
+    """Bot **exponent**: on main these 23–40 characters passed the whitelist (each exponent ≤ 64, or not a literal)
+    and the exact evaluation of 9**(64**4) (~16 million digits, then ~10**9) ran past 30 s in the numeric parser;
+    sympy evaluates integer powers eagerly too, in the checker every symbolic answer waits for. Now refused
+    unevaluated, as unparseable (nothing recorded), by both parsers, in a child with a 20 s limit."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom quiz_bank.parsing import Unparseable, parse_expression_ast, parse_number\n"
+            "for parse in (parse_number, lambda t: parse_expression_ast(t, {'a'})):\n"
+            "    try:\n        parse(sys.argv[1])\n    except Unparseable:\n        continue\n"
+            "    sys.exit('accepted')\n")
+    done = subprocess.run([sys.executable, "-c", code, answer], capture_output=True, text=True, timeout=20)
+    assert done.returncode == 0, done.stderr
