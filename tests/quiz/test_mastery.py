@@ -214,7 +214,7 @@ def test_take_under_mastery_gives_no_verdict_and_keeps_a_passed_stop(bank, key_o
     # A practice attempt with every answer wrong: the stop stays passed.
     from quiz_server_support import form_answer, offline_service
 
-    service = offline_service(bank)
+    service = offline_service(bank, secret=None)  # quiz take: keyless variants
     drawn2 = set(mastery.draw(bank, 1, "tess", 2, mastery.last_seen_from([(1, order1)], bank, "tess")))
     wrong = [form_answer(service, "tess", q.id, 2, right=False) for q in bank.questions(1) if q.id in drawn2]
     stdin = "".join((",".join(w) if isinstance(w, list) else w) + "\n" for w in wrong) + "n\n"

@@ -165,3 +165,59 @@ def test_a_short_answer_with_stacked_exponents_is_refused_at_once(answer):
             "    sys.exit('accepted')\n")
     done = subprocess.run([sys.executable, "-c", code, answer], capture_output=True, text=True, timeout=20)
     assert done.returncode == 0, done.stderr
+
+
+def _predict_with_the_interactives(client, bank, student: str, stop: int) -> dict[str, str]:
+    """Bot **predict**: the next attempt's questions and numbers from the public seed (``mastery.draw`` and
+    ``variants.draw`` on the student's id), each clip question answered by ``/api/clip`` while no attempt is open."""
+    answers = {}
+    for qid in mastery.draw(bank, stop, student, 1, {}):
+        spec = getattr(bank.by_id[qid], "parametric", None)
+        if spec is None or spec.generator != "clip_case" or spec.key not in ("clip_gradient_flows", "clip_objective"):
+            continue
+        p = variants.draw(spec.generator, spec.args, student, qid, 1)
+        out = client.get("/api/clip", params={"r": p["r"], "adv": p["adv"], "eps": p["eps"]})
+        assert out.status_code == 200, out.text  # the interactives are open before the attempt
+        out = out.json()
+        answers[qid] = ("true" if out["flows"] else "false") if spec.key == "clip_gradient_flows" else f"{out['objective']:.4f}"
+    return answers
+
+
+def test_the_next_attempt_cannot_be_predicted_and_worked_out_in_the_interactives(bank, checker, tmp_path):
+    """Main: for 12 students, every clip question of stop 2's first attempt was predicted from the public seed
+    (question and numbers) and answered right from /api/clip (the interactives close only while an attempt is
+    open). The server now seeds its variants with a key derived from its secret (``QuizService.variant_id``)."""
+    from fastapi.testclient import TestClient
+    from quiz_server_support import SERVER_SECRET, current_question
+
+    from quiz_bank.engine import render
+    from quiz_bank.instructor.server.app import create_app
+    from quiz_bank.instructor.server.auth import TokenSigner
+
+    app = create_app(bank, tmp_path / "quiz.sqlite", SERVER_SECRET, checker=checker,
+                     policy=PolicyFile(default=AttemptPolicy(mode="mastery", cooldown_s=0)))
+    service = app.state.service
+    predicted = right = same_prompt = parametric_shown = 0
+    for i in range(12):
+        student = f"predict-{i}"
+        client = TestClient(app)
+        assert client.post("/login", data={"token": TokenSigner(SERVER_SECRET).issue(student)}).status_code == 200
+        answers = _predict_with_the_interactives(client, bank, student, 2)
+        predicted += len(answers)
+        page = client.post("/stop/2/start")
+        while 'name="question"' in page.text:
+            attempt, qid = current_question(page.text)
+            q = bank.by_id[qid]
+            if q.is_parametric:
+                parametric_shown += 1
+                same_prompt += render(q, student, attempt).prompt in page.text.replace("&#39;", "'")
+            given = answers.get(qid) or MemoryBot(i).answer(service.variant(student, qid, attempt))
+            done = client.post("/stop/2/answer", data={"student": student, "attempt": str(attempt), "question": qid,
+                                                       "answer": given})
+            assert done.status_code == 200, done.text
+            page = client.get("/stop/2")
+        stored = service.db.answers(student, 2, 1)
+        right += sum(stored[q].correct for q in answers if q in stored)
+    assert predicted >= 6  # the bot had something to work out
+    assert right < predicted, (right, predicted)
+    assert parametric_shown >= 12 and same_prompt <= parametric_shown // 4, (same_prompt, parametric_shown)
