@@ -10,10 +10,9 @@ understanding (issue 20, items 1 and 7). The mastery policy closes that:
   several questions may ask the same claim interchangeably.
 - **Draw.** An attempt shows, for each claim of the stop, one item the student
   has not seen: a fixed question never shown to them before, or a parametric
-  question whose parameters, drawn from the attempt number, differ from every
-  earlier showing (a small grid repeats: the same statement again is a seen
-  item). Among unseen items one is drawn from (student, stop, attempt); when a
-  claim has none left, its least recently seen item is shown.
+  question (its parameters are drawn from the attempt number, so each attempt
+  is a new item). Among unseen items one is drawn from (student, stop,
+  attempt); when a claim has none left, its least recently seen item is shown.
 - **The rule.** A stop is complete when, in one attempt, every claim of the
   stop is answered right, each on an item the student had not seen before
   that attempt. A right answer on an item seen before does not count (unless
@@ -21,11 +20,15 @@ understanding (issue 20, items 1 and 7). The mastery policy closes that:
 - **Feedback.** No right/wrong verdict during an attempt; after it, the claims
   missed and the section to reread, never which option was right.
 
-``seen`` holds the *items* shown in the student's earlier attempts
-(:func:`item_key`: a fixed question's id, a parametric question's id with its
-parameters; before red team a136 parametric questions were never "seen", and a
-bot remembering the verdicts on their repeated variants passed stops 1, 3, 4
-and 7 in 17-23 attempts). Pure functions: the quiz server (``quiz_bank.instructor.server.quiz``), the
+``seen`` is a map of *facts* shown in the student's earlier attempts (issue 20
+follow-up, bot "memory"): a fixed question is one fact; a parametric item shows one
+fact per draw: its case (``pick_case``), its option (``judge_option``, either polarity),
+its pair (``ordered_pair``, either order) or its exact parameters. A draw whose fact was
+shown before is seen: the verdict told after that attempt (one item per claim, so the
+missed claims name it) answers it again, so it is stale like a repeated fixed question.
+A derived item and its source question are one family: showing the source makes every
+derived draw of it stale, and showing a derived draw makes the source stale.
+Pure functions: the quiz server (``quiz_bank.instructor.server.quiz``), the
 terminal quiz (``quiz_bank.take``) and the benchmark
 (``benchmarks/bench_quiz_integrity.py``) all call these, so the three run the
 same policy.
@@ -33,7 +36,6 @@ same policy.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -94,37 +96,72 @@ def _text_from_question(question) -> str:
     return question.id.split(".", 1)[-1].replace("-", " ")
 
 
-#: How many later attempts ``exhausted_claims`` looks through for a parametric item's unseen variant.
-LOOKAHEAD = 64
+def derived_source(bank, question) -> str | None:
+    """The id of the question ``question`` is derived from (``quiz_bank.derived``), or None."""
+    from quiz_bank.derived import SUFFIXES
+
+    for suffix in SUFFIXES:
+        if question.id.endswith(suffix) and question.id[: -len(suffix)] in bank.by_id:
+            return question.id[: -len(suffix)]
+    return None
 
 
-def item_key(question, student_id: str, attempt: int) -> str:
-    """What the student is shown, as the key of ``seen``: a fixed question's id; for a parametric one its id and
-    the parameters drawn for (student, attempt) (red team a136).
+def _fact(question, params: Mapping) -> str:
+    """The fact one draw of a parametric question shows (see the module docstring)."""
+    import json
 
-    A parametric question draws from a small grid (often one statement of four to eight), so the same variant
-    comes back a few attempts later, word for word: remembering what the claims-missed review said about it
-    answers it by elimination, exactly as a fixed question seen before. A variant is new only when its
-    parameters are.
-    """
+    generator = question.parametric.generator
+    case = str(params.get("case", ""))
+    if generator == "judge_option":  # "Q|option|polarity": the polarity only flips the key
+        return f"{question.id}|" + "|".join(case.split("|")[:2])
+    if generator == "ordered_pair":  # "Q|first|second": either order asks the same pair
+        source, *pair = case.split("|")
+        return f"{question.id}|{source}|" + "|".join(sorted(pair))
+    if generator == "pick_case":
+        return f"{question.id}|case={case}"
+    return f"{question.id}|" + json.dumps(params, sort_keys=True, default=str)
+
+
+def _tokens(bank, question, params: Mapping | None) -> tuple[set[str], set[str]]:
+    """(facts that showing this draw records, facts any of which seen before make it stale)."""
     if not question.is_parametric:
-        return question.id
+        return {question.id, question.id + "#all"}, {question.id}
+    fact = _fact(question, params or {})
+    source = derived_source(bank, question)
+    if source is not None:
+        return {source, fact}, {source + "#all", fact}
+    return {fact}, {fact}
+
+
+def _params(question, student_id: str | None, attempt: int) -> Mapping | None:
+    if not question.is_parametric or student_id is None:
+        return None
     spec = question.parametric
-    params = variants.draw(spec.generator, spec.args, student_id, question.id, attempt)
-    return question.id + "#" + json.dumps(params, sort_keys=True, default=str)
+    return variants.draw(spec.generator, spec.args, student_id, question.id, attempt)
 
 
-def is_unseen(question, seen: Iterable[str], student_id: str, attempt: int) -> bool:
-    """True when the item ``question`` shows at (student, attempt) is not in ``seen`` (keys of :func:`item_key`)."""
-    return item_key(question, student_id, attempt) not in set(seen)
+def needs(bank, question, student_id: str | None, attempt: int) -> set[str]:
+    """The facts whose showing before ``attempt`` makes ``question``'s draw at ``attempt`` stale.
+
+    Without ``student_id`` a parametric question needs nothing (the pre-fact rule: always unseen).
+    """
+    if question.is_parametric and student_id is None:
+        return set()
+    return _tokens(bank, question, _params(question, student_id, attempt))[1]
+
+
+def is_unseen(question, seen: Iterable[str], bank=None, student_id: str | None = None, attempt: int = 1) -> bool:
+    """True when no fact ``question`` shows at ``attempt`` is in ``seen`` (a fixed one: its id not in ``seen``)."""
+    if bank is None:
+        return bool(question.is_parametric) or question.id not in set(seen)
+    return not (needs(bank, question, student_id, attempt) & set(seen))
 
 
 def draw(bank, stop: int, student_id: str, attempt: int, last_seen: Mapping[str, int]) -> list[str]:
     """The question ids an attempt shows: one per claim, unseen preferred, in a shuffled order.
 
     Args:
-        last_seen: item key (:func:`item_key`: a fixed question's id, a parametric variant) → the last attempt
-            (1-based) that showed it to this student (:func:`last_seen_from`).
+        last_seen: fact → the last attempt (1-based) that showed it to this student (:func:`last_seen_from`).
 
     Returns:
         One question id per claim of the stop, in the order the attempt asks them.
@@ -133,34 +170,37 @@ def draw(bank, stop: int, student_id: str, attempt: int, last_seen: Mapping[str,
     chosen = []
     for claim in stop_claims(bank, stop):
         items = [bank.by_id[q] for q in claim.items]
-        keys = {q.id: item_key(q, student_id, attempt) for q in items}
-        fresh = [q for q in items if keys[q.id] not in last_seen]
+        wanted = {q.id: needs(bank, q, student_id, attempt) for q in items}
+        fresh = [q for q in items if not (wanted[q.id] & last_seen.keys())]
         if fresh:
             chosen.append(rng.choice(fresh).id)
         else:  # every item seen: the least recently seen (ties: bank order)
-            chosen.append(min(items, key=lambda q: last_seen[keys[q.id]]).id)
+            chosen.append(min(items, key=lambda q: max((last_seen.get(t, 0) for t in wanted[q.id]), default=0)).id)
     rng.shuffle(chosen)
     return chosen
 
 
-def last_seen_from(orders: Iterable[tuple[int, Iterable[str]]], bank, student_id: str) -> dict[str, int]:
-    """Item key (:func:`item_key`) → last attempt showing it, from (attempt, question ids shown) pairs of
-    ``student_id``: fixed questions by id, parametric ones by the variant each attempt drew."""
+def last_seen_from(orders: Iterable[tuple[int, Iterable[str]]], bank, student_id: str | None = None) -> dict[str, int]:
+    """Fact → last attempt showing it, from (attempt, question ids shown) pairs.
+
+    ``student_id`` (the id the variants are drawn for) is needed to know the facts of parametric
+    draws; without it only fixed questions are tracked.
+    """
     out: dict[str, int] = {}
     for attempt, ids in orders:
         for qid in ids:
             q = bank.by_id.get(qid)
-            if q is not None:
-                key = item_key(q, student_id, attempt)
-                out[key] = max(out.get(key, 0), attempt)
+            if q is None or (q.is_parametric and student_id is None):
+                continue
+            for token in _tokens(bank, q, _params(q, student_id, attempt))[0]:
+                out[token] = max(out.get(token, 0), attempt)
     return out
 
 
-def stale_items(bank, order: Iterable[str], last_seen_before: Mapping[str, int], student_id: str,
-                attempt: int) -> set[str]:
-    """The items of ``attempt`` the student had seen before it: a fixed id, or a parametric variant with the
-    same parameters, shown in an earlier attempt (``last_seen_before``: :func:`last_seen_from` of those)."""
-    return {qid for qid in order if item_key(bank.by_id[qid], student_id, attempt) in last_seen_before}
+def stale_items(bank, order: Iterable[str], last_seen_before: Mapping[str, int], student_id: str | None = None,
+                attempt: int = 1) -> set[str]:
+    """The items of ``attempt`` whose fact the student had seen before it (see :func:`needs`)."""
+    return {qid for qid in order if needs(bank, bank.by_id[qid], student_id, attempt) & last_seen_before.keys()}
 
 
 def attempt_passes(order: Iterable[str], correct: Mapping[str, bool], stale: set[str], *, count_seen: bool = False) -> bool:
@@ -183,14 +223,28 @@ def missed_claims(bank, stop: int, order: Iterable[str], correct: Mapping[str, b
     return missed
 
 
-def exhausted_claims(bank, stop: int, last_seen: Mapping[str, int], student_id: str,
-                     next_attempt: int) -> list[Claim]:
-    """Claims with no unseen item left: every fixed item shown, and no parametric item draws an unseen variant
-    in the next :data:`LOOKAHEAD` attempts from ``next_attempt``; the next attempt cannot establish them."""
+#: How many later attempts ``exhausted_claims`` looks through for a numeric draw whose fact is new.
+LOOKAHEAD = 64
 
-    def used_up(q) -> bool:
+
+def exhausted_claims(bank, stop: int, last_seen: Mapping[str, int], student_id: str | None = None,
+                     next_attempt: int | None = None) -> list[Claim]:
+    """Claims with no unseen item left: the next attempt cannot establish them.
+
+    Spent: a fixed item shown; a finite draw (case, option, pair) whose every fact was shown; a draw of numbers
+    (red team a136: often a small grid, so its variants repeat) with no new fact in the :data:`LOOKAHEAD`
+    attempts from ``next_attempt`` for ``student_id`` (the id its variants are drawn for). Without them a draw of
+    numbers is never spent.
+    """
+    def spent(q) -> bool:
         if not q.is_parametric:
             return q.id in last_seen
-        return all(item_key(q, student_id, n) in last_seen for n in range(next_attempt, next_attempt + LOOKAHEAD))
+        cases = variants.enumerate_cases(q.parametric.generator, q.parametric.args)
+        if cases is None:
+            if student_id is None or next_attempt is None:
+                return False
+            return all(needs(bank, q, student_id, n) & last_seen.keys()
+                       for n in range(next_attempt, next_attempt + LOOKAHEAD))
+        return all(_tokens(bank, q, params)[1] & last_seen.keys() for params in cases)
 
-    return [c for c in stop_claims(bank, stop) if all(used_up(bank.by_id[q]) for q in c.items)]
+    return [c for c in stop_claims(bank, stop) if all(spent(bank.by_id[q]) for q in c.items)]

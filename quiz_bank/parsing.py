@@ -21,6 +21,8 @@ MAX_DEPTH = 30
 # sympy (and the interpreter); no answer in the bank needs more than squares.
 MAX_EXPONENT = 64
 MAX_LITERAL = 1e12
+# The numeric parser evaluates exactly: a power beyond this many bits is refused (a float stops near 2**1024).
+MAX_POWER_BITS = 1 << 14
 
 FUNCTIONS = frozenset({"exp", "log", "sqrt", "Abs", "abs", "min", "max", "Min", "Max", "clip"})
 CONSTANTS = frozenset({"pi", "E"})
@@ -77,6 +79,38 @@ def _literal(node: ast.AST) -> float | None:
     return None
 
 
+def _exponent_value(node: ast.AST) -> float | None:
+    """The value of an exponent made of numbers only (``64``, ``-2``, ``8*8``), or None when it has a name or call.
+
+    Evaluated by :func:`_exact_value`, which refuses huge intermediates, so ``9**(64*64*64*64)`` is caught here
+    before sympy (which evaluates integer powers eagerly) or the numeric parser sees it.
+    """
+    literal = _literal(node)
+    if literal is not None:
+        return literal
+    if any(isinstance(n, (ast.Name, ast.Call)) or not isinstance(n, (ast.BinOp, ast.UnaryOp, ast.Constant, ast.operator,
+                                                                       ast.unaryop)) for n in ast.walk(node)):
+        return None
+    try:
+        return float(_exact_value(node))
+    except (OverflowError, ValueError, ZeroDivisionError, TypeError):
+        return float("inf")  # not a usable exponent: refused as too large
+
+
+def _stacked_exponent(node: ast.AST) -> float:
+    """The product of the literal exponents of a chain of powers of powers, ``((x**a)**b)**c`` → |a·b·c|
+    (signs and parentheses on the left skipped; a non-literal exponent counts as 1, towers are refused apart)."""
+    total = 1.0
+    while True:
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, _UNARY):
+            node = node.operand
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow)):
+            return total
+        exponent = _exponent_value(node.right)
+        total *= abs(exponent) if exponent is not None else 1.0
+        node = node.left
+
+
 def _check(node: ast.AST, symbols: set[str], depth: int = 0) -> None:
     if depth > MAX_DEPTH:
         raise Unparseable("expression nested too deeply")
@@ -104,9 +138,12 @@ def _check(node: ast.AST, symbols: set[str], depth: int = 0) -> None:
             raise Unparseable(f"operator {type(node.op).__name__} is not allowed")
         if isinstance(node.op, ast.Pow):
             # Check the exponent before anything can be evaluated.
-            exponent = _literal(node.right)
+            exponent = _exponent_value(node.right)
             if exponent is not None and abs(exponent) > MAX_EXPONENT:
                 raise Unparseable(f"exponent {exponent:g} is too large (limit {MAX_EXPONENT})")
+            # (9**64)**64 nests to 9**4096: the exponents multiply, and four levels pin the interpreter for minutes.
+            if _stacked_exponent(node) > MAX_EXPONENT:
+                raise Unparseable(f"powers of powers multiply their exponents beyond {MAX_EXPONENT}")
             if exponent is None and isinstance(node.right, ast.BinOp) and isinstance(node.right.op, ast.Pow):
                 raise Unparseable("towers of powers (a**b**c) are not allowed")
         _check(node.left, symbols, depth + 1)
@@ -215,6 +252,9 @@ def _exact_value(node: ast.AST) -> Fraction:
         return Fraction(float(left) ** float(right))
     if left == 0 and right < 0:
         raise Unparseable("division by zero")
+    size = max(left.numerator.bit_length(), left.denominator.bit_length())
+    if size > 1 and abs(int(right)) * size > MAX_POWER_BITS:  # 9**(64*64*64*64) would run for minutes
+        raise Unparseable(f"a power too large to evaluate (over {MAX_POWER_BITS} bits)")
     return left ** int(right)
 
 

@@ -1,7 +1,7 @@
 """Red team, session 6: attack classes a136-a160 that the suite did not have (see README.md).
 
 * a136 (the quiz, elimination over repeated parametric variants) is graded in
-  ``tests/quiz/test_quiz_integrity_bench.py`` and ``quiz_bank.mastery.item_key``;
+  ``tests/quiz/test_quiz_integrity_bench.py`` and the facts of ``quiz_bank.mastery``;
 * a137: invisible and bidirectional format characters in the text a TA reads.
 """
 

@@ -188,8 +188,13 @@ class ServerProcess:
         self.kill()
 
 
-def offline_service(bank):
-    """A QuizService without a database: enough to render variants and build answers."""
+def offline_service(bank, secret: bytes | None = SECRET_TEXT.encode()):
+    """A QuizService without a database: enough to render variants and build answers.
+
+    ``secret``: the token secret of the server it answers (default: :class:`ServerProcess`'s), whose variants are
+    keyed by it (``app.variant_key``); None for the keyless variants of ``quiz take`` and responses files.
+    """
+    from quiz_bank.instructor.server.app import variant_key
     from quiz_bank.instructor.server.quiz import QuizService
 
-    return QuizService(bank, db=None, policy=None)
+    return QuizService(bank, db=None, policy=None, variant_key=None if secret is None else variant_key(secret))

@@ -70,7 +70,7 @@ def test_a136_remembering_repeated_variants_does_not_pass(bench, bank, checker, 
     """Red team a136: a parametric question draws from a small grid (often one of 4-8 statements), so its
     variants come back word for word; a bot that remembers what the claims-missed review said about each
     variant (``variant-memory``) passed stops 1, 3, 4 and 7 within 17-23 attempts under the course policy
-    (measured on main, 3 students, cap 30). A repeated variant is a seen item now (``mastery.item_key``)."""
+    (measured on main, 3 students, cap 30). A repeated variant is a seen item now (the facts of ``quiz_bank.mastery``)."""
     from quiz_bank.instructor.server.policy import load_policy
 
     policy = load_policy()

@@ -199,10 +199,10 @@ def test_server_answers_grade_the_same_offline(quiz_server, bank):
     answer_stop(sign_in("cat"), service, "cat", 5, wrong={2, 4})
     stored = service.db.answers("cat", 5, 1)
     for qid, a in stored.items():
-        offline = check(render(bank.by_id[qid], "cat", 1), a.response, service.checker)
+        offline = check(render(bank.by_id[qid], service.variant_id("cat"), 1), a.response, service.checker)
         assert offline.correct == a.correct, qid
     assert sum(not a.correct for a in stored.values()) == 2
-    assert expected_answer(render(bank.by_id["stop5.kl-sum"], "cat", 1)) is not None
+    assert expected_answer(render(bank.by_id["stop5.kl-sum"], service.variant_id("cat"), 1)) is not None
 
 
 def test_the_clip_api_returns_the_sweep_and_chart_for_its_own_adv_and_the_buffer_shows_the_ratio_drift(quiz_server):

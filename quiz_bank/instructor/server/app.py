@@ -58,6 +58,15 @@ def templates() -> Jinja2Templates:
     return views
 
 
+def variant_key(secret: bytes) -> bytes:
+    """The key the server seeds its variants with (``QuizService.variant_id``), derived from the token secret:
+    HMAC-SHA256(secret, "ppo-course/quiz/variant-key"); 32 bytes. A TA re-grading offline derives the same."""
+    import hashlib
+    import hmac
+
+    return hmac.new(secret, b"ppo-course/quiz/variant-key", hashlib.sha256).digest()
+
+
 def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[dict[str, str]] | None = None,
                policy: PolicyFile | None = None, checker: Any = None, trust_proxy: bool = False,
                session_hours: float = DEFAULT_SESSION_HOURS, lti_tool: Any = None) -> FastAPI:
@@ -77,7 +86,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
     if roster:
         db.load_roster(roster)
         db.prune_roster(roster)  # a student taken off the roster loses access (their answers stay)
-    service = QuizService(bank, db, policy or load_policy(), checker)
+    service = QuizService(bank, db, policy or load_policy(), checker, variant_key=variant_key(secret))
     signer = TokenSigner(secret, revoked_before=db.revoked_before)
     views = templates()
     app.state.service, app.state.signer, app.state.views = service, signer, views

@@ -23,6 +23,8 @@ the label it showed).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import random
 import threading
 from dataclasses import dataclass, field
@@ -94,7 +96,20 @@ class QuizService:
     db: QuizDB
     policy: PolicyFile
     checker: Any = None
+    variant_key: bytes | None = None
     _checker_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def variant_id(self, student_id: str) -> str:
+        """The id a student's variants and draws are seeded with: an HMAC of the id under ``variant_key``.
+
+        Without a key, the student id itself (``quiz take`` and the responses-file path, whose variants the
+        student bundle must reproduce). The server keys it (``create_app``: derived from the token secret), so a
+        student cannot compute the next attempt's questions and numbers with the public ``quiz_bank.variants``
+        and work them out in the interactives, which are open between attempts (session 6, bot "predict").
+        """
+        if self.variant_key is None:
+            return student_id
+        return "v1:" + hmac.new(self.variant_key, student_id.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
 
     # ------------------------------------------------------------------ drawing
 
@@ -104,25 +119,27 @@ class QuizService:
         Mastery: one per claim, unseen first (``mastery.draw``); otherwise every question of the stop.
         """
         if self.policy.for_stop(stop).is_mastery:
-            return mastery.draw(self.bank, stop, student_id, attempt, self.last_seen(student_id, stop, before=attempt))
+            return mastery.draw(self.bank, stop, self.variant_id(student_id), attempt,
+                                self.last_seen(student_id, stop, before=attempt))
         ids = [q.id for q in self.bank.questions(stop)]
-        random.Random(variants.variant_seed(student_id, f"stop{stop}#order", attempt)).shuffle(ids)
+        random.Random(variants.variant_seed(self.variant_id(student_id), f"stop{stop}#order", attempt)).shuffle(ids)
         return ids
 
     def variant(self, student_id: str, question_id: str, attempt: int) -> Variant:
         """The variant shown in that attempt: fresh parameters and option order per attempt."""
-        return render(self.bank.by_id[question_id], student_id, attempt, shuffle=True)
+        return render(self.bank.by_id[question_id], self.variant_id(student_id), attempt, shuffle=True)
 
     def last_seen(self, student_id: str, stop: int, before: int | None = None) -> dict[str, int]:
-        """Item key (``mastery.item_key``: fixed id or parametric variant) → last attempt (before ``before``)
-        that showed it to the student."""
+        """Fact (a fixed question's id, a parametric draw's fact) → last attempt (before ``before``) that showed it
+        to the student (``mastery.last_seen_from``)."""
         rows = [a for a in self.db.attempts(student_id, stop) if before is None or a.attempt < before]
-        return mastery.last_seen_from(((a.attempt, a.question_order) for a in rows), self.bank, student_id)
+        return mastery.last_seen_from(((a.attempt, a.question_order) for a in rows), self.bank,
+                                      self.variant_id(student_id))
 
     def stale(self, student_id: str, stop: int, attempt: int, order) -> set[str]:
         """The questions of ``attempt`` the student had already seen in an earlier attempt."""
-        return mastery.stale_items(self.bank, order, self.last_seen(student_id, stop, before=attempt), student_id,
-                                   attempt)
+        return mastery.stale_items(self.bank, order, self.last_seen(student_id, stop, before=attempt),
+                                   self.variant_id(student_id), attempt)
 
     def claims_per_attempt(self, stop: int) -> int:
         """How many questions one attempt at ``stop`` asks (claims under mastery, else every question)."""
@@ -255,9 +272,9 @@ class QuizService:
         """Mastery: claims whose questions the student has all seen (the next attempt cannot establish them)."""
         if not self.policy.for_stop(stop).is_mastery or self.policy.for_stop(stop).count_seen:
             return []
-        rows = self.db.attempts(student_id, stop)
-        next_attempt = max((a.attempt for a in rows), default=0) + 1
-        return mastery.exhausted_claims(self.bank, stop, self.last_seen(student_id, stop), student_id, next_attempt)
+        next_attempt = max((a.attempt for a in self.db.attempts(student_id, stop)), default=0) + 1
+        return mastery.exhausted_claims(self.bank, stop, self.last_seen(student_id, stop), self.variant_id(student_id),
+                                        next_attempt)
 
     def review(self, student_id: str, stop: int, attempt: int) -> list[ReviewItem]:
         """The finished attempt, question by question (hints when missed; explanations once the stop is passed).
