@@ -57,11 +57,17 @@ def test_logprobs_gradient(student, reference, batch, vocab):
 
 
 def test_logprobs_inputs_untouched(student, error_name):
-    """logprobs_from_logits does not modify the logits in place (e.g. logits -= max)."""
+    """logprobs_from_logits does not modify the logits in place (e.g. logits -= max), and probability_ratio
+    does not modify logp_new or logp_old (e.g. logp_new.sub_(logp_old).exp_()): the module's conventions say
+    inputs are never modified in place."""
     g = draw_generator("ex1.logprobs_inputs_untouched")
     logits = torch.randn(2, 4, 5, generator=g, dtype=torch.float64)
     tokens = torch.randint(0, 5, (2, 4), generator=g)
     expect_inputs_untouched(student, "logprobs_from_logits", (logits, tokens), {}, ("logits",), error_name)
+    logp_new = -torch.rand(2, 4, generator=g, dtype=torch.float64) * 3
+    logp_old = -torch.rand(2, 4, generator=g, dtype=torch.float64) * 3
+    expect_inputs_untouched(student, "probability_ratio", (logp_new, logp_old), {}, ("logp_new", "logp_old"),
+                            error_name)
 
 
 def test_logprobs_keep_dtype(student, reference):
