@@ -332,7 +332,8 @@ def probe_ex6(mod) -> Record:
             mask = make_mask(kind)
             logp = with_junk(_randn(4, T, seed=60, dtype=dtype, scale=0.5) - 1.0, mask, 61).requires_grad_(True)
             ref = with_junk(_randn(4, T, seed=62, dtype=dtype, scale=0.5) - 1.0, mask, 63).requires_grad_(True)
-            scores = _randn(4, seed=64, dtype=dtype, scale=2.0)
+            # Scores that carry a graph (a reward model output): the rewards must come back detached.
+            scores = _randn(4, seed=64, dtype=dtype, scale=2.0).requires_grad_(True)
             name = f"kl[{dtype}][{kind}]"
             out = _call(rec, name, lambda: mod.per_token_kl(logp, ref, mask))
             if out is not None:
