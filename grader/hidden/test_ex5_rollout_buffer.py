@@ -156,7 +156,9 @@ def test_minibatch_order_matches_reference(student, reference):
 
 
 def test_minibatches_cover_rollout_once(student):
-    """One epoch yields every sequence exactly once; the last mini-batch may be smaller."""
+    """One epoch yields every sequence exactly once; the last mini-batch may be smaller. Without a generator
+    the epoch is still shuffled, from torch's global RNG (the docstring's "None: global RNG"): over 16
+    sequences, two epochs both in storage order (chance 1/16!² for a shuffle) mean no shuffle at all."""
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(5, seed=9))
     buf.start_training()
@@ -165,6 +167,19 @@ def test_minibatches_cover_rollout_once(student):
     sizes = [len(mb["ids"]) for mb in batches]
     _expect(ids == [0, 1, 2, 3, 4] and sizes == [2, 2, 1], "buffer_wrong_minibatch_order",
             f"ids {ids}, sizes {sizes}", "minibatches(2) over 5 sequences")
+    buf = student.new("RolloutBuffer")
+    buf.add(**_rollout(16, seed=13))
+    buf.start_training()
+    orders = []
+    for _ in range(2):
+        batches = drain(buf.minibatches(16))
+        order = [i for mb in batches for i in mb["ids"].tolist()]
+        _expect(sorted(order) == list(range(16)), "buffer_wrong_minibatch_order", f"ids {order}",
+                "minibatches(16) over 16 sequences, no generator")
+        orders.append(order)
+    _expect(orders != [list(range(16))] * 2, "buffer_wrong_minibatch_order",
+            "two epochs in storage order: generator=None must shuffle with torch's global RNG",
+            "minibatches(16) over 16 sequences, no generator")
 
 
 def test_buffer_keeps_copies(student):

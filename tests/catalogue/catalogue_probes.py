@@ -301,6 +301,7 @@ def probe_ex5(mod) -> Record:
     got = _call(rec, "cycle2.epoch", lambda: list(buf.minibatches(5, generator=_gen(4))))
     if got is not None:
         rec["cycle2.ids"] = _cat(got, "ids")
+    _probe_global_rng(mod, rec, fields(0, 16, 55))
     # A field that carries the caller's autograd graph must come back detached ("stores detached copies").
     graph = _call(rec, "graph.new", lambda: mod.RolloutBuffer())
     if graph is not None:
@@ -312,6 +313,18 @@ def probe_ex5(mod) -> Record:
         if isinstance(mb, dict) and isinstance(mb.get("logp_old"), torch.Tensor):
             rec["graph.keeps_graph"] = bool(mb["logp_old"].requires_grad or mb["logp_old"].grad_fn is not None)
     return rec
+
+
+def _probe_global_rng(mod, rec: Record, rollout: dict) -> None:
+    """generator=None shuffles with torch's global RNG: two epochs over 16 rows both in storage order mean none."""
+    buf = _call(rec, "global_rng.new", lambda: mod.RolloutBuffer())
+    if buf is None:
+        return
+    _call(rec, "global_rng.add", lambda: buf.add(**rollout))
+    _call(rec, "global_rng.start", lambda: buf.start_training())
+    epochs = [_call(rec, f"global_rng.epoch{k}", lambda: list(buf.minibatches(16))) for k in range(2)]
+    if all(e is not None for e in epochs):
+        rec["global_rng.storage_order"] = all(_cat(e, "ids").tolist() == list(range(16)) for e in epochs)
 
 
 def _called(rec: Record, name: str, fn: Callable[[], Any]) -> None:
