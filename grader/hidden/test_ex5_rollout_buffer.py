@@ -49,7 +49,8 @@ def _expect(cond: bool, diagnosis: str, detail: str, what: str) -> None:
 
 
 def test_buffer_lifecycle(student):
-    """collect (add twice, len counts sequences) → start_training → train → purge → empty collect phase."""
+    """collect (add twice, len counts sequences) → start_training → train (len still counts them: the data is
+    stored until purge) → purge → empty collect phase."""
     buf = student.new("RolloutBuffer")
     _expect(_phase(buf) == "collect", "wrong_value", f"phase {_phase(buf)!r}", "a new buffer's phase")
     _expect(len(buf) == 0, "buffer_wrong_length", f"len {len(buf)}", "len(new buffer)")
@@ -58,6 +59,8 @@ def test_buffer_lifecycle(student):
     _expect(len(buf) == 5, "buffer_wrong_length", f"len {len(buf)} after adding 3 + 2 sequences", "len(buffer)")
     buf.start_training()
     _expect(_phase(buf) == "train", "wrong_value", f"phase {_phase(buf)!r}", "phase after start_training()")
+    _expect(len(buf) == 5, "buffer_wrong_length", f"len {len(buf)} in the train phase (5 sequences stored)",
+            "len(buffer) after start_training()")
     buf.purge()
     _expect(_phase(buf) == "collect", "buffer_use_after_purge", f"phase {_phase(buf)!r}", "phase after purge()")
     _expect(len(buf) == 0, "buffer_use_after_purge", f"len {len(buf)}", "len(buffer) after purge()")

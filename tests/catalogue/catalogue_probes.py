@@ -272,6 +272,7 @@ def probe_ex5(mod) -> Record:
     _called(rec, "minibatches.collect.call", lambda: buf.minibatches(2))  # the error at the call, not at next()
     _call(rec, "start_training", lambda: buf.start_training()) or rec.setdefault("start_training", "ok")
     rec["phase.train"] = _call(rec, "phase.train", lambda: str(buf.phase))
+    rec["len.train"] = _call(rec, "len.train", lambda: len(buf))  # the data stays stored until purge()
     _call(rec, "start_training.again", lambda: buf.start_training()) or rec.setdefault("start_training.again", "ok")
     _call(rec, "add.train", lambda: buf.add(**fields(7, 1, 52))) or rec.setdefault("add.train", "ok")
     _call(rec, "minibatches.zero", lambda: next(iter(buf.minibatches(0)))) or rec.setdefault(
