@@ -140,6 +140,14 @@ def probe_ex2(mod) -> Record:
                 if out is not None:
                     _put(rec, name, out)
                     _grad_of(rec, name, out, {"logp_new": lp_new, "logp_old": lp_old, "advantages": adv}, mask)
+        # |log r| = 25 where the unclipped term is the smaller one (r = e^25 with Â < 0): nothing may clamp r.
+        far = torch.tensor([[25.0, -25.0, 0.1]], dtype=dtype)
+        name = f"surrogate[{dtype}][far]"
+        out = _call(rec, name, lambda: mod.clipped_surrogate_loss(far, torch.zeros_like(far),
+                                                                  torch.tensor([[-1.0, 2.0, 0.5]], dtype=dtype),
+                                                                  torch.ones(1, 3)))
+        if out is not None:
+            _put(rec, name, out)
     return rec
 
 
