@@ -196,7 +196,19 @@ def probe_ex3(mod) -> Record:
                     if isinstance(val, torch.Tensor):
                         val = val.detach()
                     rec[f"{name}.stats[{key}]"] = float(val) if val is not None else "missing"
+        _probe_far_ratio_ppo_loss(mod, rec, dtype)
     return rec
+
+
+def _probe_far_ratio_ppo_loss(mod, rec: Record, dtype) -> None:
+    """ppo_loss at |log r| = 25 where the unclipped term is the smaller one (r = e^25, Â < 0): nothing may clamp r."""
+    far = torch.tensor([[25.0, -25.0, 0.1]], dtype=dtype)
+    zero, small = torch.zeros(1, 3, dtype=dtype), torch.tensor([[0.3, -0.1, 0.2]], dtype=dtype)
+    res = _call(rec, f"ppo_loss[{dtype}][far]", lambda: mod.ppo_loss(
+        far, zero, torch.tensor([[-1.0, 2.0, 0.5]], dtype=dtype), small, zero, small, torch.zeros(1, 3, 4, dtype=dtype),
+        torch.ones(1, 3)))
+    if isinstance(res, tuple) and res:
+        _put(rec, f"ppo_loss[{dtype}][far]", res[0])
 
 
 # ---------------------------------------------------------------- ex4
