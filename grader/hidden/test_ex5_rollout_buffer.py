@@ -112,7 +112,9 @@ def test_minibatches_during_collect_raise(student, error_name):
 
 
 def test_use_after_purge_raises(student, error_name):
-    """After purge(): an iterator made before it raises RuntimeError when advanced; new mini-batches too."""
+    """After purge(): an iterator made before it raises RuntimeError when advanced; new mini-batches too. Nothing
+    of the purged cycle survives: the next cycle's first add() may use another trailing shape (longer responses
+    in the next PPO step), since the keys and shapes are those of "the first call of this cycle"."""
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(6, seed=6))
     buf.start_training()
@@ -124,6 +126,18 @@ def test_use_after_purge_raises(student, error_name):
     # After purge the buffer is collecting again: minibatches() raises when called.
     _raises_at_call(lambda: buf.minibatches(2), drain, ("RuntimeError",), "buffer_use_after_purge",
                     "minibatches() after purge()", error_name)
+    what = "add() of a new cycle with another trailing shape (T = 6 after T = 4), after purge()"
+    try:
+        buf.add(**_rollout(3, T=6, seed=23))
+        buf.start_training()
+        batches = drain(buf.minibatches(3, generator=_gen(4)))
+    except Exception as exc:  # the student's exception, reported by type name
+        if error_name(exc) is None:
+            raise
+        raise Mismatch("buffer_use_after_purge", f"raised {error_name(exc)}: the purged cycle's shapes still bind",
+                       what) from None
+    shapes = [tuple(mb["responses"].shape) for mb in batches] if all(isinstance(mb, dict) for mb in batches) else []
+    _expect(shapes == [(3, 6)], "buffer_use_after_purge", f"mini-batch response shapes {shapes}", what)
 
 
 def _epochs_of(buffer_factory, fields_list, plan):

@@ -323,6 +323,7 @@ def probe_ex5(mod) -> Record:
     if got is not None:
         rec["cycle2.ids"] = _cat(got, "ids")
     _probe_global_rng(mod, rec, fields(0, 16, 55))
+    _probe_new_cycle_shape(mod, rec, fields(0, 2, 56))
     # A field that carries the caller's autograd graph must come back detached ("stores detached copies").
     graph = _call(rec, "graph.new", lambda: mod.RolloutBuffer())
     if graph is not None:
@@ -346,6 +347,18 @@ def _probe_global_rng(mod, rec: Record, rollout: dict) -> None:
     epochs = [_call(rec, f"global_rng.epoch{k}", lambda: list(buf.minibatches(16))) for k in range(2)]
     if all(e is not None for e in epochs):
         rec["global_rng.storage_order"] = all(_cat(e, "ids").tolist() == list(range(16)) for e in epochs)
+
+
+def _probe_new_cycle_shape(mod, rec: Record, rollout: dict) -> None:
+    """After purge() a new cycle may use another trailing shape (keys and shapes bind within a cycle only)."""
+    buf = _call(rec, "new_cycle.new", lambda: mod.RolloutBuffer())
+    if buf is None:
+        return
+    _call(rec, "new_cycle.add", lambda: buf.add(**rollout))
+    _call(rec, "new_cycle.start", lambda: buf.start_training())
+    _call(rec, "new_cycle.purge", lambda: buf.purge())
+    longer = {**rollout, "logp_old": _randn(2, 5, seed=57), "mask": torch.ones(2, 5, dtype=torch.bool)}
+    _called(rec, "new_cycle.add_longer", lambda: buf.add(**longer))
 
 
 def _called(rec: Record, name: str, fn: Callable[[], Any]) -> None:
