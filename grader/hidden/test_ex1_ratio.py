@@ -77,8 +77,10 @@ def test_logprobs_keep_dtype(student, reference):
 
 @grading_settings(max_examples=30, shrink=False)
 @given(batch=hidden_batches(), scale=st.sampled_from([0.3, 2.0]), offset=st.sampled_from([0.0, -50.0, -1000.0]))
-def test_ratio_matches_reference(student, reference, batch, scale, offset):
-    """probability_ratio = exp(logp_new − logp_old), also for log-probs around −1000."""
+def test_ratio_matches_reference(student, reference, batch, scale, offset, error_name):
+    """probability_ratio = exp(logp_new − logp_old), also for log-probs around −1000; it leaves logp_new and
+    logp_old as they were (the module's conventions: inputs are never modified in place, so no
+    logp_new.sub_(logp_old).exp_())."""
     logp_old = batch.data(1, scale) - abs(offset) - 0.5
     logp_new = batch.data(2, scale) - abs(offset) - 0.5
     mask = batch.mask()
@@ -86,6 +88,8 @@ def test_ratio_matches_reference(student, reference, batch, scale, offset):
     # value ≤ e^10 after one exp of a difference that is exact to 1 ulp of |offset|).
     t = tol(batch.dtype) * (1.0 + abs(offset) * (batch.dtype == torch.float32))
     compare(student, reference, "probability_ratio", (logp_new, logp_old), rtol=t, atol=tol(batch.dtype), mask=mask)
+    expect_inputs_untouched(student, "probability_ratio", (logp_new, logp_old), {}, ("logp_new", "logp_old"),
+                            error_name)
 
 
 def test_ratio_finite_at_minus_1000(student, reference):

@@ -74,7 +74,9 @@ def test_surrogate_no_gradient_into_constants(student):
 
 
 def test_surrogate_finite_at_minus_1000(student, reference):
-    """Log-probs around −1000 give a finite loss (the ratio is taken in log space)."""
+    """Log-probs around −1000 give a finite loss (the ratio is taken in log space); log-ratios of ±k (k drawn
+    in 21..29, beyond a ±20 clamp) where the unclipped term is the smaller one (r = e^k with Â < 0, r = e^−k
+    with Â > 0) give r·Â exactly: eq. 5.1 bounds the gain, never the penalty, so nothing clamps r."""
     g = draw_generator("ex2.finite_at_minus_1000")
     logp_old = torch.full((2, 3), -float(draw_int("ex2.finite_at_minus_1000.base", 990, 1010)), dtype=torch.float32)
     # Log-ratios within ±0.4 (both sides of the clip), advantages of both signs: the hand case's structure.
@@ -84,6 +86,14 @@ def test_surrogate_finite_at_minus_1000(student, reference):
     # float32: log-ratios are exact to 6e-5 (one ulp at 1000), so ratios to ~1e-4 relative.
     compare(student, reference, NAME, (logp_new, logp_old, advantages, mask), rtol=3e-4, atol=3e-4,
             what="clipped_surrogate_loss at log-probs −1000")
+    k = float(draw_int("ex2.far_log_ratio", 21, 29))
+    for dtype in (torch.float32, torch.float64):
+        logp_old = torch.tensor([[-40.0, -3.0, -2.0]], dtype=dtype)
+        logp_new = logp_old + torch.tensor([[k, -k, 0.1]], dtype=dtype)  # r = e^k, e^−k, e^0.1 (inside the clip)
+        advantages = torch.tensor([[-1.0, 2.0, 0.5]], dtype=dtype)
+        # Integer log-ratios are exact in both dtypes: one exp each, relative 1e-5 (float32) is ample.
+        compare(student, reference, NAME, (logp_new, logp_old, advantages, torch.ones(1, 3)), rtol=1e-5,
+                atol=1e-12, what=f"clipped_surrogate_loss at |log r| = {k:g} ({dtype})")
 
 
 def test_surrogate_inputs_untouched(student, error_name):

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.hidden.draws import draw_generator, draw_seed
+from grader.hidden.draws import draw_generator, draw_int, draw_seed
 from grader.hidden.calls import reference_call
 from grader.hidden.support import (hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched,
                                    tol)
@@ -128,11 +128,28 @@ def test_entropy_gradient(student, reference, batch, vocab):
 @grading_settings(max_examples=20, shrink=False)
 @given(batch=hidden_batches(), vocab=st.integers(2, 7))
 def test_ppo_loss_matches_reference(student_kg, reference, batch, vocab):
-    """loss = clipped surrogate + vf_coef·value loss − ent_coef·entropy with the default coefficients."""
+    """loss = clipped surrogate + vf_coef·value loss − ent_coef·entropy with the default coefficients; also
+    at log-ratios of ±k (k drawn in 21..29) where the unclipped term counts in full (nothing clamps r)."""
     args = _full_case(batch, vocab)
     t = tol(batch.dtype, 10.0)
     compare(student_kg, reference, "ppo_loss", args, rtol=t, atol=t, pick=_loss_part, variant_pick=_same,
             what="ppo_loss(...)[0]")
+    k = float(draw_int("ex3.far_log_ratio", 21, 29))
+    # Integer log-ratios are exact in both dtypes; the loss is ~e^k/3, so the tolerance is relative.
+    compare(student_kg, reference, "ppo_loss", _far_ratio_case(batch.dtype, k, vocab), rtol=t, atol=t,
+            pick=_loss_part, variant_pick=_same, what=f"ppo_loss(...)[0] at |log r| = {k:g}")
+
+
+def _far_ratio_case(dtype: torch.dtype, k: float, vocab: int) -> tuple:
+    """ppo_loss's arguments for one row of three tokens with r = e^k, e^−k, e^0.1 and Â = −1, 2, 0.5: the first
+    two are the smaller (unclipped) term of eq. 5.1, so the loss holds r·Â exactly."""
+    logp_old = torch.tensor([[-40.0, -3.0, -2.0]], dtype=dtype)
+    logp_new = logp_old + torch.tensor([[k, -k, 0.1]], dtype=dtype)
+    advantages = torch.tensor([[-1.0, 2.0, 0.5]], dtype=dtype)
+    values, old_values = torch.tensor([[0.5, -0.2, 0.1]], dtype=dtype), torch.tensor([[0.4, 0.0, 0.3]], dtype=dtype)
+    returns = torch.tensor([[1.0, -0.5, 0.2]], dtype=dtype)
+    logits = torch.linspace(-1.0, 1.0, 3 * vocab, dtype=dtype).reshape(1, 3, vocab)
+    return (logp_new, logp_old, advantages, values, old_values, returns, logits, torch.ones(1, 3, dtype=torch.bool))
 
 
 def _same(out):

@@ -49,7 +49,8 @@ def _expect(cond: bool, diagnosis: str, detail: str, what: str) -> None:
 
 
 def test_buffer_lifecycle(student):
-    """collect (add twice, len counts sequences) → start_training → train → purge → empty collect phase."""
+    """collect (add twice, len counts sequences) → start_training → train (len still counts them: the data is
+    stored until purge) → purge → empty collect phase."""
     buf = student.new("RolloutBuffer")
     _expect(_phase(buf) == "collect", "wrong_value", f"phase {_phase(buf)!r}", "a new buffer's phase")
     _expect(len(buf) == 0, "buffer_wrong_length", f"len {len(buf)}", "len(new buffer)")
@@ -58,6 +59,8 @@ def test_buffer_lifecycle(student):
     _expect(len(buf) == 5, "buffer_wrong_length", f"len {len(buf)} after adding 3 + 2 sequences", "len(buffer)")
     buf.start_training()
     _expect(_phase(buf) == "train", "wrong_value", f"phase {_phase(buf)!r}", "phase after start_training()")
+    _expect(len(buf) == 5, "buffer_wrong_length", f"len {len(buf)} in the train phase (5 sequences stored)",
+            "len(buffer) after start_training()")
     buf.purge()
     _expect(_phase(buf) == "collect", "buffer_use_after_purge", f"phase {_phase(buf)!r}", "phase after purge()")
     _expect(len(buf) == 0, "buffer_use_after_purge", f"len {len(buf)}", "len(buffer) after purge()")
@@ -109,7 +112,9 @@ def test_minibatches_during_collect_raise(student, error_name):
 
 
 def test_use_after_purge_raises(student, error_name):
-    """After purge(): an iterator made before it raises RuntimeError when advanced; new mini-batches too."""
+    """After purge(): an iterator made before it raises RuntimeError when advanced; new mini-batches too. Nothing
+    of the purged cycle survives: the next cycle's first add() may use another trailing shape (longer responses
+    in the next PPO step), since the keys and shapes are those of "the first call of this cycle"."""
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(6, seed=6))
     buf.start_training()
@@ -121,6 +126,18 @@ def test_use_after_purge_raises(student, error_name):
     # After purge the buffer is collecting again: minibatches() raises when called.
     _raises_at_call(lambda: buf.minibatches(2), drain, ("RuntimeError",), "buffer_use_after_purge",
                     "minibatches() after purge()", error_name)
+    what = "add() of a new cycle with another trailing shape (T = 6 after T = 4), after purge()"
+    try:
+        buf.add(**_rollout(3, T=6, seed=23))
+        buf.start_training()
+        batches = drain(buf.minibatches(3, generator=_gen(4)))
+    except Exception as exc:  # the student's exception, reported by type name
+        if error_name(exc) is None:
+            raise
+        raise Mismatch("buffer_use_after_purge", f"raised {error_name(exc)}: the purged cycle's shapes still bind",
+                       what) from None
+    shapes = [tuple(mb["responses"].shape) for mb in batches] if all(isinstance(mb, dict) for mb in batches) else []
+    _expect(shapes == [(3, 6)], "buffer_use_after_purge", f"mini-batch response shapes {shapes}", what)
 
 
 def _epochs_of(buffer_factory, fields_list, plan):
@@ -156,7 +173,9 @@ def test_minibatch_order_matches_reference(student, reference):
 
 
 def test_minibatches_cover_rollout_once(student):
-    """One epoch yields every sequence exactly once; the last mini-batch may be smaller."""
+    """One epoch yields every sequence exactly once; the last mini-batch may be smaller. Without a generator
+    the epoch is still shuffled, from torch's global RNG (the docstring's "None: global RNG"): over 16
+    sequences, two epochs both in storage order (chance 1/16!² for a shuffle) mean no shuffle at all."""
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(5, seed=9))
     buf.start_training()
@@ -165,6 +184,19 @@ def test_minibatches_cover_rollout_once(student):
     sizes = [len(mb["ids"]) for mb in batches]
     _expect(ids == [0, 1, 2, 3, 4] and sizes == [2, 2, 1], "buffer_wrong_minibatch_order",
             f"ids {ids}, sizes {sizes}", "minibatches(2) over 5 sequences")
+    buf = student.new("RolloutBuffer")
+    buf.add(**_rollout(16, seed=13))
+    buf.start_training()
+    orders = []
+    for _ in range(2):
+        batches = drain(buf.minibatches(16))
+        order = [i for mb in batches for i in mb["ids"].tolist()]
+        _expect(sorted(order) == list(range(16)), "buffer_wrong_minibatch_order", f"ids {order}",
+                "minibatches(16) over 16 sequences, no generator")
+        orders.append(order)
+    _expect(orders != [list(range(16))] * 2, "buffer_wrong_minibatch_order",
+            "two epochs in storage order: generator=None must shuffle with torch's global RNG",
+            "minibatches(16) over 16 sequences, no generator")
 
 
 def test_buffer_keeps_copies(student):

@@ -68,13 +68,15 @@ def test_shaped_rewards_defaults_and_positional(student, reference):
 
 
 def test_kl_outputs_carry_no_gradient(student):
-    """per_token_kl and kl_shaped_rewards return no graph into logp (they are rewards, not losses)."""
+    """per_token_kl and kl_shaped_rewards return no graph into logp, ref_logp or the scores (they are rewards,
+    not losses: "detached"; a score that keeps its graph would put the reward model in the policy's loss)."""
     batch = Batch(2, 4, (4, 2), "float", "float64", draw_seed("ex6.no_gradient"))
     logp, ref_logp, mask = _kl_case(batch)
     ones = torch.ones(2, 4, dtype=torch.float64)
-    for name, args in (("per_token_kl", (logp, ref_logp, mask)),
-                       ("kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask))):
-        _, grads = student.call_with_grad(name, args, {}, wrt=("logp", "ref_logp"), grad_output=ones)
+    for name, args, wrt in (("per_token_kl", (logp, ref_logp, mask), ("logp", "ref_logp")),
+                            ("kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask),
+                             ("scores", "logp", "ref_logp"))):
+        _, grads = student.call_with_grad(name, args, {}, wrt=wrt, grad_output=ones)
         for param, g in grads.items():
             if g is not None and any_nonzero(g):
                 raise Mismatch("gradient_into_constants", f"a gradient reached `{param}`", f"{name}(...)")

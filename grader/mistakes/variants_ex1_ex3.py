@@ -175,6 +175,7 @@ def _csl_variant(**kw):
 CSL_VARIANTS: list[tuple[str, Variant]] = [
     ("ratio_in_probability_space", _csl_variant(ratio_fn=lambda n, o: torch.exp(n) / torch.exp(o))),
     ("ratio_inverted", _csl_variant(ratio_fn=lambda n, o: torch.exp(o - n))),
+    ("ratio_clamped", _csl_variant(ratio_fn=lambda n, o: torch.exp(torch.clamp(n - o, -20.0, 20.0)))),
     ("ignores_hyperparameter", _csl_variant(eps=0.2)),
     ("max_instead_of_min", _csl_variant(combine=torch.max)),
     ("loss_sign_flipped", _csl_variant(sign=1.0)),

@@ -140,6 +140,14 @@ def probe_ex2(mod) -> Record:
                 if out is not None:
                     _put(rec, name, out)
                     _grad_of(rec, name, out, {"logp_new": lp_new, "logp_old": lp_old, "advantages": adv}, mask)
+        # |log r| = 25 where the unclipped term is the smaller one (r = e^25 with Â < 0): nothing may clamp r.
+        far = torch.tensor([[25.0, -25.0, 0.1]], dtype=dtype)
+        name = f"surrogate[{dtype}][far]"
+        out = _call(rec, name, lambda: mod.clipped_surrogate_loss(far, torch.zeros_like(far),
+                                                                  torch.tensor([[-1.0, 2.0, 0.5]], dtype=dtype),
+                                                                  torch.ones(1, 3)))
+        if out is not None:
+            _put(rec, name, out)
     return rec
 
 
@@ -188,7 +196,19 @@ def probe_ex3(mod) -> Record:
                     if isinstance(val, torch.Tensor):
                         val = val.detach()
                     rec[f"{name}.stats[{key}]"] = float(val) if val is not None else "missing"
+        _probe_far_ratio_ppo_loss(mod, rec, dtype)
     return rec
+
+
+def _probe_far_ratio_ppo_loss(mod, rec: Record, dtype) -> None:
+    """ppo_loss at |log r| = 25 where the unclipped term is the smaller one (r = e^25, Â < 0): nothing may clamp r."""
+    far = torch.tensor([[25.0, -25.0, 0.1]], dtype=dtype)
+    zero, small = torch.zeros(1, 3, dtype=dtype), torch.tensor([[0.3, -0.1, 0.2]], dtype=dtype)
+    res = _call(rec, f"ppo_loss[{dtype}][far]", lambda: mod.ppo_loss(
+        far, zero, torch.tensor([[-1.0, 2.0, 0.5]], dtype=dtype), small, zero, small, torch.zeros(1, 3, 4, dtype=dtype),
+        torch.ones(1, 3)))
+    if isinstance(res, tuple) and res:
+        _put(rec, f"ppo_loss[{dtype}][far]", res[0])
 
 
 # ---------------------------------------------------------------- ex4
@@ -272,6 +292,7 @@ def probe_ex5(mod) -> Record:
     _called(rec, "minibatches.collect.call", lambda: buf.minibatches(2))  # the error at the call, not at next()
     _call(rec, "start_training", lambda: buf.start_training()) or rec.setdefault("start_training", "ok")
     rec["phase.train"] = _call(rec, "phase.train", lambda: str(buf.phase))
+    rec["len.train"] = _call(rec, "len.train", lambda: len(buf))  # the data stays stored until purge()
     _call(rec, "start_training.again", lambda: buf.start_training()) or rec.setdefault("start_training.again", "ok")
     _call(rec, "add.train", lambda: buf.add(**fields(7, 1, 52))) or rec.setdefault("add.train", "ok")
     _call(rec, "minibatches.zero", lambda: next(iter(buf.minibatches(0)))) or rec.setdefault(
@@ -301,6 +322,8 @@ def probe_ex5(mod) -> Record:
     got = _call(rec, "cycle2.epoch", lambda: list(buf.minibatches(5, generator=_gen(4))))
     if got is not None:
         rec["cycle2.ids"] = _cat(got, "ids")
+    _probe_global_rng(mod, rec, fields(0, 16, 55))
+    _probe_new_cycle_shape(mod, rec, fields(0, 2, 56))
     # A field that carries the caller's autograd graph must come back detached ("stores detached copies").
     graph = _call(rec, "graph.new", lambda: mod.RolloutBuffer())
     if graph is not None:
@@ -312,6 +335,30 @@ def probe_ex5(mod) -> Record:
         if isinstance(mb, dict) and isinstance(mb.get("logp_old"), torch.Tensor):
             rec["graph.keeps_graph"] = bool(mb["logp_old"].requires_grad or mb["logp_old"].grad_fn is not None)
     return rec
+
+
+def _probe_global_rng(mod, rec: Record, rollout: dict) -> None:
+    """generator=None shuffles with torch's global RNG: two epochs over 16 rows both in storage order mean none."""
+    buf = _call(rec, "global_rng.new", lambda: mod.RolloutBuffer())
+    if buf is None:
+        return
+    _call(rec, "global_rng.add", lambda: buf.add(**rollout))
+    _call(rec, "global_rng.start", lambda: buf.start_training())
+    epochs = [_call(rec, f"global_rng.epoch{k}", lambda: list(buf.minibatches(16))) for k in range(2)]
+    if all(e is not None for e in epochs):
+        rec["global_rng.storage_order"] = all(_cat(e, "ids").tolist() == list(range(16)) for e in epochs)
+
+
+def _probe_new_cycle_shape(mod, rec: Record, rollout: dict) -> None:
+    """After purge() a new cycle may use another trailing shape (keys and shapes bind within a cycle only)."""
+    buf = _call(rec, "new_cycle.new", lambda: mod.RolloutBuffer())
+    if buf is None:
+        return
+    _call(rec, "new_cycle.add", lambda: buf.add(**rollout))
+    _call(rec, "new_cycle.start", lambda: buf.start_training())
+    _call(rec, "new_cycle.purge", lambda: buf.purge())
+    longer = {**rollout, "logp_old": _randn(2, 5, seed=57), "mask": torch.ones(2, 5, dtype=torch.bool)}
+    _called(rec, "new_cycle.add_longer", lambda: buf.add(**longer))
 
 
 def _called(rec: Record, name: str, fn: Callable[[], Any]) -> None:
@@ -332,7 +379,8 @@ def probe_ex6(mod) -> Record:
             mask = make_mask(kind)
             logp = with_junk(_randn(4, T, seed=60, dtype=dtype, scale=0.5) - 1.0, mask, 61).requires_grad_(True)
             ref = with_junk(_randn(4, T, seed=62, dtype=dtype, scale=0.5) - 1.0, mask, 63).requires_grad_(True)
-            scores = _randn(4, seed=64, dtype=dtype, scale=2.0)
+            # Scores that carry a graph (a reward model output): the rewards must come back detached.
+            scores = _randn(4, seed=64, dtype=dtype, scale=2.0).requires_grad_(True)
             name = f"kl[{dtype}][{kind}]"
             out = _call(rec, name, lambda: mod.per_token_kl(logp, ref, mask))
             if out is not None:
