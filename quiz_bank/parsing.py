@@ -127,8 +127,10 @@ def _check(node: ast.AST, symbols: set[str], depth: int = 0) -> None:
             return None
         if node.id in FUNCTIONS:
             raise Unparseable(f"{node.id} is a function: write {node.id}(...)")
-        allowed = ", ".join(sorted(symbols)) or "none"
-        raise Unparseable(f"unknown name {node.id!r} (allowed symbols: {allowed})")
+        if not symbols:  # a number question: say what is expected, not that no symbol is allowed
+            raise Unparseable(f"{node.id!r} is not a number: give a number or an expression of numbers "
+                              "(0.5, 1/2, exp(-1))")
+        raise Unparseable(f"unknown name {node.id!r} (allowed symbols: {', '.join(sorted(symbols))})")
     if isinstance(node, ast.UnaryOp):
         if not isinstance(node.op, _UNARY):
             raise Unparseable(f"operator {type(node.op).__name__} is not allowed")

@@ -163,6 +163,11 @@ class Session:
             if stop in self.store.completed_stops(self.student_id):
                 self.console.print(f"Stop {stop} stays passed (this was a practice attempt).")
                 return True
+            reason = policy.refusal([_Finished(t) for t in self._finish_times(self._history(stop))], time.time())
+            if reason:  # do not offer an attempt the policy would refuse at once
+                self.console.print(f"The next attempt at stop {stop} is not open yet: {reason}. Run the same "
+                                   "command again then.")
+                return False
             self.console.print(f"Start attempt {attempt + 1} now: new questions where the bank has them, fresh numbers "
                                "and option order? [Y/n]")
             if self._read().strip().lower() in ("n", "no", "q"):

@@ -116,3 +116,11 @@ def test_checker_time_limit_reports_undecided_and_recovers():
         assert slow._proc is None  # the overrunning worker was killed
         slow.timeout_s = 5.0
         assert slow.check("a", "a*1", ["a"]).status == "equivalent"  # a fresh worker took over
+
+
+def test_a_word_given_for_a_number_is_told_a_number_is_expected():
+    """A new user typed "a" for a number question and read "unknown name 'a' (allowed symbols: none)"."""
+    with pytest.raises(Unparseable, match="'a' is not a number: give a number or an expression of numbers"):
+        parse_number("a")
+    with pytest.raises(Unparseable, match=r"unknown name 'b' \(allowed symbols: a\)"):
+        parse_expression_ast("b", {"a"})

@@ -222,3 +222,17 @@ def test_keyless_retake_of_a_recorded_stop_changes_nothing_without_a_flag(bank, 
     assert run_cli([*argv, "--attempt", 2], stdin)[0] == 0
     second = json.loads(out_file.read_text())
     assert second["attempt"] == 2 and "attempts" not in second and len(second["answers"]) == len(bank.questions(1))
+
+
+def test_a_failed_attempt_under_a_cooldown_does_not_offer_an_attempt_it_would_refuse(bank, key_of, run_cli, tmp_path):
+    """A new user's finding: "Start attempt 2 now? [Y/n]" then "cannot start: the next attempt opens in 120 s".
+    With a 120 s cooldown the terminal quiz now says when the next attempt opens and asks nothing."""
+    store = tmp_path / "quiz.sqlite3"
+    wrong = "stop2.clip-objective-good"  # a number question: its key + 1 is wrong
+    lines = [typed(q, "vic", 1, key_of("vic")["answers"][q.id] + (1.0 if q.id == wrong else 0))
+             if q.id == wrong else typed(q, "vic", 1, key_of("vic")["answers"][q.id]) for q in bank.questions(2)]
+    code, out, err = run_cli(["quiz", "take", "--stop", 2, "--student", "vic", "--store", store, "--policy",
+                              every_question_policy(tmp_path)], "\n".join(lines) + "\n")
+    assert code in (0, 1), err
+    assert "The next attempt at stop 2 is not open yet: the next attempt opens in" in out
+    assert "Start attempt 2 now" not in out and "cannot start" not in out
