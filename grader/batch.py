@@ -207,6 +207,8 @@ def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], presen
     for w in warnings:
         run.say(f"warning: {w}")
     todo, skipped = _plan(run, entries, force)
+    for sid in run.absent:  # nothing to grade: their records join the class before any grading, so that every
+        write_no_submission(run, sid)  # gradebook written from here on (paced, or after a kill) has their rows
     if todo:
         run.runner = _runner(run, jobs)
         jobs = getattr(run.runner, "jobs", None) or jobs or default_jobs()
@@ -214,8 +216,6 @@ def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], presen
     elif run.cluster_runner is not None:
         run.cluster_runner.close()
     graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
-    for sid in run.absent:
-        write_no_submission(run, sid)
     records = run.write_gradebook()
     clear_incomplete(run.out_dir)
     regrade.write_regrade_report(run.out_dir, records, run.fingerprint, run.never_lower)

@@ -1,0 +1,256 @@
+"""Every file a TA publishes agrees, for the right student, after any sequence of TA operations (hypothesis).
+
+Operations, drawn in any order: a plain ``grade-batch``; a student's submission changed and the batch
+rerun; a grader change (another points version) with or without ``--never-lower``; a batch killed
+half-way (after a student's feedback.md, or after the student's results, before its record) and
+resumed; a late resubmission (a new attempt folder, graded with ``--latest-only`` under the roster's
+stated rule; without a roster, the student's folder edited); a student dropped from the roster (and
+their folders), one enrolled (with or without a submission), a student's folders gone. After every
+step the gradebook, nbgrader's grades.csv, each student's batch.json / results.json / feedback.md,
+report.md, regrade.md, attempts.csv and the csv, Canvas and Moodle exports (with the roster's
+identities and the quiz's completion records) are checked by :func:`published_files.check_class`, and
+every score against the stand-in grader's rules by hand (tests/batch/stand_in_grader.py: per module
+``test_value`` and ``test_grad`` of 1 point, lost on ``BUG_VALUE`` / ``BUG_GRAD``;
+stand_in_points.py: ``test_value`` worth 0.5).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from grader import batch
+from grader.batch import run_batch
+from published_files import Expected, check_class, identity, roster_csv
+
+from grader.points import EXERCISES as ALL_EXERCISES
+
+EXERCISES = list(ALL_EXERCISES)  # every exercise: chapter completion is known (a subset leaves it out)
+EDITED = EXERCISES[:2]  # the modules the operations edit; the others stay right
+GRADERS = {"v1": "stand_in_grader:grade_submission", "points": "stand_in_points:grade_submission"}
+SOURCES = ["ok", "BUG_VALUE", "BUG_GRAD", "BUG_VALUE BUG_GRAD"]
+NAMES = ["ana", "bo", "cy", "dee", "eli"]
+
+STEPS = st.one_of(
+    st.tuples(st.just("grade")),
+    st.tuples(st.just("change"), st.integers(0, 4), st.integers(0, len(EDITED) - 1), st.sampled_from(SOURCES), st.booleans()),
+    st.tuples(st.just("grader"), st.sampled_from(sorted(GRADERS)), st.booleans()),
+    st.tuples(st.just("crash"), st.sampled_from(["feedback", "results"]), st.booleans()),
+    st.tuples(st.just("late"), st.integers(0, 4), st.sampled_from(SOURCES)),
+    st.tuples(st.just("drop"), st.integers(0, 4)),
+    st.tuples(st.just("enrol"), st.booleans()),
+    st.tuples(st.just("vanish"), st.integers(0, 4)),
+)
+
+
+def by_hand(source: str, grader: str) -> tuple[float, float]:
+    """(score, max) of one module under the stand-in ``grader`` (module docstring)."""
+    value = 0.5 if grader == "points" else 1.0
+    return value * ("BUG_VALUE" not in source) + ("BUG_GRAD" not in source), value + 1.0
+
+
+@dataclass
+class Cohort:
+    """The test's model: who is on the roster, their folders (oldest first) and the source of each module."""
+
+    base: Path
+    with_roster: bool
+    grader: str = "v1"
+    people: dict = field(default_factory=dict)  # sid -> Identity (the roster, file order)
+    folders: dict[str, list[str]] = field(default_factory=dict)  # sid -> folder names, oldest first
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)  # folder -> {stem: source}
+    kept_earlier: set[str] = field(default_factory=set)
+    quiz_done: dict[str, bool] = field(default_factory=dict)
+    n: int = 0
+
+    @property
+    def subs(self) -> Path:
+        return self.base / "subs"
+
+    @property
+    def out(self) -> Path:
+        return self.base / "out"
+
+    def enrol(self, sid: str, sources: list[str] | None, quiz: bool) -> None:
+        """Add ``sid`` to the roster (and the class), with a submission folder of ``sources`` unless None."""
+        self.n += 1
+        self.people[sid] = identity(sid, self.n)
+        self.quiz_done[sid] = quiz
+        self.folders[sid] = []
+        if sources is not None:
+            self.add_folder(sid, sid, sources)
+
+    def add_folder(self, sid: str, folder: str, sources: list[str]) -> None:
+        self.folders[sid].append(folder)
+        self.sources[folder] = {stem: "ok" for stem in EXERCISES} | dict(zip(EDITED, sources))
+        self.write(folder)
+        self.kept_earlier.discard(sid)
+
+    def write(self, folder: str) -> None:
+        path = self.subs / folder
+        path.mkdir(parents=True, exist_ok=True)
+        for stem, src in self.sources[folder].items():
+            (path / f"{stem}.py").write_text(src + "\n", encoding="utf-8")
+
+    def files(self) -> None:
+        """The roster and the quiz's completion records (``quiz grade-batch``'s CSV) as the model says."""
+        attempts = {sid: f for sid, f in self.folders.items()} if self.with_roster else None
+        (self.base / "roster.csv").write_text(roster_csv(list(self.people.values()), attempts), encoding="utf-8")
+        lines = ["student_id,complete,status"] + [f"{sid},{done},graded" for sid, done in self.quiz_done.items()]
+        (self.base / "quiz.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def expected(self, fingerprint: str) -> Expected:
+        present = {sid for sid, f in self.folders.items() if f}
+        students = set(self.people) if self.with_roster else present
+        hand = {}
+        for sid in students:
+            if not self.folders[sid]:
+                hand[sid] = None
+                continue
+            src = self.sources[self.folders[sid][-1]]
+            pairs = {stem: by_hand(src[stem], self.grader) for stem in EXERCISES}
+            hand[sid] = ({s: p[0] for s, p in pairs.items()}, {s: p[1] for s, p in pairs.items()})
+        graded_from = ({sid: f[-1] for sid, f in self.folders.items() if f} if self.with_roster else {})
+        return Expected(students, dict(self.people), dict(self.quiz_done), self.grader, hand,
+                        set(self.kept_earlier) & students, graded_from)
+
+
+class _Killed(KeyboardInterrupt):
+    """The batch dies here (Ctrl-C; a kill -9 leaves the same files: every write is atomic)."""
+
+
+def _batch(cohort: Cohort, **kw) -> None:
+    from grader.intake.attempts import AttemptRule
+    from grader.intake.roster import read_roster
+
+    cohort.files()
+    rule = AttemptRule(roster=read_roster(cohort.base / "roster.csv")) if cohort.with_roster else None
+    run_batch(cohort.subs, cohort.out, jobs=1, progress=False, log=lambda m: None,
+              formats=("nbgrader",), latest_only=cohort.with_roster, attempt_rule=rule, **kw)
+
+
+def _crash(cohort: Cohort, monkeypatch, where: str, never_lower: bool) -> None:
+    """A forced rerun killed at the first student: after its feedback.md (``feedback``) or after its results."""
+    import grader.records.publish as publish_module
+
+    target, name = (publish_module, "atomic_write_json") if where == "feedback" else (batch, "publish")
+    real = getattr(target, name)
+
+    def then_die(*args, **kwargs):
+        if where == "results":
+            real(*args, **kwargs)
+        raise _Killed
+
+    monkeypatch.setattr(target, name, then_die)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _batch(cohort, force=True, never_lower=never_lower, report=False)
+    finally:
+        monkeypatch.setattr(target, name, real)
+
+
+def _exports(cohort: Cohort) -> dict[str, Path]:
+    from ppo_course.cli import main
+
+    paths = {}
+    for fmt in ("csv", "canvas", "moodle"):
+        paths[fmt] = cohort.base / f"export.{fmt}.csv"
+        with redirect_stderr(StringIO()), redirect_stdout(StringIO()):
+            rc = main(["export", str(cohort.out), "--format", fmt, "--out", str(paths[fmt]), "--roster",
+                       str(cohort.base / "roster.csv"), "--quiz-results", str(cohort.base / "quiz.csv"), "--strict"])
+        assert rc == 0, fmt
+    return paths
+
+
+def _step(cohort: Cohort, step: tuple, n: int, monkeypatch, stand_in) -> dict:
+    """Apply one TA operation to the cohort's folders and roster; the keyword arguments of the batch to run."""
+    kind = step[0]
+    on_roster = list(cohort.people)
+    pick = (lambda i: on_roster[i % len(on_roster)]) if on_roster else (lambda i: None)
+    if kind == "change" and (sid := pick(step[1])) and cohort.folders[sid]:
+        folder = cohort.folders[sid][-1]
+        cohort.sources[folder][EDITED[step[2]]] = f"{step[3]} # edit {n}"
+        cohort.write(folder)
+        return {"never_lower": step[4]}
+    if kind == "grader":
+        cohort.grader = step[1]
+        stand_in(GRADERS[cohort.grader])
+        monkeypatch.setattr(batch, "grader_fingerprint", lambda g=cohort.grader: g)
+        return {"never_lower": step[2]}
+    if kind == "late" and (sid := pick(step[1])):
+        sources = [f"{step[2]} # late {n}", f"ok # late {n}"]
+        if cohort.with_roster:
+            cohort.add_folder(sid, f"{sid}_late{n}", sources)
+        elif cohort.folders[sid]:
+            cohort.sources[cohort.folders[sid][-1]] = {stem: "ok" for stem in EXERCISES} | dict(zip(EDITED, sources))
+            cohort.write(cohort.folders[sid][-1])
+    elif kind == "drop" and (sid := pick(step[1])) and len(on_roster) > 1:
+        for folder in cohort.folders.pop(sid):
+            shutil.rmtree(cohort.subs / folder)
+        del cohort.people[sid], cohort.quiz_done[sid]
+        cohort.kept_earlier.discard(sid)
+    elif kind == "enrol" and (free := [s for s in NAMES if s not in cohort.people]):
+        cohort.enrol(free[0], ["ok", f"BUG_GRAD # {n}"] if step[1] else None, quiz=step[1])
+    elif kind == "vanish" and (sid := pick(step[1])) and cohort.folders[sid]:
+        for folder in cohort.folders[sid]:
+            shutil.rmtree(cohort.subs / folder)
+        cohort.folders[sid] = []
+        if cohort.with_roster and (cohort.out / sid / "batch.json").is_file():
+            import json
+
+            if json.loads((cohort.out / sid / "batch.json").read_text())["status"] != "no-submission":
+                cohort.kept_earlier.add(sid)  # grader.records.publish.write_no_submission keeps the grade
+    return {}
+
+
+@pytest.mark.slow
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking: each example runs several batches
+@given(with_roster=st.booleans(), first=st.lists(st.sampled_from(SOURCES), min_size=6, max_size=6),
+       quiz=st.lists(st.booleans(), min_size=3, max_size=3), steps=st.lists(STEPS, min_size=1, max_size=5))
+def test_published_files_agree_after_any_sequence_of_ta_operations(with_roster, first, quiz, steps, monkeypatch,
+                                                                   stand_in):
+    with tempfile.TemporaryDirectory() as tmp:
+        cohort = Cohort(Path(tmp), with_roster)
+        for i, sid in enumerate(NAMES[:3]):
+            cohort.enrol(sid, first[2 * i:2 * i + 2], quiz[i])
+        stand_in(GRADERS["v1"])
+        monkeypatch.setattr(batch, "grader_fingerprint", lambda: "v1")
+        _batch(cohort)
+        check_class(cohort.out, _exports(cohort), cohort.expected(cohort.grader))
+        for n, step in enumerate(steps):
+            if step[0] == "crash":
+                _crash(cohort, monkeypatch, step[1], step[2])
+                check_class(cohort.out, {}, cohort.expected(cohort.grader), finished=False)
+                _batch(cohort, never_lower=step[2])  # the TA reruns the same command: it resumes
+            else:
+                _batch(cohort, **_step(cohort, step, n, monkeypatch, stand_in))
+            check_class(cohort.out, _exports(cohort), cohort.expected(cohort.grader))
+
+
+def test_a_killed_batch_keeps_roster_students_without_a_folder_in_its_gradebook(tmp_path, monkeypatch, stand_in):
+    """Found by the property test above: dee is on the roster with no folder (no-submission), cy's folder is gone
+    (her graded record is kept). A forced rerun killed at its first student wrote a gradebook without them,
+    though their batch.json files (which the export reads) are there: gradebook and export disagreed."""
+    cohort = Cohort(tmp_path, with_roster=True)
+    for sid, sources in (("ana", ["ok", "ok"]), ("bo", ["BUG_VALUE", "ok"]), ("cy", ["ok", "BUG_GRAD"]),
+                         ("dee", None)):
+        cohort.enrol(sid, sources, quiz=True)
+    monkeypatch.setattr(batch, "grader_fingerprint", lambda: "v1")
+    _batch(cohort)
+    shutil.rmtree(cohort.subs / "cy")
+    cohort.folders["cy"], cohort.kept_earlier = [], {"cy"}
+    _crash(cohort, monkeypatch, "results", False)
+    check_class(cohort.out, {}, cohort.expected("v1"), finished=False)
+    rows = (cohort.out / "gradebook.csv").read_text().splitlines()[1:]
+    assert {"cy", "dee"} <= {r.split(",")[0] for r in rows}  # (ana was killed mid-grading: no record, no row)
+    _batch(cohort)
+    check_class(cohort.out, _exports(cohort), cohort.expected("v1"))
