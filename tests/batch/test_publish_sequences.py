@@ -275,3 +275,32 @@ def test_regrade_md_never_names_students_who_left_or_scores_that_are_gone(tmp_pa
         _batch(cohort, **_step(cohort, ("drop", 0), 3, monkeypatch, stand_in))
     assert sorted(cohort.people) == ["cy"]
     check_class(cohort.out, _exports(cohort), cohort.expected("points"))
+
+
+def test_a_report_drawing_that_dies_leaves_the_old_pngs_whole_and_no_litter(tmp_path, monkeypatch):
+    """report.png and report_tests.png go through the one atomic writer: a savefig that dies half-way (disk full, a
+    kill) leaves the previous images as they were and no temporary file (before: '.report.png.tmp.png', a name
+    the batch's sweep of stale temporaries does not match, stayed forever)."""
+    from matplotlib.figure import Figure
+
+    from grader.reports.analytics import TestStats, plot_heatmap
+    from grader.reports.report import ClassSummary, plot_report
+
+    summary = ClassSummary(n_students=1, status_counts={"graded": 1}, max_total=2.0, totals=[1.0],
+                           exercise_max={"ex1_ratio": 2.0}, exercise_scores={"ex1_ratio": [1.0]})
+    stats = [TestStats(exercise="ex1_ratio", test="test_value", n=2, pass_rate=0.5, mean_credit=0.5, top_diagnosis=None)]
+    (tmp_path / "report.png").write_bytes(b"old report")
+    (tmp_path / "report_tests.png").write_bytes(b"old heat map")
+
+    def dies(self, fname, *args, **kwargs):
+        Path(fname).write_bytes(b"\x89PNG half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", dies)
+    with pytest.raises(OSError):
+        plot_report(summary, tmp_path / "report.png")
+    with pytest.raises(OSError):
+        plot_heatmap(stats, tmp_path / "report_tests.png")
+    assert (tmp_path / "report.png").read_bytes() == b"old report"
+    assert (tmp_path / "report_tests.png").read_bytes() == b"old heat map"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.png", "report_tests.png"]
