@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.fingerprint import grader_fingerprint
+from grader.intake.attempts import record_selection
 from grader.intake.class_list import class_list
 from grader.intake.submission import BatchLimits, Entry, submission_hash
 from grader.records.batch_run import BatchRun
@@ -184,8 +185,7 @@ def run_batch(
     out_dir.mkdir(parents=True, exist_ok=True)
     run.state.mkdir(exist_ok=True)
     lock = lock_out_dir(run.state)  # held until the batch is written (or the process dies)
-    if selection is not None:
-        selection.write(out_dir)  # attempts.md / attempts.csv: what was graded for whom, and what was left out
+    record_selection(out_dir, selection)  # attempts.md / attempts.csv (removed when graded with no attempt rule)
     try:
         graded_now, skipped, records = _locked_run(run, entries, warnings, present, force, jobs, progress)
     finally:

@@ -304,3 +304,21 @@ def test_a_report_drawing_that_dies_leaves_the_old_pngs_whole_and_no_litter(tmp_
     assert (tmp_path / "report.png").read_bytes() == b"old report"
     assert (tmp_path / "report_tests.png").read_bytes() == b"old heat map"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.png", "report_tests.png"]
+
+
+def test_attempts_csv_of_an_earlier_run_never_contradicts_the_gradebook(tmp_path, monkeypatch, stand_in):
+    """With the roster's rule, ana_late1 is graded as ana (attempts.csv: 'ana_late1, ana, yes'). The TA then grades
+    the same folder without a rule: every folder is its own student (rows ana and ana_late1), so an attempts.csv
+    still saying ana_late1 was graded as ana contradicts the gradebook; it must go."""
+    cohort = Cohort(tmp_path, with_roster=True)
+    cohort.enrol("ana", ["ok", "ok"], quiz=True)
+    cohort.enrol("bo", ["BUG_GRAD", "ok"], quiz=True)
+    monkeypatch.setattr(batch, "grader_fingerprint", lambda: "v1")
+    _batch(cohort, **_step(cohort, ("late", 0, "BUG_VALUE"), 1, monkeypatch, stand_in))
+    assert "ana_late1,ana,yes" in (cohort.out / "attempts.csv").read_text()
+    check_class(cohort.out, _exports(cohort), cohort.expected("v1"))
+    cohort.with_roster = False
+    _batch(cohort)
+    rows = [r.split(",")[0] for r in (cohort.out / "gradebook.csv").read_text().splitlines()[1:]]
+    assert rows == ["ana", "ana_late1", "bo"]
+    assert not (cohort.out / "attempts.csv").exists() and not (cohort.out / "attempts.md").exists()
