@@ -322,3 +322,37 @@ def test_attempts_csv_of_an_earlier_run_never_contradicts_the_gradebook(tmp_path
     rows = [r.split(",")[0] for r in (cohort.out / "gradebook.csv").read_text().splitlines()[1:]]
     assert rows == ["ana", "ana_late1", "bo"]
     assert not (cohort.out / "attempts.csv").exists() and not (cohort.out / "attempts.md").exists()
+
+
+def test_every_file_gives_a_student_one_status_and_the_quiz_reads_the_same_completion(tmp_path, monkeypatch,
+                                                                                   stand_in):
+    """bo's folder holds no Python file (status empty), cy's grading crashes (the stand-in's STANDIN_CRASH kills
+    the worker). The gradebook, batch.json, results.json (``extra_data.status`` and ``batch_status``, the field
+    Gradescope's results carry) and feedback.md must all give each the same status; before, bo's results.json
+    said ``status: rejected`` (the grader's word for an unreadable submission) beside the gradebook's empty, and
+    the batch's results.json had no batch_status where Gradescope's has one. The quiz's chapter completion,
+    read from results.json (quiz_bank.grading.exercises_from_results), agrees with the export's."""
+    from quiz_bank.grading import exercises_from_results
+
+    cohort = Cohort(tmp_path, with_roster=False)
+    cohort.enrol("ana", ["ok", "ok"], quiz=True)
+    cohort.enrol("bo", ["ok", "ok"], quiz=True)
+    cohort.enrol("cy", ["ok", "ok"], quiz=True)
+    for stem in EXERCISES:
+        (cohort.subs / "bo" / f"{stem}.py").unlink()
+    (cohort.subs / "bo" / "README.txt").write_text("forgot the code\n")
+    (cohort.subs / "cy" / "ex3_full_loss.py").write_text("STANDIN_CRASH\n")
+    monkeypatch.setattr(batch, "grader_fingerprint", lambda: "v1")
+    _batch(cohort)
+    paths = _exports(cohort)
+    rows = {r[0]: r for r in __import__("csv").reader((cohort.out / "gradebook.csv").open())}
+    status = {sid: rows[sid][-2] for sid in ("ana", "bo", "cy")}
+    assert status == {"ana": "graded", "bo": "empty", "cy": "crashed"}
+    for sid, want in status.items():
+        extra = __import__("json").loads((cohort.out / sid / "results.json").read_text())["extra_data"]
+        assert (extra.get("status"), extra.get("batch_status")) == (want, want), (sid, extra)
+    complete = {r["student_id"]: r["chapter_complete"] for r in __import__("csv").DictReader(paths["csv"].open())}
+    for sid in status:
+        quiz = exercises_from_results(cohort.out / sid / "results.json")["full_marks"]
+        assert complete[sid] == str(int(quiz)), (sid, complete[sid], quiz)
+    assert complete == {"ana": "1", "bo": "0", "cy": "0"}
