@@ -97,6 +97,7 @@ class Expected:
     #: students whose earlier grade is kept though their folder is gone (roster mode): not regraded
     kept_earlier: set[str] = field(default_factory=set)
     graded_from: dict[str, str] = field(default_factory=dict)  # student -> folder graded (attempts)
+    status: dict[str, str] = field(default_factory=dict)  # student -> the batch's status by hand
 
 
 def no_half_written(out: Path) -> None:
@@ -119,6 +120,7 @@ def check_student(out: Path, sid: str, row: dict[str, str], stems: list[str]) ->
     extra = results["extra_data"]
     assert record["student_id"] == sid
     assert record["status"] == row["status"], (sid, record["status"], row["status"])
+    assert extra["status"] == extra["batch_status"] == row["status"], (sid, extra.get("status"), row["status"])
     total, max_total = float(row["total"]), float(row["max_total"])
     assert close(record["score"], total) and close(results["score"], total), (sid, record["score"], results["score"], total)
     assert close(record["max_score"], max_total) and close(extra["max_score"], max_total), sid
@@ -255,13 +257,20 @@ def check_class(out: Path, exports: dict[str, Path], exp: Expected, *, finished:
                 if sid not in exp.kept_earlier and r["status"] == "graded"}
     assert len(versions) <= 1 or not finished, versions
     complete = {}
+    from quiz_bank.grading import exercises_from_results  # the quiz's reading of results.json (chapter completion)
+
     for sid, r in published.items():
         ex = r["exercise_scores"]
         full = r["status"] == "graded" and all(close(v["score"], v["max_score"], 1e-9) for v in ex.values())
+        assert exercises_from_results(out / sid / "results.json")["full_marks"] == full, sid
         complete[sid] = full and exp.quiz_done.get(sid, False)
     if not finished:
+        if exports:
+            check_exports(out, exports, book, stems, exp, complete)
         return
     for sid, r in published.items():
+        if sid in exp.status:
+            assert r["status"] == exp.status[sid], (sid, r["status"], exp.status[sid])
         hand = exp.by_hand.get(sid)
         if sid in exp.kept_earlier or hand is None:
             continue

@@ -36,8 +36,10 @@ from grader.points import EXERCISES as ALL_EXERCISES
 
 EXERCISES = list(ALL_EXERCISES)  # every exercise: chapter completion is known (a subset leaves it out)
 EDITED = EXERCISES[:2]  # the modules the operations edit; the others stay right
-GRADERS = {"v1": "stand_in_grader:grade_submission", "points": "stand_in_points:grade_submission"}
-SOURCES = ["ok", "BUG_VALUE", "BUG_GRAD", "BUG_VALUE BUG_GRAD"]
+GRADERS = {"v1": "stand_in_grader:grade_submission", "points": "stand_in_points:grade_submission",
+           "v2": "stand_in_v2:grade_submission"}  # v2 (tests/ta): test_value fails SNEAKY, passes BUG_VALUE
+SOURCES = ["ok", "BUG_VALUE", "BUG_GRAD", "BUG_VALUE BUG_GRAD", "SNEAKY"]
+TA_TESTS = Path(__file__).resolve().parents[1] / "ta"
 NAMES = ["ana", "bo", "cy", "dee", "eli"]
 
 STEPS = st.one_of(
@@ -49,13 +51,26 @@ STEPS = st.one_of(
     st.tuples(st.just("drop"), st.integers(0, 4)),
     st.tuples(st.just("enrol"), st.booleans()),
     st.tuples(st.just("vanish"), st.integers(0, 4)),
+    st.tuples(st.just("broken"), st.integers(0, 4), st.sampled_from(["empty", "crash"])),
 )
 
 
-def by_hand(source: str, grader: str) -> tuple[float, float]:
-    """(score, max) of one module under the stand-in ``grader`` (module docstring)."""
+def by_hand(source: str | None, grader: str) -> tuple[float, float]:
+    """(score, max) of one module (None: missing) under the stand-in ``grader`` (module docstring)."""
     value = 0.5 if grader == "points" else 1.0
-    return value * ("BUG_VALUE" not in source) + ("BUG_GRAD" not in source), value + 1.0
+    if source is None:
+        return 0.0, value + 1.0
+    value_ok = "SNEAKY" not in source if grader == "v2" else "BUG_VALUE" not in source
+    return value * value_ok + ("BUG_GRAD" not in source), value + 1.0
+
+
+def status_by_hand(sources: dict[str, str] | None) -> str:
+    """The batch's status of a folder of ``sources`` (None: no folder): the stand-in's rules."""
+    if sources is None:
+        return "no-submission"
+    if not sources:
+        return "empty"
+    return "crashed" if any("STANDIN_CRASH" in src for src in sources.values()) else "graded"
 
 
 @dataclass
@@ -97,7 +112,9 @@ class Cohort:
 
     def write(self, folder: str) -> None:
         path = self.subs / folder
-        path.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        (path / "README.txt").write_text("my submission\n", encoding="utf-8")
         for stem, src in self.sources[folder].items():
             (path / f"{stem}.py").write_text(src + "\n", encoding="utf-8")
 
@@ -111,17 +128,19 @@ class Cohort:
     def expected(self, fingerprint: str) -> Expected:
         present = {sid for sid, f in self.folders.items() if f}
         students = set(self.people) if self.with_roster else present
-        hand = {}
+        hand, status = {}, {}
         for sid in students:
-            if not self.folders[sid]:
+            src = self.sources[self.folders[sid][-1]] if self.folders[sid] else None
+            status[sid] = status_by_hand(src)
+            if status[sid] != "graded":
                 hand[sid] = None
                 continue
-            src = self.sources[self.folders[sid][-1]]
-            pairs = {stem: by_hand(src[stem], self.grader) for stem in EXERCISES}
+            pairs = {stem: by_hand(src.get(stem), self.grader) for stem in EXERCISES}
             hand[sid] = ({s: p[0] for s, p in pairs.items()}, {s: p[1] for s, p in pairs.items()})
         graded_from = ({sid: f[-1] for sid, f in self.folders.items() if f} if self.with_roster else {})
-        return Expected(students, dict(self.people), dict(self.quiz_done), self.grader, hand,
-                        set(self.kept_earlier) & students, graded_from)
+        kept = set(self.kept_earlier) & students
+        return Expected(students, dict(self.people), dict(self.quiz_done), self.grader, hand, kept, graded_from,
+                        {sid: st for sid, st in status.items() if sid not in kept})
 
 
 class _Killed(KeyboardInterrupt):
@@ -202,6 +221,10 @@ def _step(cohort: Cohort, step: tuple, n: int, monkeypatch, stand_in) -> dict:
         cohort.kept_earlier.discard(sid)
     elif kind == "enrol" and (free := [s for s in NAMES if s not in cohort.people]):
         cohort.enrol(free[0], ["ok", f"BUG_GRAD # {n}"] if step[1] else None, quiz=step[1])
+    elif kind == "broken" and (sid := pick(step[1])) and cohort.folders[sid]:
+        folder = cohort.folders[sid][-1]  # the latest submission: no Python file, or one that crashes its grading
+        cohort.sources[folder] = {} if step[2] == "empty" else cohort.sources[folder] | {"ex3_full_loss": "STANDIN_CRASH"}
+        cohort.write(folder)
     elif kind == "vanish" and (sid := pick(step[1])) and cohort.folders[sid] and others(sid):
         for folder in cohort.folders[sid]:
             shutil.rmtree(cohort.subs / folder)
@@ -221,6 +244,8 @@ def _step(cohort: Cohort, step: tuple, n: int, monkeypatch, stand_in) -> dict:
        quiz=st.lists(st.booleans(), min_size=3, max_size=3), steps=st.lists(STEPS, min_size=1, max_size=5))
 def test_published_files_agree_after_any_sequence_of_ta_operations(with_roster, first, quiz, steps, monkeypatch,
                                                                    stand_in):
+    if str(TA_TESTS) not in os.environ["PYTHONPATH"].split(os.pathsep):  # stand_in_v2's folder, for the workers
+        monkeypatch.setenv("PYTHONPATH", f"{os.environ['PYTHONPATH']}{os.pathsep}{TA_TESTS}")
     with tempfile.TemporaryDirectory() as tmp:
         cohort = Cohort(Path(tmp), with_roster)
         for i, sid in enumerate(NAMES[:3]):
@@ -232,7 +257,9 @@ def test_published_files_agree_after_any_sequence_of_ta_operations(with_roster, 
         for n, step in enumerate(steps):
             if step[0] == "crash":
                 _crash(cohort, monkeypatch, step[1], step[2])
-                check_class(cohort.out, {}, cohort.expected(cohort.grader), finished=False)
+                whole = list(cohort.out.glob("*/batch.json"))  # (export refuses a batch with no record left)
+                check_class(cohort.out, _exports(cohort) if whole else {}, cohort.expected(cohort.grader),
+                            finished=False)
                 _batch(cohort, never_lower=step[2])  # the TA reruns the same command: it resumes
             else:
                 _batch(cohort, **_step(cohort, step, n, monkeypatch, stand_in))
