@@ -40,7 +40,7 @@ GRADERS = {"v1": "stand_in_grader:grade_submission", "points": "stand_in_points:
            "v2": "stand_in_v2:grade_submission"}  # v2 (tests/ta): test_value fails SNEAKY, passes BUG_VALUE
 SOURCES = ["ok", "BUG_VALUE", "BUG_GRAD", "BUG_VALUE BUG_GRAD", "SNEAKY"]
 TA_TESTS = Path(__file__).resolve().parents[1] / "ta"
-NAMES = ["ana", "bo", "cy", "dee", "eli"]
+NAMES = ["ana", "bo", "cy", "dee", "eli", "fay", "gus"]
 
 STEPS = st.one_of(
     st.tuples(st.just("grade")),
@@ -219,7 +219,7 @@ def _step(cohort: Cohort, step: tuple, n: int, monkeypatch, stand_in) -> dict:
             shutil.rmtree(cohort.subs / folder)
         del cohort.people[sid], cohort.quiz_done[sid]
         cohort.kept_earlier.discard(sid)
-    elif kind == "enrol" and (free := [s for s in NAMES if s not in cohort.people]):
+    elif kind == "enrol" and (free := NAMES[cohort.n:]):  # a new id (a dropped student's return is not modelled)
         cohort.enrol(free[0], ["ok", f"BUG_GRAD # {n}"] if step[1] else None, quiz=step[1])
     elif kind == "broken" and (sid := pick(step[1])) and cohort.folders[sid]:
         folder = cohort.folders[sid][-1]  # the latest submission: no Python file, or one that crashes its grading
