@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.fingerprint import grader_fingerprint
+from grader.intake.attempts import record_selection
 from grader.intake.class_list import class_list
 from grader.intake.submission import BatchLimits, Entry, submission_hash
 from grader.records.batch_run import BatchRun
@@ -184,8 +185,7 @@ def run_batch(
     out_dir.mkdir(parents=True, exist_ok=True)
     run.state.mkdir(exist_ok=True)
     lock = lock_out_dir(run.state)  # held until the batch is written (or the process dies)
-    if selection is not None:
-        selection.write(out_dir)  # attempts.md / attempts.csv: what was graded for whom, and what was left out
+    record_selection(out_dir, selection)  # attempts.md / attempts.csv (removed when graded with no attempt rule)
     try:
         graded_now, skipped, records = _locked_run(run, entries, warnings, present, force, jobs, progress)
     finally:
@@ -207,6 +207,8 @@ def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], presen
     for w in warnings:
         run.say(f"warning: {w}")
     todo, skipped = _plan(run, entries, force)
+    for sid in run.absent:  # nothing to grade: their records join the class before any grading, so that every
+        write_no_submission(run, sid)  # gradebook written from here on (paced, or after a kill) has their rows
     if todo:
         run.runner = _runner(run, jobs)
         jobs = getattr(run.runner, "jobs", None) or jobs or default_jobs()
@@ -214,8 +216,6 @@ def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], presen
     elif run.cluster_runner is not None:
         run.cluster_runner.close()
     graded_now = _grade_all(run, todo, len(entries), len(skipped), jobs or default_jobs(), progress)
-    for sid in run.absent:
-        write_no_submission(run, sid)
     records = run.write_gradebook()
     clear_incomplete(run.out_dir)
     regrade.write_regrade_report(run.out_dir, records, run.fingerprint, run.never_lower)

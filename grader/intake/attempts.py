@@ -126,6 +126,17 @@ class Selection:
         atomic_write_text(Path(out_dir) / ATTEMPTS_MD, "\n".join(lines) + "\n")
 
 
+def record_selection(out_dir: Path, selection: Selection | None) -> None:
+    """``OUT_DIR/attempts.csv`` and ``attempts.md`` of a batch: :meth:`Selection.write`, or, for a batch graded with
+    no attempt rule (``selection`` None: every folder under its own name), both files removed, so that an earlier
+    run's grouping ("amy_2 graded as amy") never contradicts this gradebook."""
+    if selection is not None:
+        selection.write(out_dir)
+        return
+    for name in (ATTEMPTS_CSV, ATTEMPTS_MD):
+        (Path(out_dir) / name).unlink(missing_ok=True)
+
+
 def rule_from_options(roster: Path | None, pattern: str | None) -> AttemptRule | None:
     """The rule a TA states on the command line (``--roster CSV``, ``--attempts REGEX``), or None without either.
 

@@ -79,7 +79,8 @@ class StudentOutcome(BaseModel):
         return ([NEVER_LOWER + "; ".join(self.never_lower)] if self.never_lower else []) + self.regrade
 
     def results_json(self) -> dict:
-        """results.json (contract format): the result's, with the status, notes and regrade lines leading ``output``."""
+        """results.json (contract format): the result's, with the status, notes and regrade lines leading ``output``;
+        ``extra_data.status`` and ``extra_data.batch_status`` are :attr:`status` (the gradebook's word)."""
         if self.graded:
             results = self.result.to_results_json()
         else:  # the zeros of what could not be graded: the compact shape, every test's output the reason
@@ -94,6 +95,9 @@ class StudentOutcome(BaseModel):
             results["output"] = (head + ("\n\n" + results["output"] if results["output"] else "")).strip()
         if self.regrade_lines:
             results["output"] = (results["output"] + "\n\n" + "\n".join(f"{line}." for line in self.regrade_lines)).strip()
+        # The student's status, one word in every file (the gradebook's, batch.json's): the grader's own
+        # graded/rejected would say "rejected" for an empty folder the gradebook calls empty, "graded" for a crash.
+        results["extra_data"]["status"] = results["extra_data"]["batch_status"] = self.status
         if self.never_lower:
             results["extra_data"]["never_lower"] = list(self.never_lower)
             if self.regrade_tests:

@@ -134,11 +134,13 @@ def plot_heatmap(stats: list[TestStats], path: Path) -> Path | None:
         for i, s in enumerate(rows):
             ax.text(0, i, f"{s.pass_rate:.0%}", ha="center", va="center", fontsize=7)
     fig.colorbar(image, ax=axes[:, 0].tolist(), label="pass rate", shrink=0.6)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    tmp.replace(path)  # atomic, like every other batch output
+    from ppo_course.atomic_files import atomic_path
+
+    try:
+        with atomic_path(path) as tmp:  # the one atomic writer: no litter a rerun's sweep misses
+            fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return path
 
 

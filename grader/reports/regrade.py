@@ -328,11 +328,18 @@ def regrade_csv(regrades: list[StudentRegrade]) -> str:
 
 
 def write_regrade_report(out_dir: Path, records, fingerprint: str, never_lower_on: bool = False) -> Path | None:
-    """Write regrade.md and regrade.csv when some student was regraded after a grader change; else None."""
+    """Write regrade.md and regrade.csv when some student of ``records`` (the class) was regraded after a grader
+    change; else remove them and return None.
+
+    Both files describe the class as it is now: a report left from an earlier run would name students who
+    have since left, or scores the gradebook no longer has.
+    """
     from ppo_course.atomic_files import atomic_write_text
 
     regrades = collect(out_dir, records, fingerprint)
     if not regrades:
+        for name in (REGRADE_MD, REGRADE_CSV):
+            (Path(out_dir) / name).unlink(missing_ok=True)
         return None
     atomic_write_text(Path(out_dir) / REGRADE_CSV, regrade_csv(regrades))
     return atomic_write_text(Path(out_dir) / REGRADE_MD, regrade_markdown(regrades, fingerprint, never_lower_on))

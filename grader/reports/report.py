@@ -257,15 +257,19 @@ def report_figure(summary: ClassSummary, top: int = TOP_MISTAKES):
 
 
 def plot_report(summary: ClassSummary, path: Path) -> Path:
-    """Write `report_figure(summary)` to `path` as a PNG, atomically."""
+    """Write `report_figure(summary)` to `path` as a PNG with the one atomic writer (``ppo_course.atomic_files``:
+    a failed or killed drawing leaves the previous report.png whole and no temporary file that a rerun's sweep
+    does not remove)."""
     import matplotlib.pyplot as plt
 
+    from ppo_course.atomic_files import atomic_path
+
     fig = report_figure(summary)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    tmp.replace(path)  # atomic, like every other batch output
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=100)
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -175,8 +175,7 @@ def grade_for_gradescope(submission: Path, config: BundleConfig,
         safe_outputs(results)
     results["stdout_visibility"] = "hidden"
     results["execution_time"] = int(round(time.monotonic() - t0))
-    results.setdefault("extra_data", {})["batch_status"] = graded.status
-    results["extra_data"]["tier"] = profile
+    results["extra_data"]["tier"] = profile  # (batch_status: the outcome's status, StudentOutcome.results_json)
     return state_tier(results, profile)
 
 
