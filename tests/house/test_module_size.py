@@ -34,7 +34,6 @@ FUNCTION_ALLOWANCE: dict[str, int] = {
     "ppo_course/plots.py:clip_explorer": 65,
     "grader/platforms/nbgrader_course/autograde.py:IsolatedGrade.preprocess": 64,
     "grader/reports/report.py:report_markdown": 61,
-    "grader/sandbox/process.py:ChildProcess._pump": 61,
 }
 
 
