@@ -86,42 +86,48 @@ def clip_explorer(clip_eps: float = 0.2, advantages: Sequence[float] = (1.0, -1.
     fig = Figure(figsize=(5.2 * len(advantages), 4.4), layout="constrained")
     axes = fig.subplots(1, len(advantages), squeeze=False)[0]
     for ax, adv in zip(axes, advantages):
-        unclipped = r * adv
-        clipped = np.clip(r, lo, hi) * adv
-        objective = np.minimum(unclipped, clipped)
-        start, stop = (hi, r_max) if adv > 0 else (0.0, lo)
-        ax.axvspan(start, stop, color=ZERO_GRAD, alpha=0.55, lw=0, label="gradient = 0 (eq. 5.9)")
-        ax.plot(r, unclipped, color=BLUE, ls="--", lw=1.6, label="r·Â")
-        ax.plot(r, clipped, color=ORANGE, ls=":", lw=2.2, label="clip(r, 1−ε, 1+ε)·Â")
-        ax.plot(r, objective, color=INK, lw=3.0, alpha=0.85, label="L^CLIP = min(…)  (eq. 5.1)")
-        for x in (lo, hi):
-            ax.axvline(x, color=GREY, lw=0.8, ls="-.")
-        ax.axvline(1.0, color=GREY, lw=0.6)
-        ax.axhline(0.0, color=GREY, lw=0.6)
-        ymin, ymax = min(unclipped.min(), clipped.min()), max(unclipped.max(), clipped.max())
-        pad = 0.08 * (ymax - ymin)
-        # Extra room below (Â > 0) or above (Â < 0) the curves for the "gradient flows" label.
-        ax.set_ylim(ymin - (3.2 * pad if adv > 0 else pad), ymax + (pad if adv > 0 else 3.2 * pad))
-        ax.set_xlim(0, r_max)
-        # Labels in axes coordinates, in the empty corner of each region (clear of the curves).
-        zero_mid = 0.5 * (start + stop) / r_max
-        ax.text(zero_mid, 0.95 if adv > 0 else 0.05, "∇ = 0\n" + ("already increased enough" if adv > 0
-                else "already decreased enough"), transform=ax.transAxes, ha="center",
-                va="top" if adv > 0 else "bottom", fontsize=9, color=RED)
-        flow_mid = (0.5 * lo if adv > 0 else 0.5 * (hi + r_max)) / r_max
-        ax.text(flow_mid + (0.08 if adv > 0 else 0.0), 0.03 if adv > 0 else 0.97,
-                "∇ = Â·∇r flows\n" + ("(keep pushing r up)" if adv > 0 else "(keep pushing r down)"),
-                transform=ax.transAxes, ha="center", va="bottom" if adv > 0 else "top", fontsize=9, color=BLUE)
-        ax.set_xticks(sorted({0.0, lo, 1.0, hi, r_max}))
-        ax.set_xticklabels([f"{t:g}" if t not in (lo, hi) else (f"1−ε\n={t:g}" if t == lo else f"1+ε\n={t:g}")
-                            for t in sorted({0.0, lo, 1.0, hi, r_max})])
-        ax.set_xlabel("probability ratio r = π_θ / π_θold")
-        ax.set_ylabel("per-token objective")
-        ax.set_title(f"Â = {adv:+g} ({'good' if adv > 0 else 'bad'} action)", fontsize=11)
-        ax.grid(alpha=0.25)
+        _clip_panel(ax, adv, r, lo, hi, r_max)
     axes[0].legend(loc="upper left", fontsize=8.5, framealpha=0.95)
     fig.suptitle(f"Clip explorer: the pessimistic min of eq. 5.1 with ε = {clip_eps:g} (Book §5.2)", fontsize=12)
     return fig
+
+
+def _clip_panel(ax, adv: float, r: np.ndarray, lo: float, hi: float, r_max: float) -> None:
+    """One panel of ``clip_explorer`` for advantage ``adv``: the three curves over ``r``, the ∇ = 0 band of
+    eq. 5.9 between ``lo`` = 1−ε / ``hi`` = 1+ε and the axis ends, and where the gradient flows."""
+    unclipped = r * adv
+    clipped = np.clip(r, lo, hi) * adv
+    objective = np.minimum(unclipped, clipped)
+    start, stop = (hi, r_max) if adv > 0 else (0.0, lo)
+    ax.axvspan(start, stop, color=ZERO_GRAD, alpha=0.55, lw=0, label="gradient = 0 (eq. 5.9)")
+    ax.plot(r, unclipped, color=BLUE, ls="--", lw=1.6, label="r·Â")
+    ax.plot(r, clipped, color=ORANGE, ls=":", lw=2.2, label="clip(r, 1−ε, 1+ε)·Â")
+    ax.plot(r, objective, color=INK, lw=3.0, alpha=0.85, label="L^CLIP = min(…)  (eq. 5.1)")
+    for x in (lo, hi):
+        ax.axvline(x, color=GREY, lw=0.8, ls="-.")
+    ax.axvline(1.0, color=GREY, lw=0.6)
+    ax.axhline(0.0, color=GREY, lw=0.6)
+    ymin, ymax = min(unclipped.min(), clipped.min()), max(unclipped.max(), clipped.max())
+    pad = 0.08 * (ymax - ymin)
+    # Extra room below (Â > 0) or above (Â < 0) the curves for the "gradient flows" label.
+    ax.set_ylim(ymin - (3.2 * pad if adv > 0 else pad), ymax + (pad if adv > 0 else 3.2 * pad))
+    ax.set_xlim(0, r_max)
+    # Labels in axes coordinates, in the empty corner of each region (clear of the curves).
+    zero_mid = 0.5 * (start + stop) / r_max
+    ax.text(zero_mid, 0.95 if adv > 0 else 0.05, "∇ = 0\n" + ("already increased enough" if adv > 0
+            else "already decreased enough"), transform=ax.transAxes, ha="center",
+            va="top" if adv > 0 else "bottom", fontsize=9, color=RED)
+    flow_mid = (0.5 * lo if adv > 0 else 0.5 * (hi + r_max)) / r_max
+    ax.text(flow_mid + (0.08 if adv > 0 else 0.0), 0.03 if adv > 0 else 0.97,
+            "∇ = Â·∇r flows\n" + ("(keep pushing r up)" if adv > 0 else "(keep pushing r down)"),
+            transform=ax.transAxes, ha="center", va="bottom" if adv > 0 else "top", fontsize=9, color=BLUE)
+    ax.set_xticks(sorted({0.0, lo, 1.0, hi, r_max}))
+    ax.set_xticklabels([f"{t:g}" if t not in (lo, hi) else (f"1−ε\n={t:g}" if t == lo else f"1+ε\n={t:g}")
+                        for t in sorted({0.0, lo, 1.0, hi, r_max})])
+    ax.set_xlabel("probability ratio r = π_θ / π_θold")
+    ax.set_ylabel("per-token objective")
+    ax.set_title(f"Â = {adv:+g} ({'good' if adv > 0 else 'bad'} action)", fontsize=11)
+    ax.grid(alpha=0.25)
 
 
 # ----------------------------------------------------------------------------- 2. one PPO step (fig. 5.1)
