@@ -98,58 +98,38 @@ class BatchSummary:
                 f"up to date {len(self.skipped)}; {self.seconds:.1f} s")
 
 
-def run_batch(
-    submissions_dir: Path,
-    out_dir: Path,
-    *,
-    jobs: int | None = None,
-    force: bool = False,
-    profile: str = "full",
-    exercises: list[str] | None = None,
-    limits: BatchLimits | None = None,
-    formats: Iterable[str] = (),
-    assignment: str = "ppo",
-    progress: bool = True,
-    report: bool = True,
-    log: Callable[[str], None] | None = None,
-    never_lower: bool = False,
-    latest_only: bool = False,
-    cluster: str | None = None,
-    attempt_rule=None,
-) -> BatchSummary:
+def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, force: bool = False,
+              profile: str = "full", exercises: list[str] | None = None, limits: BatchLimits | None = None,
+              formats: Iterable[str] = (), assignment: str = "ppo", progress: bool = True, report: bool = True,
+              log: Callable[[str], None] | None = None, never_lower: bool = False, latest_only: bool = False,
+              cluster: str | None = None, attempt_rule=None) -> BatchSummary:
     """Grade every student of ``submissions_dir`` into ``out_dir``; resumable, crash-isolated, parallel.
 
     Args:
         submissions_dir: one sub-folder or ``.zip`` per student (the name is the id).
-        out_dir: receives ``<student>/results.json``, ``<student>/feedback.md``,
-            ``<student>/batch.json``, ``gradebook.csv`` (and ``grades.csv`` with
-            ``formats=("nbgrader",)``), ``report.md`` and ``report.png``.
+        out_dir: receives ``<student>/results.json``, ``<student>/feedback.md``, ``<student>/batch.json``,
+            ``gradebook.csv`` (and ``grades.csv`` with ``formats=("nbgrader",)``), ``report.md`` and ``report.png``.
         jobs: parallel workers (default: the usable CPU cores).
         force: regrade students whose record says they are up to date.
-        profile: ``"full"`` or ``"fast"``, passed to ``grade_submission``.
-        exercises: module stems to grade (default: all).
-        limits: per-submission :class:`BatchLimits`.
-        formats: extra gradebook formats; ``"nbgrader"`` writes nbgrader's export CSV.
-        assignment: the assignment name in the nbgrader CSV.
-        progress: show a rich progress bar (stderr).
-        report: write the class report when done.
-        log: where warnings go (default: stderr).
-        never_lower: after a grader change, keep each exercise's published score where the
-            regrade gives less (``grader.reports.regrade.never_lower``); a changed submission is regraded
-            in full, and regrade.md and the student's feedback say so.
+        profile: ``"full"`` or ``"fast"``, passed to ``grade_submission``; exercises: module stems to grade
+            (default: all); limits: per-submission :class:`BatchLimits`.
+        formats: extra gradebook formats (``"nbgrader"`` writes nbgrader's export CSV, whose assignment name
+            is ``assignment``).
+        progress: show a rich progress bar (stderr); report: write the class report when done; log: where
+            warnings go (default: stderr).
+        never_lower: after a grader change, keep each exercise's published score where the regrade gives less
+            (``grader.reports.regrade.never_lower``); a changed submission is regraded in full, and regrade.md
+            and the student's feedback say so.
         latest_only: grade only each student's latest submission, under the student id; needs a stated
-            ``attempt_rule`` (``grader.intake.attempts``: never a rule guessed from folder names).
-        attempt_rule: a ``grader.intake.attempts.AttemptRule`` (roster and/or pattern) mapping folders to students.
+            ``attempt_rule`` (``grader.intake.attempts.AttemptRule``, roster and/or pattern, mapping folders
+            to students: never a rule guessed from folder names).
         cluster: a Dask scheduler's address: each submission is graded as a task there
             (``grader.runners.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
 
-    A student regraded because the grader fingerprint changed has the published results kept
-    first; ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.reports.regrade``).
-    The folder of a student no longer in ``submissions_dir`` moves to ``OUT_DIR/.batch/removed/``
-    (with a warning): what is in ``OUT_DIR`` is the gradebook's class.
-
-    Returns:
-        a :class:`BatchSummary`.
+    A student regraded because the grader fingerprint changed has the published results kept first;
+    ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.reports.regrade``). The folder
+    of a student no longer in ``submissions_dir`` moves to ``OUT_DIR/.batch/removed/`` (with a warning):
+    what is in ``OUT_DIR`` is the gradebook's class. Returns a :class:`BatchSummary`.
 
     Raises:
         NotADirectoryError: if ``submissions_dir`` is not a folder.
@@ -162,40 +142,59 @@ def run_batch(
             after writing the gradebook so far.
     """
     t_start = time.monotonic()
-    if jobs is not None and jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    out_dir, formats = _checked_arguments(submissions_dir, out_dir, jobs, profile, formats)
     say = log or (lambda msg: print(msg, file=sys.stderr))
-    out_dir = Path(out_dir)
-    check_out_dir(Path(submissions_dir), out_dir)
-    formats = tuple(formats)
-    check_batch_formats(profile, formats)
     entries, warnings, selection = class_list(Path(submissions_dir), latest_only, attempt_rule)
     absent = list(selection.absent) if selection is not None else []  # roster students with no folder
     present = {e.student_id for e in entries} | set(absent)
-    cluster_runner = None
-    if cluster:  # connect first: no scheduler leaves nothing behind; the workers' grader is the one fingerprinted
-        from grader.runners.cluster import ClusterRunner
-
-        cluster_runner = ClusterRunner(cluster, log=say)
+    cluster_runner = _connect_cluster(cluster, say)
     fingerprint = cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint()
     run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
-               fingerprint, say)
-    run.cluster_runner = cluster_runner
-    run.absent = absent
-    out_dir.mkdir(parents=True, exist_ok=True)
-    run.state.mkdir(exist_ok=True)
-    lock = lock_out_dir(run.state)  # held until the batch is written (or the process dies)
-    record_selection(out_dir, selection)  # attempts.md / attempts.csv (removed when graded with no attempt rule)
-    try:
-        graded_now, skipped, records = _locked_run(run, entries, warnings, present, force, jobs, progress)
-    finally:
-        lock.close()  # also after Ctrl-C: a rerun in the same process (a notebook, the tests) is not "busy"
+                   fingerprint, say, absent=absent, cluster_runner=cluster_runner)
+    graded_now, skipped, records = _lock_and_run(run, selection, entries, warnings, present, force, jobs, progress)
     clean_scratch(run.state)
     if report:
         from grader.reports.report import write_class_report
 
         write_class_report(out_dir, records, run.typed)
     return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
+
+
+def _checked_arguments(submissions_dir: Path, out_dir: Path, jobs: int | None, profile: str,
+                       formats: Iterable[str]) -> tuple[Path, tuple[str, ...]]:
+    """:func:`run_batch`'s argument checks (see its Raises); returns ``(Path(out_dir), tuple(formats))``."""
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    out_dir = Path(out_dir)
+    check_out_dir(Path(submissions_dir), out_dir)
+    formats = tuple(formats)
+    check_batch_formats(profile, formats)
+    return out_dir, formats
+
+
+def _connect_cluster(cluster: str | None, say: Callable[[str], None]):
+    """The connected ``ClusterRunner`` for ``--cluster``, or None.
+
+    Connected first: no scheduler leaves nothing behind; the workers' grader is the one fingerprinted."""
+    if not cluster:
+        return None
+    from grader.runners.cluster import ClusterRunner
+
+    return ClusterRunner(cluster, log=say)
+
+
+def _lock_and_run(run: BatchRun, selection, entries: list[Entry], warnings: list[str], present: set[str],
+                  force: bool, jobs: int | None, progress: bool) -> tuple[list[str], list[str], list]:
+    """Make ``OUT_DIR`` (and its state folder), take its lock, write the attempts selection, then
+    :func:`_locked_run`; the lock is released whatever happens."""
+    run.out_dir.mkdir(parents=True, exist_ok=True)
+    run.state.mkdir(exist_ok=True)
+    lock = lock_out_dir(run.state)  # held until the batch is written (or the process dies)
+    record_selection(run.out_dir, selection)  # attempts.md / attempts.csv (removed when graded with no attempt rule)
+    try:
+        return _locked_run(run, entries, warnings, present, force, jobs, progress)
+    finally:
+        lock.close()  # also after Ctrl-C: a rerun in the same process (a notebook, the tests) is not "busy"
 
 
 def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], present: set[str], force: bool,

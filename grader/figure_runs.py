@@ -1,8 +1,8 @@
-"""Instructor side: small reference PPO runs on the toy task that feed two figures of ``ppo_course.plots``.
+"""Instructor side: small reference PPO runs on the toy task that feed two figures of the chapter.
 
-The figures themselves are student-side and never run PPO; these helpers run
-the trusted reference (``ppo_reference``) and return plain dicts that validate
-as ``ppo_course.plots.LifecycleData`` / ``DangerData`` (and can be saved as
+The figures themselves (``ppo_course.lifecycle_plot``, ``ppo_course.plots``) are student-side and never
+run PPO; these helpers run the trusted reference (``ppo_reference``) and return plain dicts that validate
+as ``ppo_course.lifecycle_plot.LifecycleData`` / ``ppo_course.plots.DangerData`` (and can be saved as
 JSON for ``ppo-course plot lifecycle|danger --data FILE.json``).
 
     python -m grader.figure_runs lifecycle --out lifecycle.json [--cycles 3]
@@ -80,7 +80,7 @@ def lifecycle_data(cycles: int = 3, *, seed: int = 0, **overrides) -> dict:
         **overrides: PPOConfig fields on top of ``PPOConfig.toy()``.
 
     Returns:
-        A dict validating as ``ppo_course.plots.LifecycleData``.
+        A dict validating as ``ppo_course.lifecycle_plot.LifecycleData``.
 
     Raises:
         ValueError: if cycles < 1.

@@ -1,16 +1,14 @@
-"""The chapter's four interactives as static figures (matplotlib, Agg backend).
+"""The chapter's interactives as static figures (matplotlib, Agg backend), and the palette they share.
 
 - ``clip_explorer``: L^CLIP, r·Â and clip(r, 1−ε, 1+ε)·Â against r for Â > 0 and Â < 0,
   with the zero-gradient regions of eq. 5.9 shaded (Book §5.2, eqs. 5.1 and 5.9).
-- ``buffer_lifecycle``: the spread of the ratio r over the mini-batch updates of a few
-  collect → train → purge cycles: it starts at exactly 1.0, drifts over the K epochs,
-  and resets after the purge (Book §5.5.1-5.5.3 and table 5.1 of §5.7). Takes the
-  per-mini-batch statistics as data (``LifecycleData``): this module never runs PPO.
+- the rollout-buffer lifecycle (Book §5.5, §5.7) has its own module,
+  ``ppo_course.lifecycle_plot`` (``buffer_lifecycle``, ``LifecycleData``).
 - ``ppo_step_walkthrough``: one PPO step for a 70B chat model, fig. 5.1's six steps with
   the book's numbers (Book §5.5-5.6, p. 146-147).
 - ``danger_board``: toy runs with one hyper-parameter too low / typical / too high next to
   the consequence the stop-8 table states (Book §5.9). Takes the run logs as data
-  (``DangerData``).
+  (``DangerData``). Like the lifecycle figure, it never runs PPO.
 
 Every function returns a ``matplotlib.figure.Figure`` made with the object API
 (no pyplot state), so it renders headless; ``save(fig, path)`` writes a PNG.
@@ -30,10 +28,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 from pydantic import BaseModel, ConfigDict, Field, model_validator  # noqa: E402
 
-__all__ = ["clip_explorer", "buffer_lifecycle", "ppo_step_walkthrough", "danger_board", "save",
-           "LifecycleData", "MinibatchRatioStats", "DangerData", "DangerRun", "DANGER_TABLE"]
+__all__ = ["clip_explorer", "ppo_step_walkthrough", "danger_board", "save", "DangerData", "DangerRun", "DANGER_TABLE"]
 
-# One palette for all four figures.
+# One palette for all four figures (``ppo_course.lifecycle_plot`` imports it).
 BLUE, ORANGE, GREEN, RED, GREY, INK = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#8c8c8c", "#222222"
 ZERO_GRAD = "#f3c5c5"  # shading of the regions where eq. 5.9's gradient is 0
 
@@ -89,163 +86,51 @@ def clip_explorer(clip_eps: float = 0.2, advantages: Sequence[float] = (1.0, -1.
     fig = Figure(figsize=(5.2 * len(advantages), 4.4), layout="constrained")
     axes = fig.subplots(1, len(advantages), squeeze=False)[0]
     for ax, adv in zip(axes, advantages):
-        unclipped = r * adv
-        clipped = np.clip(r, lo, hi) * adv
-        objective = np.minimum(unclipped, clipped)
-        start, stop = (hi, r_max) if adv > 0 else (0.0, lo)
-        ax.axvspan(start, stop, color=ZERO_GRAD, alpha=0.55, lw=0, label="gradient = 0 (eq. 5.9)")
-        ax.plot(r, unclipped, color=BLUE, ls="--", lw=1.6, label="r·Â")
-        ax.plot(r, clipped, color=ORANGE, ls=":", lw=2.2, label="clip(r, 1−ε, 1+ε)·Â")
-        ax.plot(r, objective, color=INK, lw=3.0, alpha=0.85, label="L^CLIP = min(…)  (eq. 5.1)")
-        for x in (lo, hi):
-            ax.axvline(x, color=GREY, lw=0.8, ls="-.")
-        ax.axvline(1.0, color=GREY, lw=0.6)
-        ax.axhline(0.0, color=GREY, lw=0.6)
-        ymin, ymax = min(unclipped.min(), clipped.min()), max(unclipped.max(), clipped.max())
-        pad = 0.08 * (ymax - ymin)
-        # Extra room below (Â > 0) or above (Â < 0) the curves for the "gradient flows" label.
-        ax.set_ylim(ymin - (3.2 * pad if adv > 0 else pad), ymax + (pad if adv > 0 else 3.2 * pad))
-        ax.set_xlim(0, r_max)
-        # Labels in axes coordinates, in the empty corner of each region (clear of the curves).
-        zero_mid = 0.5 * (start + stop) / r_max
-        ax.text(zero_mid, 0.95 if adv > 0 else 0.05, "∇ = 0\n" + ("already increased enough" if adv > 0
-                else "already decreased enough"), transform=ax.transAxes, ha="center",
-                va="top" if adv > 0 else "bottom", fontsize=9, color=RED)
-        flow_mid = (0.5 * lo if adv > 0 else 0.5 * (hi + r_max)) / r_max
-        ax.text(flow_mid + (0.08 if adv > 0 else 0.0), 0.03 if adv > 0 else 0.97,
-                "∇ = Â·∇r flows\n" + ("(keep pushing r up)" if adv > 0 else "(keep pushing r down)"),
-                transform=ax.transAxes, ha="center", va="bottom" if adv > 0 else "top", fontsize=9, color=BLUE)
-        ax.set_xticks(sorted({0.0, lo, 1.0, hi, r_max}))
-        ax.set_xticklabels([f"{t:g}" if t not in (lo, hi) else (f"1−ε\n={t:g}" if t == lo else f"1+ε\n={t:g}")
-                            for t in sorted({0.0, lo, 1.0, hi, r_max})])
-        ax.set_xlabel("probability ratio r = π_θ / π_θold")
-        ax.set_ylabel("per-token objective")
-        ax.set_title(f"Â = {adv:+g} ({'good' if adv > 0 else 'bad'} action)", fontsize=11)
-        ax.grid(alpha=0.25)
+        _clip_panel(ax, adv, r, lo, hi, r_max)
     axes[0].legend(loc="upper left", fontsize=8.5, framealpha=0.95)
     fig.suptitle(f"Clip explorer: the pessimistic min of eq. 5.1 with ε = {clip_eps:g} (Book §5.2)", fontsize=12)
     return fig
 
 
-# ----------------------------------------------------------------------------- 2. rollout-buffer lifecycle
+def _clip_panel(ax, adv: float, r: np.ndarray, lo: float, hi: float, r_max: float) -> None:
+    """One panel of ``clip_explorer`` for advantage ``adv``: the three curves over ``r``, the ∇ = 0 band of
+    eq. 5.9 between ``lo`` = 1−ε / ``hi`` = 1+ε and the axis ends, and where the gradient flows."""
+    unclipped = r * adv
+    clipped = np.clip(r, lo, hi) * adv
+    objective = np.minimum(unclipped, clipped)
+    start, stop = (hi, r_max) if adv > 0 else (0.0, lo)
+    ax.axvspan(start, stop, color=ZERO_GRAD, alpha=0.55, lw=0, label="gradient = 0 (eq. 5.9)")
+    ax.plot(r, unclipped, color=BLUE, ls="--", lw=1.6, label="r·Â")
+    ax.plot(r, clipped, color=ORANGE, ls=":", lw=2.2, label="clip(r, 1−ε, 1+ε)·Â")
+    ax.plot(r, objective, color=INK, lw=3.0, alpha=0.85, label="L^CLIP = min(…)  (eq. 5.1)")
+    for x in (lo, hi):
+        ax.axvline(x, color=GREY, lw=0.8, ls="-.")
+    ax.axvline(1.0, color=GREY, lw=0.6)
+    ax.axhline(0.0, color=GREY, lw=0.6)
+    ymin, ymax = min(unclipped.min(), clipped.min()), max(unclipped.max(), clipped.max())
+    pad = 0.08 * (ymax - ymin)
+    # Extra room below (Â > 0) or above (Â < 0) the curves for the "gradient flows" label.
+    ax.set_ylim(ymin - (3.2 * pad if adv > 0 else pad), ymax + (pad if adv > 0 else 3.2 * pad))
+    ax.set_xlim(0, r_max)
+    # Labels in axes coordinates, in the empty corner of each region (clear of the curves).
+    zero_mid = 0.5 * (start + stop) / r_max
+    ax.text(zero_mid, 0.95 if adv > 0 else 0.05, "∇ = 0\n" + ("already increased enough" if adv > 0
+            else "already decreased enough"), transform=ax.transAxes, ha="center",
+            va="top" if adv > 0 else "bottom", fontsize=9, color=RED)
+    flow_mid = (0.5 * lo if adv > 0 else 0.5 * (hi + r_max)) / r_max
+    ax.text(flow_mid + (0.08 if adv > 0 else 0.0), 0.03 if adv > 0 else 0.97,
+            "∇ = Â·∇r flows\n" + ("(keep pushing r up)" if adv > 0 else "(keep pushing r down)"),
+            transform=ax.transAxes, ha="center", va="bottom" if adv > 0 else "top", fontsize=9, color=BLUE)
+    ax.set_xticks(sorted({0.0, lo, 1.0, hi, r_max}))
+    ax.set_xticklabels([f"{t:g}" if t not in (lo, hi) else (f"1−ε\n={t:g}" if t == lo else f"1+ε\n={t:g}")
+                        for t in sorted({0.0, lo, 1.0, hi, r_max})])
+    ax.set_xlabel("probability ratio r = π_θ / π_θold")
+    ax.set_ylabel("per-token objective")
+    ax.set_title(f"Â = {adv:+g} ({'good' if adv > 0 else 'bad'} action)", fontsize=11)
+    ax.grid(alpha=0.25)
 
 
-class MinibatchRatioStats(BaseModel):
-    """Statistics of r = exp(logp_new − logp_old) over the real tokens of one mini-batch, before its update."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    cycle: int = Field(ge=0, description="collect → train → purge cycle (one PPO step)")
-    epoch: int = Field(ge=0, description="epoch within the cycle, 0 .. ppo_epochs−1")
-    minibatch: int = Field(ge=0, description="mini-batch within the epoch")
-    ratio_min: float
-    ratio_p10: float
-    ratio_median: float
-    ratio_p90: float
-    ratio_max: float
-    clipfrac: float = Field(ge=0.0, le=1.0, description="share of tokens where the clip binds")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "MinibatchRatioStats":
-        q = [self.ratio_min, self.ratio_p10, self.ratio_median, self.ratio_p90, self.ratio_max]
-        if any(not np.isfinite(v) or v <= 0 for v in q) or q != sorted(q):
-            raise ValueError(f"ratio statistics must be positive, finite and ordered min ≤ p10 ≤ median ≤ p90 ≤ max, got {q}")
-        return self
-
-
-class LifecycleData(BaseModel):
-    """Input of ``buffer_lifecycle``: per-mini-batch ratio statistics of consecutive cycles, in order."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    clip_eps: float = Field(0.2, gt=0.0, lt=1.0)
-    ppo_epochs: int = Field(ge=1)
-    source: str = Field("", description="what produced the numbers (shown in the figure)")
-    minibatches: list[MinibatchRatioStats] = Field(min_length=1)
-
-
-def buffer_lifecycle(data: LifecycleData | dict) -> Figure:
-    """The ratio's spread across collect → train → purge cycles (Book §5.5, table 5.1 of §5.7).
-
-    Each point is one mini-batch, measured just before its update: the first
-    mini-batch of a cycle has r = 1.0 exactly (θ and θ_old are the same copy),
-    then the spread widens over the K epochs as θ drifts from θ_old, the clip
-    band 1 ± ε catches the tails, and after the purge the next cycle starts
-    from 1.0 again.
-
-    Args:
-        data: a ``LifecycleData`` (or a dict validating as one, e.g. from JSON).
-
-    Returns:
-        A Figure: ratio band (min-max, p10-p90, median) per mini-batch over the
-        cycles, and the clip fraction below it.
-
-    Raises:
-        pydantic.ValidationError: if ``data`` does not follow ``LifecycleData``.
-    """
-    data = LifecycleData.model_validate(data)
-    mbs = data.minibatches
-    x = np.arange(len(mbs))
-    get = lambda name: np.array([getattr(m, name) for m in mbs])  # noqa: E731
-    fig = Figure(figsize=(11, 5.6), layout="constrained")
-    ax, ax_clip = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
-    lo, hi = 1 - data.clip_eps, 1 + data.clip_eps
-    ax.axhspan(lo, hi, color=GREEN, alpha=0.08, lw=0, label=f"clip band 1 ± ε (ε = {data.clip_eps:g})")
-    for y in (lo, hi):
-        ax.axhline(y, color=GREEN, lw=0.9, ls="--")
-    ax.axhline(1.0, color=GREY, lw=0.8)
-    cycles = get("cycle")
-    for c in np.unique(cycles):
-        sel = cycles == c
-        xs = x[sel]
-        ax.fill_between(xs, get("ratio_min")[sel], get("ratio_max")[sel], color=BLUE, alpha=0.15, lw=0,
-                        label="min – max" if c == cycles[0] else None, step="mid")
-        ax.fill_between(xs, get("ratio_p10")[sel], get("ratio_p90")[sel], color=BLUE, alpha=0.35, lw=0,
-                        label="10th – 90th percentile" if c == cycles[0] else None, step="mid")
-        ax.plot(xs, get("ratio_median")[sel], color=BLUE, lw=1.8, drawstyle="steps-mid",
-                label="median" if c == cycles[0] else None)
-        ax_clip.bar(xs, get("clipfrac")[sel], color=ORANGE, width=0.8)
-    # Epoch and cycle boundaries.
-    epochs = get("epoch")
-    for i in range(1, len(mbs)):
-        if cycles[i] != cycles[i - 1]:
-            for a in (ax, ax_clip):
-                a.axvline(i - 0.5, color=RED, lw=2.0)
-            ax.annotate("purge → fresh rollout:\nr = 1.0 again", xy=(i - 0.5, 1 - data.clip_eps), xytext=(5, -4),
-                        textcoords="offset points", color=RED, fontsize=8.5, va="top")
-        elif epochs[i] != epochs[i - 1]:
-            for a in (ax, ax_clip):
-                a.axvline(i - 0.5, color=GREY, lw=0.8, ls=":")
-    for c in np.unique(cycles):
-        sel = np.flatnonzero(cycles == c)
-        ax.text(sel.mean(), 0.97, f"cycle {int(c) + 1}: collect → {data.ppo_epochs} epochs → purge",
-                transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9, color=INK)
-    # Scale to the 10th-90th percentiles and the clip band: a few tokens' extreme ratios (the min-max
-    # band) would otherwise flatten everything; the largest one is named instead.
-    spread = max(abs(get("ratio_p90").max() - 1), abs(1 - get("ratio_p10").min()), data.clip_eps)
-    top, bottom = 1 + 1.9 * spread, max(0.0, 1 - 1.6 * spread)
-    ax.set_ylim(bottom, top)
-    largest = float(get("ratio_max").max())
-    if largest > top:  # name the off-scale extreme in the legend rather than over the data
-        handles, labels = ax.get_legend_handles_labels()
-        ax.legend(handles, [f"min – max (largest r = {largest:.3g}, off scale)" if lab == "min – max" else lab
-                            for lab in labels], loc="lower left", fontsize=8.5, ncol=4, framealpha=0.95)
-    else:
-        ax.legend(loc="lower left", fontsize=8.5, ncol=4, framealpha=0.95)
-    ax.set_ylabel("ratio r = π_θ / π_θold\n(per token, real tokens)")
-    ax.grid(alpha=0.2, axis="y")
-    ax_clip.set_ylabel("clipfrac")
-    ax_clip.set_xlabel("mini-batch update (dotted lines: epoch boundaries; red: purge)")
-    ax_clip.set_ylim(0, max(0.05, 1.2 * get("clipfrac").max()))
-    ax_clip.grid(alpha=0.2, axis="y")
-    title = "Rollout-buffer lifecycle: r drifts from 1.0 over K epochs, then resets after the purge (Book §5.5, §5.7)"
-    fig.suptitle(title, fontsize=12)
-    if data.source:
-        ax.set_title(data.source, fontsize=8, color=GREY, loc="right")
-    return fig
-
-
-# ----------------------------------------------------------------------------- 3. one PPO step (fig. 5.1)
+# ----------------------------------------------------------------------------- 2. one PPO step (fig. 5.1)
 
 # Fig. 5.1's six steps for the book's 70B walkthrough (Book §5.5-5.7, p. 146-147): numbers as the chapter gives them.
 WALKTHROUGH_STEPS: tuple[tuple[str, str], ...] = (
@@ -307,7 +192,7 @@ def ppo_step_walkthrough() -> Figure:
     return fig
 
 
-# ----------------------------------------------------------------------------- 4. danger board
+# ----------------------------------------------------------------------------- 3. danger board
 
 
 class DangerRun(BaseModel):

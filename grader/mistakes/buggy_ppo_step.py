@@ -13,6 +13,7 @@ matched against the mistake that produced them (diagnosis ids in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -37,7 +38,7 @@ def reference_namespaces() -> dict[str, SimpleNamespace]:
 def run_reference_step(payload: dict, **switches: bool | int) -> dict[str, Any]:
     """One PPO step (no switch: the reference algorithm) → {"state_dict", "stats", "kl_coef", "trace"}.
 
-    Each switch of `_step` turns on one known mistake; the trace is the observer's
+    Each switch (a field of `Mistakes`) turns on one known mistake; the trace is the observer's
     (`ppo_course.sandbox.observe`), in the same format as the child's harness.
 
     Raises:
@@ -51,102 +52,135 @@ def run_reference_step(payload: dict, **switches: bool | int) -> dict[str, Any]:
     observer = StepObserver(policy, ref_policy, optimizer, generator, score, kl_ctl_inner, ns)
     with observer:
         out = _step(policy, ref_policy, optimizer, generator, config, queries, observer.reward_fn, observer.kl_ctl, ns,
-                    **switches)
+                    Mistakes(**switches))
     out["trace"] = observer.events
     out["kl_coef"] = kl_ctl_inner.value
     return out
 
 
-def _step(policy, ref_policy, optimizer, generator, config, queries, score, kl_ctl, ns, *,
-          whiten_advantages: bool = True, clip_grad: bool = True,
-          scale_loss: bool = True, zero_grad_every_minibatch: bool = False,
-          logp_old_recomputed: bool = False, logp_old_refreshed_each_epoch: bool = False,
-          epochs_delta: int = 0, kl_per_token_units: bool = False,
-          kl_update_first: bool = False, whiten_rewards_shift: bool = False,
-          ignore_temperature: bool = False, own_minibatch_generator: bool = False,
-          whiten_per_minibatch: bool = False, kl_coef_after_update: bool = False) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Mistakes:
+    """The switches of `run_reference_step`: each field, turned from its default, is one known mistake."""
+
+    whiten_advantages: bool = True  # False: the advantages are used unwhitened
+    clip_grad: bool = True  # False: no gradient-norm clipping before each optimizer step
+    scale_loss: bool = True  # False: the loss is not divided by gradient_accumulation_steps
+    zero_grad_every_minibatch: bool = False  # gradients zeroed before every mini-batch (accumulation broken)
+    logp_old_recomputed: bool = False  # logp_old taken from the current forward pass (the ratio is always 1)
+    logp_old_refreshed_each_epoch: bool = False  # θ_old becomes the current θ at every epoch after the first
+    epochs_delta: int = 0  # this many epochs more (or fewer) than ppo_epochs
+    kl_per_token_units: bool = False  # the controller gets the per-token mean KL, not the mean per-sequence sum
+    kl_update_first: bool = False  # the controller is updated before the rewards are shaped
+    whiten_rewards_shift: bool = False  # whiten_rewards also shifts the rewards' mean
+    ignore_temperature: bool = False  # log-probs at temperature 1, not the sampling temperature
+    own_minibatch_generator: bool = False  # mini-batches shuffled by a fresh generator, not the given one
+    whiten_per_minibatch: bool = False  # the advantages are whitened per mini-batch instead of once
+    kl_coef_after_update: bool = False  # the stats report the controller's value after its update
+
+
+def _step(policy, ref_policy, optimizer, generator, config, queries, score, kl_ctl, ns, m: Mistakes) -> dict[str, Any]:
     """The step itself, with ppo_reference's pieces reached through `ns` (so that the observer sees them)."""
     rollout = policy.generate(queries, config.max_new_tokens, config.temperature, config.top_p, generator)
     responses, mask = rollout.responses, rollout.mask
     scores = score(responses, mask)
-    temperature = 1.0 if ignore_temperature else config.temperature
+    temperature = 1.0 if m.ignore_temperature else config.temperature
     with torch.no_grad():
         logits, values = policy.forward_response(queries, responses, temperature)
         logp_old = ref.logprobs_from_logits(logits, responses)
         ref_logits, _ = ref_policy.forward_response(queries, responses, temperature)
         ref_logp = ref.logprobs_from_logits(ref_logits, responses)
-
-    def update_kl() -> None:
-        kl = ref.per_token_kl(logp_old, ref_logp, mask)
-        if kl_per_token_units:
-            kl_ctl.update((kl.sum() / mask.sum()).item(), queries.shape[0])
-        else:
-            kl_ctl.update(kl.sum(dim=1).mean().item(), queries.shape[0])
-
-    if kl_update_first:
-        update_kl()
+    if m.kl_update_first:
+        _update_kl(kl_ctl, logp_old, ref_logp, mask, queries.shape[0], m)
     kl_coef = kl_ctl.value
     rewards = ns['ex6_kl_reward'].kl_shaped_rewards(scores, logp_old, ref_logp, mask, kl_coef, config.kl_placement)
     if config.whiten_rewards:
-        rewards = ns['ex4_gae'].whiten(rewards, mask, shift_mean=whiten_rewards_shift)
+        rewards = ns['ex4_gae'].whiten(rewards, mask, shift_mean=m.whiten_rewards_shift)
     advantages, returns = ns['ex4_gae'].compute_gae(rewards, values, mask, config.gamma, config.lam)
-    if whiten_advantages and not whiten_per_minibatch:
+    if m.whiten_advantages and not m.whiten_per_minibatch:
         advantages = ns['ex4_gae'].whiten(advantages, mask)
+    data = dict(queries=queries, responses=responses, mask=mask, logp_old=logp_old, values=values,
+                advantages=advantages, returns=returns)
     buf = ns['ex5_rollout_buffer'].RolloutBuffer()
-    buf.add(queries=queries, responses=responses, mask=mask, logp_old=logp_old, values=values,
-            advantages=advantages, returns=returns)
+    buf.add(**data)
     buf.start_training()
-    accumulate = config.gradient_accumulation_steps
+    totals, n, logp_old = _train(policy, optimizer, generator, config, ns, buf, data, temperature, m)
+    if not m.kl_update_first:
+        _update_kl(kl_ctl, logp_old, ref_logp, mask, queries.shape[0], m)
+    buf.purge()
+    kl_seq = ref.per_token_kl(logp_old, ref_logp, mask).sum(dim=1)
+    stats = _step_stats(scores, kl_seq, kl_ctl, kl_coef, totals, n, m)
+    return {"state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()}, "stats": stats}
+
+
+def _update_kl(kl_ctl, logp_old, ref_logp, mask, n_sequences: int, m: Mistakes) -> None:
+    """The adaptive KL controller's update on the rollout's KL (batch mean of per-sequence sums, Book §5.6)."""
+    kl = ref.per_token_kl(logp_old, ref_logp, mask)
+    if m.kl_per_token_units:
+        kl_ctl.update((kl.sum() / mask.sum()).item(), n_sequences)
+    else:
+        kl_ctl.update(kl.sum(dim=1).mean().item(), n_sequences)
+
+
+def _train(policy, optimizer, generator, config, ns, buf, data: dict, temperature: float,
+           m: Mistakes) -> tuple[dict[str, float], int, torch.Tensor]:
+    """The K epochs of mini-batch updates on `buf` → (summed stats, number of mini-batches, last logp_old)."""
     optimizer.zero_grad()
     totals: dict[str, float] = {"loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0, "clipfrac": 0.0}
     n = 0
-    shuffle = torch.Generator().manual_seed(config.seed) if own_minibatch_generator else generator
-    for epoch in range(config.ppo_epochs + epochs_delta):
-        if logp_old_refreshed_each_epoch and epoch > 0:
+    shuffle = torch.Generator().manual_seed(config.seed) if m.own_minibatch_generator else generator
+    for epoch in range(config.ppo_epochs + m.epochs_delta):
+        if m.logp_old_refreshed_each_epoch and epoch > 0:
             # The mistake: θ_old becomes the current θ at every epoch (the ratio restarts at 1).
             with torch.no_grad():
-                fresh_logits, _ = policy.forward_response(queries, responses, temperature)
-                logp_old = ref.logprobs_from_logits(fresh_logits, responses)
+                fresh_logits, _ = policy.forward_response(data["queries"], data["responses"], temperature)
+                data = dict(data, logp_old=ref.logprobs_from_logits(fresh_logits, data["responses"]))
             buf.purge()
-            buf.add(queries=queries, responses=responses, mask=mask, logp_old=logp_old, values=values,
-                    advantages=advantages, returns=returns)
+            buf.add(**data)
             buf.start_training()
         for i, mb in enumerate(buf.minibatches(config.mini_batch_size, shuffle)):
-            if zero_grad_every_minibatch:
-                optimizer.zero_grad()
-            logits_mb, vpred = policy.forward_response(mb["queries"], mb["responses"], temperature)
-            logp = ref.logprobs_from_logits(logits_mb, mb["responses"])
-            old = logp.detach() if logp_old_recomputed else mb["logp_old"]
-            mb_adv = ns['ex4_gae'].whiten(mb["advantages"], mb["mask"]) if whiten_per_minibatch else mb["advantages"]
-            loss, stats = ns['ex3_full_loss'].ppo_loss(logp, old, mb_adv, vpred, mb["values"], mb["returns"], logits_mb,
-                                       mb["mask"], clip_eps=config.cliprange, clip_range_value=config.cliprange_value,
-                                       vf_coef=config.vf_coef, ent_coef=config.ent_coef)
-            (loss / accumulate if scale_loss else loss).backward()
-            if (i + 1) % accumulate == 0:
-                if clip_grad:
-                    torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
-                optimizer.step()
-                optimizer.zero_grad()
+            stats = _minibatch_update(policy, optimizer, config, ns, mb, i, temperature, m)
             for key in totals:
                 totals[key] += float(stats[key])
             n += 1
-    if not kl_update_first:
-        update_kl()
-    buf.purge()
-    kl_seq = ref.per_token_kl(logp_old, ref_logp, mask).sum(dim=1)
-    out_stats = {
+    return totals, n, data["logp_old"]
+
+
+def _minibatch_update(policy, optimizer, config, ns, mb: dict, i: int, temperature: float, m: Mistakes) -> dict:
+    """Mini-batch `i`'s PPO loss and backward pass, and an optimizer step every `gradient_accumulation_steps`
+    mini-batches; returns the loss's stats."""
+    accumulate = config.gradient_accumulation_steps
+    if m.zero_grad_every_minibatch:
+        optimizer.zero_grad()
+    logits_mb, vpred = policy.forward_response(mb["queries"], mb["responses"], temperature)
+    logp = ref.logprobs_from_logits(logits_mb, mb["responses"])
+    old = logp.detach() if m.logp_old_recomputed else mb["logp_old"]
+    mb_adv = ns['ex4_gae'].whiten(mb["advantages"], mb["mask"]) if m.whiten_per_minibatch else mb["advantages"]
+    loss, stats = ns['ex3_full_loss'].ppo_loss(logp, old, mb_adv, vpred, mb["values"], mb["returns"], logits_mb,
+                                               mb["mask"], clip_eps=config.cliprange,
+                                               clip_range_value=config.cliprange_value,
+                                               vf_coef=config.vf_coef, ent_coef=config.ent_coef)
+    (loss / accumulate if m.scale_loss else loss).backward()
+    if (i + 1) % accumulate == 0:
+        if m.clip_grad:
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+        optimizer.step()
+        optimizer.zero_grad()
+    return stats
+
+
+def _step_stats(scores, kl_seq, kl_ctl, kl_coef: float, totals: dict[str, float], n: int,
+                m: Mistakes) -> dict[str, float]:
+    """The step's stats under TRL's names: the rollout's mean score and KL, the KL coefficient, mean losses."""
+    return {
         "ppo/mean_scores": scores.float().mean().item(),
         "objective/kl": kl_seq.mean().item(),
-        "objective/kl_coef": float(kl_ctl.value if kl_coef_after_update else kl_coef),
+        "objective/kl_coef": float(kl_ctl.value if m.kl_coef_after_update else kl_coef),
         "ppo/loss/total": totals["loss"] / max(n, 1),
         "ppo/loss/value": totals["value_loss"] / max(n, 1),
         "ppo/policy/entropy": totals["entropy"] / max(n, 1),
         "ppo/policy/approx_kl": totals["approx_kl"] / max(n, 1),
         "ppo/policy/clipfrac": totals["clipfrac"] / max(n, 1),
     }
-    return {"state_dict": {k: v.detach().clone() for k, v in policy.state_dict().items()}, "stats": out_stats}
-
-
 
 
 # (diagnosis id, switches) in the order tried; the first whose parameters match the student's wins.

@@ -160,19 +160,7 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
         ]
     if png_name:
         lines += [f"![score histogram and per-exercise means]({png_name})", ""]
-    lines += ["## Per exercise (students with status `graded`)", ""]
-    lines += ["| exercise | max | mean | median | full marks |", "| --- | ---: | ---: | ---: | ---: |"]
-    for stem, mx in s.exercise_max.items():
-        if mx <= 0:
-            continue  # not graded in this batch (exercise not selected, or no test for it)
-        scores = s.exercise_scores.get(stem, [])
-        if scores:
-            full = sum(abs(x - mx) < 1e-9 for x in scores)
-            lines.append(
-                f"| `{stem}` | {mx:g} | {statistics.fmean(scores):.2f} | {statistics.median(scores):g} | {full}/{len(scores)} |"
-            )
-        else:
-            lines.append(f"| `{stem}` | {mx:g} | – | – | 0/0 |")
+    lines += _exercise_table(s)
     lines += ["", "## Most common diagnosed mistakes", ""]
     mistakes = _ranked(s.diagnoses)
     if not mistakes:
@@ -206,6 +194,24 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
     if run_issues:
         lines += ["Not attempted or did not run (students): " + ", ".join(f"`{d}` {n}" for d, n in run_issues), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _exercise_table(s: ClassSummary) -> list[str]:
+    """report.md's "Per exercise" section: its heading and one table row per exercise graded in the batch."""
+    lines = ["## Per exercise (students with status `graded`)", ""]
+    lines += ["| exercise | max | mean | median | full marks |", "| --- | ---: | ---: | ---: | ---: |"]
+    for stem, mx in s.exercise_max.items():
+        if mx <= 0:
+            continue  # not graded in this batch (exercise not selected, or no test for it)
+        scores = s.exercise_scores.get(stem, [])
+        if scores:
+            full = sum(abs(x - mx) < 1e-9 for x in scores)
+            lines.append(
+                f"| `{stem}` | {mx:g} | {statistics.fmean(scores):.2f} | {statistics.median(scores):g} | {full}/{len(scores)} |"
+            )
+        else:
+            lines.append(f"| `{stem}` | {mx:g} | – | – | 0/0 |")
+    return lines
 
 
 def report_figure(summary: ClassSummary, top: int = TOP_MISTAKES):

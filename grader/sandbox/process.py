@@ -179,18 +179,7 @@ class ChildProcess:
                 raise TimeoutError
             for key, events in self.selector.select(min(remaining, 1.0)):
                 if key.data == "pipe":
-                    fd = key.fd
-                    try:
-                        data = os.read(fd, 1 << 16)
-                    except BlockingIOError:
-                        continue
-                    if not data:
-                        self.selector.unregister(fd)
-                        continue
-                    self.output.add(self.pipes[fd], data)
-                    if self.output.call_total > self.output.kill_bytes:
-                        raise _Died(f"the submission printed more than {self.output.kill_bytes / 2**20:g} MiB: "
-                                    "remove debug prints (the limit is per call)")
+                    self._read_pipe(key.fd)
                     continue
                 if events & selectors.EVENT_WRITE and out:
                     try:
@@ -219,6 +208,24 @@ class ChildProcess:
                         self.reader.feed(data)
                     except codec.ProtocolError as exc:
                         raise _Died(f"the submission's process sent a malformed message ({exc})") from None
+
+    def _read_pipe(self, fd: int) -> None:
+        """Read what is ready on the child's stdout/stderr pipe ``fd`` into ``self.output`` (EOF: stop watching it).
+
+        Raises:
+            _Died: the child printed more than ``output.kill_bytes`` in this call.
+        """
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        if not data:
+            self.selector.unregister(fd)
+            return
+        self.output.add(self.pipes[fd], data)
+        if self.output.call_total > self.output.kill_bytes:
+            raise _Died(f"the submission printed more than {self.output.kill_bytes / 2**20:g} MiB: "
+                        "remove debug prints (the limit is per call)")
 
     def decode(self, node: Any, buffers: list[bytes]) -> Any:
         """Decode a value from the child (plain types, plain tensors, handles)."""

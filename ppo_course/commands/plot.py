@@ -2,7 +2,7 @@
 
 ``clip`` and ``walkthrough`` need nothing. ``lifecycle`` and ``danger`` show PPO
 runs on the toy task, so they take the run data as JSON (``--data``, the format
-of ``ppo_course.plots.LifecycleData`` / ``DangerData``). The student bundle has
+of ``ppo_course.lifecycle_plot.LifecycleData`` / ``ppo_course.plots.DangerData``). The student bundle has
 no PPO of its own to run, so there ``--data`` is needed; an instructor's install
 replaces this command with ``grader.commands.plot``, which can also compute the
 data with the reference PPO (and save it for students).
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, compute_data: DataSource | None = None) -> int
     """
     import pydantic
 
-    from ppo_course import plots
+    from ppo_course import lifecycle_plot, plots
 
     try:
         if args.kind == "clip":
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, compute_data: DataSource | None = None) -> int
                 print(f"ppo-course plot {args.kind}: pass --data FILE.json (the run data); computing it needs the "
                       "instructor's install (reference PPO), which this one does not have", file=sys.stderr)
                 return 2
-            fig = plots.buffer_lifecycle(data) if args.kind == "lifecycle" else plots.danger_board(data)
+            fig = lifecycle_plot.buffer_lifecycle(data) if args.kind == "lifecycle" else plots.danger_board(data)
     except (ValueError, pydantic.ValidationError, OSError) as exc:  # JSON, schema and argument errors
         where = f" ({args.data})" if args.data else ""
         print(f"ppo-course plot {args.kind}{where}: {exc}", file=sys.stderr)

@@ -126,6 +126,8 @@ def _unshare_or_note(iso: Isolation, flag: int, note: str) -> bool:
 def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     """Steps 4-8 of the module docstring; returns what was achieved.
 
+    Each step is one helper below, called here in run order.
+
     Args:
         config: the spawn configuration (see ``grader.sandbox.process``): keys
             ``uid`` (int or None), ``limits`` (dict), ``needed_paths``,
@@ -141,90 +143,137 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     limits = config["limits"]
     is_root = os.geteuid() == 0
     cgroup = config.get("memory_cgroup")
+    budget = _join_memory_cgroup(cgroup, config)
+    uid = config.get("uid") if is_root else None
+    # Counted before any user namespace: inside one, every unmapped uid shows as "nobody".
+    tasks_before = 0 if is_root else _count_user_tasks(os.getuid())
+    in_user_namespace = not is_root and _enter_user_namespace(iso)
+    _unshare_namespaces(iso)
+    if _private_mount_namespace(iso):
+        _build_minimal_root(iso, config, limits, uid)
+    if not iso.mounts_private and not is_root:
+        _refuse_writable_interpreter(config)
+    home = _write_submission_dir(iso, config, files, uid)
+    # RLIMIT_NPROC counts the tasks of the real uid: a private uid starts from 0, and
+    # so does a user namespace on Linux >= 5.14 (per-namespace counts); otherwise the
+    # grader's own tasks count too and the budget comes on top of them.
+    private_count = uid is not None or (in_user_namespace and kernel_at_least(5, 14))
+    _set_budget(iso, budget, limits, 0 if private_count else tasks_before, single_process=not cgroup)
+    _drop_privileges(iso, config, uid, is_root)
+    _scrub_and_filter(iso, home, single_process=not cgroup)
+    return iso
+
+
+def _join_memory_cgroup(cgroup: str | None, config: dict) -> memcg.Budget | None:
+    """Move this child into the memory cgroup ``cgroup`` the fork server made, if any; returns its budget."""
     budget = memcg.Budget(cgroup, int(config["memory_cgroup_version"])) if cgroup else None
     if budget is not None:
         # First: every page this child and its processes fault in from here on counts (issue 19, class 2).
         budget.join()
-    uid = config.get("uid") if is_root else None
-    gid = uid
-    namespaces_ok = False
-    in_user_namespace = False
-    # Counted before any user namespace: inside one, every unmapped uid shows as "nobody".
-    tasks_before = 0 if is_root else _count_user_tasks(os.getuid())
-    if not is_root:
-        # An unprivileged user namespace gives this process the rights to make
-        # its own mount and network namespaces (where the kernel allows it).
-        my_uid, my_gid = os.getuid(), os.getgid()
-        try:
-            # A process that changed credentials is not dumpable, and then cannot
-            # write its own uid_map: make it dumpable again first.
-            prctl(PR_SET_DUMPABLE, 1)
-            unshare(CLONE_NEWUSER)
-        except OSError as exc:
-            iso.notes.append(f"no user namespace ({exc.strerror}): no private mounts, network stays reachable")
-        else:
-            # Inside the namespace now: without id maps every file would look foreign
-            # and nothing could be created; fail closed rather than run half set up.
-            _write_id_maps(my_uid, my_gid)
-            in_user_namespace = True
+    return budget
+
+
+def _enter_user_namespace(iso: Isolation) -> bool:
+    """Not root: an unprivileged user namespace (with id maps) gives this process the rights to make
+    its own mount and network namespaces (where the kernel allows it). Returns whether it was made;
+    a refusal is noted in ``iso.notes``. Raises OSError when the id maps cannot be written."""
+    my_uid, my_gid = os.getuid(), os.getgid()
+    try:
+        # A process that changed credentials is not dumpable, and then cannot
+        # write its own uid_map: make it dumpable again first.
+        prctl(PR_SET_DUMPABLE, 1)
+        unshare(CLONE_NEWUSER)
+    except OSError as exc:
+        iso.notes.append(f"no user namespace ({exc.strerror}): no private mounts, network stays reachable")
+        return False
+    # Inside the namespace now: without id maps every file would look foreign
+    # and nothing could be created; fail closed rather than run half set up.
+    _write_id_maps(my_uid, my_gid)
+    return True
+
+
+def _unshare_namespaces(iso: Isolation) -> None:
+    """Private network, cgroup and IPC namespaces, each where the kernel allows it (a refusal is noted)."""
     iso.network_isolated = _unshare_or_note(iso, CLONE_NEWNET, "no network namespace ({}): student code can reach the network")
     # /proc/self/cgroup then reads "/" instead of the grader's memory cgroup path ".../ppo-sandbox-<pid>/c<n>",
     # whose c<n> counted the children made before this one: the order a submission is graded in (red team a108).
     _unshare_or_note(iso, CLONE_NEWCGROUP, "no cgroup namespace ({}): the child sees its memory cgroup's path")
     _unshare_or_note(iso, CLONE_NEWIPC, "no IPC namespace ({})")  # no System V shared memory / semaphores shared with the grader
+
+
+def _private_mount_namespace(iso: Isolation) -> bool:
+    """A mount namespace whose mounts do not propagate back; returns whether it was made (a refusal is noted)."""
     try:
         unshare(CLONE_NEWNS)
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-        namespaces_ok = True
     except OSError as exc:
         iso.notes.append(f"no mount namespace ({exc.strerror}): no minimal root, instructor files are not covered "
                          "and the machine's files (their access times too) stay visible")
-    if namespaces_ok:
-        needed = sorted({q for p in config.get("needed_paths", []) if os.path.exists(p)
-                         for q in (os.path.abspath(p), os.path.realpath(p))})
-        try:
-            # Issue 19, class 1: only what the interpreter needs, read-only and noatime, and a
-            # private writable /tmp, /dev/shm, /var/tmp (rootfs); the machine's root is detached.
-            new_root = os.path.join(config["workdir"], "root")
-            os.makedirs(new_root, mode=0o700, exist_ok=True)
-            iso.notes.extend(rootfs.build(new_root, needed, int(limits["tmp_size_mb"]), fresh_proc=uid is not None))
-            # An instructor path inside a needed one (results under the venv, say) is covered too.
-            hide = [h for h in config.get("hide_paths", []) if any(_is_within(os.path.realpath(h), n) and os.path.realpath(h) != n for n in needed)]
-            covers, notes = plan_covers(needed, hide, unprivileged=uid is not None)
-            iso.notes.extend(notes)
-            apply_covers(covers)
-            iso.mounts_private = True
-            iso.workdir = "/tmp/submission"
-        except OSError as exc:
-            # The kernel granted a mount namespace but refused a step: fail closed rather
-            # than run student code beside the machine's files.
-            raise OSError(exc.errno, f"building the child's minimal root failed: {exc}") from None
-    if not iso.mounts_private and not is_root:
-        writable = [p for p in config.get("needed_paths", []) if os.path.exists(p) and os.access(p, os.W_OK)]
-        if writable:
-            # Fail closed: without a mount namespace nothing can make these read-only, and a
-            # child of the grader's own uid could plant code that every later grading runs.
-            raise OSError(errno.EPERM, f"no private mounts, and the interpreter's paths {writable[:3]} are writable "
-                          "by the submission; run the grader as root or where user namespaces are allowed")
+        return False
+    return True
+
+
+def _build_minimal_root(iso: Isolation, config: dict, limits: dict, uid: int | None) -> None:
+    """Step 4 in the private mount namespace: the minimal root (``rootfs``), instructor paths covered.
+    Raises OSError when a step is refused (fail closed: no student code beside the machine's files)."""
+    needed = sorted({q for p in config.get("needed_paths", []) if os.path.exists(p)
+                     for q in (os.path.abspath(p), os.path.realpath(p))})
+    try:
+        # Issue 19, class 1: only what the interpreter needs, read-only and noatime, and a
+        # private writable /tmp, /dev/shm, /var/tmp (rootfs); the machine's root is detached.
+        new_root = os.path.join(config["workdir"], "root")
+        os.makedirs(new_root, mode=0o700, exist_ok=True)
+        iso.notes.extend(rootfs.build(new_root, needed, int(limits["tmp_size_mb"]), fresh_proc=uid is not None))
+        # An instructor path inside a needed one (results under the venv, say) is covered too.
+        hide = [h for h in config.get("hide_paths", []) if any(_is_within(os.path.realpath(h), n) and os.path.realpath(h) != n for n in needed)]
+        covers, notes = plan_covers(needed, hide, unprivileged=uid is not None)
+        iso.notes.extend(notes)
+        apply_covers(covers)
+        iso.mounts_private = True
+        iso.workdir = "/tmp/submission"
+    except OSError as exc:
+        # The kernel granted a mount namespace but refused a step: fail closed rather
+        # than run student code beside the machine's files.
+        raise OSError(exc.errno, f"building the child's minimal root failed: {exc}") from None
+
+
+def _refuse_writable_interpreter(config: dict) -> None:
+    """Not root and no private mounts: raise OSError (EPERM) if the submission could write into a needed path."""
+    writable = [p for p in config.get("needed_paths", []) if os.path.exists(p) and os.access(p, os.W_OK)]
+    if writable:
+        # Fail closed: without a mount namespace nothing can make these read-only, and a
+        # child of the grader's own uid could plant code that every later grading runs.
+        raise OSError(errno.EPERM, f"no private mounts, and the interpreter's paths {writable[:3]} are writable "
+                      "by the submission; run the grader as root or where user namespaces are allowed")
+
+
+def _write_submission_dir(iso: Isolation, config: dict, files: list[SubmissionFile], uid: int | None) -> str:
+    """Step 5: the submission written into ``iso.workdir`` (owned by ``uid``, gid = uid); returns HOME, its parent."""
     if not iso.workdir:
         iso.workdir = os.path.join(config["workdir"], "submission")
     os.makedirs(iso.workdir, mode=0o755, exist_ok=True)
-    write_submission(files, iso.workdir, uid, gid)
+    write_submission(files, iso.workdir, uid, uid)
     home = os.path.dirname(iso.workdir)
     if uid is not None:
-        os.chown(home, uid, gid)  # type: ignore[arg-type]
-    # RLIMIT_NPROC counts the tasks of the real uid: a private uid starts from 0, and
-    # so does a user namespace on Linux >= 5.14 (per-namespace counts); otherwise the
-    # grader's own tasks count too and the budget comes on top of them.
-    private_count = uid is not None or (in_user_namespace and kernel_at_least(5, 14))
+        os.chown(home, uid, uid)
+    return home
+
+
+def _set_budget(iso: Isolation, budget: memcg.Budget | None, limits: dict, nproc_base: int, single_process: bool) -> None:
+    """Step 6: the memory cgroup's limit (without one: a note) and the resource limits (``set_limits``)."""
     if budget is not None:
         budget.set(int(limits["memory_mb"]))
     else:
         iso.notes.append("no memory cgroup: one process, no memfd, address space less the tmpfs sizes")
-    set_limits(limits, nproc_base=0 if private_count else tasks_before, single_process=not cgroup)
+    set_limits(limits, nproc_base=nproc_base, single_process=single_process)
+
+
+def _drop_privileges(iso: Isolation, config: dict, uid: int | None, is_root: bool) -> None:
+    """Step 7: privileges dropped to ``uid`` (gid = uid), the parent-death signal re-armed, ``PR_SET_NO_NEW_PRIVS``.
+    Raises OSError when the drop did not take effect; exits (1) if the fork server died meanwhile."""
     if uid is not None:
         os.setgroups([])
-        os.setresgid(gid, gid, gid)  # type: ignore[arg-type]
+        os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
         if os.getuid() != uid or os.geteuid() != uid:
             raise OSError(errno.EPERM, "privilege drop did not take effect")
@@ -242,17 +291,21 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
         prctl(PR_SET_NO_NEW_PRIVS, 1)
     except OSError:
         pass
+
+
+def _scrub_and_filter(iso: Isolation, home: str, single_process: bool) -> None:
+    """Steps 8-9: the scrubbed environment, ``iso.workdir`` as the working directory, then the seccomp filter.
+    Raises OSError when the filter cannot be installed (fail closed: no student code runs)."""
     os.environ.clear()
     os.environ.update(scrubbed_env(home))
     os.chdir(iso.workdir)
     # Last: system calls no exercise needs (keyrings, ptrace, bpf, mounts, ...) fail with
     # EPERM from here on. A machine that cannot load the filter runs no student code.
     try:
-        syscall_filter.install(single_process=not cgroup)
+        syscall_filter.install(single_process=single_process)
     except OSError as exc:
         raise OSError(exc.errno, f"the seccomp filter could not be installed, so no student code runs: {exc.strerror}") from None
     iso.seccomp = True
-    return iso
 
 
 def vm_size_bytes() -> int:

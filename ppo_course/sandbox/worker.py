@@ -236,34 +236,12 @@ def request_seed(req: dict) -> int:
 
 def run_child(sock_fd: int, config: dict) -> None:
     """Child entry after the fork: confine, import the module, serve requests. Never returns."""
-    from ppo_course.sandbox import isolate, submission_files
-
     sock = socket.socket(fileno=sock_fd)
     sock.setblocking(True)
-    limits = config["limits"]
-    channel = Channel(sock, int(limits["max_message_bytes"]))
-    # Python-level stdout/stderr on the fresh capture pipes (fds 1 and 2).
-    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)  # type: ignore[misc]
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)  # type: ignore[misc]
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))  # type: ignore[misc]
-    try:
-        files = submission_files.read_submission(config["submission_dir"], int(limits["max_submission_bytes"]))
-    except (OSError, ValueError) as exc:
-        channel.send({"m": "setup_error", "student": True, "message": f"cannot read the submission: {exc}"}, [])
-        os._exit(0)
-    try:
-        iso = isolate.confine(config, files)
-    except BaseException as exc:  # noqa: BLE001
-        channel.send({"m": "setup_error", "student": False, "message": f"sandbox set-up failed: {type(exc).__name__}: {exc}"}, [])
-        os._exit(0)
-    torch.set_num_threads(1)
-    sys.path[:] = [iso.workdir] + [p for p in sys.path if p and p != os.getcwd() and not p.startswith(config.get("workdir", "\0"))]
-    sys.meta_path.insert(0, _BlockInstructorImports)  # type: ignore[arg-type]
-    importlib.invalidate_caches()
-    if config.get("known_good"):
-        from ppo_course.sandbox import proxies
-
-        proxies.install(channel, config["known_good"])
+    channel = Channel(sock, int(config["limits"]["max_message_bytes"]))
+    _python_std_streams()
+    iso = _confined(channel, config)
+    _prepare_imports(channel, config, iso.workdir)
     info = {"pid": os.getpid(), "uid": os.getuid(), "workdir": iso.workdir, "network_isolated": iso.network_isolated,
             "mounts_private": iso.mounts_private, "seccomp": iso.seccomp, "notes": iso.notes}
     module_name = str(config["module"])
@@ -271,6 +249,7 @@ def run_child(sock_fd: int, config: dict) -> None:
 
     worker = Worker(channel, None, config, harness.trusted_operations())  # before the student's code runs
     handle = worker.handle  # bound now: rebinding Worker.handle later changes nothing
+    serve = _serve  # likewise: rebinding this module's _serve later changes nothing
     seed_globals(zlib.crc32(module_name.encode("utf-8", "backslashreplace")))  # import-time draws too
     try:
         module = importlib.import_module(module_name)
@@ -281,6 +260,48 @@ def run_child(sock_fd: int, config: dict) -> None:
     _flush_std()
     channel.send({"m": "ready", "info": info}, [])
     worker.module = module
+    serve(channel, handle)
+
+
+def _python_std_streams() -> None:
+    """Python-level stdin/stdout/stderr on the fresh descriptors (stdout/stderr: the capture pipes, fds 1 and 2)."""
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)  # type: ignore[misc]
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))  # type: ignore[misc]
+
+
+def _confined(channel: Channel, config: dict) -> Any:
+    """Read the submission, then ``isolate.confine``; returns its ``Isolation``. On failure sends a
+    ``setup_error`` (``student``: whether the submission is at fault) and exits the child."""
+    from ppo_course.sandbox import isolate, submission_files
+
+    try:
+        files = submission_files.read_submission(config["submission_dir"], int(config["limits"]["max_submission_bytes"]))
+    except (OSError, ValueError) as exc:
+        channel.send({"m": "setup_error", "student": True, "message": f"cannot read the submission: {exc}"}, [])
+        os._exit(0)
+    try:
+        return isolate.confine(config, files)
+    except BaseException as exc:  # noqa: BLE001
+        channel.send({"m": "setup_error", "student": False, "message": f"sandbox set-up failed: {type(exc).__name__}: {exc}"}, [])
+        os._exit(0)
+
+
+def _prepare_imports(channel: Channel, config: dict, workdir: str) -> None:
+    """One thread; ``workdir`` first on ``sys.path`` (the grader's paths dropped); instructor packages
+    blocked; the known-good proxies installed when the grader asks for them."""
+    torch.set_num_threads(1)
+    sys.path[:] = [workdir] + [p for p in sys.path if p and p != os.getcwd() and not p.startswith(config.get("workdir", "\0"))]
+    sys.meta_path.insert(0, _BlockInstructorImports)  # type: ignore[arg-type]
+    importlib.invalidate_caches()
+    if config.get("known_good"):
+        from ppo_course.sandbox import proxies
+
+        proxies.install(channel, config["known_good"])
+
+
+def _serve(channel: Channel, handle: Any) -> None:
+    """The request loop: one reply per request (see the module docstring); never returns."""
     while True:
         req, buffers = channel.recv()
         if req.get("m") != "req":

@@ -1,4 +1,4 @@
-"""The four figures of `ppo_course.plots` and `ppo-course plot`: they render, and they draw the right thing."""
+"""The four figures of `ppo_course.plots` / `ppo_course.lifecycle_plot` and `ppo-course plot`: they render, and they draw the right thing."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 from conftest import REPO
-from ppo_course import plots
+from ppo_course import lifecycle_plot, plots
 from ppo_course.cli import main as cli_main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -70,7 +70,7 @@ def test_clip_explorer_rejects_bad_eps(bad: float):
 
 def test_lifecycle_marks_each_purge_and_renders(tmp_path: Path):
     """One red purge line between consecutive cycles, at the first mini-batch of the new cycle (x − 0.5)."""
-    fig = plots.buffer_lifecycle(_lifecycle(cycles=3, epochs=2, per_epoch=3))
+    fig = lifecycle_plot.buffer_lifecycle(_lifecycle(cycles=3, epochs=2, per_epoch=3))
     ax = fig.axes[0]
     purges = sorted(line.get_xdata()[0] for line in ax.lines if line.get_color() == plots.RED)
     assert purges == [5.5, 11.5]  # 6 mini-batches per cycle
@@ -81,7 +81,7 @@ def test_lifecycle_rejects_unordered_quantiles():
     data = _lifecycle()
     data["minibatches"][3]["ratio_p10"] = 5.0
     with pytest.raises(pydantic.ValidationError, match="ordered"):
-        plots.buffer_lifecycle(data)
+        lifecycle_plot.buffer_lifecycle(data)
 
 
 def test_walkthrough_has_the_six_steps_and_the_books_numbers(tmp_path: Path):
@@ -127,8 +127,8 @@ def test_plot_command_reports_bad_data(tmp_path: Path, capsys):
 
 
 def test_student_side_modules_import_no_instructor_code():
-    """plots.py and the plot command import neither ppo_reference nor grader (computing run data is grader.commands.plot's)."""
-    for rel in ("ppo_course/plots.py", "ppo_course/commands/plot.py"):
+    """plots.py, lifecycle_plot.py and the plot command import neither ppo_reference nor grader (computing run data is grader.commands.plot's)."""
+    for rel in ("ppo_course/plots.py", "ppo_course/lifecycle_plot.py", "ppo_course/commands/plot.py"):
         tree = ast.parse((REPO / rel).read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
@@ -143,11 +143,11 @@ def test_reference_lifecycle_starts_at_one_and_drifts():
     from grader.figure_runs import lifecycle_data
 
     data = lifecycle_data(2)
-    plots.LifecycleData.model_validate(data)
+    lifecycle_plot.LifecycleData.model_validate(data)
     rows = data["minibatches"]
     for cycle in (0, 1):
         mine = [r for r in rows if r["cycle"] == cycle]
         assert mine[0]["ratio_min"] == pytest.approx(1.0, abs=1e-6) and mine[0]["ratio_max"] == pytest.approx(1.0, abs=1e-6)
         last = mine[-1]
         assert last["ratio_p90"] - last["ratio_p10"] > 0.01
-    plots.buffer_lifecycle(data)
+    lifecycle_plot.buffer_lifecycle(data)

@@ -172,6 +172,36 @@ def _set_error(cell, why: str) -> None:
     cell.outputs = [nbformat.v4.new_output("error", ename="NotGraded", evalue=why, traceback=[why])]
 
 
+def _student_modules(source_dir: Path, submitted_dir: Path) -> dict[str, str]:
+    """``{stem: source}`` of every exercise module of the course's notebooks, rebuilt from the student's
+    notebook of the same name (``rebuild_module``); a missing notebook leaves its modules out (missing
+    modules, as in ``ppo-course grade``)."""
+    modules = {}
+    for path in sorted(source_dir.glob("*.ipynb")):
+        src = read_notebook(path)
+        for stem in _exercise_stems(src) if src is not None else []:
+            student = read_notebook(submitted_dir / path.name)
+            if student is not None:  # a missing notebook is a missing module, as in `ppo-course grade`
+                modules[stem] = rebuild_module(src, student, stem)
+    return modules
+
+
+def _quiz_answers(source_nb, nb) -> dict[str, str]:
+    """``{question id: answer}`` from the student's notebook ``nb`` ("" where no answer cell)."""
+    # Answer cells are found by grade_id as the source defines them (the student's metadata is
+    # not trusted); nb is already sanitized, and the first cell of each id counts.
+    answer_ids = {_grade_id(c): _meta(c)["ppo_course"]["quiz_answer"] for c in source_nb.cells
+                  if "quiz_answer" in _meta(c).get("ppo_course", {})}
+    answers = {qid: "" for qid in answer_ids.values()}
+    seen: set[str] = set()
+    for c in nb.cells:
+        gid = _grade_id(c)
+        if gid in answer_ids and gid not in seen and c.cell_type == "code":
+            seen.add(gid)
+            answers[answer_ids[gid]] = c.source
+    return answers
+
+
 class IsolatedGrade(NbGraderPreprocessor):
     """Score every autograded test cell from the isolated grader (see the module docstring).
 
@@ -200,13 +230,7 @@ class IsolatedGrade(NbGraderPreprocessor):
 
         result = None
         if any("graded" in v for v in graded.values()):
-            modules = {}
-            for path in sorted(source_dir.glob("*.ipynb")):
-                src = read_notebook(path)
-                for stem in _exercise_stems(src) if src is not None else []:
-                    student = read_notebook(submitted_dir / path.name)
-                    if student is not None:  # a missing notebook is a missing module, as in `ppo-course grade`
-                        modules[stem] = rebuild_module(src, student, stem)
+            modules = _student_modules(source_dir, submitted_dir)
             self.log.info("IsolatedGrade: grading %s's modules %s (profile %s)", info["student"], sorted(modules),
                           self.profile)
             result = grade_modules(modules, self.profile, self.timeout_s)
@@ -214,18 +238,7 @@ class IsolatedGrade(NbGraderPreprocessor):
         if any("quiz" in v for v in graded.values()):
             from grader.platforms.nbgrader_course.quiz import grade_answers
 
-            # Answer cells are found by grade_id as the source defines them (the student's metadata is
-            # not trusted); nb is already sanitized, and the first cell of each id counts.
-            answer_ids = {_grade_id(c): _meta(c)["ppo_course"]["quiz_answer"] for c in source_nb.cells
-                          if "quiz_answer" in _meta(c).get("ppo_course", {})}
-            answers = {qid: "" for qid in answer_ids.values()}
-            seen: set[str] = set()
-            for c in nb.cells:
-                gid = _grade_id(c)
-                if gid in answer_ids and gid not in seen and c.cell_type == "code":
-                    seen.add(gid)
-                    answers[answer_ids[gid]] = c.source
-            quiz = grade_answers(answers)
+            quiz = grade_answers(_quiz_answers(source_nb, nb))
 
         for cell in nb.cells:
             if not _meta(cell).get("nbgrader", {}).get("grade") or cell.cell_type != "code":

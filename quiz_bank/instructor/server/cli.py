@@ -101,24 +101,8 @@ def serve(args: argparse.Namespace) -> int:
     except (AuthError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.lti is not None:
-        try:
-            from grader.platforms.lti.registry import RegistryError
-            from grader.platforms.lti.tool import LtiTool, cross_site_launches
-        except ImportError:
-            print("error: --lti needs the instructor install (grader.platforms.lti)", file=sys.stderr)
-            return 2
-        try:
-            lti_tool = LtiTool(args.lti, args.base_url or f"http://{args.host}:{args.port}")
-        except (RegistryError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        print(f"LTI 1.3 tool: login {lti_tool.login_url}, launch {lti_tool.launch_url}, "
-              f"{len(lti_tool.registry.platforms)} platform(s) registered", flush=True)
-        if not cross_site_launches(lti_tool.base_url):
-            print(f"warning: {lti_tool.base_url} is plain http on a host that is not this machine: browsers keep the "
-                  "launch's state cookie only for a platform on the same site; serve the tool over https "
-                  "(docs/lti.md)", file=sys.stderr, flush=True)
+    if args.lti is not None and not _announce_lti(args):
+        return 2
     config = serving.ServeConfig(
         db=str(args.db), secret_file=str(args.secret_file.resolve()), policy=str(args.policy) if args.policy else None,
         bank=str(args.bank) if args.bank else None, trust_proxy=args.trust_proxy, session_hours=args.session_hours,
@@ -138,6 +122,29 @@ def serve(args: argparse.Namespace) -> int:
           f"{args.workers} worker(s)); Ctrl-C stops it", flush=True)
     serving.run(config, args.host, args.port, args.workers)
     return 0
+
+
+def _announce_lti(args: argparse.Namespace) -> bool:
+    """Load ``--lti``'s tool registry and print its endpoints (a warning where launches cannot keep their
+    state cookie); False, with the error printed, when the install or the registry does not allow it."""
+    try:
+        from grader.platforms.lti.registry import RegistryError
+        from grader.platforms.lti.tool import LtiTool, cross_site_launches
+    except ImportError:
+        print("error: --lti needs the instructor install (grader.platforms.lti)", file=sys.stderr)
+        return False
+    try:
+        lti_tool = LtiTool(args.lti, args.base_url or f"http://{args.host}:{args.port}")
+    except (RegistryError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return False
+    print(f"LTI 1.3 tool: login {lti_tool.login_url}, launch {lti_tool.launch_url}, "
+          f"{len(lti_tool.registry.platforms)} platform(s) registered", flush=True)
+    if not cross_site_launches(lti_tool.base_url):
+        print(f"warning: {lti_tool.base_url} is plain http on a host that is not this machine: browsers keep the "
+              "launch's state cookie only for a platform on the same site; serve the tool over https "
+              "(docs/lti.md)", file=sys.stderr, flush=True)
+    return True
 
 
 def tokens(args: argparse.Namespace) -> int:

@@ -150,54 +150,72 @@ def buffer_lifecycle(actions: list[str]) -> dict[str, Any]:
     Raises:
         ValueError: for an unknown action or more than 40 actions.
     """
-    import torch
-
-    import ppo_reference as ref
-
     if len(actions) > 40:
         raise ValueError("at most 40 actions")
     unknown = [a for a in actions if a not in ACTIONS]
     if unknown:
         raise ValueError(f"unknown action(s) {unknown}; use {', '.join(ACTIONS)}")
-    buf = ref.RolloutBuffer()
-    generator = torch.Generator().manual_seed(0)
-    cycle, replay = 0, []  # replay buffer: (cycle collected) per sequence
-    updates, rollout_at, replay_at = 0, None, []  # policy updates so far; when the data was collected
-
-
+    lab = _BufferLab()
     steps = []
-    stale_iterator = None
     for action in actions:
         error = None
         try:
-            if action == "collect":
-                buf.add(logp_old=torch.full((4, 3), -1.0), rewards=torch.zeros(4, 3))
-                replay.extend([cycle] * 4)
-                replay_at.extend([updates] * 4)
-                rollout_at = updates if rollout_at is None else rollout_at
-            elif action == "train":
-                if buf.phase == "collect":
-                    buf.start_training()
-                stale_iterator = buf.minibatches(2, generator=generator)
-                sum(1 for _ in buf.minibatches(2, generator=generator))
-                updates += 1
-            elif action == "purge":
-                buf.purge()
-                cycle += 1
-                rollout_at = None
-            elif action == "reuse":
-                if stale_iterator is None:
-                    raise RuntimeError("nothing to reuse yet: train on a rollout first")
-                next(stale_iterator)
+            lab.apply(action)
         except (RuntimeError, ValueError, StopIteration) as exc:
             error = str(exc) or type(exc).__name__
-        steps.append({
-            "action": action, "phase": buf.phase, "size": len(buf), "cycle": cycle, "error": error,
+        steps.append(lab.step(action, error))
+    return {"steps": steps, "phase": lab.buf.phase, "size": len(lab.buf), "replay_size": len(lab.replay)}
+
+
+class _BufferLab:
+    """The lifecycle interactive's state: a ``ppo_reference.RolloutBuffer``, a replay buffer beside it, and
+    the toy policy's updates (see :func:`buffer_lifecycle`)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        import ppo_reference as ref
+
+        self.buf = ref.RolloutBuffer()
+        self.generator = torch.Generator().manual_seed(0)
+        self.cycle, self.replay = 0, []  # replay buffer: (cycle collected) per sequence
+        self.updates, self.rollout_at, self.replay_at = 0, None, []  # policy updates so far; when collected
+        self.stale_iterator = None
+
+    def apply(self, action: str) -> None:
+        """Run one action; the rollout buffer's own errors (and ``reuse`` before any ``train``) propagate."""
+        import torch
+
+        buf = self.buf
+        if action == "collect":
+            buf.add(logp_old=torch.full((4, 3), -1.0), rewards=torch.zeros(4, 3))
+            self.replay.extend([self.cycle] * 4)
+            self.replay_at.extend([self.updates] * 4)
+            self.rollout_at = self.updates if self.rollout_at is None else self.rollout_at
+        elif action == "train":
+            if buf.phase == "collect":
+                buf.start_training()
+            self.stale_iterator = buf.minibatches(2, generator=self.generator)
+            sum(1 for _ in buf.minibatches(2, generator=self.generator))
+            self.updates += 1
+        elif action == "purge":
+            buf.purge()
+            self.cycle += 1
+            self.rollout_at = None
+        elif action == "reuse":
+            if self.stale_iterator is None:
+                raise RuntimeError("nothing to reuse yet: train on a rollout first")
+            next(self.stale_iterator)
+
+    def step(self, action: str, error: str | None) -> dict[str, Any]:
+        """The state after ``action`` (``error``: what it raised, or None), as one entry of ``steps``."""
+        buf, replay = self.buf, self.replay
+        return {
+            "action": action, "phase": buf.phase, "size": len(buf), "cycle": self.cycle, "error": error,
             "replay_size": len(replay), "replay_oldest_cycle": min(replay) if replay else None,
-            "updates": updates, "rollout_ratio": drift_ratio(updates, rollout_at if len(buf) else None),
-            "replay_ratio": drift_ratio(updates, min(replay_at) if replay_at else None),
-        })
-    return {"steps": steps, "phase": buf.phase, "size": len(buf), "replay_size": len(replay)}
+            "updates": self.updates, "rollout_ratio": drift_ratio(self.updates, self.rollout_at if len(buf) else None),
+            "replay_ratio": drift_ratio(self.updates, min(self.replay_at) if self.replay_at else None),
+        }
 
 
 def ppo_step_walkthrough(r_rm: float = 2.0, logp: list[float] | None = None,

@@ -89,6 +89,20 @@ def class_stats(bank: Bank, db, roster_size: int) -> dict:
             "stop": stop, "title": bank.stops[stop].title, "started": len(started[stop]), "passed": len(passed[stop]),
             "completion": (len(passed[stop]) / denominator) if denominator else None,
         })
+    questions = _question_stats(bank, first)
+    complete = sum(1 for s in students if all(s in passed[stop] for stop in bank.stops))
+    return {
+        "stops": stops, "questions": questions, "students": len(students), "complete": complete,
+        "distractors": [(qid, text, n) for (qid, text), n in wrong_choices.most_common(15)],
+    }
+
+
+def _question_stats(bank: Bank, first: dict[tuple[str, int], dict[str, bool]]) -> list[QuestionStats]:
+    """Each question's first-try rate and discrimination, stop by stop in the bank's order.
+
+    Args:
+        first: ``(student, stop) -> question id -> right`` on the student's first attempt at the stop.
+    """
     questions = []
     for stop in sorted(bank.stops):
         ids = [q.id for q in bank.questions(stop)]
@@ -102,8 +116,4 @@ def class_stats(bank: Bank, db, roster_size: int) -> dict:
                 first_try_rate=(sum(marks) / len(marks)) if marks else None,
                 discrimination=_pearson(xs, rest),
             ))
-    complete = sum(1 for s in students if all(s in passed[stop] for stop in bank.stops))
-    return {
-        "stops": stops, "questions": questions, "students": len(students), "complete": complete,
-        "distractors": [(qid, text, n) for (qid, text), n in wrong_choices.most_common(15)],
-    }
+    return questions
