@@ -19,8 +19,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-#: Unicode categories of characters that do not show as themselves (the ones ``text_safety.cap`` replaces).
-HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+from ppo_course.text_safety import HIDDEN_CATEGORIES  # the characters that do not show: the ones `cap` replaces
 
 
 def hidden_characters(name: str) -> list[str]:

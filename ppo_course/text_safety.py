@@ -44,14 +44,14 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # the ASCII controls but tab and newline
 #: Unicode categories replaced by "?": controls, format characters (bidirectional controls, zero-width
 #: and invisible characters, tag characters), surrogates, private use, line and paragraph separators.
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 
 
 def _visible(text: str) -> str:
-    """`text` with every character of `_HIDDEN_CATEGORIES` but newline and tab replaced by "?"."""
+    """`text` with every character of `HIDDEN_CATEGORIES` but newline and tab replaced by "?"."""
     if text.isascii():
         return _CONTROL.sub("?", text)
-    return "".join("?" if c not in "\n\t" and unicodedata.category(c) in _HIDDEN_CATEGORIES else c for c in text)
+    return "".join("?" if c not in "\n\t" and unicodedata.category(c) in HIDDEN_CATEGORIES else c for c in text)
 
 
 _MD_ACTIVE = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")

@@ -150,13 +150,6 @@ def needs(bank, question, student_id: str | None, attempt: int) -> set[str]:
     return _tokens(bank, question, _params(question, student_id, attempt))[1]
 
 
-def is_unseen(question, seen: Iterable[str], bank=None, student_id: str | None = None, attempt: int = 1) -> bool:
-    """True when no fact ``question`` shows at ``attempt`` is in ``seen`` (a fixed one: its id not in ``seen``)."""
-    if bank is None:
-        return bool(question.is_parametric) or question.id not in set(seen)
-    return not (needs(bank, question, student_id, attempt) & set(seen))
-
-
 def draw(bank, stop: int, student_id: str, attempt: int, last_seen: Mapping[str, int]) -> list[str]:
     """The question ids an attempt shows: one per claim, unseen preferred, in a shuffled order.
 

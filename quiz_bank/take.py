@@ -163,7 +163,7 @@ class Session:
             if stop in self.store.completed_stops(self.student_id):
                 self.console.print(f"Stop {stop} stays passed (this was a practice attempt).")
                 return True
-            reason = policy.refusal([_Finished(t) for t in self._finish_times(self._history(stop))], time.time())
+            reason = self._refusal(self._history(stop), policy)
             if reason:  # do not offer an attempt the policy would refuse at once
                 self.console.print(f"The next attempt at stop {stop} is not open yet: {reason}. Run the same "
                                    "command again then.")
@@ -230,8 +230,8 @@ class Session:
             if len(done) < len(order):
                 return n, order, done
         now = time.time()
-        finished = [_Finished(t_end) for t_end in self._finish_times(history)]
-        reason = policy.refusal(finished, now) if not (self.new_attempt and stop in self.store.completed_stops(self.student_id)) else None
+        reason = None if self.new_attempt and stop in self.store.completed_stops(self.student_id) else \
+            self._refusal(history, policy, now)
         if reason:
             self.console.print(f"A new attempt at stop {stop} cannot start: {reason}.")
             return None
@@ -245,6 +245,10 @@ class Session:
         self.store.start_stop_attempt(self.student_id, stop, n, list(order), now)
         self.new_attempt = False
         return n, order, set()
+
+    def _refusal(self, history, policy, now: float | None = None) -> str | None:
+        """Why the policy refuses a new attempt after ``history``'s finished attempts now (None: it may start)."""
+        return policy.refusal([_Finished(t) for t in self._finish_times(history)], time.time() if now is None else now)
 
     def _finish_times(self, history) -> list[float]:
         """When each finished attempt ended (its last answer), as epoch seconds."""

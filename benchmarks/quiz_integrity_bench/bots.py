@@ -187,12 +187,22 @@ class Elimination(Bot):
             return " ".join(labels)
         return _fallback(variant)
 
+    @staticmethod
+    def _key(variant) -> str | None:
+        """What the memory is keyed by: a fixed question's id; None for a parametric one (not remembered)."""
+        q = variant.question
+        return None if q.is_parametric else q.id
+
     def answer(self, variant, service=None):
         q = variant.question
         candidates = self._candidates(variant)
-        if q.is_parametric or not candidates:
+        key = self._key(variant)
+        if key is None or not candidates:
             return self._guess(variant)
-        known = self.memory.setdefault(q.id, {"right": None, "wrong": set()})
+        if q.is_parametric and key not in self.memory:  # a variant met for the first time: guessed, then remembered
+            self.memory[key] = {"right": None, "wrong": set()}
+            return self._guess(variant)
+        known = self.memory.setdefault(key, {"right": None, "wrong": set()})
         pick = known["right"] or next((c for c in candidates if c not in known["wrong"]), candidates[0])
         label_of = {option_id: label for label, option_id, _ in variant.choices}
         if q.type == "single":
@@ -204,15 +214,15 @@ class Elimination(Bot):
         return " ".join(label_of[i] for i in pick)
 
     def observe(self, variant, given, verdict):
-        q = variant.question
-        if q.is_parametric or verdict is None or q.id not in self.memory:
+        key = self._key(variant)
+        if key is None or verdict is None or key not in self.memory:
             return
         label_to_id = variant.label_to_id()
         values = given if isinstance(given, list) else str(given).split()
         ids = tuple(label_to_id.get(v, v) for v in values)
-        if q.type in ("single", "multi"):
+        if variant.question.type in ("single", "multi"):
             ids = tuple(sorted(ids))
-        known = self.memory[q.id]
+        known = self.memory[key]
         if verdict:
             known["right"] = ids
         elif known["right"] != ids:
@@ -233,40 +243,6 @@ class VariantMemory(Elimination):
     def _key(variant) -> str:
         q = variant.question
         return q.id if not q.is_parametric else f"{q.id}\x1f{variant.prompt}"
-
-    def answer(self, variant, service=None):
-        q = variant.question
-        candidates = self._candidates(variant)
-        key = self._key(variant)
-        if not candidates or (q.is_parametric and key not in self.memory):
-            if q.is_parametric and candidates:
-                self.memory[key] = {"right": None, "wrong": set()}
-            return self._guess(variant)
-        known = self.memory.setdefault(key, {"right": None, "wrong": set()})
-        pick = known["right"] or next((c for c in candidates if c not in known["wrong"]), candidates[0])
-        label_of = {option_id: label for label, option_id, _ in variant.choices}
-        if q.type == "single":
-            return label_of[pick[0]]
-        if q.type == "multi":
-            return [label_of[i] for i in pick]
-        if q.type == "true_false":
-            return pick[0]
-        return " ".join(label_of[i] for i in pick)
-
-    def observe(self, variant, given, verdict):
-        key = self._key(variant)
-        if verdict is None or key not in self.memory:
-            return
-        label_to_id = variant.label_to_id()
-        values = given if isinstance(given, list) else str(given).split()
-        ids = tuple(label_to_id.get(v, v) for v in values)
-        if variant.question.type in ("single", "multi"):
-            ids = tuple(sorted(ids))
-        known = self.memory[key]
-        if verdict:
-            known["right"] = ids
-        elif known["right"] != ids:
-            known["wrong"].add(ids)
 
 
 class Understanding(Bot):

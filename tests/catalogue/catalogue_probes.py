@@ -337,13 +337,21 @@ def probe_ex5(mod) -> Record:
     return rec
 
 
+def _training_buffer(mod, rec: Record, name: str, rollout: dict):
+    """A new RolloutBuffer holding ``rollout``, in its training phase (each step recorded under ``name.*``);
+    None when it cannot be made."""
+    buf = _call(rec, f"{name}.new", lambda: mod.RolloutBuffer())
+    if buf is not None:
+        _call(rec, f"{name}.add", lambda: buf.add(**rollout))
+        _call(rec, f"{name}.start", lambda: buf.start_training())
+    return buf
+
+
 def _probe_global_rng(mod, rec: Record, rollout: dict) -> None:
     """generator=None shuffles with torch's global RNG: two epochs over 16 rows both in storage order mean none."""
-    buf = _call(rec, "global_rng.new", lambda: mod.RolloutBuffer())
+    buf = _training_buffer(mod, rec, "global_rng", rollout)
     if buf is None:
         return
-    _call(rec, "global_rng.add", lambda: buf.add(**rollout))
-    _call(rec, "global_rng.start", lambda: buf.start_training())
     epochs = [_call(rec, f"global_rng.epoch{k}", lambda: list(buf.minibatches(16))) for k in range(2)]
     if all(e is not None for e in epochs):
         rec["global_rng.storage_order"] = all(_cat(e, "ids").tolist() == list(range(16)) for e in epochs)
@@ -351,11 +359,9 @@ def _probe_global_rng(mod, rec: Record, rollout: dict) -> None:
 
 def _probe_new_cycle_shape(mod, rec: Record, rollout: dict) -> None:
     """After purge() a new cycle may use another trailing shape (keys and shapes bind within a cycle only)."""
-    buf = _call(rec, "new_cycle.new", lambda: mod.RolloutBuffer())
+    buf = _training_buffer(mod, rec, "new_cycle", rollout)
     if buf is None:
         return
-    _call(rec, "new_cycle.add", lambda: buf.add(**rollout))
-    _call(rec, "new_cycle.start", lambda: buf.start_training())
     _call(rec, "new_cycle.purge", lambda: buf.purge())
     longer = {**rollout, "logp_old": _randn(2, 5, seed=57), "mask": torch.ones(2, 5, dtype=torch.bool)}
     _called(rec, "new_cycle.add_longer", lambda: buf.add(**longer))
