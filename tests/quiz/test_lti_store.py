@@ -63,6 +63,7 @@ def test_a_launch_accepted_by_a_second_process_is_refused_when_replayed_at_the_f
     lms.add_line_item("link-stop2", "PPO quiz, stop 2", 1.0, resource_id="ppo-stop2")
     lms.link_custom["link-stop2"] = {"quiz": "stop", "stop": "2"}
     first = create_app(load_bank(), target, SERVER_SECRET, roster=ROSTER, lti_tool=tool)
+    tool.contexts.bind(lms.base_url, lms.client_id, "course-1")  # in the shared store: the second process sees it
     browser = TestClient(first, base_url=TOOL_URL)
     # The login starts at the first process (it stores the state and nonce in the shared store) ...
     start = browser.get(lms.login_initiation("u-ada", link="link-stop2").replace(TOOL_URL, ""), follow_redirects=False)

@@ -28,6 +28,7 @@ from sqlalchemy import Engine, delete, insert
 
 from grader.platforms.lti import claims as C
 from grader.platforms.lti import deep_linking, tables
+from grader.platforms.lti.contexts import ContextStore
 from grader.platforms.lti.launch import LaunchData, LaunchError, LaunchStore, PlatformKeys, login_redirect, validate_launch
 from grader.platforms.lti.passback import Passback
 from grader.platforms.lti.registry import Registry, is_loopback_url
@@ -50,8 +51,11 @@ _PICKER = _PAGES.from_string(
     "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Add the PPO quiz</title></head><body><main>"
     "<h1>Add the PPO quiz to {{ course or 'your course' }}</h1><form method='post' action='{{ action }}'>"
     "<input type='hidden' name='ticket' value='{{ ticket }}'>"
-    "{% for value, label in choices %}<p><label><input type='radio' name='choice' value='{{ value }}'"
-    "{% if loop.first %} checked{% endif %}> {{ label }}</label></p>{% endfor %}"
+    "{% if multiple %}<p>Tick one or more.</p>{% endif %}"
+    "{% for value, label in choices %}<p><label><input type='{{ 'checkbox' if multiple else 'radio' }}' name='choice' "
+    "value='{{ value }}'{% if loop.first %} checked{% endif %}> {{ label }}</label></p>{% endfor %}"
+    "{% if not line_items %}<p id='no-line-items'>This course ignores line items from tools: no gradebook column "
+    "is created, so quiz completions are not posted for what you add here.</p>{% endif %}"
     "<button type='submit' id='add'>Add to course</button></form></main></body></html>")
 
 
@@ -78,6 +82,7 @@ class LtiTool:
         self._engine: Engine | None = None
         self._store: LaunchStore | None = None
         self._passback: Passback | None = None
+        self._contexts: ContextStore | None = None
 
     def use_store(self, engine: Engine) -> dict[str, int] | None:
         """Keep the tool's tables in the quiz store ``engine`` (migrated to revision 0002 or later).
@@ -86,7 +91,7 @@ class LtiTool:
         ``lti.sqlite.imported``). Returns the rows imported per table, or None when there was no file.
         """
         imported = tables.import_folder_file(self.folder, engine)
-        self._engine, self._store, self._passback = engine, None, None
+        self._engine, self._store, self._passback, self._contexts = engine, None, None, None
         return imported
 
     @property
@@ -102,6 +107,13 @@ class LtiTool:
         if self._store is None:
             self._store = LaunchStore(self.engine)
         return self._store
+
+    @property
+    def contexts(self) -> ContextStore:
+        """The courses each registration serves, with their AGS and NRPS endpoints."""
+        if self._contexts is None:
+            self._contexts = ContextStore(self.engine)
+        return self._contexts
 
     @property
     def passback(self) -> Passback:
@@ -175,30 +187,49 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
     def launch(request: Request, id_token: str = Form(""), state: str = Form("")) -> Response:
         try:
             data = validate_launch(tool.registry, tool.store, tool.platform_keys, id_token=id_token, state=state,
-                                   state_cookie=request.cookies.get(STATE_COOKIE))
+                                   state_cookie=request.cookies.get(STATE_COOKIE), launch_url=tool.launch_url)
         except LaunchError as exc:
             return refused(str(exc))
         if data.message_type == C.DEEP_LINKING_REQUEST:
-            if not data.is_instructor:
-                return refused("only an instructor can add this activity to a course", 403)
-            choices = [("chapter", "The whole chapter quiz (stops 1-8)")] + [
-                (f"stop{n}", f"Stop {n}: {(stop_titles or {}).get(n, '')}".rstrip(": ")) for n in range(1, 9)]
-            return HTMLResponse(_PICKER.render(course=data.context_title, action="/lti/deep-link",
-                                               ticket=tool.hold_launch(data), choices=choices))
+            return _picker(data)
+        try:
+            tool.contexts.admit(data)
+        except LaunchError as exc:
+            return refused(str(exc), 403)
         response = on_launch(request, data)
         response.delete_cookie(STATE_COOKIE, path="/lti", httponly=True, **state_cookie_flags(tool.base_url))
         return response
 
+    def _picker(data: LaunchData) -> Response:
+        if not data.is_instructor:
+            return refused("only an instructor can add this activity to a course", 403)
+        reason = deep_linking.refusal(data)
+        if reason is not None:
+            return refused(reason)
+        try:
+            tool.contexts.admit(data)  # an instructor adding the quiz binds the course, as a launch does
+        except LaunchError as exc:
+            return refused(str(exc), 403)
+        choices = [("chapter", "The whole chapter quiz (stops 1-8)")] + [
+            (f"stop{n}", f"Stop {n}: {(stop_titles or {}).get(n, '')}".rstrip(": ")) for n in range(1, 9)]
+        return HTMLResponse(_PICKER.render(course=data.context_title, action="/lti/deep-link",
+                                           ticket=tool.hold_launch(data), choices=choices,
+                                           multiple=data.accept_multiple, line_items=data.accept_lineitem is not False))
+
     @router.post("/deep-link")
-    def deep_link(ticket: str = Form(""), choice: str = Form("")) -> Response:
+    def deep_link(ticket: str = Form(""), choice: list[str] = Form([])) -> Response:
         try:
             data = tool.take_launch(ticket)
         except LaunchError as exc:
             return refused(str(exc))
-        if choice not in deep_linking.CHOICES:
-            return refused(f"unknown choice {choice!r}")
-        item = deep_linking.content_item(tool.base_url, choice, stop_titles or {})
-        token = deep_linking.response_jwt(tool.tool_keys, data, [item])
+        unknown = [c for c in choice if c not in deep_linking.CHOICES]
+        if unknown or not choice:
+            return refused(f"unknown choice {unknown[0]!r}" if unknown else "nothing was chosen: open the picker again")
+        if len(choice) > 1 and not data.accept_multiple:
+            return refused("the course accepts one item at a time here: open the picker again and choose one")
+        items = [deep_linking.content_item(tool.base_url, c, stop_titles or {},
+                                           line_item=data.accept_lineitem is not False) for c in dict.fromkeys(choice)]
+        token = deep_linking.response_jwt(tool.tool_keys, data, items)
         return HTMLResponse(_AUTOPOST.render(title="Returning to your course", action=data.deep_link_return_url,
                                              fields=[("JWT", token)]))
 

@@ -113,6 +113,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         app.state.post_progress = install_lti(
             app, lti_tool, store=db.engine, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
             stop_titles={n: stop.title for n, stop in bank.stops.items()})
+    app.state.lti_courses = lti_tool.contexts.all if lti_tool is not None else (lambda: [])
 
     from quiz_bank.instructor.server import instructor, interactive_routes, stop_routes
 
