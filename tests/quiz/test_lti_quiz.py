@@ -22,6 +22,7 @@ from grader.platforms.lti.tool import LtiTool
 from tests.lti.mini_lms import MiniLMS
 
 LTI_CONTEXT = "https://purl.imsglobal.org/spec/lti/claim/context"
+LTI_CUSTOM = "https://purl.imsglobal.org/spec/lti/claim/custom"
 TOOL_URL = "https://127.0.0.1:9200"  # the tool over https, as deployed (its state cookie is Secure)
 ROSTER = [{"student_id": "s-ada", "name": "Ada", "section": "A", "sis_user_id": "ada", "sis_login_id": "",
            "canvas_id": "", "email": "ada@example.edu"}]
@@ -46,14 +47,16 @@ def course(tmp_path, bank, checker):
     return lms, lms_client, app, item
 
 
-def _launch(lms, lms_client, browser, user: str, link: str, context: dict | None = None):
+def _launch(lms, lms_client, browser, user: str, link: str, context: dict | None = None, **overrides):
     start = browser.get(lms.login_initiation(user, link=link).replace(TOOL_URL, ""), follow_redirects=False)
     assert start.status_code == 302, start.text
     form = lms_client.get(start.headers["location"].replace(lms.base_url, ""))
     fields = dict(re.findall(r"name='(\w+)' value='([^']*)'", form.text))
     if context is not None:  # the same LMS, signing a launch from another course of the same deployment
+        overrides[LTI_CONTEXT] = context
+    if overrides:
         nonce = json.loads(base64.urlsafe_b64decode(fields["id_token"].split(".")[1] + "=="))["nonce"]
-        fields["id_token"] = lms.id_token(user, nonce, link=link, **{LTI_CONTEXT: context})
+        fields["id_token"] = lms.id_token(user, nonce, link=link, **overrides)
     # the platform's form_post is a cross-site POST: a browser sends Sec-Fetch-Site: cross-site
     return browser.post("/lti/launch", data=fields, headers={"Sec-Fetch-Site": "cross-site", "Origin": lms.base_url})
 
@@ -103,3 +106,19 @@ def test_an_instructor_of_another_course_does_not_open_the_instructor_pages(cour
     dashboard = browser.get("/instructor").text
     assert "Class dashboard" in dashboard and f"{lms.base_url}/courses/1/lineitems" in dashboard
     assert f"{lms.base_url}/courses/1/memberships" in dashboard
+
+
+def test_a_real_sized_id_token_passes_the_launch_limit_and_an_oversized_launch_is_refused_with_its_own_message(course):
+    lms, lms_client, app, _ = course
+    browser = TestClient(app, base_url=TOOL_URL)
+    # an LMS sending many custom fields: a 60 KiB id_token (over the 16 KiB answer limit, under the launch's)
+    custom = {"quiz": "stop", "stop": "2", **{f"field_{i}": "x" * 100 for i in range(450)}}
+    big = _launch(lms, lms_client, browser, "u-ada", "link-stop2", **{LTI_CUSTOM: custom})
+    assert big.status_code == 200 and "as s-ada" in big.text
+    huge = browser.post("/lti/launch", data={"id_token": "a" * (200 * 1024), "state": "s"},
+                        headers={"Sec-Fetch-Site": "cross-site", "Origin": lms.base_url})
+    assert huge.status_code == 413 and "Launch refused" in huge.text and "larger than 128 KiB" in huge.text
+    assert "id_token" in huge.text and "answer" not in huge.text
+    # elsewhere the quiz's own limit and message hold
+    answer = browser.post("/stop/2/answer", data={"answer": "a" * (20 * 1024)})
+    assert answer.status_code == 413 and "larger than 16 KiB" in answer.text and "An answer is" in answer.text
