@@ -161,9 +161,7 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
                stop_titles: dict[int, str] | None = None) -> APIRouter:
     """The ``/lti`` routes; ``on_launch`` answers a valid resource-link launch (the quiz server signs the user in)."""
     router = APIRouter(prefix="/lti")
-
-    def refused(message: str, status: int = 400) -> HTMLResponse:
-        return HTMLResponse(_ERROR.render(message=message), status_code=status)
+    refused = _refused
 
     @router.get("/jwks")
     def jwks() -> JSONResponse:
@@ -191,7 +189,7 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
         except LaunchError as exc:
             return refused(str(exc))
         if data.message_type == C.DEEP_LINKING_REQUEST:
-            return _picker(data)
+            return _picker(tool, data, stop_titles or {})
         try:
             tool.contexts.admit(data)
         except LaunchError as exc:
@@ -200,40 +198,51 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
         response.delete_cookie(STATE_COOKIE, path="/lti", httponly=True, **state_cookie_flags(tool.base_url))
         return response
 
-    def _picker(data: LaunchData) -> Response:
-        if not data.is_instructor:
-            return refused("only an instructor can add this activity to a course", 403)
-        reason = deep_linking.refusal(data)
-        if reason is not None:
-            return refused(reason)
-        try:
-            tool.contexts.admit(data)  # an instructor adding the quiz binds the course, as a launch does
-        except LaunchError as exc:
-            return refused(str(exc), 403)
-        choices = [("chapter", "The whole chapter quiz (stops 1-8)")] + [
-            (f"stop{n}", f"Stop {n}: {(stop_titles or {}).get(n, '')}".rstrip(": ")) for n in range(1, 9)]
-        return HTMLResponse(_PICKER.render(course=data.context_title, action="/lti/deep-link",
-                                           ticket=tool.hold_launch(data), choices=choices,
-                                           multiple=data.accept_multiple, line_items=data.accept_lineitem is not False))
-
     @router.post("/deep-link")
     def deep_link(ticket: str = Form(""), choice: list[str] = Form([])) -> Response:
-        try:
-            data = tool.take_launch(ticket)
-        except LaunchError as exc:
-            return refused(str(exc))
-        unknown = [c for c in choice if c not in deep_linking.CHOICES]
-        if unknown or not choice:
-            return refused(f"unknown choice {unknown[0]!r}" if unknown else "nothing was chosen: open the picker again")
-        if len(choice) > 1 and not data.accept_multiple:
-            return refused("the course accepts one item at a time here: open the picker again and choose one")
-        items = [deep_linking.content_item(tool.base_url, c, stop_titles or {},
-                                           line_item=data.accept_lineitem is not False) for c in dict.fromkeys(choice)]
-        token = deep_linking.response_jwt(tool.tool_keys, data, items)
-        return HTMLResponse(_AUTOPOST.render(title="Returning to your course", action=data.deep_link_return_url,
-                                             fields=[("JWT", token)]))
+        return _deep_link_answer(tool, ticket, choice, stop_titles or {})
 
     return router
+
+
+def _refused(message: str, status: int = 400) -> HTMLResponse:
+    return HTMLResponse(_ERROR.render(message=message), status_code=status)
+
+
+def _picker(tool: LtiTool, data: LaunchData, stop_titles: dict[int, str]) -> Response:
+    """The instructor's picker for a deep linking request the tool can answer (else the refusal page)."""
+    if not data.is_instructor:
+        return _refused("only an instructor can add this activity to a course", 403)
+    reason = deep_linking.refusal(data)
+    if reason is not None:
+        return _refused(reason)
+    try:
+        tool.contexts.admit(data)  # an instructor adding the quiz binds the course, as a launch does
+    except LaunchError as exc:
+        return _refused(str(exc), 403)
+    choices = [("chapter", "The whole chapter quiz (stops 1-8)")] + [
+        (f"stop{n}", f"Stop {n}: {stop_titles.get(n, '')}".rstrip(": ")) for n in range(1, 9)]
+    return HTMLResponse(_PICKER.render(course=data.context_title, action="/lti/deep-link",
+                                       ticket=tool.hold_launch(data), choices=choices,
+                                       multiple=data.accept_multiple, line_items=data.accept_lineitem is not False))
+
+
+def _deep_link_answer(tool: LtiTool, ticket: str, choice: list[str], stop_titles: dict[int, str]) -> Response:
+    """The page that form-posts the signed deep linking response with the chosen items to the platform."""
+    try:
+        data = tool.take_launch(ticket)
+    except LaunchError as exc:
+        return _refused(str(exc))
+    unknown = [c for c in choice if c not in deep_linking.CHOICES]
+    if unknown or not choice:
+        return _refused(f"unknown choice {unknown[0]!r}" if unknown else "nothing was chosen: open the picker again")
+    if len(choice) > 1 and not data.accept_multiple:
+        return _refused("the course accepts one item at a time here: open the picker again and choose one")
+    items = [deep_linking.content_item(tool.base_url, c, stop_titles, line_item=data.accept_lineitem is not False)
+             for c in dict.fromkeys(choice)]
+    token = deep_linking.response_jwt(tool.tool_keys, data, items)
+    return HTMLResponse(_AUTOPOST.render(title="Returning to your course", action=data.deep_link_return_url,
+                                         fields=[("JWT", token)]))
 
 
 def tool_base_url(url: str) -> str:
