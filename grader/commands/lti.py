@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rm.add_argument("--client-id", required=True)
     verbs.add_parser("urls", help="the tool's URLs to enter in the LMS (login, launch, JWKS, deep linking)")
     verbs.add_parser("jwks", help="print the tool's public JWKS")
-    verbs.add_parser("rotate-keys", help="a new signing key; the old one stays published until retired")
+    verbs.add_parser("rotate-keys", help="a new signing key; the old one stays published until retired (with --db: "
+                                          "until the tokens it signed have expired, 6 minutes)")
     ret = verbs.add_parser("retire-keys", help="stop publishing all but the newest keys")
     ret.add_argument("--keep", type=int, default=1)
     _course_arguments(verbs)

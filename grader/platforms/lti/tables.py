@@ -13,6 +13,8 @@ folder's file is imported unchanged (:func:`import_folder_file`):
 - ``lti_link``: per student and resource link, the AGS line item the quiz posts to.
 - ``lti_context``: the courses (LTI contexts) each registration serves, with the course's AGS line
   items and NRPS memberships URLs from its latest launch (``grader.platforms.lti.contexts``).
+- ``lti_platform`` and ``lti_tool_key``: the platform registrations and the tool's signing keys, so
+  that every server machine behind one store has the same ones (``grader.platforms.lti.stored``).
 
 The quiz store (``quiz_bank.instructor.server``) creates them by its Alembic revisions
 ``0002`` and ``0003``; a tool folder used without a quiz store (``ppo-course lti`` on its own) keeps them
@@ -79,8 +81,24 @@ lti_context = Table(
     UniqueConstraint("issuer", "client_id", "slot", name="uq_lti_context_slot"),
 )
 
+lti_platform = Table(
+    "lti_platform", metadata,
+    Column("issuer", Text, nullable=False), Column("client_id", Text, nullable=False),
+    Column("registration", Text, nullable=False),  # PlatformRegistration as JSON
+    Column("updated", Float, nullable=False),
+    PrimaryKeyConstraint("issuer", "client_id"),
+)
+
+lti_tool_key = Table(
+    "lti_tool_key", metadata,
+    Column("kid", Text, primary_key=True),
+    Column("jwk", Text, nullable=False),  # the private RSA JWK as JSON
+    Column("created", Float, nullable=False),
+    Column("retire_after", Float, nullable=True),  # None: published; else dropped from the JWKS after this time
+)
+
 FOLDER_TABLES = (lti_state, lti_nonce_used, lti_score, lti_pending_link, lti_link)  # the former folder file's
-TABLES = (*FOLDER_TABLES, lti_context)
+TABLES = (*FOLDER_TABLES, lti_context, lti_platform, lti_tool_key)
 FOLDER_FILE = "lti.sqlite"  # the tool folder's own store, when no quiz store holds the tables
 WRITE = {"quiz_write": True}  # a write transaction (the quiz store's SQLite engine: BEGIN IMMEDIATE)
 

@@ -1,7 +1,9 @@
 """The LTI tool's state in one object, and its routes (FastAPI): JWKS, login, launch, deep linking.
 
 ``LtiTool(folder, base_url)`` keeps its files in one folder: ``platforms.json``
-(registrations), ``tool_keys.json`` (the tool's private JWKS, mode 0600). Login states,
+(registrations), ``tool_keys.json`` (the tool's private JWKS, mode 0600); once given the
+quiz store (:meth:`LtiTool.use_store`) it imports them and keeps both there instead
+(``grader.platforms.lti.stored``), so every machine behind the store has the same ones. Login states,
 used nonces, the passback record, pending deep links and the students' line items are
 tables of the quiz store (``grader.platforms.lti.tables``), shared by every server
 process on every machine; the quiz server hands its engine to :meth:`LtiTool.use_store`.
@@ -33,6 +35,7 @@ from grader.platforms.lti.launch import LaunchData, LaunchError, LaunchStore, Pl
 from grader.platforms.lti.passback import Passback
 from grader.platforms.lti.registry import Registry, is_loopback_url
 from grader.platforms.lti.services import PlatformServices
+from grader.platforms.lti.stored import StoreRegistry, StoreToolKeys, import_folder
 from grader.platforms.lti.tool_keys import ToolKeys
 
 STATE_COOKIE = "ppo_lti_state"
@@ -76,8 +79,8 @@ class LtiTool:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.base_url = tool_base_url(base_url)
         self.http = http or httpx.Client(timeout=10.0)
-        self.registry = Registry(self.folder / "platforms.json")
-        self.tool_keys = ToolKeys(self.folder / "tool_keys.json")
+        self.registry: Registry | StoreRegistry = Registry(self.folder / "platforms.json")
+        self._tool_keys: ToolKeys | StoreToolKeys | None = None
         self.platform_keys = PlatformKeys(self.http)
         self._engine: Engine | None = None
         self._store: LaunchStore | None = None
@@ -85,14 +88,24 @@ class LtiTool:
         self._contexts: ContextStore | None = None
 
     def use_store(self, engine: Engine) -> dict[str, int] | None:
-        """Keep the tool's tables in the quiz store ``engine`` (migrated to revision 0002 or later).
+        """Keep the tool's tables, registrations and keys in the quiz store ``engine`` (migrated to 0003 or later).
 
-        The folder's former ``lti.sqlite``, if any, is imported into it once (then renamed
-        ``lti.sqlite.imported``). Returns the rows imported per table, or None when there was no file.
+        The folder's former ``lti.sqlite``, ``platforms.json`` and ``tool_keys.json``, if any, are
+        imported into it once (then renamed ``*.imported``; ``grader.platforms.lti.stored``). Returns the
+        rows imported per table from ``lti.sqlite``, or None when there was no such file.
         """
         imported = tables.import_folder_file(self.folder, engine)
+        import_folder(self.folder, engine)
         self._engine, self._store, self._passback, self._contexts = engine, None, None, None
+        self.registry, self._tool_keys = StoreRegistry(engine), StoreToolKeys(engine)
         return imported
+
+    @property
+    def tool_keys(self) -> ToolKeys | StoreToolKeys:
+        """The tool's signing keys: the quiz store's once :meth:`use_store` ran, else the folder's file."""
+        if self._tool_keys is None:
+            self._tool_keys = ToolKeys(self.folder / "tool_keys.json")
+        return self._tool_keys
 
     @property
     def engine(self) -> Engine:
