@@ -136,6 +136,21 @@ def test_a_launch_for_another_url_is_refused(lti):
     assert twin.status_code == 200 and len(lti.launches) == 1
 
 
+def test_target_link_uri_is_compared_as_a_url_not_as_text():
+    import pytest
+
+    from grader.platforms.lti.launch import LaunchError, check_target_link_uri
+
+    own = "https://quiz.example.edu/lti/launch"
+    for same in (own, "https://QUIZ.example.edu:443/lti/launch", own + "?x=1"):
+        check_target_link_uri(same, own)
+    for other in ("http://quiz.example.edu/lti/launch", "https://quiz.example.edu:8443/lti/launch",
+                  "https://quiz.example.edu/lti/launch/", "https://quiz.example.edu/lti/jwks",
+                  "https://user@quiz.example.edu/lti/launch", "https://quiz.example.edu:x/lti/launch", "", 7):
+        with pytest.raises(LaunchError):
+            check_target_link_uri(other, own)
+
+
 def test_a_launch_without_target_link_uri_is_refused(lti):
     _refused(_launch(lti, "u-ada", **{C.TARGET_LINK_URI: None}), "no target_link_uri")
     assert lti.launches == []

@@ -209,13 +209,18 @@ def check_target_link_uri(uri: object, launch_url: str) -> None:
         raise LaunchError("the launch has no target_link_uri (LTI 1.3 requires one): the platform must name "
                           "the tool URL it launches")
     try:
-        got, own = urlsplit(uri), urlsplit(launch_url)
-        same = (got.scheme.lower(), (got.hostname or "").lower(), got.port, got.path) == \
-            (own.scheme.lower(), (own.hostname or "").lower(), own.port, own.path)
-    except ValueError:
+        got = urlsplit(uri)
+        same = _origin_and_path(got) == _origin_and_path(urlsplit(launch_url))
+    except ValueError:  # a port that is not a number
         same = False
     if not same or got.username or got.password or got.fragment:
         raise LaunchError(f"the launch is for {uri[:200]!r}, which is not this tool (its launch URL is {launch_url})")
+
+
+def _origin_and_path(url) -> tuple[str, str, int | None, str]:
+    """(scheme, host, port with the scheme's default filled in, path) of a split URL, lower-cased where case-free."""
+    scheme = url.scheme.lower()
+    return scheme, (url.hostname or "").lower(), url.port or {"https": 443, "http": 80}.get(scheme), url.path
 
 
 def validate_launch(registry: Registry, store: LaunchStore, keys: PlatformKeys, *, id_token: str, state: str,
