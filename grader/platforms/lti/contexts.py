@@ -21,7 +21,8 @@ quiz store's ``lti_context`` table:
 Roles in an admitted launch are therefore the person's roles *in this course*, and
 the roster match that follows is within it. Each admitted launch also refreshes the
 course's AGS line items URL and NRPS memberships URL (AGS 2.0 §3.1, NRPS 2.0 §3.6.1),
-so grades can be posted without a URL copied by hand.
+so grades can be posted without a URL copied by hand (a launch that changes nothing writes
+nothing; ``seen`` is refreshed at most hourly).
 """
 
 from __future__ import annotations
@@ -56,6 +57,17 @@ class CourseBinding:
     seen: float
 
 
+SEEN_EVERY_S = 3600.0  # ``seen`` is rewritten at most this often when nothing else changed
+
+
+def _is_current(binding: CourseBinding, launch: LaunchData, now: float) -> bool:
+    """True when the binding already holds what ``launch`` says (no write needed on this launch)."""
+    return ((not launch.lineitems_url or launch.lineitems_url == binding.lineitems)
+            and (not launch.memberships_url or launch.memberships_url == binding.memberships)
+            and (not launch.context_title or launch.context_title[:300] == binding.title)
+            and launch.deployment_id == binding.deployment_id and now - binding.seen < SEEN_EVERY_S)
+
+
 class ContextStore:
     """The ``lti_context`` table of the quiz store (or the tool folder's SQLite file).
 
@@ -87,8 +99,10 @@ class ContextStore:
             binding = self.find(launch.issuer, launch.client_id, launch.context_id)
         if binding is None:
             raise LaunchError(self._refusal(launch))
-        self._refresh(launch, now)
-        return self.find(launch.issuer, launch.client_id, launch.context_id) or binding
+        if not _is_current(binding, launch, now):
+            self._refresh(launch, now)
+            binding = self.find(launch.issuer, launch.client_id, launch.context_id) or binding
+        return binding
 
     def _refusal(self, launch: LaunchData) -> str:
         course = f"{launch.context_title!r} (context id {launch.context_id!r})" if launch.context_title else \
