@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "plot": "ppo_course.commands.plot",
     "quiz": "quiz_bank.commands",
     "submit": "ppo_course.commands.submit",
+    "train": "ppo_course.commands.train",
 }
 
 #: The one module through which an instructor's install adds commands (its ``COMMANDS``: name -> module).
