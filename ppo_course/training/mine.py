@@ -120,7 +120,7 @@ def train_mine(exercises_dir: str | Path, config: Any, steps: int, *, reference:
     run = MineRun(history=[], reference=ref_history, reference_cached=cached)
 
     def say(text: str, markup: bool = True) -> None:
-        console.print(text, markup=markup, highlight=False)
+        console.print(text, markup=markup, highlight=False, soft_wrap=True)
 
     with student_pieces(exercises_dir, reference, say=lambda note: say(f"note: {note}", markup=False)) as mine:
         alarms = Alarms(config.target_kl, ref_history)

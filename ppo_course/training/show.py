@@ -55,7 +55,7 @@ def run_and_show(args: argparse.Namespace, config: Any, reference: Any, console:
         run = train_mine(args.mine, config, args.steps, reference=reference, device=args.device, console=console,
                          show_progress=not args.no_progress, log_every=args.log_every)
     except MissingPiece as exc:
-        err.print(f"[red]error:[/] {exc}", markup=True, highlight=False)
+        err.print(f"[red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
         return 1
     seconds = time.process_time() - started
     out_dir.mkdir(parents=True, exist_ok=True)
