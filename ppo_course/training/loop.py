@@ -12,6 +12,7 @@ that went wrong.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,24 @@ def _number(value: Any) -> float:
         return float("nan")
 
 
+def _watched(watch: Watcher, record: dict[str, float], inputs: StepInputs) -> bool:
+    """Run the watcher on a step; False when it stopped the run (``StopRun``)."""
+    try:
+        watch(record, inputs)
+    except StopRun:
+        return False
+    return True
+
+
+def _line(step: int | None, record: dict[str, float]) -> str:
+    """The per-step line of ``COLUMNS``; with no step, the progress bar's text (from ``record``) or the header."""
+    if step is None and record:
+        return f"score {record.get('ppo/mean_scores', math.nan):.3f}  KL {record.get('objective/kl', math.nan):.2f}"
+    if step is None:
+        return f"{'step':>5}  " + "  ".join(f"{name:>{len(fmt.format(0.0))}}" for _, name, fmt in COLUMNS)
+    return f"{step:>5}  " + "  ".join(fmt.format(record.get(key, math.nan)) for key, _, fmt in COLUMNS)
+
+
 def _progress(console: Any, show: bool, label: str) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -81,15 +100,24 @@ def _progress(console: Any, show: bool, label: str) -> Any:
                     TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not show, transient=False)
 
 
+def _setting(config: PPOConfig, device: str | torch.device, kl_controller: type) -> tuple:
+    """(policy, frozen reference, Adam, KL controller, step generator, prompt generator) of a run, all seeded."""
+    device = torch.device(device)
+    ref_policy = toy_task.sft_policy(seed=config.seed, device=device).requires_grad_(False)
+    policy = toy_task.sft_policy(seed=config.seed, device=device)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
+    kl_ctl = kl_controller(config.init_kl_coef, config.target_kl, config.kl_horizon)
+    return (policy, ref_policy, optimizer, kl_ctl, torch.Generator().manual_seed(config.seed),
+            torch.Generator().manual_seed(config.seed + 1))
+
+
 def run_loop(config: PPOConfig, steps: int, ppo_step: Callable[..., dict[str, float]], kl_controller: type, *,
              device: str | torch.device = "cpu", log_every: int = 10, console: Any = None, show_progress: bool = True,
              watch: Watcher | None = None, label: str = "PPO") -> list[dict[str, float]]:
     """Run up to ``steps`` PPO steps on the toy task and return one stats dict per step taken.
 
-    Seeding: ``config.seed`` seeds the SFT policy, the step's generator (sampling and
-    mini-batch order) and, with seed + 1, a separate generator for the prompts, so that
-    ``ppo_step`` consumes its generator exactly as ARCHITECTURE.md fixes. Bit-for-bit
-    repeatable on CPU for one ``ppo_step``.
+    Seeding: ``config.seed`` seeds the SFT policy, the step's generator (sampling and mini-batch
+    order) and, with seed + 1, the prompts' generator. Bit-for-bit repeatable on CPU.
 
     Args:
         config: a ``PPOConfig`` (usually ``PPOConfig.toy(...)``).
@@ -100,9 +128,8 @@ def run_loop(config: PPOConfig, steps: int, ppo_step: Callable[..., dict[str, fl
         device: where the policies live ("cpu" or "cuda").
         log_every: print a line every this many steps (and the first and last); 0 = never.
         console: a ``rich.console.Console`` (a new one if None).
-        show_progress: draw a rich progress bar.
+        show_progress: draw a rich progress bar; label: its first word.
         watch: called after each step with (record, inputs); a ``StopRun`` it raises ends the run there.
-        label: the progress bar's first word.
 
     Returns:
         A list of dicts of floats: ``step`` (1-based) and every key of ``ppo_step``'s stats and of
@@ -116,13 +143,7 @@ def run_loop(config: PPOConfig, steps: int, ppo_step: Callable[..., dict[str, fl
     if steps < 1:
         raise ValueError(f"train: steps must be ≥ 1, got {steps}")
     console = console or Console()
-    device = torch.device(device)
-    ref_policy = toy_task.sft_policy(seed=config.seed, device=device).requires_grad_(False)
-    policy = toy_task.sft_policy(seed=config.seed, device=device)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
-    kl_ctl = kl_controller(config.init_kl_coef, config.target_kl, config.kl_horizon)
-    generator = torch.Generator().manual_seed(config.seed)
-    prompt_generator = torch.Generator().manual_seed(config.seed + 1)
+    policy, ref_policy, optimizer, kl_ctl, generator, prompt_generator = _setting(config, device, kl_controller)
     ref_state = _cpu_state(ref_policy) if watch is not None else {}
     rollout: dict[str, float] = {}
 
@@ -131,12 +152,11 @@ def run_loop(config: PPOConfig, steps: int, ppo_step: Callable[..., dict[str, fl
         rollout.update(toy_task.response_stats(responses, mask))
         return toy_task.score(responses, mask)
 
-    header = "  ".join(f"{name:>{len(fmt.format(0.0))}}" for _, name, fmt in COLUMNS)
     history: list[dict[str, float]] = []
     with _progress(console, show_progress, label) as progress:
         task = progress.add_task("", total=steps)
         if log_every:
-            progress.console.print(f"{'step':>5}  {header}")
+            progress.console.print(_line(None, {}))
         for step in range(1, steps + 1):
             queries = toy_task.sample_queries(config.batch_size, prompt_generator)
             inputs = StepInputs(step, _cpu_state(policy), ref_state, queries.clone(), float(kl_ctl.value)) \
@@ -144,12 +164,9 @@ def run_loop(config: PPOConfig, steps: int, ppo_step: Callable[..., dict[str, fl
             stats = ppo_step(policy, ref_policy, optimizer, queries, reward_fn, kl_ctl, config, generator)
             record = {"step": float(step), **{str(k): _number(v) for k, v in stats.items()}, **rollout}
             history.append(record)
-            progress.update(task, advance=1, description=f"score {record['ppo/mean_scores']:.3f}  KL {record['objective/kl']:.2f}")
+            progress.update(task, advance=1, description=_line(None, record))
             if log_every and (step == 1 or step == steps or step % log_every == 0):
-                progress.console.print(f"{step:>5}  " + "  ".join(fmt.format(record[key]) for key, _, fmt in COLUMNS))
-            if watch is not None:
-                try:
-                    watch(record, inputs)
-                except StopRun:
-                    break
+                progress.console.print(_line(step, record))
+            if watch is not None and not _watched(watch, record, inputs):
+                break
     return history
