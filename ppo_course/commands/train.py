@@ -30,6 +30,9 @@ from typing import Any
 HELP = ("train the toy policy with PPO: the reference's (instructor's install), or yours with --mine "
         "[EXERCISES_DIR], beside the reference's run")
 
+#: ``--mine`` given without a folder: ``check``'s default (./exercises if present, else the current folder).
+DEFAULT_DIR = Path("<check's default>")
+
 #: CLI option -> PPOConfig field; only options given on the command line override PPOConfig.toy().
 OVERRIDES: dict[str, type] = {
     "learning_rate": float,
@@ -71,9 +74,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``train``: ``--mine [EXERCISES_DIR]`` and the run's options (``add_run_arguments``)."""
-    parser.add_argument("--mine", nargs="?", const=Path("exercises"), type=Path, default=None, metavar="EXERCISES_DIR",
-                        help="train with your own ex1-ex7 from EXERCISES_DIR (default: ./exercises), beside the "
-                             "reference's run from the same seed")
+    parser.add_argument("--mine", nargs="?", const=DEFAULT_DIR, type=Path, default=None, metavar="EXERCISES_DIR",
+                        help="train with your own ex1-ex7 from EXERCISES_DIR (default: ./exercises if present, else "
+                             "the current folder, as check), beside the reference's run from the same seed")
     add_run_arguments(parser)
 
 
@@ -132,6 +135,10 @@ def run(args: argparse.Namespace, reference: Any = None) -> int:
     config = config_from_args(args, err)
     if config is None:
         return 2
+    if args.mine == DEFAULT_DIR:
+        from ppo_course.commands.check import default_dir
+
+        args.mine = default_dir()
     if not Path(args.mine).is_dir():
         err.print(f"[red]error:[/] {args.mine} is not a folder: give your exercises folder (ppo-course train --mine DIR)")
         return 2

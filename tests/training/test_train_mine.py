@@ -170,3 +170,12 @@ def test_the_replay_of_a_correct_step_names_no_piece(tmp_path):
         finding = side.diagnose(inputs, config, mine)
     assert (finding.exercise, finding.piece, finding.diagnosis) == (None, None, None), finding.words()
     assert finding.words().startswith("on step 4's batch every one of your pieces agrees")
+
+
+def test_mine_without_a_folder_takes_checks_default(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exercises").mkdir()
+    args = _args(["--mine", "--steps", "1", "--no-progress", "--out", str(tmp_path / "o")])
+    assert train_command.run(args, reference=None) == 1  # the empty folder: its modules are missing
+    assert args.mine == tmp_path / "exercises"
+    assert "ex1_ratio.logprobs_from_logits is missing (ex1_ratio.py is not in the folder)" in capsys.readouterr().err
