@@ -112,11 +112,17 @@ class ReferenceTrainSide:
         found = _first_piece(payload, want, config, mine.modules)
         if found is not None:
             return Finding(inputs.step, *found)
-        return _step_finding(inputs.step, payload, want, config, mine)
+        own = {stem: types.SimpleNamespace(**{n: getattr(ppo_reference, n) for n, s in STEP_PIECES.items() if s == stem})
+               for stem in set(STEP_PIECES.values())}
+        return _step_finding(inputs.step, payload, want, config, mine, self.step_with(own))
 
 
-def _step_finding(step: int, payload: dict, want: dict, config: Any, mine: Any) -> Finding:
-    """Exercise 7's own verdict when every ex1–ex6 piece agrees: the named mistake or the first departing stage."""
+def _step_finding(step: int, payload: dict, want: dict, config: Any, mine: Any, reference_step: Callable) -> Finding:
+    """Exercise 7's own verdict when every ex1–ex6 piece agrees: the named mistake or the first departing stage.
+
+    ``reference_step`` (the reference's step with its own pieces) is run in the same deep harness as the student's,
+    so that the gradient norms at each optimizer step compare like with like (``same_gradients``).
+    """
     from ppo_course.sandbox.harness import run_ppo_step
 
     try:
@@ -130,8 +136,9 @@ def _step_finding(step: int, payload: dict, want: dict, config: Any, mine: Any) 
     stage = first_departing_stage(got, want)
     # Every stage up to the losses agrees and so do the gradients at each optimizer step: what is left is rounding,
     # which Adam's per-coordinate normalisation amplifies on near-zero gradients (ppo_step_stages.same_gradients).
-    if params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL) or (
-            stage == STAGES[-1][1] and same_gradients(got, want)):
+    if params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL) or (stage == STAGES[-1][1] and _quiet(
+            lambda: same_gradients(got, run_ppo_step(types.SimpleNamespace(ppo_step=reference_step),
+                                                     {**payload, "observe": "deep"})))):
         return Finding(step, None, None, None, "your step agrees with the reference's stage by stage and gradient by "
                        "gradient; the runs drifted apart by float rounding (two implementations round differently, "
                        "and one sampled token that flips changes the rest of the run), or the hyper-parameters did it")
