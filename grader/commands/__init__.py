@@ -22,6 +22,6 @@ COMMANDS: dict[str, str] = {
     "similarity": "grader.commands.similarity",
     "export": "grader.commands.export",
     "lti": "grader.commands.lti",
-    "train": "ppo_reference.commands.train",
+    "train": "grader.commands.train",
     "plot": "grader.commands.plot",
 }
