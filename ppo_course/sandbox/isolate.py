@@ -42,7 +42,7 @@ import resource
 import signal
 from dataclasses import dataclass, field
 
-from ppo_course.sandbox import memcg, rootfs, syscall_filter
+from ppo_course.sandbox import cpucg, memcg, rootfs, syscall_filter
 from ppo_course.sandbox.covers import _is_within, apply_covers, plan_covers
 from ppo_course.sandbox.linux import (
     CLONE_NEWCGROUP,
@@ -144,6 +144,8 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     is_root = os.geteuid() == 0
     cgroup = config.get("memory_cgroup")
     budget = _join_memory_cgroup(cgroup, config)
+    if config.get("cpu_cgroup"):
+        cpucg.join(str(config["cpu_cgroup"]))  # all its processes share Limits.cpu_cores CPUs from here on
     uid = config.get("uid") if is_root else None
     # Counted before any user namespace: inside one, every unmapped uid shows as "nobody".
     tasks_before = 0 if is_root else _count_user_tasks(os.getuid())
