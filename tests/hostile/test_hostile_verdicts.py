@@ -4,7 +4,7 @@ Class 3 (verdicts computed by code the student controls): ``a88`` rebinds and
 swaps exercise 5's graph probe (module attribute, ``sys.modules``, the worker's
 table found through ``gc``, lying ``torch.Tensor`` properties); ``a89`` rebinds the
 worker's gradient measurement (``Worker.call_with_grad`` / ``Worker.handle``);
-``a141`` detaches only when the probe is its caller (the call stack) and ``a142``
+``a161`` detaches only when the probe is its caller (the call stack) and ``a162``
 rewrites the probe's closure cells through ``gc`` (issue 31, class 1: both scored
 above the twin on main; no point rests on the probe now). Each
 is graded three times beside its honest twin (the same wrong code without the
@@ -51,7 +51,7 @@ def _comparable(result) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["a88_ex5_rebind_graph_probe", "a89_ex4_rebind_grad_probe",
-                                  "a141_ex5_probe_caller_detected", "a142_ex5_probe_closure_cells"])
+                                  "a161_ex5_probe_caller_detected", "a162_ex5_probe_closure_cells"])
 def test_class3_child_cannot_forge_a_verdict(name, tmp_path, fork_server):
     from grader.grade import grade_submission
 
@@ -85,8 +85,8 @@ def test_class3_child_cannot_forge_a_verdict(name, tmp_path, fork_server):
     # The probed test itself: the twin's mistake is caught, with or without the attack.
     probed = {"a88_ex5_rebind_graph_probe": "test_buffer_stores_detached",
               "a89_ex4_rebind_grad_probe": "test_gae_carries_no_gradient",
-              "a141_ex5_probe_caller_detected": "test_buffer_stores_detached",
-              "a142_ex5_probe_closure_cells": "test_buffer_stores_detached"}[name]
+              "a161_ex5_probe_caller_detected": "test_buffer_stores_detached",
+              "a162_ex5_probe_closure_cells": "test_buffer_stores_detached"}[name]
     assert want[(attack.target, "hidden", probed)][0] == 0 == got[(attack.target, "hidden", probed)][0]
 
 
