@@ -2,7 +2,8 @@
 
 Runs inside the child right after the fork server forked it (as the fork
 server's user, normally root), in this order (first of all, when the fork
-server made one, the child joins its memory cgroup: ``memcg``, issue 19):
+server made them, the child joins its memory cgroup, ``memcg``, and its CPU
+cgroup, ``cpucg``, which holds all its processes to ``Limits.cpu_cores``):
 
 1. a new session and process group (so that a time-out kills the whole group),
    and death with the fork server (``prctl(PR_SET_PDEATHSIG, SIGKILL)``);
