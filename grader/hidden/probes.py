@@ -11,11 +11,10 @@ decides the verdict in the trusted process: the reply is validated against a
 schema (pydantic), the rows that came back must be rows of the drawn input
 (recomputed here), and only then are the graph facts read (issue 19, class 3).
 
-What stays possible: the child is the student's process, so a submission that
-reimplements the probe's whole reply (the drawn rows, recomputed from the plan,
-with the graph facts set to False) and patches the worker's reply path can still
-claim "detached"; it cannot do it by rebinding the probe, and a reply that does
-not hold the drawn rows is a failure.
+The child is the student's process: a submission can reach the probe there (its
+closure cells through ``gc``) or recognise it as its caller, so the verdict is
+feedback only and earns no point (``grader/points.yaml``: ``test_buffer_stores_detached``
+is informational; no point rests on a measurement made where student code ran).
 """
 
 from __future__ import annotations

@@ -61,7 +61,8 @@ def test_surrogate_gradient_cases(student, reference, batch, clip_eps):
 
 
 def test_surrogate_no_gradient_into_constants(student):
-    """No gradient flows into the advantages or logp_old (they are constants of the loss)."""
+    """(0 points, reported: a fact of the autograd graph, which exists only in the student's
+    process) No gradient flows into the advantages or logp_old (they are constants of the loss)."""
     from ppo_course.grading_kit.inputs import Batch
 
     batch = Batch(3, 5, (5, 2, 3), "float", "float64", draw_seed("ex2.no_gradient_into_constants"))

@@ -65,7 +65,8 @@ def test_gae_no_bootstrap_past_last_token(student, reference):
 
 
 def test_gae_carries_no_gradient(student):
-    """No gradient flows into advantages or returns (they are constants for the losses)."""
+    """(0 points, reported: a fact of the autograd graph, which exists only in the student's
+    process) No gradient flows into advantages or returns (they are constants for the losses)."""
     g = draw_generator("ex4.gae_no_gradient")
     rewards = torch.randn(2, 4, generator=g, dtype=torch.float64)
     values = torch.randn(2, 4, generator=g, dtype=torch.float64)

@@ -289,12 +289,15 @@ def test_invalid_mini_batch_size_raises(student, error_name):
 
 
 def test_buffer_stores_detached(student):
-    """add() stores detached copies: a field that carries the caller's autograd graph comes back from
-    minibatches() without it (the docstring: "stores copies"; the stub: detached copies).
+    """(0 points, reported) add() stores detached copies: a field that carries the caller's autograd graph
+    comes back from minibatches() without it (the docstring: "stores copies"; the stub: detached copies).
 
-    The graph must exist where the student's buffer runs, so the child runs a probe captured before the
-    student's import (`ppo_course.sandbox.harness.trusted_operations`) on inputs drawn from the grader's
-    secret; it returns raw data only, and the verdict is computed here (`grader.hidden.probes`).
+    The graph exists only where the student's buffer runs, so the child runs a probe (captured before the
+    student's import, `ppo_course.sandbox.harness.trusted_operations`) on inputs drawn from the grader's
+    secret, and the verdict is computed here from its raw reply (`grader.hidden.probes`). Student code runs
+    in that process too and can reach the probe (closure cells through `gc`) or recognise it as its caller,
+    so the verdict is feedback only: no point rests on it (the copies are graded from shared memory by
+    `test_buffer_keeps_copies`).
     """
     from grader.hidden.probes import buffer_graph_plan, judge_buffer_graph
     from ppo_course.sandbox import harness

@@ -68,7 +68,8 @@ def test_shaped_rewards_defaults_and_positional(student, reference):
 
 
 def test_kl_outputs_carry_no_gradient(student):
-    """per_token_kl and kl_shaped_rewards return no graph into logp, ref_logp or the scores (they are rewards,
+    """(0 points, reported: a fact of the autograd graph, which exists only in the student's
+    process) per_token_kl and kl_shaped_rewards return no graph into logp, ref_logp or the scores (they are rewards,
     not losses: "detached"; a score that keeps its graph would put the reward model in the policy's loss)."""
     batch = Batch(2, 4, (4, 2), "float", "float64", draw_seed("ex6.no_gradient"))
     logp, ref_logp, mask = _kl_case(batch)

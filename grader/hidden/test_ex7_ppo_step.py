@@ -276,18 +276,32 @@ def test_ppo_step_other_config(provider, runs):
     mini-batches of 2: 8 mini-batches per epoch, two optimizer steps of 4 accumulated ones, so that a loss
     divided by the epoch's mini-batch count instead of gradient_accumulation_steps differs from the
     reference (with a drawn batch of 8 the two counts coincide)."""
-    payload, got, want = _parity(provider, runs, None, key="other", batch=16, kl_placement="last_token",
-                                 whiten_rewards=False, gamma=0.9, ppo_epochs=3, mini_batch_size=2,
-                                 gradient_accumulation_steps=4, cliprange=0.1, vf_coef=0.5, temperature=0.7,
-                                 top_p=0.9, config_seed=7, max_grad_norm=1e6, kl_coef=0.15)
+    payload, got, want = _other_parity(provider, runs)
     if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
         raise Mismatch(_named(runs, "other", payload, got), "", "parameters after one ppo_step (other config)")
     _expect_reference_policy_frozen(payload, got, "after one ppo_step (other config)")
-    # Adam hides a gradient scaled by a constant (and clipping would normalise it): with clipping off here,
-    # the norm the observer records at the optimizer step is the raw one.
+
+
+def _other_parity(provider, runs) -> tuple[dict, dict, dict]:
+    """`_parity` of the other config (test_ppo_step_other_config), run once per session."""
+    return _parity(provider, runs, None, key="other", batch=16, kl_placement="last_token", whiten_rewards=False,
+                   gamma=0.9, ppo_epochs=3, mini_batch_size=2, gradient_accumulation_steps=4, cliprange=0.1,
+                   vf_coef=0.5, temperature=0.7, top_p=0.9, config_seed=7, max_grad_norm=1e6, kl_coef=0.15)
+
+
+def test_ppo_step_scales_accumulated_gradient(provider, runs):
+    """(0 points, reported) The first optimizer step's gradient norm before clipping, in the other config
+    (4 accumulation steps, clipping off), is the reference's: each accumulated loss is divided by
+    gradient_accumulation_steps.
+
+    Adam hides a gradient scaled by a constant (and clipping would normalise it), so only the norm that the
+    observer records in the child shows it. That is a measurement made where the student's code runs (a
+    forged trace would pass), so it names the mistake and is worth nothing.
+    """
+    payload, got, _ = _other_parity(provider, runs)
     scaled = _safely(ppo_step_diagnosis.gradient_scaled, got, runs.get(("reference_trace", "other"),
                                                                lambda: reference_step(payload)),
-                                                payload["ppo_config"])
+                     payload["ppo_config"])
     if scaled:
         raise Mismatch(scaled, "", "the gradient before clipping (other config)")
 

@@ -2,7 +2,8 @@
 
 Runs inside the child right after the fork server forked it (as the fork
 server's user, normally root), in this order (first of all, when the fork
-server made one, the child joins its memory cgroup: ``memcg``, issue 19):
+server made them, the child joins its memory cgroup, ``memcg``, and its CPU
+cgroup, ``cpucg``, which holds all its processes to ``Limits.cpu_cores``):
 
 1. a new session and process group (so that a time-out kills the whole group),
    and death with the fork server (``prctl(PR_SET_PDEATHSIG, SIGKILL)``);
@@ -42,7 +43,7 @@ import resource
 import signal
 from dataclasses import dataclass, field
 
-from ppo_course.sandbox import memcg, rootfs, syscall_filter
+from ppo_course.sandbox import cpucg, memcg, rootfs, syscall_filter
 from ppo_course.sandbox.covers import _is_within, apply_covers, plan_covers
 from ppo_course.sandbox.linux import (
     CLONE_NEWCGROUP,
@@ -144,6 +145,8 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     is_root = os.geteuid() == 0
     cgroup = config.get("memory_cgroup")
     budget = _join_memory_cgroup(cgroup, config)
+    if config.get("cpu_cgroup"):
+        cpucg.join(str(config["cpu_cgroup"]))  # all its processes share Limits.cpu_cores CPUs from here on
     uid = config.get("uid") if is_root else None
     # Counted before any user namespace: inside one, every unmapped uid shows as "nobody".
     tasks_before = 0 if is_root else _count_user_tasks(os.getuid())

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import os
 
+from ppo_course.sandbox import cpucg
+
 #: MiB above ``memory_mb`` for pages the interpreter itself copies after the fork (refcounts, GC).
 HEADROOM_MB = 64
 _V1_ROOT = "/sys/fs/cgroup/memory"
@@ -84,6 +86,8 @@ class Controller:
         self.version = version
         self.base = base
         self._next = 0
+        #: v2 only: the cpu controller is enabled too, and each leaf gets ``cpu.max`` (``cpucg`` otherwise)
+        self.cpu = False
 
     @classmethod
     def open(cls, pid: int) -> "tuple[Controller | None, str]":
@@ -118,17 +122,25 @@ class Controller:
         if version == 2:
             _write(os.path.join(base, "cgroup.subtree_control"), "+memory")
         ctl = cls(version, base)
+        if version == 2:
+            ctl.cpu = _enable_cpu(parent, base)
         probe = ctl.create()  # fail here, at start, rather than in the first child
         ctl.remove(probe)
         return ctl
 
-    def create(self) -> str:
-        """A fresh leaf for one child (mode 0755, owned by root); returns its folder."""
+    def create(self, cpu_cores: float = 1.0) -> str:
+        """A fresh leaf for one child (mode 0755, owned by root); returns its folder.
+
+        On v2 with the cpu controller enabled, the leaf also holds its processes to ``cpu_cores`` CPUs
+        together (``cpu.max``, ``cpucg.quota_us`` per ``cpucg.PERIOD_US``).
+        """
         self._next += 1
         path = os.path.join(self.base, f"c{self._next}")
         os.mkdir(path, 0o755)
         if self.version == 2:
             _write(os.path.join(path, "memory.oom.group"), "1")
+            if self.cpu:
+                _write(os.path.join(path, "cpu.max"), f"{cpucg.quota_us(cpu_cores)} {cpucg.PERIOD_US}")
         return path
 
     def oom_kills(self, path: str) -> int:
@@ -216,6 +228,16 @@ class Budget:
             for fd in (self.usage, self.limit, self.swap):
                 if fd is not None:
                     os.close(fd)
+
+
+def _enable_cpu(parent: str, base: str) -> bool:
+    """Enable v2's cpu controller for the sub-tree's leaves; False where the kernel or the parent refuses."""
+    try:
+        _write(os.path.join(parent, "cgroup.subtree_control"), "+cpu")
+        _write(os.path.join(base, "cgroup.subtree_control"), "+cpu")
+        return True
+    except OSError:
+        return False
 
 
 def _remove_tree(path: str) -> None:

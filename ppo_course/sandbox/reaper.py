@@ -28,7 +28,7 @@ LOCK_DIR = os.path.join(tempfile.gettempdir(), ".ppo-course-sandbox-uids")
 
 
 class Child:
-    """One child of the fork server: its pid, private uid (or None), temp folder and memory cgroup."""
+    """One child of the fork server: its pid, private uid (or None), temp folder, memory and CPU cgroups."""
 
     def __init__(self, pid: int, uid: int | None, lock_fd: int | None, workdir: str, client: int = -1,
                  cgroup: str | None = None, oom_fd: int | None = None, memory_mb: int = 0) -> None:
@@ -41,6 +41,7 @@ class Child:
         self.oom_fd = oom_fd  # eventfd readable at an OOM in that cgroup (cgroup v1), or None
         self.memory_mb = memory_mb
         self.out_of_memory = False  # its cgroup hit the limit (set by the OOM watch)
+        self.cpu_cgroup: str | None = None  # its CPU cgroup's folder (cpucg, cgroup v1), or None
         self.status: int | None = None
 
 

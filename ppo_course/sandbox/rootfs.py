@@ -17,7 +17,8 @@ private mount namespace and before any student code:
   where the kernel lets us set it);
 * ``/dev/null``, ``/dev/zero``, ``/dev/full``, ``/dev/random``,
   ``/dev/urandom`` (binds of the nodes, noatime, nosuid, noexec) and a fresh
-  ``/proc``;
+  ``/proc`` whose machine-wide tables of shared kernel objects (``PROC_MASKED``:
+  the lock table ``/proc/locks``) read empty: ``/dev/null`` is bound over them;
 * everything writable private to the child and gone with its mount
   namespace: ``/tmp`` (``Limits.tmp_size_mb``, the working folder inside),
   ``/dev/shm`` and ``/var/tmp`` (small tmpfs);
@@ -56,6 +57,9 @@ SYSTEM_PATHS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib3
 ETC_PATHS = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 #: Device nodes every child gets (binds of the machine's nodes).
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+#: Files of /proc that list kernel objects of the whole machine which no namespace covers, so that a
+#: child would see what its siblings (and the grader) hold: read as empty (``/dev/null`` bound over them).
+PROC_MASKED = ("/proc/locks",)
 
 
 def _check(ret: int, what: str) -> None:
@@ -147,6 +151,21 @@ class _Builder:
             pass
 
 
+def _mask(target: str) -> None:
+    """Bind ``/dev/null`` over ``target`` (a file of the new /proc), read-only: it reads as empty.
+
+    Raises:
+        OSError: the kernel refused (the caller runs no student code).
+    """
+    if not os.path.exists(target):
+        return
+    _mount("/dev/null", target, None, MS_BIND)
+    try:
+        _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
+    except OSError:
+        pass  # a user namespace locks the node's flags; /dev/null stays empty to read and drops every write
+
+
 def pivot_root(new_root: str) -> None:
     """Make ``new_root`` (a mount point) this namespace's root and detach the old one.
 
@@ -205,6 +224,8 @@ def build(new_root: str, needed: list[str], tmp_size_mb: int, fresh_proc: bool) 
         if fresh_proc:
             notes.append(f"could not mount /proc with hidepid ({exc.strerror}): other processes stay visible")
         _mount("/proc", b.inside("/proc"), None, MS_BIND | MS_REC)
+    for path in PROC_MASKED:
+        _mask(b.inside(path))
     pivot_root(new_root)
     # Nothing more is created in the root itself: the skeleton becomes read-only.
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m,mode=0755")

@@ -24,7 +24,16 @@ create"):
   namespace flag): the covers of instructor files must stay in place;
 * administration (modules, kexec, reboot, swap, acct, quotas, clock, syslog,
   ``open_by_handle_at``/``name_to_handle_at``, fanotify, ``personality``
-  beyond a query).
+  beyond a query);
+* state the kernel keeps per *inode*, which every child shares through its
+  read-only binds of the same interpreter files, so that one child sets it
+  and a sibling graded at the same time reads it across uids and mount
+  namespaces: advisory locks (``flock``; ``fcntl`` with ``F_GETLK``,
+  ``F_SETLK``, ``F_SETLKW`` and their ``F_OFD_*`` forms, which ``lockf``
+  uses too), leases (``F_SETLEASE``/``F_GETLEASE``), directory notifications
+  (``F_NOTIFY``) and inotify watches (``inotify_init``, ``inotify_init1``,
+  ``inotify_add_watch``: a sibling's read of a shared file is an
+  ``IN_ACCESS`` event). Every other ``fcntl`` command stays allowed.
 
 Raises ``OSError`` when the filter cannot be installed: the child then
 refuses to run (fail closed).
@@ -59,6 +68,16 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "lookup_dcookie",
     "open_by_handle_at", "name_to_handle_at", "fanotify_init", "settimeofday", "clock_settime",
     "clock_adjtime", "iopl", "ioperm", "vhangup", "uselib", "nfsservctl", "_sysctl",
+    # per-inode state shared with siblings through the same read-only files: locks, notifications
+    "flock", "inotify_init", "inotify_init1", "inotify_add_watch",
+)
+
+#: ``fcntl`` commands (asm-generic/fcntl.h, linux/fcntl.h) that read or set per-inode state a sibling
+#: shares: POSIX and open-file-description locks, leases, directory notifications. They get EPERM.
+FCNTL_DENIED_COMMANDS: tuple[int, ...] = (
+    5, 6, 7,  # F_GETLK, F_SETLK, F_SETLKW
+    36, 37, 38,  # F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW
+    1024, 1025, 1026,  # F_SETLEASE, F_GETLEASE, F_NOTIFY
 )
 
 #: ``clone`` flags that create a namespace (linux/sched.h): a clone with any of them gets EPERM.
@@ -112,6 +131,8 @@ def build(single_process: bool = False):  # -> pyseccomp.SyscallFilter
             flt.add_rule(deny, number)
         for flag in CLONE_NAMESPACE_FLAGS:
             flt.add_rule(deny, "clone", _seccomp.Arg(0, _seccomp.MASKED_EQ, flag, flag))
+        for command in FCNTL_DENIED_COMMANDS:
+            flt.add_rule(deny, "fcntl", _seccomp.Arg(1, _seccomp.EQ, command))
         if single_process:
             flt.add_rule(deny, "clone", _seccomp.Arg(0, _seccomp.MASKED_EQ, CLONE_THREAD, 0))
         flt.add_rule(_seccomp.ERRNO(errno.ENOSYS), "clone3")

@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from ppo_course.sandbox import fixed_root, isolate, linux, memcg, reaper, warm_up
+from ppo_course.sandbox import cpucg, fixed_root, isolate, linux, memcg, reaper, warm_up
 from ppo_course.sandbox.reaper import Child
 
 
@@ -96,6 +96,17 @@ class ForkServer:
         if self.memcg is None:
             isolate.warn(f"no memory cgroup ({why}): each child is held to one process without memfds, and "
                          "its address space to the memory budget less its tmpfs sizes (docs/threat_model.md)")
+        self.cpucg = self._open_cpu_cgroups()
+
+    def _open_cpu_cgroups(self) -> "cpucg.CpuController | None":
+        """The CPU quota per child: v1's ``cpu`` hierarchy, or (v2) the memory leaf itself; None with a warning."""
+        if self.memcg is not None and self.memcg.version == 2 and self.memcg.cpu:
+            return None  # the quota is written on each child's v2 leaf (memcg.Controller.create)
+        ctl, why = cpucg.CpuController.open(os.getpid()) if self.is_root else (None, "the grader is not root")
+        if ctl is None:
+            isolate.warn(f"no CPU cgroup ({why}): each child is bounded by RLIMIT_CPU and its task count only, "
+                         "so a busy child can slow a sibling graded at the same time (docs/threat_model.md)")
+        return ctl
 
     def finish(self, pid: int, grace_s: float) -> str:
         child = self.children.get(pid)
@@ -127,6 +138,12 @@ class ForkServer:
         if child.oom_fd is not None:
             os.close(child.oom_fd)
             child.oom_fd = None
+        if self.cpucg is not None and child.cpu_cgroup is not None:
+            for round_ in range(50):
+                if self.cpucg.remove(child.cpu_cgroup):
+                    break
+                time.sleep(0.002 * min(round_ + 1, 10))
+            child.cpu_cgroup = None
         if self.memcg is None or child.cgroup is None:
             return ""
         # The watch may kill the child before the kernel's OOM killer picks a victim (oom_kill stays 0).
@@ -160,10 +177,13 @@ class ForkServer:
         if uid is not None:
             os.chown(workdir, uid, uid)
         server_pid = os.getpid()
-        cgroup = self.memcg.create() if self.memcg is not None else None
+        cores = float(config.get("limits", {}).get("cpu_cores", 1.0))
+        cgroup = self.memcg.create(cores) if self.memcg is not None else None
         oom_fd = self.memcg.watch_oom(cgroup) if cgroup is not None else None
+        cpu_cgroup = self.cpucg.create(cores) if self.cpucg is not None else None
         config = dict(config, uid=uid, workdir=workdir, server_pid=server_pid, memory_cgroup=cgroup,
-                      memory_cgroup_version=self.memcg.version if self.memcg is not None else None)
+                      memory_cgroup_version=self.memcg.version if self.memcg is not None else None,
+                      cpu_cgroup=cpu_cgroup)
         pid = os.fork()
         if pid == 0:  # the child: never returns into the server loop
             code = 70
@@ -181,6 +201,7 @@ class ForkServer:
             os.close(fd)
         memory_mb = int(config.get("limits", {}).get("memory_mb", 0))
         self.children[pid] = Child(pid, uid, lock_fd, workdir, client, cgroup, oom_fd, memory_mb)
+        self.children[pid].cpu_cgroup = cpu_cgroup
         return pid
 
     def kill_all(self) -> None:
@@ -281,6 +302,8 @@ class ForkServer:
         self.kill_all()
         if self.memcg is not None:
             self.memcg.close()
+        if self.cpucg is not None:
+            self.cpucg.close()
         if self.listener is not None:
             path = self.listener.getsockname()
             self.listener.close()

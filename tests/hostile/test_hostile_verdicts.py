@@ -3,7 +3,10 @@
 Class 3 (verdicts computed by code the student controls): ``a88`` rebinds and
 swaps exercise 5's graph probe (module attribute, ``sys.modules``, the worker's
 table found through ``gc``, lying ``torch.Tensor`` properties); ``a89`` rebinds the
-worker's gradient measurement (``Worker.call_with_grad`` / ``Worker.handle``). Each
+worker's gradient measurement (``Worker.call_with_grad`` / ``Worker.handle``);
+``a161`` detaches only when the probe is its caller (the call stack) and ``a162``
+rewrites the probe's closure cells through ``gc`` (issue 31, class 1: both scored
+above the twin on main; no point rests on the probe now). Each
 is graded three times beside its honest twin (the same wrong code without the
 attack): never above the twin on any test, the other exercise unchanged, nothing
 changed outside the sandbox, no process left, the same results on every rerun.
@@ -47,7 +50,8 @@ def _comparable(result) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["a88_ex5_rebind_graph_probe", "a89_ex4_rebind_grad_probe"])
+@pytest.mark.parametrize("name", ["a88_ex5_rebind_graph_probe", "a89_ex4_rebind_grad_probe",
+                                  "a161_ex5_probe_caller_detected", "a162_ex5_probe_closure_cells"])
 def test_class3_child_cannot_forge_a_verdict(name, tmp_path, fork_server):
     from grader.grade import grade_submission
 
@@ -80,7 +84,9 @@ def test_class3_child_cannot_forge_a_verdict(name, tmp_path, fork_server):
     assert runs[0].exercises[attack.other].score == twin.exercises[attack.other].score
     # The probed test itself: the twin's mistake is caught, with or without the attack.
     probed = {"a88_ex5_rebind_graph_probe": "test_buffer_stores_detached",
-              "a89_ex4_rebind_grad_probe": "test_gae_carries_no_gradient"}[name]
+              "a89_ex4_rebind_grad_probe": "test_gae_carries_no_gradient",
+              "a161_ex5_probe_caller_detected": "test_buffer_stores_detached",
+              "a162_ex5_probe_closure_cells": "test_buffer_stores_detached"}[name]
     assert want[(attack.target, "hidden", probed)][0] == 0 == got[(attack.target, "hidden", probed)][0]
 
 
