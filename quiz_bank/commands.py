@@ -209,9 +209,12 @@ def _print_report(data: dict) -> None:
         table.add_row(name, f"{s['score']}/{s['max_score']}", "yes" if s["passed"] else "no")
     console = _console()
     console.print(table)
-    console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops at 100%)")
+    console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops passed)")
     if data.get("problem"):
         console.print(f"scored 0: {data['problem']}", markup=False)
+    for name, s in data["stops"].items():
+        for claim in s.get("claims_missed", []) if not s["passed"] else []:
+            console.print(f"{name}: reread {claim['claim']} ({claim['cite']})", markup=False)
     if "graded_as_attempt" in data:
         console.print(f"graded as attempt {data['graded_as_attempt']}; the next submission is attempt "
                       f"{data['graded_as_attempt'] + 1} (`ppo-course quiz take --attempt {data['graded_as_attempt'] + 1}`)")
@@ -321,6 +324,10 @@ def _status_table(bank, store, sid: str, keyed: bool):
         if rows:
             latest = rows[-1][0]
             asked = rows[-1][1]
+        elif latest:  # a key-less take answers the grader's mastery draw of its attempt
+            from quiz_bank.offline import attempt_at
+
+            asked = attempt_at(bank, s, sid, latest).order
         else:
             asked = tuple(q.id for q in qs)
         answered = sum(any(a.attempt == latest and a.question_id == qid for a in answers) for qid in asked)
