@@ -263,12 +263,19 @@ def _c(x, lo, hi):
     return min(max(x, lo), hi)
 
 
+def _flows(p, i) -> bool:
+    """Eq. 5.9 for token ``i`` of a three-token draw: the unclipped term is the min."""
+    r, adv, eps = p[f"r{i}"], p[f"adv{i}"], p["eps"]
+    return (adv > 0 and r < 1 + eps) or (adv < 0 and r > 1 - eps)
+
+
 # Common wrong answers, computed independently from the stems' formulas (not from keys.py).
 DISTRACTORS = {
     "clip_objective": {"ignore the clip": lambda p: p["r"] * p["adv"],
                        "max for min": lambda p: max(p["r"] * p["adv"], _c(p["r"], 1 - p["eps"], 1 + p["eps"]) * p["adv"]),
                        "wrong sign": lambda p: -min(p["r"] * p["adv"], _c(p["r"], 1 - p["eps"], 1 + p["eps"]) * p["adv"])},
-    "clip_gradient_logp": {"ignore the clip": lambda p: p["r"] * p["adv"], "wrong sign": lambda p: -p["r"] * p["adv"]},
+    "clip_gradient_logp_sum": {"ignore the clip": lambda p: sum(p[f"r{i}"] * p[f"adv{i}"] for i in (1, 2, 3)),
+                               "wrong sign": lambda p: -sum(_flows(p, i) * p[f"r{i}"] * p[f"adv{i}"] for i in (1, 2, 3))},
     "value_loss": {"ignore the clip": lambda p: (p["v"] - p["ret"]) ** 2,
                    "min for max": lambda p: min((p["v"] - p["ret"]) ** 2,
                                                 (p["v_old"] + _c(p["v"] - p["v_old"], -p["c"], p["c"]) - p["ret"]) ** 2)},
