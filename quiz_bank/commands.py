@@ -168,9 +168,8 @@ def _key(args) -> int:
 
 def _grade(args) -> int:
     from quiz_bank.grading import grade, load_responses
-    from quiz_bank.loader import load_bank
-
     from quiz_bank.ledger import Ledger, digest_of
+    from quiz_bank.loader import load_bank
 
     bank = load_bank(args.bank)
     responses = [load_responses(p) for p in args.responses]
@@ -212,9 +211,8 @@ def _print_report(data: dict) -> None:
     console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops passed)")
     if data.get("problem"):
         console.print(f"scored 0: {data['problem']}", markup=False)
-    for name, s in data["stops"].items():
-        for claim in s.get("claims_missed", []) if not s["passed"] else []:
-            console.print(f"{name}: reread {claim['claim']} ({claim['cite']})", markup=False)
+    for name, claim in ((n, c) for n, s in data["stops"].items() if not s["passed"] for c in s["claims_missed"]):
+        console.print(f"{name}: reread {claim['claim']} ({claim['cite']})", markup=False)
     if "graded_as_attempt" in data:
         console.print(f"graded as attempt {data['graded_as_attempt']}; the next submission is attempt "
                       f"{data['graded_as_attempt'] + 1} (`ppo-course quiz take --attempt {data['graded_as_attempt'] + 1}`)")
@@ -318,16 +316,12 @@ def _status_table(bank, store, sid: str, keyed: bool):
         table.add_column(col)
     for s in sorted(bank.stops):
         qs = bank.questions(s)
-        rows = store.stop_attempts(sid, s) if keyed else []
+        rows = store.stop_attempts(sid, s)  # a key-less take records its attempt's mastery draw too
         answers = [a for q in qs for a in store.attempts(sid, q.id)]
         latest = max((a.attempt for a in answers), default=0)
         if rows:
             latest = rows[-1][0]
             asked = rows[-1][1]
-        elif latest:  # a key-less take answers the grader's mastery draw of its attempt
-            from quiz_bank.offline import attempt_at
-
-            asked = attempt_at(bank, s, sid, latest).order
         else:
             asked = tuple(q.id for q in qs)
         answered = sum(any(a.attempt == latest and a.question_id == qid for a in answers) for qid in asked)

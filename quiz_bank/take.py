@@ -303,6 +303,8 @@ class Session:
                                f"again for your next submission, run `ppo-course quiz take --attempt N` with the attempt "
                                "number your grader's feedback gives (or --new-attempt).")
             return True
+        if attempt not in {n for n, _, _ in self.store.stop_attempts(self.student_id, stop)}:
+            self.store.start_stop_attempt(self.student_id, stop, attempt, [q.id for q in questions], time.time())
         self.console.print(f"No answer keys here: your answers are recorded for attempt {attempt}, to be graded. "
                            f"This attempt asks {len(questions)} questions on the stop's "
                            f"{len(mastery.stop_claims(self.bank, stop))} claims; {mastery.RULE}")
