@@ -89,7 +89,11 @@ def _refused(bank: Bank, student_id: str, problem: str, require_exercises, resul
 
 @dataclass
 class Report:
-    """A graded student: per-stop results, unknown ids and the completion verdict (``problem``: why it scored 0)."""
+    """A graded student: per-stop results, unknown ids and the completion verdict (``problem``: why it scored 0).
+
+    ``stops`` holds an Outcome per question the graded attempt asked; ``stale`` the ids of those an earlier
+    attempt had shown (right on them does not count); ``missed`` the ``mastery.Claim`` objects not established.
+    """
 
     student_id: str
     stops: dict[int, list[Outcome]]
