@@ -44,6 +44,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.course_secret import ensure_secret
 from grader.fingerprint import grader_fingerprint
 from grader.intake.attempts import record_selection
 from grader.intake.class_list import class_list
@@ -140,10 +141,13 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.runners.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
+        grader.course_secret.GraderSecretError: no usable course secret and none can be made (before anything
+            is written).
     """
     t_start = time.monotonic()
     out_dir, formats = _checked_arguments(submissions_dir, out_dir, jobs, profile, formats)
     say = log or (lambda msg: print(msg, file=sys.stderr))
+    ensure_secret(say=say)  # the course's secret, made at first use; none usable: GraderSecretError, nothing written
     entries, warnings, selection = class_list(Path(submissions_dir), latest_only, attempt_rule)
     absent = list(selection.absent) if selection is not None else []  # roster students with no folder
     present = {e.student_id for e in entries} | set(absent)
