@@ -211,12 +211,12 @@ def test_secret_init_from_installs_the_courses_own(tmp_path):
 
 
 def test_workers_are_pointed_at_the_secret_and_the_fork_server_is_not(course):
-    from grader.runners.workers import _worker_env
-    from grader.sandbox.forkserver_client import _server_env
+    from grader.runners import workers
+    from grader.sandbox import forkserver_client
 
     path = course(SECRET_A)
-    assert _worker_env(shared_server=False)[SECRET_ENV] == str(path)
-    server = _server_env()
+    assert workers._worker_env(shared_server=False)[SECRET_ENV] == str(path)
+    server = forkserver_client._server_env()
     assert SECRET_ENV not in server and str(path) not in str(server) and SECRET_A not in str(server)
 
 
