@@ -257,3 +257,20 @@ def test_the_student_bundle_carries_no_secret(course, tmp_path):
     assert files, "the bundle is empty: the scan would be vacuous"
     assert [p for p in files if "secret" in p.name.lower()] == []
     assert [p for p in files if SECRET_A.encode() in p.read_bytes()] == []
+
+
+def test_a_cluster_node_without_the_courses_secret_refuses_to_grade(course):
+    from grader.fingerprint import grader_fingerprint
+    from grader.runners import cluster_worker
+
+    course(SECRET_A)
+    mine, digest_a = grader_fingerprint(), secret_digest(SECRET_A.encode())
+    assert cluster_worker.refusal(mine, digest_a) is None
+    report = cluster_worker.worker_report()
+    assert report["secret"] == digest_a and SECRET_A not in str(report)
+    other = cluster_worker.refusal(mine, secret_digest(SECRET_B.encode()))
+    assert other is not None and digest_a in other and secret_digest(SECRET_B.encode()) in other
+    course(None, "a-node-with-none")
+    none = cluster_worker.refusal(mine, digest_a)
+    assert none is not None and "no grader secret" in none
+    assert cluster_worker.worker_report()["secret"] is None
