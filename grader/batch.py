@@ -44,6 +44,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.course_secret import ensure_secret
 from grader.fingerprint import grader_fingerprint
 from grader.intake.attempts import record_selection
 from grader.intake.class_list import class_list
@@ -140,6 +141,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.runners.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
+        grader.course_secret.GraderSecretError: no usable course secret and none can be made (nothing written).
     """
     t_start = time.monotonic()
     out_dir, formats = _checked_arguments(submissions_dir, out_dir, jobs, profile, formats)
@@ -147,8 +149,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
     entries, warnings, selection = class_list(Path(submissions_dir), latest_only, attempt_rule)
     absent = list(selection.absent) if selection is not None else []  # roster students with no folder
     present = {e.student_id for e in entries} | set(absent)
-    cluster_runner = _connect_cluster(cluster, say)
-    fingerprint = cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint()
+    cluster_runner, fingerprint = _grader_of_the_batch(cluster, say)
     run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                    fingerprint, say, absent=absent, cluster_runner=cluster_runner)
     graded_now, skipped, records = _lock_and_run(run, selection, entries, warnings, present, force, jobs, progress)
@@ -170,6 +171,14 @@ def _checked_arguments(submissions_dir: Path, out_dir: Path, jobs: int | None, p
     formats = tuple(formats)
     check_batch_formats(profile, formats)
     return out_dir, formats
+
+
+def _grader_of_the_batch(cluster: str | None, say: Callable[[str], None]):
+    """``(the connected ClusterRunner or None, the fingerprint that grades)``, once the course's grader secret is
+    there (``grader.course_secret.ensure_secret``: made at first use; raises ``GraderSecretError`` otherwise)."""
+    ensure_secret(say=say)
+    cluster_runner = _connect_cluster(cluster, say)
+    return cluster_runner, (cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint())
 
 
 def _connect_cluster(cluster: str | None, say: Callable[[str], None]):

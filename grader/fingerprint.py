@@ -21,13 +21,20 @@ _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "runners", "reports", "platforms/grad
 
 
 def grader_fingerprint() -> str:
-    """SHA-256 (hex, 16 chars) of everything that decides a grade: the grader, the reference and the student runtime.
+    """SHA-256 (hex, 16 chars) of everything that decides a grade: the grader, the reference, the student runtime
+    and the course's secret.
 
     Hashes the source files of the ``grader`` package (minus the batch
     layer, the report and the CLI commands, which never change a score),
-    ``ppo_reference`` and ``ppo_course`` (the sandbox, the model). A change to
-    any of them makes a rerun regrade every student.
+    ``ppo_reference`` and ``ppo_course`` (the sandbox, the model), and the
+    digest of the course's grader secret (``grader.course_secret.secret_digest``,
+    never the secret: it draws every hidden input). A change to any of them makes
+    a rerun regrade every student.
+
+    Raises:
+        grader.course_secret.GraderSecretError: no usable course secret.
     """
+    from grader.course_secret import secret_digest
     import importlib
 
     h = hashlib.sha256()
@@ -48,6 +55,7 @@ def grader_fingerprint() -> str:
                 continue
             h.update(f"{package}/{rel.as_posix()}\0".encode())
             h.update(path.read_bytes())
+    h.update(f"secret:{secret_digest()}".encode())
     return h.hexdigest()[:16]
 
 

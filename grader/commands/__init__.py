@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "demo": "grader.commands.demo",
     "grade": "grader.commands.grade",
     "grade-batch": "grader.commands.grade_batch",
+    "secret": "grader.commands.secret",
     "gradescope-bundle": "grader.commands.gradescope_bundle",
     "nbgrader": "grader.commands.nbgrader_course",
     "release": "grader.commands.release",

@@ -56,6 +56,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: cannot write {target}: {parent} is not a folder", file=sys.stderr)
             return 2
 
+    from grader.course_secret import GraderSecretError, ensure_secret
+
+    try:
+        ensure_secret(say=lambda msg: print(msg, file=sys.stderr))  # the course's secret, made at first use
+    except GraderSecretError as exc:  # a grader fault: nothing graded, no results written
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     _prestart_forkserver()
     from grader.grade import grade_submission
 

@@ -99,6 +99,7 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
     """Run the batch: its ``BatchSummary``, or the exit status after saying why it stopped (1 or 2; 130 on Ctrl-C)."""
     import sys
 
+    from grader.course_secret import GraderSecretError
     from grader.intake.submission import BatchLimits
     from grader.records.out_folder import BatchBusy
     from grader.runners.workers import BatchAborted, disk_full
@@ -118,7 +119,8 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (BatchBusy, BatchAborted) as exc:  # another batch writes there; the cluster is gone or refuses
+    except (BatchBusy, BatchAborted, GraderSecretError) as exc:  # another batch writes there; the cluster is gone
+        # or refuses; no usable course secret
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except ImportError as exc:

@@ -86,8 +86,13 @@ _WORKER_ENV_KEEP = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "OMP
 
 
 def _worker_env(shared_server: bool = True) -> dict[str, str]:
-    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens."""
+    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens, and the
+    path of the course's secret file as this process resolved it (``grader.course_secret.worker_env``; the
+    worker reads the file, never makes one; its sandboxed children get neither)."""
+    from grader.course_secret import worker_env
+
     env = {k: os.environ[k] for k in _WORKER_ENV_KEEP if k in os.environ}
+    env.update(worker_env())
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     # N workers on N cores: intra-op threads would only oversubscribe.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):

@@ -28,17 +28,22 @@ REQUIRED_MODULES = ("torch", "numpy", "pytest", "pydantic", "yaml", "ppo_course"
 
 
 def environment_problem(modules: tuple[str, ...] = REQUIRED_MODULES) -> str | None:
-    """The first required module this Python cannot import, as a sentence for the staff, or None.
+    """The first required module this Python cannot import, or the course's grader secret it cannot use, as a
+    sentence for the staff, or None.
 
     Imports each of ``modules`` in this (trusted) process: an ``ImportError`` or an ``OSError`` (a
-    shared library missing) is a broken environment.
+    shared library missing) is a broken environment; so is a missing or unusable grader secret
+    (``grader.course_secret.secret_problem``: the bundle or the course carries none), which is never
+    replaced by another.
     """
     for name in modules:
         try:
             importlib.import_module(name)
         except (ImportError, OSError) as exc:
             return f"the autograder's Python cannot import {name} ({type(exc).__name__}: {exc})"
-    return None
+    from grader.course_secret import secret_problem
+
+    return secret_problem()
 
 
 def broken_environment_results(problem: str) -> dict:
