@@ -27,7 +27,8 @@
    not grow with the class.
 
 Resuming: a student whose ``batch.json`` carries the same submission hash,
-grader fingerprint, profile and exercise selection is skipped. Since every
+grader fingerprint, profile and exercise selection is skipped, unless that record is a grader fault
+(``grader_fault``: no score was published), which every rerun grades again. Since every
 file is replaced atomically and the record is written last, a batch killed at
 any moment (Ctrl-C or ``kill -9``) and rerun ends with the gradebook of an
 uninterrupted run. Workers watch their parent and kill their own process
@@ -55,6 +56,8 @@ from grader.records.gradebook import (
     StudentRecord,
     check_batch_formats,
     clear_incomplete,
+    fault_ids,
+    is_fault,
     mark_incomplete,
     read_records,
     record_of,
@@ -85,6 +88,11 @@ class BatchSummary:
     skipped: list[str]
     warnings: list[str]
     seconds: float
+
+    @property
+    def faulted(self) -> list[str]:
+        """The students whose grading the grader itself spoiled (status ``grader_fault``: no score), sorted."""
+        return fault_ids(self.records)
 
     def count(self, status: str) -> int:
         """Number of students in the gradebook with this status."""
@@ -235,7 +243,7 @@ def _plan(run: BatchRun, entries: list[Entry], force: bool) -> tuple[list[tuple[
         rec = found[0] if found else None
         if rec is not None:
             run.records[entry.student_id] = rec
-        if (not force and rec is not None and rec.submission_hash == h
+        if (not force and rec is not None and rec.submission_hash == h and not is_fault(rec.status)
                 and all(getattr(rec, k) == v for k, v in run.key_common.items())
                 and (run.out_dir / entry.student_id / "results.json").is_file()):
             skipped.append(entry.student_id)
@@ -274,11 +282,11 @@ def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
     except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
         if disk_full(exc):
             raise  # a full output disk is nobody's fault in the class: stop, keep what is whole
-        outcome = zero_outcome(sid, "crashed", f"the batch could not grade this submission ({type(exc).__name__}: "
-                               f"{exc})", run.profile, run.exercises)
+        outcome = zero_outcome(sid, "grader_fault", f"the batch could not grade this submission "
+                               f"({type(exc).__name__}: {exc})", run.profile, run.exercises)
     if run.workers.stopping:
         raise KeyboardInterrupt
-    if run.never_lower:
+    if run.never_lower and not outcome.fault:
         outcome = regrade.apply_never_lower(run.out_dir, sid, h, run.fingerprint, outcome)
     student_dir.mkdir(parents=True, exist_ok=True)
     publish(student_dir, outcome)
@@ -346,7 +354,7 @@ def _finished(run: BatchRun, fut: Future, sid: str, tally: dict[str, int]) -> St
         return None
     if record.status == "timed-out":
         tally["timed-out"] += 1
-    elif record.status in ("crashed", "rejected"):
+    elif record.status in ("grader_fault", "rejected"):
         tally["failed"] += 1
     return record
 

@@ -29,8 +29,12 @@ from ppo_course.text_safety import csv_cell
 CONTRACT_STEMS: tuple[str, ...] = EXERCISES
 
 # "no-submission": a roster student with no submission folder (0 points, the reason in the message).
-Status = Literal["graded", "timed-out", "crashed", "empty", "rejected", "no-submission"]
-STATUSES: tuple[str, ...] = ("graded", "timed-out", "crashed", "empty", "rejected", "no-submission")
+# "grader_fault": the grader itself failed (not the student's code): no score anywhere, the reason in the message.
+# "crashed": a record written by an older grader version for what is now a grader fault (read, never written).
+Status = Literal["graded", "timed-out", "grader_fault", "crashed", "empty", "rejected", "no-submission"]
+STATUSES: tuple[str, ...] = ("graded", "timed-out", "grader_fault", "crashed", "empty", "rejected", "no-submission")
+#: The statuses of a student whose grading the grader itself spoiled: no score is published for them.
+FAULT_STATUSES: frozenset[str] = frozenset({"grader_fault", "crashed"})
 
 GRADEBOOK = "gradebook.csv"
 NBGRADER_CSV = "grades.csv"  # `nbgrader export`'s default file name
@@ -70,12 +74,74 @@ class StudentRecord(BaseModel):
     grader_fingerprint: str
     profile: str
     exercises: list[str] | None = None
-    score: float = 0.0
+    score: float | None = 0.0  # None for a grader fault: no score exists
     max_score: float = 0.0
-    exercise_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
+    exercise_scores: dict[str, dict[str, float | None]] = Field(default_factory=dict)  # "score" None: a fault
     seconds: float = 0.0
     sources: list[str] = Field(default_factory=list)
     source_mtime: float | None = None
+
+
+def is_fault(status: str) -> bool:
+    """True for a status whose student has no score because the grader itself failed (:data:`FAULT_STATUSES`)."""
+    return status in FAULT_STATUSES
+
+
+def published_score(record: StudentRecord, stem: str | None = None) -> float | None:
+    """The score a record publishes: the total (``stem`` None) or one exercise's; None for a grader fault.
+
+    The one reader of a record's scores for every published file (gradebook.csv, nbgrader's CSV, the LMS
+    exports, the LTI passback): a faulted student's cell is empty, never 0.
+    """
+    if is_fault(record.status):
+        return None
+    if stem is None:
+        return float(record.score or 0.0)
+    value = record.exercise_scores.get(stem, {}).get("score")
+    return float(value or 0.0)
+
+
+def fault_ids(records: Iterable[StudentRecord]) -> list[str]:
+    """The students whose record is a grader fault (:func:`is_fault`), sorted."""
+    return sorted(r.student_id for r in records if is_fault(r.status))
+
+
+class GraderFaultRefused(ValueError):
+    """A batch holding grader faults is not published as it is: the faulted students have no score yet."""
+
+
+#: The option of ``export`` and ``lti post-grades`` that publishes a batch with grader faults (their cells empty).
+ALLOW_FAULTS_FLAG = "--allow-grader-faults"
+
+
+def refuse_grader_faults(records: Iterable[StudentRecord], batch_dir: Path | str, *, allowed: bool = False,
+                         flag: str = ALLOW_FAULTS_FLAG) -> list[str]:
+    """Raise :class:`GraderFaultRefused` when any record is a grader fault, unless ``allowed``.
+
+    The one check of every command that publishes a batch (``export`` in every format, ``lti post-grades``).
+
+    Args:
+        records: the batch's records.
+        batch_dir: the batch folder (named in the message).
+        allowed: the TA passed ``flag``: publish the others, the faulted students' cells left empty (never 0).
+        flag: the command's option, named in the message.
+
+    Returns:
+        The faulted students (sorted; [] when none), when publishing goes on.
+
+    Raises:
+        GraderFaultRefused: naming the faulted students and how to regrade them (nothing is published).
+    """
+    faulted = fault_ids(records)
+    if not faulted or allowed:
+        return faulted
+    shown = ", ".join(faulted[:10]) + (f" and {len(faulted) - 10} more" if len(faulted) > 10 else "")
+    raise GraderFaultRefused(
+        f"{batch_dir} holds {len(faulted)} student(s) whose grading failed in the grader itself (status "
+        f"grader_fault: {shown}); they have no score yet, and publishing a 0 for them would be wrong. Fix the "
+        "grader (the gradebook's message column says what failed), rerun the same grade-batch command (it "
+        f"regrades them), then publish again; or pass {flag} to publish the others with the faulted students' "
+        "cells left empty.")
 
 
 class FastPreviewRefused(ValueError):
@@ -246,13 +312,14 @@ def record_of(outcome, key: dict, sources: list[Path]) -> StudentRecord:
         mtime = max(os.lstat(p).st_mtime for p in sources)
     except (OSError, ValueError):
         pass
+    fault = is_fault(outcome.status)
     return StudentRecord(
         student_id=outcome.student_id,
         status=outcome.status,
         message=outcome.gradebook_message,
-        score=result.score,
+        score=None if fault else result.score,
         max_score=result.max_score,
-        exercise_scores={stem: {"score": float(e.score), "max_score": float(e.max_score)}
+        exercise_scores={stem: {"score": None if fault else float(e.score), "max_score": float(e.max_score)}
                          for stem, e in result.exercises.items()},
         seconds=round(outcome.seconds, 3),
         sources=[p.name for p in sources],
@@ -281,16 +348,18 @@ def gradebook_columns(records: Iterable[StudentRecord]) -> list[str]:
     return ["student_id", *stems, "total", "max_total", "status", "message"]
 
 
-def _fmt(x: float) -> str:
-    return f"{round(x, 4):g}"
+def _fmt(x: float | None) -> str:
+    """A score as the gradebooks write it ("" for None: a grader fault has no score)."""
+    return "" if x is None else f"{round(x, 4):g}"
 
 
 def gradebook_csv(records: list[StudentRecord]) -> str:
     """The contract's gradebook as CSV text: one row per student, sorted by id.
 
     Columns: ``student_id``, one per module stem (that exercise's score), ``total``,
-    ``max_total``, ``status`` (graded / timed-out / crashed / empty / rejected)
-    and ``message`` (why, for anything but a clean grading). Scores are
+    ``max_total``, ``status`` (graded / timed-out / grader_fault / empty / rejected / no-submission)
+    and ``message`` (why, for anything but a clean grading). A grader fault's score cells are empty
+    (:func:`published_score`), never 0. Scores are
     formatted with ``%g`` after rounding to 4 decimals, so that the file is
     byte-identical across runs that grade identically.
     """
@@ -302,8 +371,8 @@ def gradebook_csv(records: list[StudentRecord]) -> str:
     writer.writerow(columns)
     for r in sorted(records, key=lambda r: r.student_id):
         row = [r.student_id]
-        row += [_fmt(r.exercise_scores.get(s, {}).get("score", 0.0)) for s in stems]
-        row += [_fmt(r.score), _fmt(r.max_score or max_total), r.status, r.message]
+        row += [_fmt(published_score(r, s)) for s in stems]
+        row += [_fmt(published_score(r)), _fmt(r.max_score or max_total), r.status, r.message]
         writer.writerow([csv_cell(cell, 1000) for cell in row])  # ids and messages: capped, never a formula
     return buf.getvalue()
 
@@ -327,7 +396,8 @@ def nbgrader_csv(records: list[StudentRecord], assignment: str = "ppo") -> str:
         )
         writer.writerow(
             [csv_cell(cell, 1000) for cell in
-             [assignment, "", ts, r.student_id, "", "", "", _fmt(r.score), "0.0", _fmt(r.score), _fmt(r.max_score or max_total)]]
+             [assignment, "", ts, r.student_id, "", "", "", _fmt(published_score(r)), "0.0", _fmt(published_score(r)),
+              _fmt(r.max_score or max_total)]]
         )
     return buf.getvalue()
 

@@ -52,7 +52,7 @@ def keep_published(out_dir: Path, student_id: str, fingerprint: str, record, sub
     or (``submission_hash`` given: ``--never-lower``) for another submission; a snapshot is never
     replaced by a half-done regrade's (the record goes before the regrade writes anything).
     """
-    if record is None:
+    if record is None or record.score is None:  # nothing to keep from a grader fault (no score was published)
         return
     if record.grader_fingerprint == fingerprint and (submission_hash is None or record.submission_hash == submission_hash):
         return
@@ -153,6 +153,8 @@ def apply_never_lower(out_dir: Path, sid: str, submission_hash: str, fingerprint
     if before is None:
         return outcome
     old_record, old = before
+    if old_record.score is None or outcome.fault:  # a grader fault has no score to keep or to compare
+        return outcome
     if old_record.submission_hash != submission_hash:
         line = (f"your submission changed since the published grading ({old_record.score:g} / "
                 f"{old_record.max_score:g}), so it was regraded in full: {outcome.result.score:g} / "
@@ -233,7 +235,7 @@ def collect(out_dir: Path, records, fingerprint: str) -> list[StudentRegrade]:
 
     out = []
     for r in sorted(records, key=lambda r: r.student_id):
-        if r.grader_fingerprint != fingerprint:
+        if r.grader_fingerprint != fingerprint or r.score is None:  # a grader fault has no score to compare
             continue
         before = published(out_dir, r.student_id)
         if before is None or (before[0].grader_fingerprint == fingerprint
@@ -241,7 +243,7 @@ def collect(out_dir: Path, records, fingerprint: str) -> list[StudentRegrade]:
             continue
         old_record, old = before
         new = read_results(Path(out_dir) / r.student_id / "results.json")
-        if new is None:
+        if new is None or old_record.score is None:
             continue
         kept_stems = {n.split(" ", 1)[0] for n in new.never_lower}
         changes = test_changes(r.student_id, old.result.tests, new.result.tests)
