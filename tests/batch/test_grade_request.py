@@ -64,7 +64,7 @@ def test_a_fresh_worker_gets_the_request_as_its_one_argument(monkeypatch, tmp_pa
     monkeypatch.setattr(workers, "_worker_env", lambda shared_server=True: {})
     monkeypatch.setattr(workers.time, "monotonic", lambda: 500.0)
     outcome = workers.run_worker(_request(submission=Path("rel/ada")), tmp_path / "scratch")
-    assert outcome.status == "grader_fault" and "exit status 3" in outcome.message
+    assert outcome.status == "crashed" and "exit status 3" in outcome.message
     cmd = seen["cmd"]
     sent = GradeRequest.model_validate_json(cmd[cmd.index("--request") + 1])
     assert sent == _request(submission=Path("rel/ada").resolve()).started(500.0)

@@ -77,7 +77,7 @@ def test_a_crashed_worker_is_replaced_and_says_how_it_died(stand_in, tmp_path):
         second = _pool_run(pool, tmp_path / "subs" / "after", tmp_path / "out" / "after")
     finally:
         pool.close()
-    assert first.status == "grader_fault" and "exit status 3" in first.message
+    assert first.status == "crashed" and "exit status 3" in first.message
     assert second.status == "graded" and second.result.exercises["ex1_ratio"].score == 1.0
     assert pool.started == 2
 
