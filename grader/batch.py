@@ -74,7 +74,14 @@ from grader.records.publish import publish, write_no_submission
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
 from grader.runners.warm import WarmPool, warm_workers_enabled
-from grader.runners.workers import BatchAborted, WorkerOutcome, default_jobs, disk_full, run_worker
+from grader.runners.workers import (
+    BatchAborted,
+    WorkerOutcome,
+    check_one_grader,
+    default_jobs,
+    disk_full,
+    run_worker,
+)
 from ppo_course.atomic_files import atomic_write_text
 
 
@@ -145,6 +152,8 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
             ``grader.intake.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
             student with several folders without it.
         BatchBusy: if another batch is writing to ``out_dir``.
+        grader.runners.workers.GraderMismatch: this process and its workers would import different graders
+            (``check_one_grader``), before anything is written.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.runners.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
@@ -156,6 +165,8 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
     absent = list(selection.absent) if selection is not None else []  # roster students with no folder
     present = {e.student_id for e in entries} | set(absent)
     cluster_runner = _connect_cluster(cluster, say)
+    if cluster_runner is None:
+        check_one_grader()  # the workers (python -I) import the grader this process fingerprints, or no start
     fingerprint = cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint()
     run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                    fingerprint, say, absent=absent, cluster_runner=cluster_runner)

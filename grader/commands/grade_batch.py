@@ -115,7 +115,7 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
 
     from grader.intake.submission import BatchLimits
     from grader.records.out_folder import BatchBusy
-    from grader.runners.workers import BatchAborted, disk_full
+    from grader.runners.workers import BatchAborted, GraderMismatch, disk_full
 
     limits = BatchLimits(timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
     try:
@@ -132,7 +132,8 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (BatchBusy, BatchAborted) as exc:  # another batch writes there; the cluster is gone or refuses
+    except (BatchBusy, BatchAborted, GraderMismatch) as exc:  # another batch writes there; the cluster is gone or
+        # refuses; the workers would import another grader than this process
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except ImportError as exc:
