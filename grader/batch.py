@@ -151,9 +151,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
         ValueError: if ``out_dir`` is ``submissions_dir`` or inside it, or ``jobs`` < 1;
             ``grader.intake.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
             student with several folders without it.
-        BatchBusy: if another batch is writing to ``out_dir``.
-        grader.runners.workers.GraderMismatch: this process and its workers would import different graders
-            (``check_one_grader``), before anything is written.
+        BatchBusy / GraderMismatch: another batch writes to ``out_dir``; the workers would import another grader.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.runners.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
@@ -165,9 +163,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
     absent = list(selection.absent) if selection is not None else []  # roster students with no folder
     present = {e.student_id for e in entries} | set(absent)
     cluster_runner = _connect_cluster(cluster, say)
-    if cluster_runner is None:
-        check_one_grader()  # the workers (python -I) import the grader this process fingerprints, or no start
-    fingerprint = cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint()
+    fingerprint = cluster_runner.fingerprint if cluster_runner is not None else _local_fingerprint()
     run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                    fingerprint, say, absent=absent, cluster_runner=cluster_runner)
     graded_now, skipped, records = _lock_and_run(run, selection, entries, warnings, present, force, jobs, progress)
@@ -189,6 +185,13 @@ def _checked_arguments(submissions_dir: Path, out_dir: Path, jobs: int | None, p
     formats = tuple(formats)
     check_batch_formats(profile, formats)
     return out_dir, formats
+
+
+def _local_fingerprint() -> str:
+    """The fingerprint of the grader local workers grade with: checked first to be the one a ``python -I`` worker
+    imports (``check_one_grader``: else the batch does not start)."""
+    check_one_grader()
+    return grader_fingerprint()
 
 
 def _connect_cluster(cluster: str | None, say: Callable[[str], None]):

@@ -292,6 +292,14 @@ def _completion(records, quiz_db, quiz_results, notes: list[str]) -> dict[str, i
     return completion(records, quiz.done if quiz is not None else None)
 
 
+def _fault_notes(faulted: list[str]) -> list[str]:
+    """The note of an export written with grader faults (``--allow-grader-faults``): whose cells are empty."""
+    if not faulted:
+        return []
+    return [f"{len(faulted)} student(s) have no score (grader_fault: the grader itself failed), so their cells "
+            f"are left empty: {', '.join(faulted)}; rerun grade-batch to grade them, then export again"]
+
+
 def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo", roster: Path | None = None,
                  quiz_db: Path | None = None, quiz_results: Path | None = None, moodle_id: str = "idnumber",
                  canvas_ids: dict[str, str] | None = None, strict: bool = False,
@@ -323,10 +331,7 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
         refuse_fast_preview(records, batch_dir, "--allow-fast-preview")
     faulted = refuse_grader_faults(records, batch_dir, allowed=allow_grader_faults)
     people = read_roster(roster) if roster else None
-    notes: list[str] = []
-    if faulted:
-        notes.append(f"{len(faulted)} student(s) have no score (grader_fault: the grader itself failed), so their "
-                     f"cells are left empty: {', '.join(faulted)}; rerun grade-batch to grade them, then export again")
+    notes: list[str] = _fault_notes(faulted)
     if preview:
         notes.append(f"a fast-profile preview, not a grade: every column is labelled '{PREVIEW_LABEL}' and "
                      f"{COMPLETION} is never marked (grade the batch without --profile fast for the grade)")
