@@ -282,6 +282,10 @@ def _completion(records, quiz_db, quiz_results, notes: list[str]) -> dict[str, i
         notes.append(f"the batch graded only {', '.join(subset)} (grade-batch --exercises): chapter completion is "
                      f"not known, so the {COMPLETION} column is left out (csv: empty)")
         return None
+    if quiz_db is None and quiz_results is None:  # completion needs the quiz: never marked from exercises alone
+        notes.append(f"no quiz data (--quiz-db or --quiz-results): chapter completion needs the quiz passed too, so "
+                     f"the {COMPLETION} column is left out (csv: empty)")
+        return None
     ids = [r.student_id for r in records]
     quiz = quiz_completion(quiz_db, ids) if quiz_db is not None else quiz_completion_from_csv(quiz_results, ids)
     if quiz is not None and quiz.missing:
