@@ -100,9 +100,11 @@ def never_lower(new, old):
         (the regrade gives 8)"``, the regrade's tests of the kept exercises for regrade.md).
 
     A kept exercise takes the published score of each test this version still has, clamped to the
-    test's points in this version (a points change never gives more than the maximum; the note says
-    so), and this regrade's score for a test the published result did not have. The exercise is kept
-    only when that gives more than the regrade; its score is always the sum of its tests.
+    test's points in this version, and this regrade's score for a test the published result did not have;
+    then (:func:`_fill_to_published`) its tests are raised to the published exercise score, capped at this
+    version's maximum: an unchanged submission's exercise never drops unless its maximum fell below the
+    published score, and then the note states the rule. The exercise is kept only when that gives more than
+    the regrade; its score is always the sum of its tests.
     """
     notes: list[str] = []
     replaced: list = []
@@ -114,32 +116,48 @@ def never_lower(new, old):
             continue
         now = {t.name: t for t in new.tests if t.exercise == stem}
         tests = {t.name: t for t in now.values()}
-        clamped = False
         for t in old.tests:
             cur = now.get(t.name)
             if t.exercise != stem or cur is None:
                 continue  # a test this grader version no longer has: its points are gone
             score = min(t.score, cur.max_score)
-            clamped |= score < t.score - 1e-9
             same = t.status == cur.status and t.diagnosis == cur.diagnosis  # then this grading's words are true too
             tests[t.name] = cur.model_copy(update={"score": score} if same else
                                            {"score": score, "status": t.status, "output": t.output,
                                             "diagnosis": t.diagnosis, "detail": ""})
-        score = round(sum(t.score for t in tests.values()), 6)
+        score = _fill_to_published(tests, min(before.score, ex.max_score))
         if not score > ex.score + 1e-9:
             continue
         replaced += now.values()
         kept_tests.update(tests)
         exercises[stem] = before.model_copy(update={"score": score, "max_score": ex.max_score})
-        if clamped or abs(score - before.score) > 1e-9:
-            notes.append(f"{stem} kept at {score:g} of its published {before.score:g}, clamped to this version's "
-                         f"points (max {ex.max_score:g}; the regrade gives {ex.score:g})")
+        if score < before.score - 1e-9:  # only where this version's maximum is below the published score
+            notes.append(f"{stem} kept at {score:g} of its published {before.score:g}: this version's maximum for "
+                         f"{stem} is {ex.max_score:g}, and never lower keeps a published score up to the new "
+                         f"maximum (the regrade gives {ex.score:g})")
         else:
             notes.append(f"{stem} kept at its published {before.score:g} (the regrade gives {ex.score:g})")
     if not notes:
         return new, [], []
     tests = [kept_tests.get(t.name, t) for t in new.tests]
     return new.model_copy(update={"tests": tests, "exercises": exercises}), notes, replaced
+
+
+def _fill_to_published(tests: dict, target: float) -> float:
+    """Raise the kept tests (in place, each up to its points in this version) until they sum to ``target``, the
+    published exercise score capped at this version's maximum; returns their sum.
+
+    A points change that moves points between an exercise's tests clamps the published tests one by one below
+    the published total although the maximum is unchanged: the difference goes to the tests with room left,
+    passed ones first, so that an unchanged submission's exercise never drops.
+    """
+    score = round(sum(t.score for t in tests.values()), 6)
+    for name, t in sorted(tests.items(), key=lambda kv: kv[1].status != "passed"):
+        room = min(t.max_score - t.score, target - score)
+        if room > 1e-9:
+            tests[name] = t.model_copy(update={"score": round(t.score + room, 6)})
+            score = round(score + room, 6)
+    return score
 
 
 def apply_never_lower(out_dir: Path, sid: str, submission_hash: str, fingerprint: str, outcome):
