@@ -40,7 +40,7 @@ PUBLISHED_DIR = "published"  # under OUT_DIR/.batch
 REGRADE_MD = "regrade.md"
 REGRADE_CSV = "regrade.csv"
 CSV_COLUMNS = ("student_id", "exercise", "test", "old_score", "new_score", "old_max_score", "max_score", "old_status",
-               "new_status", "old_diagnosis", "new_diagnosis", "why", "kept_published")
+               "new_status", "old_diagnosis", "new_diagnosis", "why", "kept_published", "published_score")
 
 # ----------------------------------------------------------------------- snapshots
 
@@ -206,6 +206,9 @@ class TestChange:
     new_diagnosis: str
     old_max_score: float | None = None
     kept_published: bool = False
+    #: The score results.json now publishes for the test (``new_score`` is the regrade's own; they differ where
+    #: ``--never-lower`` kept the published score). None: the test is not in the published results.
+    published_score: float | None = None
 
     @property
     def why(self) -> str:
@@ -273,6 +276,9 @@ def collect(out_dir: Path, records, fingerprint: str) -> list[StudentRegrade]:
                 if c.exercise in kept_stems:
                     c.kept_published = True
                     changes.append(c)
+        shown = {t.name: t.score for t in new.result.tests}
+        for c in changes:
+            c.published_score = shown.get(c.test)
         out.append(StudentRegrade(r.student_id, old_record.score, r.score, old_record.grader_fingerprint,
                                   old_record.submission_hash != r.submission_hash, changes, new.never_lower))
     return out
@@ -343,7 +349,8 @@ def regrade_csv(regrades: list[StudentRegrade]) -> str:
         for c in s.changes:
             writer.writerow([neutralise_cell(c.student_id), c.exercise, neutralise_cell(c.test), _fmt(c.old_score),
                              _fmt(c.new_score), _fmt(c.old_max_score), f"{c.max_score:g}", c.old_status, c.new_status,
-                             c.old_diagnosis, c.new_diagnosis, c.why, "yes" if c.kept_published else "no"])
+                             c.old_diagnosis, c.new_diagnosis, c.why, "yes" if c.kept_published else "no",
+                             _fmt(c.published_score)])
     return buf.getvalue()
 
 
