@@ -132,8 +132,8 @@ def never_lower(new, old):
         kept_tests.update(tests)
         exercises[stem] = before.model_copy(update={"score": score, "max_score": ex.max_score})
         if score < before.score - 1e-9:  # only where this version's maximum is below the published score
-            notes.append(f"{stem} kept at {score:g} of its published {before.score:g}: this version's maximum for "
-                         f"{stem} is {ex.max_score:g}, and never lower keeps a published score up to the new "
+            notes.append(f"{stem} kept at {score:g} of its published {before.score:g}, clamped to this version's "
+                         f"maximum for {stem} ({ex.max_score:g}): never lower keeps a published score up to the new "
                          f"maximum (the regrade gives {ex.score:g})")
         else:
             notes.append(f"{stem} kept at its published {before.score:g} (the regrade gives {ex.score:g})")

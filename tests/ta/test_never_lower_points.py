@@ -35,4 +35,4 @@ def test_a_lower_maximum_states_the_rule():
     new = _result({"a": (3.0, 3.0, True), "b": (0.0, 5.0, False)})
     kept, notes, _ = never_lower(new, old)
     assert kept.exercises["ex1_ratio"].score == 8.0
-    assert len(notes) == 1 and "maximum for ex1_ratio is 8" in notes[0] and "published 10" in notes[0], notes
+    assert len(notes) == 1 and "maximum for ex1_ratio (8)" in notes[0] and "published 10" in notes[0], notes
