@@ -15,7 +15,8 @@ from pathlib import Path
 # exports, similarity, the runners and the cluster transport): editing them must not regrade a class.
 # Paths relative to the grader package; a folder skips everything under it.
 _SKIP_FROM_FINGERPRINT = {"batch.py", "fingerprint.py", "records/gradebook.py", "records/outcome.py",
-                          "records/batch_run.py", "records/out_folder.py", "intake/roster.py", "intake/attempts.py",
+                          "records/batch_run.py", "records/out_folder.py", "records/faults.py",
+                          "environment.py", "intake/roster.py", "intake/attempts.py",
                           "intake/class_list.py"}
 _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "runners", "reports", "platforms/gradescope"}
 
@@ -35,16 +36,13 @@ def grader_fingerprint() -> str:
         grader.course_secret.GraderSecretError: no usable course secret.
     """
     from grader.course_secret import secret_digest
-    import importlib
 
     h = hashlib.sha256()
     for package in ("grader", "ppo_reference", "ppo_course"):
-        try:
-            mod = importlib.import_module(package)
-        except ImportError:
+        root = package_root(package)
+        if root is None:
             h.update(f"missing:{package}".encode())
             continue
-        root = Path(mod.__file__).parent
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root)
             if not path.is_file() or path.suffix in {".pyc", ".pyo"}:
@@ -57,6 +55,20 @@ def grader_fingerprint() -> str:
             h.update(path.read_bytes())
     h.update(f"secret:{secret_digest()}".encode())
     return h.hexdigest()[:16]
+
+
+def package_root(package: str) -> Path | None:
+    """The folder this Python imports ``package`` from (found with ``importlib.util.find_spec``: nothing is
+    imported), or None when it has none. The fingerprint hashes what is there."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 def _skipped(rel: Path) -> bool:

@@ -122,15 +122,18 @@ def publish_gradebook(gradebook: Path, maxima: dict[str, float], services: Platf
     Raises:
         ValueError: if the gradebook lacks ``student_id`` or ``status``, or a score exceeds its maximum;
             ``grader.records.gradebook.FastPreviewRefused`` when the batch beside it was graded with ``--profile fast``
-            (a preview is never posted as a grade; nothing is posted).
+            (a preview is never posted as a grade; nothing is posted); ``grader.records.gradebook.GraderFaultRefused``
+            when any student of the batch is a grader fault (nothing is posted).
     """
-    from grader.records.gradebook import read_records, refuse_fast_preview
+    from grader.records.gradebook import read_records, refuse_fast_preview, refuse_grader_faults
 
     with gradebook.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     if rows and not {"student_id", "status"} <= set(rows[0]):
         raise ValueError(f"{gradebook}: not a gradebook.csv (needs student_id and status columns)")
-    refuse_fast_preview(read_records(gradebook.parent, [r["student_id"] for r in rows]), gradebook.parent)
+    records = read_records(gradebook.parent, [r["student_id"] for r in rows])
+    refuse_fast_preview(records, gradebook.parent)
+    refuse_grader_faults(records, gradebook.parent)  # a grader fault has no score: never posted, never as 0
     outcome = PublishOutcome()
     matched, outcome.unmatched, outcome.ambiguous = match_members(
         [r["student_id"] for r in rows], services.members(memberships_url))

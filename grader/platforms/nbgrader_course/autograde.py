@@ -96,12 +96,12 @@ def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None
     default when None), which every sandboxed call and known-good callback counts against.
 
     Raises:
-        RuntimeError: when this Python cannot grade (``grader.platforms.gradescope.environment.environment_problem``:
+        RuntimeError: when this Python cannot grade (``grader.environment.environment_problem``:
             a package such as torch cannot be imported): nbgrader then reports the autograde as failed for
             the student instead of recording a 0 as if the modules were missing.
     """
     from grader.grade import grade_submission
-    from grader.platforms.gradescope.environment import environment_problem
+    from grader.environment import environment_problem
     from grader.intake.submission import SubmissionLimits
 
     problem = environment_problem()
