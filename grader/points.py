@@ -159,7 +159,7 @@ class ExercisePoints(BaseModel):
 #: shape or dtype), raised, or never ran. Every other diagnosis names a catalogued mistake of a function
 #: that computes (`ppo_course.grading_kit.diagnoses`).
 NO_WORK_DIAGNOSES = frozenset({
-    "wrong_value", "wrong_type", "wrong_dtype", "wrong_device", "wrong_shape", "not_scalar", "not_finite",
+    "computes_nothing", "wrong_type", "wrong_dtype", "wrong_device", "wrong_shape", "not_scalar", "not_finite",
     "mask_dtype_unsupported", "modifies_input", "not_implemented", "missing_name", "module_missing",
     "module_broken", "missing_documented_error", "iterator_ended_early", "raises_error", "out_of_memory",
     "timeout", "wrong_signature", "prints_too_much", "crash", "grader_error"})

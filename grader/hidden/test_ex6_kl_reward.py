@@ -79,7 +79,7 @@ def test_kl_outputs_carry_no_gradient(student):
         _, grads = student.call_with_grad(name, args, {}, wrt=wrt, grad_output=ones)
         for param, g in grads.items():
             if g is not None and any_nonzero(g):
-                raise Mismatch("gradient_into_constants", f"a gradient reached `{param}`", f"{name}(...)")
+                raise Mismatch("rewards_keep_gradient", f"a gradient reached `{param}`", f"{name}(...)")
 
 
 # (current_kl, n_steps) sequences: far above target (clip +0.2), below (clip −0.2), inside (no clip), at the
