@@ -60,6 +60,29 @@ def _same(a: Any, b: Any, mask: torch.Tensor | None = None) -> bool:
             and close(a, b, rtol=TOL, atol=TOL, mask=mask))
 
 
+def rollout_pass(events: list[dict], who: str) -> dict | None:
+    """The no-grad forward pass of ``who`` ("policy" or "ref") over the whole rollout: ``{"logp", "values"}``.
+
+    The contract allows the rollout's forward passes to run in chunks (TRL's ``batched_forward_pass`` runs
+    them by mini-batch size): the chunks' outputs, concatenated in order over the rows, are the pass. Only
+    forwards before the first ``kl_rewards`` (else ``add``) event count, so the training passes never do; a
+    policy pass with gradient is not the rollout's.
+    None when no such pass covers the rollout's rows.
+    """
+    rows = next((e["mask"].shape[0] for e in events if e["ev"] == "generate"), None)
+    stop = next((i for i, e in enumerate(events) if e["ev"] in ("kl_rewards", "add")), len(events))
+    passes = [e for e in events[:stop] if e["ev"] == "forward" and e["who"] == who
+              and not (who == "policy" and e.get("grad")) and isinstance(e.get("logp"), torch.Tensor)]
+    full = next((e for e in passes if e["logp"].shape[0] == rows), None)
+    if full is not None or not passes:
+        return full
+    if sum(e["logp"].shape[0] for e in passes) != rows:
+        return None
+    values = [e.get("values") for e in passes]
+    return {"logp": torch.cat([e["logp"] for e in passes]),
+            "values": torch.cat(values) if all(isinstance(v, torch.Tensor) for v in values) else None}
+
+
 class _T:
     """The validated trace with look-ups by event kind."""
 
@@ -125,9 +148,7 @@ def _rollout(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | Non
         if not _num(e["temperature"], cfg["temperature"]):
             return "ppo_step_temperature_ignored", (f"a {e['who']} forward_response ran at temperature "
                                                     f"{e['temperature']}, the config's is {cfg['temperature']}")
-    pol = next((e for e in t.all("forward") if e["who"] == "policy" and not e["grad"] and e.get("logp") is not None),
-               None)
-    ref = next((e for e in t.all("forward") if e["who"] == "ref" and e.get("logp") is not None), None)
+    pol, ref = rollout_pass(t.events, "policy"), rollout_pass(t.events, "ref")
     add, mask = t.first("add"), t.first("generate")["mask"]
     if pol is None or add is None:
         return None
@@ -153,7 +174,7 @@ def _rewards(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | Non
         return "ppo_step_kl_coef_wrong", f"step 4: kl_coef={kr['kl_coef']}, kl_ctl.value was {coef}"
     if kr["placement"] != cfg["kl_placement"]:
         return "ppo_step_rewards_wrong", f"step 4: placement={kr['placement']!r}, the config's is {cfg['kl_placement']!r}"
-    ref = next((e for e in t.all("forward") if e["who"] == "ref" and e.get("logp") is not None), None)
+    ref = rollout_pass(t.events, "ref")
     logp_old = add["fields"].get("logp_old") if add else None
     if logp_old is not None and not _same(kr["logp"], logp_old, mask) or \
             ref is not None and not _same(kr["ref_logp"], ref["logp"], mask):
