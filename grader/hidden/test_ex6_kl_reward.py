@@ -149,7 +149,7 @@ def test_kl_inputs_untouched(student, error_name):
 
 
 def test_kl_reward_rejects_malformed_input(student, error_name):
-    """(0 points, reported) The docstrings' ValueErrors: per_token_kl's shapes differ; kl_shaped_rewards with
+    """(0.25 points, once the values are computed) The docstrings' ValueErrors: per_token_kl's shapes differ; kl_shaped_rewards with
     an unknown placement, scores not [batch] or token shapes that differ; a controller with target or
     horizon ≤ 0."""
     from grader.hidden.documented_errors import expect_value_errors
