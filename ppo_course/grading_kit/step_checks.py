@@ -203,6 +203,8 @@ def _advantages(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | 
     fields = add["fields"]
     if not _same(gae["values"], fields.get("values"), mask):
         return "ppo_step_values_wrong", "step 5: compute_gae did not get the stored rollout values"
+    if len(t.all("gae")) > 1:
+        return "ppo_step_advantages_recomputed", f"step 5: compute_gae ran {len(t.all('gae'))} times, expected once"
     after_gae = [e for e in t.events[t.index("gae"):t.index("add")] if e["ev"] == "whiten"]
     if _same(fields.get("advantages"), gae["advantages"], mask) or not after_gae \
             or any(e["ev"] == "whiten" for e in t.events[t.index("add"):]):
@@ -217,7 +219,12 @@ def _advantages(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | 
 def _training(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | None:
     mbs, losses = t.all("minibatches"), t.all("loss")
     # With lr 0 the policy never moves, so logp == logp_old all along and says nothing.
-    if len(t.all("add")) > 1 or (losses and cfg["learning_rate"] > 0 and all(e["old_is_new"] for e in losses)):
+    norms = [e["grad_norm"] for e in t.all("step")]
+    if losses and norms and cfg["learning_rate"] > 0 and all(n == 0.0 for n in norms) \
+            and any(abs(e["loss"]) > 1e-6 for e in losses if isinstance(e["loss"], float)):
+        return "ppo_step_zero_gradient_steps", "step 7: every optimizer.step() ran on a zero gradient"
+    moved = any(n > 0 for n in norms)
+    if len(t.all("add")) > 1 or (losses and moved and cfg["learning_rate"] > 0 and all(e["old_is_new"] for e in losses)):
         return "ppo_step_logp_old_recomputed", "step 7: logp_old was refreshed from the policy during training"
     if any(not _num(e["size"], cfg["mini_batch_size"]) for e in mbs):
         return "ppo_step_minibatch_size", f"step 7: minibatches({[e['size'] for e in mbs]}), " \
