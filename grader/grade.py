@@ -85,7 +85,7 @@ def _uncounted_note(kind: str, prerequisites: list[str]) -> str:
     if kind == "public":
         return f"\n0 points for now: a public test's points count once its hidden twin passes too ({names})."
     return (f"\n0 points for now: this property counts once your function computes the values ({names}: "
-            "right, or wrong by a known mistake); a function that computes nothing has it as well.")
+            "right, or wrong with a value computed from its inputs); a function that computes nothing has it as well.")
 
 
 def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str) -> str:

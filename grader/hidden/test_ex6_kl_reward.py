@@ -80,7 +80,7 @@ def test_kl_outputs_carry_no_gradient(student):
         _, grads = student.call_with_grad(name, args, {}, wrt=wrt, grad_output=ones)
         for param, g in grads.items():
             if g is not None and any_nonzero(g):
-                raise Mismatch("gradient_into_constants", f"a gradient reached `{param}`", f"{name}(...)")
+                raise Mismatch("rewards_keep_gradient", f"a gradient reached `{param}`", f"{name}(...)")
 
 
 # (current_kl, n_steps) sequences: far above target (clip +0.2), below (clip −0.2), inside (no clip), at the
@@ -150,7 +150,7 @@ def test_kl_inputs_untouched(student, error_name):
 
 
 def test_kl_reward_rejects_malformed_input(student, error_name):
-    """(0 points, reported) The docstrings' ValueErrors: per_token_kl's shapes differ; kl_shaped_rewards with
+    """(0.25 points, once the values are computed) The docstrings' ValueErrors: per_token_kl's shapes differ; kl_shaped_rewards with
     an unknown placement, scores not [batch] or token shapes that differ; a controller with target or
     horizon ≤ 0."""
     from grader.hidden.documented_errors import expect_value_errors
