@@ -69,7 +69,8 @@ def variant_key(secret: bytes) -> bytes:
 
 def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[dict[str, str]] | None = None,
                policy: PolicyFile | None = None, checker: Any = None, trust_proxy: bool = False,
-               session_hours: float = DEFAULT_SESSION_HOURS, lti_tool: Any = None) -> FastAPI:
+               session_hours: float = DEFAULT_SESSION_HOURS, lti_tool: Any = None,
+               passback_options: dict | None = None) -> FastAPI:
     """The quiz application.
 
     Args:
@@ -80,6 +81,8 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         session_hours: lifetime of the session cookie.
         lti_tool: a ``grader.platforms.lti.tool.LtiTool``: the LMS launches the quiz (``/lti/...``) and receives the
             passed stops (``quiz_bank.instructor.server.lti_glue``); None: sign-in by token only.
+        passback_options: keyword arguments of the passback worker
+            (``grader.platforms.lti.outbox.PassbackWorker``: intervals and back-off in seconds).
     """
     app = FastAPI(title="PPO chapter quiz", docs_url=None, redoc_url=None, openapi_url=None)
     db = QuizDB(db_path)
@@ -110,10 +113,14 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         def lti_sign_in(request: Request, student_id: str, role: str, html: str) -> Response:
             return cookie.set(request, HTMLResponse(html), signer.issue(student_id, role))
 
-        app.state.post_progress = install_lti(
+        app.state.post_progress, worker = install_lti(
             app, lti_tool, store=db.engine, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
-            stop_titles={n: stop.title for n, stop in bank.stops.items()})
+            stop_titles={n: stop.title for n, stop in bank.stops.items()}, worker_options=passback_options)
+        app.state.passback_worker = worker
+        app.router.on_startup.append(worker.wake)  # scores queued before a restart are posted without a new answer
+        app.router.on_shutdown.append(worker.stop)
     app.state.lti_courses = lti_tool.contexts.all if lti_tool is not None else (lambda: [])
+    app.state.lti_outbox = app.state.passback_worker.outbox.rows if lti_tool is not None else (lambda: [])
 
     from quiz_bank.instructor.server import instructor, interactive_routes, stop_routes
 
