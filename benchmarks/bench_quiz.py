@@ -1,6 +1,7 @@
 """Throughput and latency of the quiz server on loopback, SQLite and PostgreSQL, 1 and 2 server processes.
 
-    python benchmarks/bench_quiz.py                 # fast profile (make bench)
+    python benchmarks/bench_quiz.py --quick         # 50 and 500 students, 1 process (make bench, a few minutes)
+    python benchmarks/bench_quiz.py                 # fast profile: 50, 500, 2,000 students, 1 and 2 processes
     python benchmarks/bench_quiz.py --full          # every question of stop 1 per student
     python benchmarks/bench_quiz.py --students 500 --stores postgresql --workers 2
 
@@ -14,7 +15,18 @@ questions right, as a browser does: POST the answer, then GET the next
 question's page. Printed per run: answers per second (answers stored / wall
 time of the answering phase, page loads included), the median and p95
 latency of an answer POST (each is one committed transaction before the
-reply), and a check in the database that every answer was stored once.
+reply), the server's CPU-ms per answer with its next page (user + system
+time of the server's processes, read from the OS before and after the
+answering phase, so the machine's other load does not count), and a check in
+the database that every answer was stored once. The answers are built with
+the server's variant key (derived from its secret, ``app.variant_key``), so
+every one is right.
+
+The floor (``benchmarks/quiz_floor_app.py``: FastAPI under uvicorn, one insert
+per request through the same store engine) is driven by the same clients at the
+same load levels in the same run, and the script prints, per store,
+``ratio quiz/floor CPU per answer: X`` (the quiz's CPU-ms per answer and page
+over the floor's, single-process runs; lower is better).
 
 The clients are one asyncio process (httpx) on the same machine as the
 server, so they share its cores; ``uptime``'s load is printed with the
@@ -45,8 +57,11 @@ from pathlib import Path
 
 import httpx
 
+import psutil
+
 from quiz_bank.engine import expected_answer
 from quiz_bank.loader import load_bank
+from quiz_bank.instructor.server.app import variant_key
 from quiz_bank.instructor.server.auth import TokenSigner
 from quiz_bank.instructor.server.quiz import QuizService
 
@@ -54,6 +69,23 @@ SECRET = "bench-secret-" + "0" * 40
 COOKIE = "ppo_quiz_token"
 FAST_K = {50: 6, 500: 2, 2000: 1}  # answers per student in the fast profile, by load level
 STOP = 1
+FLOOR = Path(__file__).with_name("quiz_floor_app.py")
+
+
+def server_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its living descendants (uvicorn's workers)."""
+    total = 0.0
+    try:
+        root = psutil.Process(pid)
+        for proc in [root, *root.children(recursive=True)]:
+            try:
+                times = proc.cpu_times()
+                total += times.user + times.system
+            except psutil.NoSuchProcess:
+                continue
+    except psutil.NoSuchProcess:
+        pass
+    return total
 
 
 def right_answer(service: QuizService, student: str, question_id: str, attempt: int):
@@ -81,8 +113,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(workdir: Path, db: str, students: list[str], workers: int) -> tuple[subprocess.Popen, int]:
-    """``ppo-course quiz serve --workers N`` on a free loopback port; returns once a page is served."""
+def start_server(workdir: Path, db: str, students: list[str], workers: int,
+                 floor: bool = False) -> tuple[subprocess.Popen, int]:
+    """``ppo-course quiz serve --workers N`` (or the floor app) on a free loopback port; returns once a page is served."""
     (workdir / "quiz.secret").write_text(SECRET + "\n")
     (workdir / "policy.yaml").write_text("default: {mode: cooldown, cooldown_s: 0}\n")
     with open(workdir / "roster.csv", "w", newline="") as fh:
@@ -94,6 +127,8 @@ def start_server(workdir: Path, db: str, students: list[str], workers: int) -> t
             "--port", str(port), "--db", db, "--secret-file", str(workdir / "quiz.secret"),
             "--roster", str(workdir / "roster.csv"), "--policy", str(workdir / "policy.yaml"),
             "--workers", str(workers)]
+    if floor:
+        argv = [sys.executable, str(FLOOR), "--db", db, "--port", str(port)]
     log = open(workdir / f"server-{port}.log", "wb")
     proc = subprocess.Popen(argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                             env=dict(os.environ, OMP_NUM_THREADS="1"))
@@ -131,7 +166,7 @@ def _orders(db: str, students: list[str]) -> dict[str, tuple[int, list[str]]]:
         store.close()
 
 
-async def _load(port: int, students: list[str], plan: dict[str, list[dict]], pages: bool):
+async def _load(port: int, students: list[str], plan: dict[str, list[dict]], pages: bool, pid: int):
     """Release every student at once; returns (answer latencies, wall time, failures, acknowledged answers)."""
     signer = TokenSigner(SECRET.encode())
     latencies: list[float] = []
@@ -166,13 +201,14 @@ async def _load(port: int, students: list[str], plan: dict[str, list[dict]], pag
 
         tasks = [asyncio.create_task(run(s)) for s in students]
         await asyncio.sleep(0)
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), server_cpu_s(pid)
         release.set()
         await asyncio.gather(*tasks)
-        return latencies, time.perf_counter() - t0, failures, acknowledged
+        return latencies, time.perf_counter() - t0, failures, acknowledged, server_cpu_s(pid) - cpu0
 
 
-def one_level(port: int, db: str, service: QuizService, students: list[str], k: int, pages: bool) -> dict:
+def one_level(port: int, db: str, service: QuizService, students: list[str], k: int, pages: bool,
+              pid: int) -> dict:
     """Start stop 1 for every student, plan their next ``k`` right answers, then time the storm."""
     async def starts_only() -> None:
         signer = TokenSigner(SECRET.encode())
@@ -189,9 +225,20 @@ def one_level(port: int, db: str, service: QuizService, students: list[str], k: 
     orders = _orders(db, students)
     plan = {s: [{"student": s, "attempt": str(orders[s][0]), "question": q,
                  "answer": right_answer(service, s, q, orders[s][0])} for q in orders[s][1][:k]] for s in students}
-    latencies, wall, failures, acknowledged = asyncio.run(_load(port, students, plan, pages))
+    return _figures(students, *asyncio.run(_load(port, students, plan, pages, pid)))
+
+
+def floor_level(port: int, pid: int, students: list[str], k: int, pages: bool) -> dict:
+    """The same storm against the floor app: ``k`` answers per student, forms of the quiz's shape."""
+    plan = {s: [{"student": s, "attempt": "1", "question": f"stop{STOP}.q{i}", "answer": "b"} for i in range(k)]
+            for s in students}
+    return _figures(students, *asyncio.run(_load(port, students, plan, pages, pid)))
+
+
+def _figures(students, latencies, wall, failures, acknowledged, cpu_s) -> dict:
     ordered = sorted(latencies)
     return {"students": len(students), "answers": len(latencies), "wall_s": wall,
+            "cpu_ms_per_answer": 1000 * cpu_s / max(1, len(latencies)),
             "answers_per_s": len(latencies) / wall, "p50_ms": 1000 * statistics.median(ordered),
             "p95_ms": 1000 * ordered[max(0, int(round(0.95 * len(ordered))) - 1)], "failures": failures,
             "acknowledged": acknowledged}
@@ -250,7 +297,7 @@ def run_server(args, store: str, workers: int, workdir: Path, db: str, service: 
     proc, port = start_server(workdir, db, everyone, workers)
     try:
         # Untimed warm-up: each worker's first answers import and compile what the answer path uses.
-        warm_answers = one_level(port, db, service, warm, 3, pages=True)["acknowledged"]
+        warm_answers = one_level(port, db, service, warm, 3, pages=True, pid=proc.pid)["acknowledged"]
         for n in args.students:
             k = args.answers or (n_questions if args.full else FAST_K.get(n, 1))
             spy = None
@@ -259,7 +306,8 @@ def run_server(args, store: str, workers: int, workdir: Path, db: str, service: 
                 spy = subprocess.Popen([profiler[0], "record", "--pid", str(proc.pid), "--subprocesses", "--format",
                                         "raw", "--rate", "200", "--nonblocking", "-o", str(raw)],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            result = one_level(port, db, service, [f"b{n}-{i:04d}" for i in range(n)], k, pages=not args.no_pages)
+            result = one_level(port, db, service, [f"b{n}-{i:04d}" for i in range(n)], k, pages=not args.no_pages,
+                               pid=proc.pid)
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
                 spy.wait(timeout=60)
@@ -267,9 +315,7 @@ def run_server(args, store: str, workers: int, workdir: Path, db: str, service: 
                                  f"{n} students):"] + profile_summary(raw)
             result.update(store=store, workers=workers, per_student=k, load1=round(os.getloadavg()[0], 2))
             results.append(result)
-            print(f"{store:10s} workers={workers} students={n:5d} answers={result['answers']:6d} "
-                  f"answers/s={result['answers_per_s']:7.1f} p50={result['p50_ms']:7.1f} ms "
-                  f"p95={result['p95_ms']:7.1f} ms failures={result['failures']} load={result['load1']}", flush=True)
+            _print_level("quiz", result)
     finally:
         stop_server(proc)
     stored, distinct = _stored(db)
@@ -281,10 +327,50 @@ def run_server(args, store: str, workers: int, workdir: Path, db: str, service: 
     return results, profile_lines
 
 
+def _print_level(app: str, r: dict) -> None:
+    print(f"{app:5s} {r['store']:10s} workers={r['workers']} students={r['students']:5d} answers={r['answers']:6d} "
+          f"answers/s={r['answers_per_s']:7.1f} p50={r['p50_ms']:7.1f} ms p95={r['p95_ms']:7.1f} ms "
+          f"CPU/answer={r['cpu_ms_per_answer']:6.2f} ms failures={r['failures']} load={r['load1']}", flush=True)
+
+
+def run_floor(args, store: str, workdir: Path, db: str) -> list[dict]:
+    """The floor app (one process) through the same load levels, with fresh students and the same answers per student."""
+    results = []
+    proc, port = start_server(workdir, db, [], 1, floor=True)
+    try:
+        floor_level(port, proc.pid, [f"warm-{i:02d}" for i in range(4)], 3, pages=True)
+        for n in args.students:
+            k = args.answers or (len(load_bank().questions(STOP)) if args.full else FAST_K.get(n, 1))
+            result = floor_level(port, proc.pid, [f"f{n}-{i:04d}" for i in range(n)], k, pages=not args.no_pages)
+            result.update(store=store, workers=1, per_student=k, load1=round(os.getloadavg()[0], 2))
+            results.append(result)
+            _print_level("floor", result)
+    finally:
+        stop_server(proc)
+    return results
+
+
+def cpu_ratios(results: list[dict], floors: list[dict]) -> list[str]:
+    """Per store: the quiz's CPU-ms per answer (single-process runs, all levels pooled) over the floor's."""
+    lines = []
+    for store in dict.fromkeys(r["store"] for r in floors):
+        quiz = [r for r in results if r["store"] == store and r["workers"] == 1] or \
+            [r for r in results if r["store"] == store]
+        floor = [r for r in floors if r["store"] == store]
+        per = [sum(r["cpu_ms_per_answer"] * r["answers"] for r in rows) / max(1, sum(r["answers"] for r in rows))
+               for rows in (quiz, floor)]
+        if quiz and floor and per[1] > 0:
+            lines.append(f"CPU per answer and page ({store}): quiz {per[0]:.2f} ms, floor {per[1]:.2f} ms")
+            lines.append(f"ratio quiz/floor CPU per answer: {per[0] / per[1]:.2f} ({store})")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the matrix and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="every question of stop 1 per student (slow)")
+    parser.add_argument("--quick", action="store_true", help="50 and 500 students, 1 server process (make bench)")
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor app")
     parser.add_argument("--students", type=int, nargs="+", default=[50, 500, 2000])
     parser.add_argument("--stores", nargs="+", choices=("sqlite", "postgresql"), default=["sqlite", "postgresql"])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
@@ -293,15 +379,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=("auto", "on", "off"), default="auto")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.students, args.workers = [50, 500], [1]
     bank = load_bank()
-    service = QuizService(bank, db=None, policy=None)
+    service = QuizService(bank, db=None, policy=None, variant_key=variant_key(SECRET.encode()))
     py_spy = shutil.which("py-spy") or (str(Path(sys.executable).with_name("py-spy"))
                                         if Path(sys.executable).with_name("py-spy").exists() else None)
     want_profile = args.profile == "on" or (args.profile == "auto" and py_spy is not None)
     profiled = (("postgresql" if "postgresql" in args.stores else args.stores[0]), max(args.workers),
                 sorted(args.students)[len(args.students) // 2])
     profiler = (py_spy, profiled) if want_profile and py_spy else None
-    results, profile_lines = [], []
+    results, profile_lines, floors = [], [], []
     print(f"load before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"(1/5/15 min) on {os.cpu_count()} cores", flush=True)
     pg = None
@@ -319,11 +407,18 @@ def main(argv: list[str] | None = None) -> int:
                     found, lines = run_server(args, store, workers, workdir, db, service, profiler)
                     results += found
                     profile_lines = profile_lines or lines
+                if not args.no_floor:
+                    workdir = Path(tempfile.mkdtemp(dir=tmp))
+                    db = (str(workdir / "floor.sqlite") if store == "sqlite"
+                          else pg.create_database(f"floor_{int(time.time() * 1000) % 10**8}"))
+                    floors += run_floor(args, store, workdir, db)
         finally:
             if pg is not None:
                 pg.stop()
     for line in profile_lines or (["profile: py-spy not installed (pip install -e .[bench]) or --profile off"]
                                   if args.profile != "off" else []):
+        print(line)
+    for line in cpu_ratios(results, floors):
         print(line)
     goal = [r for r in results if r["store"] == "postgresql" and r["students"] == 500]
     for r in goal:
@@ -331,8 +426,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"goal (PostgreSQL, 500 students, {r['workers']} process(es)): >= 1000 answers/s and p95 <= 150 ms: "
               f"{'met' if ok else 'NOT met'} ({r['answers_per_s']:.0f}/s, p95 {r['p95_ms']:.0f} ms)")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
-    return 0 if results and not any(r["failures"] for r in results) else 1
+        args.json.write_text(json.dumps({"quiz": results, "floor": floors}, indent=1))
+    return 0 if results and not any(r["failures"] for r in results + floors) else 1
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ platform acknowledged. :meth:`Passback.post` skips a score the platform already
 has (idempotent: a rerun of ``post-grades`` or a student reopening a completed stop
 posts nothing new), retries a retryable failure (5xx, 429, network) with
 exponential back-off, and leaves a failed row ``pending`` with its error:
-``ppo-course lti retry`` lists them, and the next ``post-grades`` run (or, for a
-quiz score, the student's next answer) posts them again (AGS 2.0 §3.4: the
+``ppo-course lti retry`` lists them, and the next ``post-grades`` run posts them
+again (quiz scores take the server's queue instead: ``grader.platforms.lti.outbox``) (AGS 2.0 §3.4: the
 platform keeps the latest score by timestamp, so a retry is safe).
 """
 

@@ -15,9 +15,11 @@ folder's file is imported unchanged (:func:`import_folder_file`):
   items and NRPS memberships URLs from its latest launch (``grader.platforms.lti.contexts``).
 - ``lti_platform`` and ``lti_tool_key``: the platform registrations and the tool's signing keys, so
   that every server machine behind one store has the same ones (``grader.platforms.lti.stored``).
+- ``lti_outbox``: scores waiting to reach the platform, one row per (platform, client, line item, user),
+  drained by the server's passback worker (``grader.platforms.lti.outbox``).
 
 The quiz store (``quiz_bank.instructor.server``) creates them by its Alembic revisions
-``0002`` and ``0003``; a tool folder used without a quiz store (``ppo-course lti`` on its own) keeps them
+``0002``, ``0003`` and ``0004``; a tool folder used without a quiz store (``ppo-course lti`` on its own) keeps them
 in ``lti.sqlite`` in the folder, through the same data layer (:func:`engine_of`).
 """
 
@@ -97,8 +99,19 @@ lti_tool_key = Table(
     Column("retire_after", Float, nullable=True),  # None: published; else dropped from the JWKS after this time
 )
 
+lti_outbox = Table(
+    "lti_outbox", metadata,
+    Column("issuer", Text, nullable=False), Column("client_id", Text, nullable=False),
+    Column("lineitem", Text, nullable=False), Column("user_id", Text, nullable=False),
+    Column("score", Float, nullable=False), Column("maximum", Float, nullable=False),
+    Column("status", Text, nullable=False),  # "pending" (tried again at next_try) or "failed" (refused for good)
+    Column("attempts", Integer, nullable=False), Column("next_try", Float, nullable=False),
+    Column("error", Text, nullable=False), Column("queued", Float, nullable=False),
+    PrimaryKeyConstraint("issuer", "client_id", "lineitem", "user_id"),
+)
+
 FOLDER_TABLES = (lti_state, lti_nonce_used, lti_score, lti_pending_link, lti_link)  # the former folder file's
-TABLES = (*FOLDER_TABLES, lti_context, lti_platform, lti_tool_key)
+TABLES = (*FOLDER_TABLES, lti_context, lti_platform, lti_tool_key, lti_outbox)
 FOLDER_FILE = "lti.sqlite"  # the tool folder's own store, when no quiz store holds the tables
 WRITE = {"quiz_write": True}  # a write transaction (the quiz store's SQLite engine: BEGIN IMMEDIATE)
 

@@ -69,7 +69,8 @@ def variant_key(secret: bytes) -> bytes:
 
 def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[dict[str, str]] | None = None,
                policy: PolicyFile | None = None, checker: Any = None, trust_proxy: bool = False,
-               session_hours: float = DEFAULT_SESSION_HOURS, lti_tool: Any = None) -> FastAPI:
+               session_hours: float = DEFAULT_SESSION_HOURS, lti_tool: Any = None,
+               passback_options: dict | None = None) -> FastAPI:
     """The quiz application.
 
     Args:
@@ -80,6 +81,8 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         session_hours: lifetime of the session cookie.
         lti_tool: a ``grader.platforms.lti.tool.LtiTool``: the LMS launches the quiz (``/lti/...``) and receives the
             passed stops (``quiz_bank.instructor.server.lti_glue``); None: sign-in by token only.
+        passback_options: keyword arguments of the passback worker
+            (``grader.platforms.lti.outbox.PassbackWorker``: intervals and back-off in seconds).
     """
     app = FastAPI(title="PPO chapter quiz", docs_url=None, redoc_url=None, openapi_url=None)
     db = QuizDB(db_path)
@@ -104,16 +107,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
     app.state.identity, app.state.identity_or_none, app.state.page, app.state.error = identity, identity_or_none, page, error
     app.state.cookie = cookie = CookieSettings(session_hours, trust_proxy)
 
-    if lti_tool is not None:
-        from quiz_bank.instructor.server.lti_glue import install_lti
-
-        def lti_sign_in(request: Request, student_id: str, role: str, html: str) -> Response:
-            return cookie.set(request, HTMLResponse(html), signer.issue(student_id, role))
-
-        app.state.post_progress = install_lti(
-            app, lti_tool, store=db.engine, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
-            stop_titles={n: stop.title for n, stop in bank.stops.items()})
-    app.state.lti_courses = lti_tool.contexts.all if lti_tool is not None else (lambda: [])
+    _install_lti(app, lti_tool, db, signer, cookie, bank, passback_options)
 
     from quiz_bank.instructor.server import instructor, interactive_routes, stop_routes
 
@@ -122,6 +116,28 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
     app.include_router(instructor.router)
     app.include_router(interactive_routes.router)
     return app
+
+
+def _install_lti(app: FastAPI, lti_tool: Any, db: QuizDB, signer: TokenSigner, cookie: CookieSettings, bank: Bank,
+                 passback_options: dict | None) -> None:
+    """The LTI routes, the passback queue's worker (started and stopped with the app) and the instructor
+    page's LTI tables (``app.state.lti_courses``, ``app.state.lti_outbox``); empty tables without a tool."""
+    if lti_tool is None:
+        app.state.lti_courses = app.state.lti_outbox = lambda: []
+        return
+    from quiz_bank.instructor.server.lti_glue import install_lti
+
+    def lti_sign_in(request: Request, student_id: str, role: str, html: str) -> Response:
+        return cookie.set(request, HTMLResponse(html), signer.issue(student_id, role))
+
+    app.state.post_progress, worker = install_lti(
+        app, lti_tool, store=db.engine, sign_in=lti_sign_in, completed_stops=db.completed_stops,
+        roster=lambda: db.roster() if db.has_roster() else [],
+        stop_titles={n: stop.title for n, stop in bank.stops.items()}, worker_options=passback_options)
+    app.state.passback_worker = worker
+    app.router.on_startup.append(worker.wake)  # scores queued before a restart are posted without a new answer
+    app.router.on_shutdown.append(worker.stop)
+    app.state.lti_courses, app.state.lti_outbox = lti_tool.contexts.all, worker.outbox.rows
 
 
 def _install_error_pages(app: FastAPI, page, error) -> None:

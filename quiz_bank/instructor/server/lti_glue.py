@@ -12,9 +12,10 @@ the quiz's answer to a resource-link launch:
   that then opens the quiz (a same-site navigation, so the ``SameSite=Strict``
   cookie is sent).
 - **grades:** the launch's AGS line item is remembered per student and resource
-  link; after each answer, a background task posts 1.0 for a stop link whose stop
-  is passed, and passed stops / 8 for a chapter link (``grader.platforms.lti.passback``:
-  idempotent, retried, recorded).
+  link; when an answer closes an attempt, 1.0 for a stop link whose stop is passed, and
+  passed stops / 8 for a chapter link, is *queued* in the quiz store and the server's
+  passback worker posts it (``grader.platforms.lti.outbox``: durable, retried with
+  back-off, posted once, never on the student's request).
 """
 
 from __future__ import annotations
@@ -81,8 +82,13 @@ class LinkStore:
         return [tuple(r) for r in rows]
 
 
-def install_lti(app: FastAPI, tool: LtiTool, *, store, sign_in, completed_stops, roster, stop_titles: dict[int, str]):
-    """Mount the LTI routes on the quiz ``app``; returns ``post_progress(student_id)`` for the answer route.
+def install_lti(app: FastAPI, tool: LtiTool, *, store, sign_in, completed_stops, roster, stop_titles: dict[int, str],
+                worker_options: dict | None = None):
+    """Mount the LTI routes on the quiz ``app``; returns ``(post_progress, worker)``.
+
+    ``post_progress(student_id)`` queues the student's scores (a few reads and at most one short write per
+    link; nothing waits for the LMS) and wakes ``worker``, the process's
+    ``grader.platforms.lti.outbox.PassbackWorker``, which posts them.
 
     Args:
         store: the quiz store's SQLAlchemy engine; the tool keeps its states, nonces, links and passback
@@ -90,9 +96,20 @@ def install_lti(app: FastAPI, tool: LtiTool, *, store, sign_in, completed_stops,
         sign_in: ``(request, student_id, role, page_html) -> Response`` (sets the quiz's session cookie).
         completed_stops: ``student_id -> set[int]`` (the stops passed).
         roster: ``() -> list[dict]`` (the quiz's roster rows; empty when it has none).
+        worker_options: keyword arguments of ``PassbackWorker`` (intervals and back-off, in seconds).
     """
+    from grader.platforms.lti.outbox import PassbackWorker, ScoreOutbox
+    from grader.platforms.lti.services import PlatformServices
+
     tool.use_store(store)
     links = LinkStore(tool.engine)
+    outbox = ScoreOutbox(tool.engine)
+
+    def services_for(issuer: str, client_id: str) -> PlatformServices | None:
+        platform = tool.registry.find(issuer, client_id)
+        return None if platform is None else PlatformServices(platform, tool.tool_keys, tool.http)
+
+    worker = PassbackWorker(outbox, services_for, **(worker_options or {}))
 
     def on_launch(request: Request, launch: LaunchData) -> Response:
         student = "lti-instructor:" + launch.user_id if launch.is_instructor else student_for(launch, roster())
@@ -108,17 +125,17 @@ def install_lti(app: FastAPI, tool: LtiTool, *, store, sign_in, completed_stops,
         return sign_in(request, student[:200], role, html)
 
     def post_progress(student_id: str) -> None:
-        done = completed_stops(student_id)
-        for issuer, client_id, user_id, lineitem, stop in links.links(student_id):
-            platform = tool.registry.find(issuer, client_id)
-            if platform is None:
-                continue
+        remembered = links.links(student_id)
+        if not remembered:
+            return
+        done, queued = completed_stops(student_id), False
+        for issuer, client_id, user_id, lineitem, stop in remembered:
             score = (1.0 if stop in done else 0.0) if stop else len(done) / 8
             if score == 0.0:
                 continue  # nothing earned yet: the LMS keeps its own "not submitted"
-            from grader.platforms.lti.services import PlatformServices
-
-            tool.passback.post(PlatformServices(platform, tool.tool_keys, tool.http), lineitem, user_id, score, 1.0)
+            queued = outbox.enqueue(issuer, client_id, lineitem, user_id, score, 1.0) or queued
+        if queued:
+            worker.wake()
 
     app.include_router(lti_router(tool, on_launch, stop_titles))
-    return post_progress
+    return post_progress, worker

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from fastapi import Request
 from fastapi.responses import PlainTextResponse
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SAME_SITE_VALUES = frozenset({"same-origin", "none"})
@@ -69,17 +71,39 @@ def cross_site_reason(request: Request, trust_proxy: bool) -> str | None:
     return None
 
 
-def install(app, *, trust_proxy: bool) -> None:
-    """Add the cross-site check and the security headers to ``app`` (one HTTP middleware)."""
+class Hardening:
+    """Pure ASGI middleware: the cross-site check before any route runs, and the security headers on every
+    response (a header the route set itself is kept). No task or body stream of its own per request, unlike
+    ``BaseHTTPMiddleware``: the request's body and the response pass through untouched.
 
-    @app.middleware("http")
-    async def _harden(request: Request, call_next):
-        reason = cross_site_reason(request, trust_proxy)
+    Args:
+        app: the ASGI app it wraps. trust_proxy: as in :func:`is_https`.
+    """
+
+    def __init__(self, app: ASGIApp, trust_proxy: bool = False) -> None:
+        self.app, self.trust_proxy = app, trust_proxy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        reason = cross_site_reason(Request(scope), self.trust_proxy)
         if reason is not None:
             response = PlainTextResponse(f"Refused: {reason}. Nothing was changed; sign in from the quiz's own page.",
-                                         status_code=403)
-        else:
-            response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        return response
+                                         status_code=403, headers=SECURITY_HEADERS)
+            await response(scope, receive, send)
+            return
+
+        async def send_hardened(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, send_hardened)
+
+
+def install(app, *, trust_proxy: bool) -> None:
+    """Add the cross-site check and the security headers to ``app`` (:class:`Hardening`)."""
+    app.add_middleware(Hardening, trust_proxy=trust_proxy)

@@ -116,11 +116,17 @@ def app_from_env() -> FastAPI:
                      policy=load_policy(config.policy) if config.policy else None, checker=checker,
                      trust_proxy=config.trust_proxy, session_hours=config.session_hours, lti_tool=lti_tool)
 
+    passback = getattr(app.state, "passback_worker", None)  # LTI: posts the queued scores in this process
+
     @asynccontextmanager
     async def lifespan(_app):
+        if passback is not None:
+            passback.wake()  # scores queued before a restart are posted without waiting for a new answer
         try:
             yield
         finally:
+            if passback is not None:
+                passback.stop()
             checker.close()
             app.state.service.db.close()
 

@@ -3,7 +3,7 @@
 ``GET /stop/{n}`` shows the open attempt's next question, or the stop's summary (attempts, verdicts
 as the stop's policy allows, what a mastery attempt missed, why a new attempt is refused);
 ``POST /stop/{n}/start`` opens an attempt; ``POST /stop/{n}/answer`` records one answer and shows its
-feedback (then, under LTI, posts the student's progress to the LMS after the response). Everything
+feedback (under LTI, an attempt it closes queues the student's progress for the LMS). Everything
 is reached through ``request.app.state`` (``service``, ``identity``, ``page``, ``error``), set by
 ``quiz_bank.instructor.server.app.create_app``.
 """
@@ -125,13 +125,12 @@ async def answer(request: Request, n: int):
                     variant=variant, hint=_HINTS.get(variant.question.type, ""),
                     message=f"{exc}. Nothing was recorded; answer again.",
                     typed=raw_answer if isinstance(raw_answer, str) else "")
-    response = page(request, "feedback.html", me=who, stop=n, verdict=verdict, title=bank.stops[n].title)
     post_progress = getattr(request.app.state, "post_progress", None)
-    if post_progress is not None:  # LTI: a passed stop reaches the LMS's gradebook after this response
-        from starlette.background import BackgroundTask
-
-        response.background = BackgroundTask(post_progress, who.student_id)
-    return response
+    if post_progress is not None and not verdict.attempt.is_open:
+        # LTI: an attempt that closes may change the stop's completion; its score is queued (a short write in the
+        # store), and the server's passback worker posts it, so this answer never waits for the LMS
+        await _run_sync(post_progress, who.student_id)
+    return page(request, "feedback.html", me=who, stop=n, verdict=verdict, title=bank.stops[n].title)
 
 
 async def _run_sync(fn, *args):
