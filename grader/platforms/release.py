@@ -35,8 +35,8 @@ MARKER = ".ppo-course-release"
 STUDENT_DISTRIBUTION = "ppo-course-student"
 # Top-level names that must never appear in a bundle (checked after writing it).
 FORBIDDEN_TOP_LEVEL = ("ppo_reference", "grader", "solutions", "tools", "tests", "benchmarks", "examples")
-# Copied verbatim from the public package; caches and compiled files are not.
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.egg-info")
+# Copied verbatim from the public package; caches, compiled files and shipped runs lying there are not.
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.egg-info", "reference_runs.json")
 
 STUDENT_PYPROJECT = """\
 # The student bundle of ppo-course (the PPO chapter's exercises, public tests and quiz).
@@ -228,6 +228,17 @@ def ship_reference_runs(path: Path, runs: tuple[tuple[dict[str, float], int], ..
     return cached
 
 
+def _leaked(out_dir: Path) -> list[str]:
+    """Instructor material found in the written bundle (forbidden top-level names, the quiz's keys)."""
+    from quiz_bank.paths import BANK_DIR
+
+    leaked = [name for name in FORBIDDEN_TOP_LEVEL if (out_dir / name).exists()]
+    # The quiz's instructor side, by the names its modules have now (keys.py and the key modules beside it).
+    instructor_quiz = BANK_DIR / "instructor"
+    instructor_names = {"keys.py", "instructor"} | {p.name for p in instructor_quiz.glob("*.py") if p.name != "__init__.py"}
+    return leaked + [str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.name in instructor_names]
+
+
 def build_release(out_dir: str | Path, *, force: bool = False,
                   reference_runs: tuple[tuple[dict[str, float], int], ...] = REFERENCE_RUNS,
                   cache: Path | None = None) -> list[Path]:
@@ -250,7 +261,6 @@ def build_release(out_dir: str | Path, *, force: bool = False,
     """
     import ppo_course
     from quiz_bank import export_public
-    from quiz_bank.paths import BANK_DIR
 
     root = source_root()
     solutions = root / "solutions"
@@ -269,10 +279,8 @@ def build_release(out_dir: str | Path, *, force: bool = False,
 
     make.make_exercises(solutions, out_dir / "exercises")
     shutil.copytree(Path(ppo_course.__file__).resolve().parent, out_dir / "ppo_course", ignore=_IGNORE)
-    shipped = out_dir / "ppo_course" / "training" / "reference_runs.json"
-    shipped.unlink(missing_ok=True)  # never a file that was lying in the instructor's package
     if reference_runs:
-        ship_reference_runs(shipped, reference_runs, cache)
+        ship_reference_runs(out_dir / "ppo_course" / "training" / "reference_runs.json", reference_runs, cache)
     export_public(out_dir / "quiz_bank")
     (out_dir / "pyproject.toml").write_text(
         STUDENT_PYPROJECT.format(name=STUDENT_DISTRIBUTION, version=ppo_course.__version__), encoding="utf-8")
@@ -286,11 +294,7 @@ def build_release(out_dir: str | Path, *, force: bool = False,
     (out_dir / MARKER).write_text(f"written by `ppo-course release` (ppo-course {ppo_course.__version__})\n",
                                   encoding="utf-8")
 
-    leaked = [name for name in FORBIDDEN_TOP_LEVEL if (out_dir / name).exists()]
-    # The quiz's instructor side, by the names its modules have now (keys.py and the key modules beside it).
-    instructor_quiz = BANK_DIR / "instructor"
-    instructor_names = {"keys.py", "instructor"} | {p.name for p in instructor_quiz.glob("*.py") if p.name != "__init__.py"}
-    leaked += [str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.name in instructor_names]
+    leaked = _leaked(out_dir)
     if leaked:  # pragma: no cover - a guard against a future edit of this function
         raise ReleaseError(f"instructor material ended up in the bundle: {leaked}")
     return sorted(p for p in out_dir.rglob("*") if p.is_file())
