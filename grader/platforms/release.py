@@ -10,6 +10,10 @@ What a student gets, and nothing else::
       exercises/ex*.py      the stubs, generated now from solutions/ by tools/make_exercises.py
       ppo_course/           the public package: the small model, the config, the toy task,
                             `ppo-course check` and its public tests (ppo_course/public_tests/)
+      ppo_course/training/reference_runs.json
+                            the reference's training runs for ``REFERENCE_RUNS`` (per-step statistics only:
+                            reward, KL, entropy, clip fraction, value loss, ...; no weights, no code), drawn by
+                            `ppo-course train --mine` beside the student's run of the same config
       quiz_bank/            the question bank without keys (quiz_bank.export_public):
                             no keys.py, no `answer`, no `explanation`
       .ppo-course-release   a marker naming what wrote the folder (lets --force replace it safely)
@@ -31,8 +35,8 @@ MARKER = ".ppo-course-release"
 STUDENT_DISTRIBUTION = "ppo-course-student"
 # Top-level names that must never appear in a bundle (checked after writing it).
 FORBIDDEN_TOP_LEVEL = ("ppo_reference", "grader", "solutions", "tools", "tests", "benchmarks", "examples")
-# Copied verbatim from the public package; caches and compiled files are not.
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.egg-info")
+# Copied verbatim from the public package; caches, compiled files and shipped runs lying there are not.
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.egg-info", "reference_runs.json")
 
 STUDENT_PYPROJECT = """\
 # The student bundle of ppo-course (the PPO chapter's exercises, public tests and quiz).
@@ -68,7 +72,7 @@ ppo-course = "ppo_course.cli:main"
 include = ["ppo_course*", "quiz_bank*"]
 
 [tool.setuptools.package-data]
-"*" = ["*.yaml", "*.md", "*.txt"]
+"*" = ["*.yaml", "*.md", "*.txt", "*.json"]
 """
 
 
@@ -138,6 +142,16 @@ echo "then check your work with:                 ppo-course check exercises"
 TORCH_VERSION = "2.13.0"
 
 
+#: The reference runs shipped in the bundle, as (``PPOConfig.toy`` overrides, steps): ``train --mine``'s defaults
+#: (seed 0, 60 steps) and the three runs of the student guide's stop 8 (Book §5.9's danger table).
+REFERENCE_RUNS: tuple[tuple[dict[str, float], int], ...] = (
+    ({}, 60),
+    ({"init_kl_coef": 0.001}, 100),
+    ({"learning_rate": 1e-2}, 60),
+    ({"init_kl_coef": 1.0}, 60),
+)
+
+
 class ReleaseError(RuntimeError):
     """The bundle cannot be written (missing source tree, non-empty target, a leak found)."""
 
@@ -182,13 +196,60 @@ def _prepare_out_dir(out_dir: Path, force: bool) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
 
 
-def build_release(out_dir: str | Path, *, force: bool = False) -> list[Path]:
+def ship_reference_runs(path: Path, runs: tuple[tuple[dict[str, float], int], ...] = REFERENCE_RUNS,
+                        cache: Path | None = None) -> int:
+    """Run the reference's training (CPU) for each of ``runs`` and write their per-step statistics to ``path``.
+
+    Each run is read from, or written to, ``train --mine``'s reference cache (``ppo_course.training.report``:
+    keyed by config, seed, steps, device and reference version), so a release after the first costs no training.
+
+    Returns:
+        How many runs came from the cache.
+    """
+    import warnings
+
+    from rich.console import Console
+
+    from grader.mistakes.train_reference import ReferenceTrainSide
+    from ppo_course.config import PPOConfig
+    from ppo_course.training.mine import reference_run
+    from ppo_course.training.shipped import write_shipped
+
+    side, shipped, cached = ReferenceTrainSide(), [], 0
+    for overrides, steps in runs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the stop-8 runs are outside the book's band on purpose
+            config = PPOConfig.toy(**overrides)
+        history, hit = reference_run(side, config, steps, device="cpu", console=Console(quiet=True),
+                                     show_progress=False, cache=cache)
+        shipped.append((config, history))
+        cached += hit
+    write_shipped(path, shipped)
+    return cached
+
+
+def _leaked(out_dir: Path) -> list[str]:
+    """Instructor material found in the written bundle (forbidden top-level names, the quiz's keys)."""
+    from quiz_bank.paths import BANK_DIR
+
+    leaked = [name for name in FORBIDDEN_TOP_LEVEL if (out_dir / name).exists()]
+    # The quiz's instructor side, by the names its modules have now (keys.py and the key modules beside it).
+    instructor_quiz = BANK_DIR / "instructor"
+    instructor_names = {"keys.py", "instructor"} | {p.name for p in instructor_quiz.glob("*.py") if p.name != "__init__.py"}
+    return leaked + [str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.name in instructor_names]
+
+
+def build_release(out_dir: str | Path, *, force: bool = False,
+                  reference_runs: tuple[tuple[dict[str, float], int], ...] = REFERENCE_RUNS,
+                  cache: Path | None = None) -> list[Path]:
     """Write the student bundle into ``out_dir`` (layout in the module docstring).
 
     Args:
         out_dir: the target folder; created if absent; must be empty unless ``force``
             and it holds a bundle written earlier (the marker file).
         force: replace a bundle written earlier by this function.
+        reference_runs: the reference runs to ship (``ship_reference_runs``); () ships none.
+        cache: the reference runs' cache folder (None: ``ppo_course.training.report.cache_dir()``).
 
     Returns:
         Every file written, sorted.
@@ -200,7 +261,6 @@ def build_release(out_dir: str | Path, *, force: bool = False) -> list[Path]:
     """
     import ppo_course
     from quiz_bank import export_public
-    from quiz_bank.paths import BANK_DIR
 
     root = source_root()
     solutions = root / "solutions"
@@ -219,6 +279,8 @@ def build_release(out_dir: str | Path, *, force: bool = False) -> list[Path]:
 
     make.make_exercises(solutions, out_dir / "exercises")
     shutil.copytree(Path(ppo_course.__file__).resolve().parent, out_dir / "ppo_course", ignore=_IGNORE)
+    if reference_runs:
+        ship_reference_runs(out_dir / "ppo_course" / "training" / "reference_runs.json", reference_runs, cache)
     export_public(out_dir / "quiz_bank")
     (out_dir / "pyproject.toml").write_text(
         STUDENT_PYPROJECT.format(name=STUDENT_DISTRIBUTION, version=ppo_course.__version__), encoding="utf-8")
@@ -232,11 +294,7 @@ def build_release(out_dir: str | Path, *, force: bool = False) -> list[Path]:
     (out_dir / MARKER).write_text(f"written by `ppo-course release` (ppo-course {ppo_course.__version__})\n",
                                   encoding="utf-8")
 
-    leaked = [name for name in FORBIDDEN_TOP_LEVEL if (out_dir / name).exists()]
-    # The quiz's instructor side, by the names its modules have now (keys.py and the key modules beside it).
-    instructor_quiz = BANK_DIR / "instructor"
-    instructor_names = {"keys.py", "instructor"} | {p.name for p in instructor_quiz.glob("*.py") if p.name != "__init__.py"}
-    leaked += [str(p.relative_to(out_dir)) for p in out_dir.rglob("*") if p.name in instructor_names]
+    leaked = _leaked(out_dir)
     if leaked:  # pragma: no cover - a guard against a future edit of this function
         raise ReleaseError(f"instructor material ended up in the bundle: {leaked}")
     return sorted(p for p in out_dir.rglob("*") if p.is_file())

@@ -12,10 +12,12 @@ differs from the reference's on that step's batch.
 
 The flags that set the run (``add_run_arguments``) are shared with the
 instructor's ``ppo-course train`` (the reference run alone). The student
-bundle has no reference implementation: there ``--mine`` runs your pieces
-alone (no curve beside yours, no fallback for a stub, no piece named);
-an instructor's or self-learner's install passes its reference
-(``grader.commands.train``).
+bundle has no reference implementation: there the reference's curve is the
+run shipped with the bundle for the same flags (``training.shipped``; other
+flags: your curve alone, said), the piece at fault is named by your public
+tests (``training.public_check``), and a stub is an error that lists the
+exercises still stubs. An instructor's or self-learner's install passes its
+reference (``grader.commands.train``).
 
 Exit status: 0 when the run went through, 1 when it was stopped or a piece was
 missing, 2 on a usage error.

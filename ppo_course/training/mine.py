@@ -10,6 +10,11 @@ replayed with the student's pieces and the reference's
 that stops (NaN/inf, a KL or value loss blow-up, entropy collapse, a clip
 fraction stuck at 0 or 1) ends the run there; the first departure from the
 reference's curve is a flag, and the run goes on.
+
+Without a reference (the student bundle) the reference's curve is the run
+shipped with the bundle for the same config (``shipped``), when there is
+one, and at the first alarm the student's public tests name the piece at
+fault (``public_check.public_tests_finding``), in ``ppo-course check``'s words.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ppo_course.training.alarms import Alarm, Alarms
 from ppo_course.training.diagnosis import Finding
 from ppo_course.training.loop import StepInputs, StopRun, run_loop
 from ppo_course.training.pieces import ReferenceSide, student_pieces
+from ppo_course.training.public_check import PublicFinding, public_tests_finding
 from ppo_course.training.report import cached_reference, store_reference
 
 __all__ = ["MineRun", "reference_run", "train_mine"]
@@ -35,19 +41,22 @@ class MineRun:
         history: the student's run, one stats dict per step taken (``loop.run_loop``).
         reference: the reference run from the same seed (None without a reference).
         alarms: what the watch saw, in order (``alarms.Alarm``).
-        findings: the piece named for each alarm that was replayed (``diagnosis.Finding``).
+        findings: the piece named for each alarm that was replayed (``diagnosis.Finding``) or, without a
+            reference, what the public tests said at the first alarm (``public_check.PublicFinding``).
         notes: one sentence per piece that ran the reference's in place of a stub.
         stopped: the alarm that stopped the run, or None when it ran all its steps.
         reference_cached: whether the reference run came from the cache.
+        reference_shipped: whether the reference run came with the bundle (``shipped.shipped_reference``).
     """
 
     history: list[dict[str, float]]
     reference: list[dict[str, float]] | None
     alarms: list[Alarm] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding | PublicFinding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped: Alarm | None = None
     reference_cached: bool = False
+    reference_shipped: bool = False
 
 
 def reference_run(reference: ReferenceSide, config: Any, steps: int, *, device: str = "cpu", console: Any = None,
@@ -79,6 +88,12 @@ def _watcher(run: MineRun, alarms: Alarms, reference: ReferenceSide | None, conf
             finding = reference.diagnose(inputs, config, mine)
             run.findings.append(finding)
             say(f"  {finding.words()}", markup=False)
+        elif reference is None and not run.findings:
+            say("  running your public tests (what ppo-course check runs) to name the piece at fault ...",
+                markup=False)
+            finding = public_tests_finding(mine.folder, first.step)
+            run.findings.append(finding)
+            say(f"  {finding.words()}", markup=False)
         if first.stops:
             run.stopped = first
             raise StopRun(first.text)
@@ -88,7 +103,7 @@ def _watcher(run: MineRun, alarms: Alarms, reference: ReferenceSide | None, conf
 
 def train_mine(exercises_dir: str | Path, config: Any, steps: int, *, reference: ReferenceSide | None,
                device: str = "cpu", console: Any = None, show_progress: bool = True, log_every: int = 10,
-               cache: Path | None = None) -> MineRun:
+               cache: Path | None = None, shipped: list[dict[str, float]] | None = None) -> MineRun:
     """Run the student's pieces on the toy task beside the reference's run (see the module docstring).
 
     Args:
@@ -101,6 +116,8 @@ def train_mine(exercises_dir: str | Path, config: Any, steps: int, *, reference:
         show_progress: draw progress bars.
         log_every: print a stats line every this many steps (0: none).
         cache: the reference runs' cache folder (None: ``report.cache_dir()``).
+        shipped: without a reference, the bundle's reference run for this config (``shipped.shipped_reference``),
+            drawn and watched beside the student's; at an alarm the public tests name the piece.
 
     Raises:
         FileNotFoundError: ``exercises_dir`` is not a folder.
@@ -117,7 +134,10 @@ def train_mine(exercises_dir: str | Path, config: Any, steps: int, *, reference:
             console.print("the reference run from the same seed (once; cached for next time) ...")
         ref_history, cached = reference_run(reference, config, steps, device=device, console=console,
                                             show_progress=show_progress, cache=cache)
-    run = MineRun(history=[], reference=ref_history, reference_cached=cached)
+    elif shipped is not None:
+        ref_history = shipped[:steps]
+    run = MineRun(history=[], reference=ref_history, reference_cached=cached,
+                  reference_shipped=reference is None and ref_history is not None)
 
     def say(text: str, markup: bool = True) -> None:
         console.print(text, markup=markup, highlight=False, soft_wrap=True)

@@ -18,6 +18,7 @@ then an error that says so).
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import sys
 import types
@@ -27,7 +28,7 @@ from typing import Any, Protocol
 
 from ppo_course.syllabus import EXERCISES
 
-__all__ = ["PIECES", "MissingPiece", "MinePieces", "ReferenceSide", "student_pieces"]
+__all__ = ["PIECES", "MissingPiece", "MinePieces", "ReferenceSide", "stub_pieces", "student_pieces"]
 
 #: The names a PPO run reaches, per exercise module (CONTRACT.md "Exercises"), in teaching order.
 PIECES: dict[str, tuple[str, ...]] = {
@@ -246,3 +247,44 @@ def student_pieces(exercises_dir: str | Path, reference: ReferenceSide | None,
         for stem in EXERCISES:
             sys.modules.pop(stem, None)
         sys.path[:] = path_before
+
+
+def _raises_not_implemented(body: list[ast.stmt]) -> bool:
+    """Whether a function body raises ``NotImplementedError`` at its own top level (a stub's body)."""
+    for node in body:
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                return True
+    return False
+
+
+def stub_pieces(exercises_dir: str | Path) -> dict[str, list[str]]:
+    """{stem: [pieces of ``PIECES`` still stubs]} in ``exercises_dir``, read from the source (nothing is imported).
+
+    A piece is a stub when its function's body (for a class: any method's body) raises ``NotImplementedError``
+    at its top level, as the generated stubs do. A module file that is missing is ``["(missing)"]``; one that
+    does not parse is ``["(syntax error)"]``. Stems with no stub are left out.
+    """
+    folder, out = Path(exercises_dir), {}
+    for stem, names in PIECES.items():
+        path = folder / f"{stem}.py"
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except OSError:
+            out[stem] = ["(missing)"]
+            continue
+        except (SyntaxError, ValueError):
+            out[stem] = ["(syntax error)"]
+            continue
+        found = []
+        for node in tree.body:
+            if getattr(node, "name", None) not in names:
+                continue
+            bodies = [m.body for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))] \
+                if isinstance(node, ast.ClassDef) else [getattr(node, "body", [])]
+            if any(_raises_not_implemented(b) for b in bodies) and node.name not in found:
+                found.append(node.name)
+        if found:
+            out[stem] = found
+    return out

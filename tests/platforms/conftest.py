@@ -9,6 +9,8 @@ import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
+#: Steps of the one reference run the test bundle ships.
+BUNDLE_STEPS = 3
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -19,11 +21,15 @@ def _one_thread():
 
 @pytest.fixture(scope="session")
 def bundle(tmp_path_factory) -> Path:
-    """The student bundle written by `grader.platforms.release.build_release` into a fresh folder."""
+    """The student bundle written by `grader.platforms.release.build_release` into a fresh folder.
+
+    It ships one reference run, the default config's first ``BUNDLE_STEPS`` steps (the release ships 60 and
+    more: ``grader.platforms.release.REFERENCE_RUNS``), computed into a fresh cache: the tests stay fast.
+    """
     from grader.platforms.release import build_release
 
     out = tmp_path_factory.mktemp("release") / "bundle"
-    build_release(out)
+    build_release(out, reference_runs=(({}, BUNDLE_STEPS),), cache=tmp_path_factory.mktemp("reference-cache"))
     return out
 
 

@@ -24,6 +24,8 @@ import yaml
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 DATA_SUFFIXES = {".json", ".pt", ".pth", ".npy", ".npz", ".pkl", ".pickle", ".csv", ".sqlite3", ".db"}
 FORBIDDEN_IMPORTS = ("ppo_reference", "grader", "solutions")
+#: The data files a bundle may hold (each one's reason where it is checked).
+ALLOWED_DATA = ("ppo_course/grading_kit/known_mistakes.json", "ppo_course/training/reference_runs.json")
 
 
 def solution_line_pairs(solutions: Path) -> set[tuple[str, str]]:
@@ -97,7 +99,9 @@ def scan(bundle: Path, repo: Path) -> list[str]:
             problems.append(f"{rel}: instructor package {rel.parts[0]}/ in the bundle")
         # known_mistakes.json: what the catalogued *buggy* variants return on the public tests' own inputs
         # (tools/make_known_mistakes.py), so that a public test can name the mistake; no correct answer.
-        if path.suffix.lower() in DATA_SUFFIXES and rel.as_posix() != "ppo_course/grading_kit/known_mistakes.json":
+        # reference_runs.json: the reference's toy training curves for train --mine (seed 0, the toy preset and
+        # the guide's three runs); the hidden tests' steps use seeds and settings drawn from the grader's secret.
+        if path.suffix.lower() in DATA_SUFFIXES and rel.as_posix() not in ALLOWED_DATA:
             problems.append(f"{rel}: data file (possible expected values)")
         if path.name in key_modules:
             problems.append(f"{rel}: answer-key module")
