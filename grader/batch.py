@@ -27,7 +27,8 @@
    not grow with the class.
 
 Resuming: a student whose ``batch.json`` carries the same submission hash,
-grader fingerprint, profile and exercise selection is skipped. Since every
+grader fingerprint, profile and exercise selection is skipped, unless that record is a grader fault
+(``grader_fault``: no score was published), which every rerun grades again. Since every
 file is replaced atomically and the record is written last, a batch killed at
 any moment (Ctrl-C or ``kill -9``) and rerun ends with the gradebook of an
 uninterrupted run. Workers watch their parent and kill their own process
@@ -44,6 +45,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.course_secret import ensure_secret
 from grader.fingerprint import grader_fingerprint
 from grader.intake.attempts import record_selection
 from grader.intake.class_list import class_list
@@ -55,6 +57,8 @@ from grader.records.gradebook import (
     StudentRecord,
     check_batch_formats,
     clear_incomplete,
+    fault_ids,
+    is_fault,
     mark_incomplete,
     read_records,
     record_of,
@@ -71,7 +75,14 @@ from grader.records.publish import publish, write_no_submission
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
 from grader.runners.warm import WarmPool, warm_workers_enabled
-from grader.runners.workers import BatchAborted, WorkerOutcome, default_jobs, disk_full, run_worker
+from grader.runners.workers import (
+    BatchAborted,
+    WorkerOutcome,
+    check_one_grader,
+    default_jobs,
+    disk_full,
+    run_worker,
+)
 from ppo_course.atomic_files import atomic_write_text
 
 
@@ -85,6 +96,11 @@ class BatchSummary:
     skipped: list[str]
     warnings: list[str]
     seconds: float
+
+    @property
+    def faulted(self) -> list[str]:
+        """The students whose grading the grader itself spoiled (status ``grader_fault``: no score), sorted."""
+        return fault_ids(self.records)
 
     def count(self, status: str) -> int:
         """Number of students in the gradebook with this status."""
@@ -136,10 +152,11 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
         ValueError: if ``out_dir`` is ``submissions_dir`` or inside it, or ``jobs`` < 1;
             ``grader.intake.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
             student with several folders without it.
-        BatchBusy: if another batch is writing to ``out_dir``.
+        BatchBusy / GraderMismatch: another batch writes to ``out_dir``; the workers would import another grader.
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.runners.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
+        grader.course_secret.GraderSecretError: no usable course secret and none can be made (nothing written).
     """
     t_start = time.monotonic()
     out_dir, formats = _checked_arguments(submissions_dir, out_dir, jobs, profile, formats)
@@ -147,8 +164,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
     entries, warnings, selection = class_list(Path(submissions_dir), latest_only, attempt_rule)
     absent = list(selection.absent) if selection is not None else []  # roster students with no folder
     present = {e.student_id for e in entries} | set(absent)
-    cluster_runner = _connect_cluster(cluster, say)
-    fingerprint = cluster_runner.fingerprint if cluster_runner is not None else grader_fingerprint()
+    cluster_runner, fingerprint = _grader_of_the_batch(cluster, say)
     run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                    fingerprint, say, absent=absent, cluster_runner=cluster_runner)
     graded_now, skipped, records = _lock_and_run(run, selection, entries, warnings, present, force, jobs, progress)
@@ -170,6 +186,19 @@ def _checked_arguments(submissions_dir: Path, out_dir: Path, jobs: int | None, p
     formats = tuple(formats)
     check_batch_formats(profile, formats)
     return out_dir, formats
+
+
+def _grader_of_the_batch(cluster: str | None, say: Callable[[str], None]):
+    """``(the connected ClusterRunner or None, the fingerprint that grades)``, once the course's grader secret is
+    there (``grader.course_secret.ensure_secret``: made at first use; raises ``GraderSecretError`` otherwise).
+    Local workers' fingerprint is first checked to be the one a ``python -I`` worker imports
+    (``check_one_grader``: else the batch does not start)."""
+    ensure_secret(say=say)
+    cluster_runner = _connect_cluster(cluster, say)
+    if cluster_runner is not None:
+        return cluster_runner, cluster_runner.fingerprint
+    check_one_grader()
+    return None, grader_fingerprint()
 
 
 def _connect_cluster(cluster: str | None, say: Callable[[str], None]):
@@ -235,7 +264,7 @@ def _plan(run: BatchRun, entries: list[Entry], force: bool) -> tuple[list[tuple[
         rec = found[0] if found else None
         if rec is not None:
             run.records[entry.student_id] = rec
-        if (not force and rec is not None and rec.submission_hash == h
+        if (not force and rec is not None and rec.submission_hash == h and not is_fault(rec.status)
                 and all(getattr(rec, k) == v for k, v in run.key_common.items())
                 and (run.out_dir / entry.student_id / "results.json").is_file()):
             skipped.append(entry.student_id)
@@ -274,11 +303,11 @@ def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
     except Exception as exc:  # a fault of the batch layer or the disk: record it, carry on
         if disk_full(exc):
             raise  # a full output disk is nobody's fault in the class: stop, keep what is whole
-        outcome = zero_outcome(sid, "crashed", f"the batch could not grade this submission ({type(exc).__name__}: "
-                               f"{exc})", run.profile, run.exercises)
+        outcome = zero_outcome(sid, "grader_fault", f"the batch could not grade this submission "
+                               f"({type(exc).__name__}: {exc})", run.profile, run.exercises)
     if run.workers.stopping:
         raise KeyboardInterrupt
-    if run.never_lower:
+    if run.never_lower and not outcome.fault:
         outcome = regrade.apply_never_lower(run.out_dir, sid, h, run.fingerprint, outcome)
     student_dir.mkdir(parents=True, exist_ok=True)
     publish(student_dir, outcome)
@@ -346,7 +375,7 @@ def _finished(run: BatchRun, fut: Future, sid: str, tally: dict[str, int]) -> St
         return None
     if record.status == "timed-out":
         tally["timed-out"] += 1
-    elif record.status in ("crashed", "rejected"):
+    elif record.status in ("grader_fault", "rejected"):
         tally["failed"] += 1
     return record
 

@@ -15,29 +15,34 @@ from pathlib import Path
 # exports, similarity, the runners and the cluster transport): editing them must not regrade a class.
 # Paths relative to the grader package; a folder skips everything under it.
 _SKIP_FROM_FINGERPRINT = {"batch.py", "fingerprint.py", "records/gradebook.py", "records/outcome.py",
-                          "records/batch_run.py", "records/out_folder.py", "intake/roster.py", "intake/attempts.py",
+                          "records/batch_run.py", "records/out_folder.py", "records/faults.py",
+                          "environment.py", "intake/roster.py", "intake/attempts.py",
                           "intake/class_list.py"}
 _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "runners", "reports", "platforms/gradescope"}
 
 
 def grader_fingerprint() -> str:
-    """SHA-256 (hex, 16 chars) of everything that decides a grade: the grader, the reference and the student runtime.
+    """SHA-256 (hex, 16 chars) of everything that decides a grade: the grader, the reference, the student runtime
+    and the course's secret.
 
     Hashes the source files of the ``grader`` package (minus the batch
     layer, the report and the CLI commands, which never change a score),
-    ``ppo_reference`` and ``ppo_course`` (the sandbox, the model). A change to
-    any of them makes a rerun regrade every student.
+    ``ppo_reference`` and ``ppo_course`` (the sandbox, the model), and the
+    digest of the course's grader secret (``grader.course_secret.secret_digest``,
+    never the secret: it draws every hidden input). A change to any of them makes
+    a rerun regrade every student.
+
+    Raises:
+        grader.course_secret.GraderSecretError: no usable course secret.
     """
-    import importlib
+    from grader.course_secret import secret_digest
 
     h = hashlib.sha256()
     for package in ("grader", "ppo_reference", "ppo_course"):
-        try:
-            mod = importlib.import_module(package)
-        except ImportError:
+        root = package_root(package)
+        if root is None:
             h.update(f"missing:{package}".encode())
             continue
-        root = Path(mod.__file__).parent
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root)
             if not path.is_file() or path.suffix in {".pyc", ".pyo"}:
@@ -48,7 +53,22 @@ def grader_fingerprint() -> str:
                 continue
             h.update(f"{package}/{rel.as_posix()}\0".encode())
             h.update(path.read_bytes())
+    h.update(f"secret:{secret_digest()}".encode())
     return h.hexdigest()[:16]
+
+
+def package_root(package: str) -> Path | None:
+    """The folder this Python imports ``package`` from (found with ``importlib.util.find_spec``: nothing is
+    imported), or None when it has none. The fingerprint hashes what is there."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
 def _skipped(rel: Path) -> bool:

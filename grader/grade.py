@@ -85,7 +85,7 @@ def _uncounted_note(kind: str, prerequisites: list[str]) -> str:
     if kind == "public":
         return f"\n0 points for now: a public test's points count once its hidden twin passes too ({names})."
     return (f"\n0 points for now: this property counts once your function computes the values ({names}: "
-            "right, or wrong by a known mistake); a function that computes nothing has it as well.")
+            "right, or wrong with a value computed from its inputs); a function that computes nothing has it as well.")
 
 
 def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str) -> str:
@@ -168,6 +168,8 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
 
     Raises:
         ValueError: on an unknown exercise stem or profile (a usage error, not the student's).
+        grader.course_secret.GraderSecretError: no usable course secret to draw the hidden inputs from
+            (a grader fault: raised before anything is graded, never a score).
     """
     if profile not in ("full", "fast"):
         raise ValueError(f"profile must be 'full' or 'fast', got {profile!r}")
@@ -176,6 +178,9 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
     if unknown:
         raise ValueError(f"unknown exercise(s) {unknown}; known: {list(EXERCISES)}")
     selected = [s for s in EXERCISES if s in selected]  # teaching order, no duplicates
+    from grader.hidden.draws import draws_key
+
+    draws_key()  # the course's secret, read before any test: without one nothing is graded
     points = load_points()
     started = time.perf_counter()
     path = Path(path)

@@ -18,10 +18,11 @@ passes AND every twin passes (`ExercisePoints.counted`); a public test that
 passes while a twin fails is reported as passed, worth 0.
 A hidden test of a property that a function computing nothing also has (its
 inputs left untouched, no gradient into constants) names the value tests it
-`requires`: its points count when each of them passed or failed naming a
-catalogued mistake (`shows_work`), so a module whose functions return None
-does not earn them (hostile attack a100) and a student with a known mistake
-keeps them.
+`requires`: its points count when each of them passed or failed while the
+function computes (`shows_work`: by behaviour, never by whether the mistake is
+catalogued), so a module whose functions return None, zeros or an input does
+not earn them (hostile attack a100) and a student with any computing mistake,
+named or not, keeps them.
 Visibility values are Gradescope's: hidden, after_due_date, after_published,
 visible. Hidden tests default to "after_published": the student sees their
 name, points and diagnosis once grades are out, never their inputs; public
@@ -124,10 +125,10 @@ class ExercisePoints(BaseModel):
             kind, name: the test.
             passed: its own outcome.
             passed_of: hidden test name -> whether it passed in this grading (False when it did not run).
-            worked_of: hidden test name -> whether the function did the work there: it passed or its
-                diagnosis names a catalogued mistake (`grader.points.shows_work`); default `passed_of`.
-                An honest student with a known mistake keeps the property's points (the promise of the
-                points table); a function returning None, zeros or its input does not (a100).
+            worked_of: hidden test name -> whether the function did the work there: it passed or it failed
+                with a computed value (`grader.points.shows_work`); default `passed_of`. A student with any
+                computing mistake, catalogued or not, keeps the property's points (the promise of the points
+                table); a function returning None, zeros or its input does not (a100).
         """
         worked_of = worked_of or passed_of
 
@@ -155,19 +156,20 @@ class ExercisePoints(BaseModel):
         return float(sum(t.points for t in self.hidden.values()) + sum(t.points for t in self.public.values()))
 
 
-#: Diagnoses that show no work: the function returned no usable value (None, zeros, its input, another
-#: shape or dtype), raised, or never ran. Every other diagnosis names a catalogued mistake of a function
-#: that computes (`ppo_course.grading_kit.diagnoses`).
+#: Diagnoses that show no work: the function returned no usable value (None, one constant such as zeros, an
+#: input unchanged: `computes_nothing`; another type, shape or dtype; NaN/inf), raised, or never ran. Every
+#: other diagnosis, `wrong_value` included, is a function that computes: the rule looks at behaviour only,
+#: never at whether the mistake is catalogued.
 NO_WORK_DIAGNOSES = frozenset({
-    "wrong_value", "wrong_type", "wrong_dtype", "wrong_device", "wrong_shape", "not_scalar", "not_finite",
+    "computes_nothing", "wrong_type", "wrong_dtype", "wrong_device", "wrong_shape", "not_scalar", "not_finite",
     "mask_dtype_unsupported", "modifies_input", "not_implemented", "missing_name", "module_missing",
     "module_broken", "missing_documented_error", "iterator_ended_early", "raises_error", "out_of_memory",
     "timeout", "wrong_signature", "prints_too_much", "crash", "grader_error"})
 
 
 def shows_work(passed: bool, diagnosis: str | None) -> bool:
-    """Whether a value test shows that the function computes: it passed, or its diagnosis is a known
-    mistake (not one of `NO_WORK_DIAGNOSES`)."""
+    """Whether a value test shows that the function computes: it passed, or it failed with a diagnosis that
+    is not one of `NO_WORK_DIAGNOSES` (a wrong value the function computed, named or not)."""
     return passed or (diagnosis is not None and diagnosis not in NO_WORK_DIAGNOSES)
 
 

@@ -6,11 +6,11 @@ A command module defines ``HELP`` (one line), ``add_arguments(parser)`` and
 ``ppo-course --help`` stays fast.
 
 The student package owns the student commands (``COMMANDS``: ``check``,
-``plot``, ``quiz``, ``submit``; they ship in the student bundle). It names no instructor
+``plot``, ``quiz``, ``submit``, ``train`` (``--mine`` only); they ship in the student bundle). It names no instructor
 command: an instructor's install adds its own through one module,
 ``INSTRUCTOR_COMMANDS`` (``grader.commands``), whose ``COMMANDS`` table maps
 more names to modules and may replace a student command by a richer one
-(``plot`` that can also compute its run data). The student bundle has no
+(``plot`` that can also compute its run data, ``train`` that also runs the reference). The student bundle has no
 ``grader``; there a command it lacks is answered with a clear message
 (``INSTRUCTOR_ONLY``) and exit status 2.
 """
@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "plot": "ppo_course.commands.plot",
     "quiz": "quiz_bank.commands",
     "submit": "ppo_course.commands.submit",
+    "train": "ppo_course.commands.train",
 }
 
 #: The one module through which an instructor's install adds commands (its ``COMMANDS``: name -> module).

@@ -22,32 +22,18 @@ has approx_kl 12.9 and clipfrac 0.51 in its first step, after which the KL is
 
 from __future__ import annotations
 
-import json
-import math
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ppo_course import toy_task
 from ppo_course.config import PPOConfig
+from ppo_course.training.loop import run_loop
+from ppo_course.training.report import default_out_dir, write_log
 from ppo_reference.kl import AdaptiveKLController
 from ppo_reference.ppo_step import ppo_step
 
-__all__ = ["train", "write_log", "plot_run", "summarise"]
-
-# Columns of the per-step line: (stat key, header, format).
-COLUMNS = (
-    ("ppo/mean_scores", "score", "{:7.3f}"),
-    ("toy/gold_score", "gold", "{:7.3f}"),
-    ("objective/kl", "KL", "{:7.2f}"),
-    ("objective/kl_coef", "kl_coef", "{:8.4f}"),
-    ("ppo/policy/clipfrac", "clipfrac", "{:8.3f}"),
-    ("ppo/policy/approx_kl", "approx_kl", "{:9.4f}"),
-    ("toy/response_len", "len", "{:5.1f}"),
-)
-
+__all__ = ["train", "write_log", "plot_run", "summarise", "default_out_dir"]
 
 def train(
     config: PPOConfig,
@@ -57,13 +43,14 @@ def train(
     log_every: int = 10,
     console: Any = None,
     show_progress: bool = True,
+    watch: Any = None,
 ) -> list[dict[str, float]]:
-    """Run ``steps`` PPO steps on the toy task and return one stats dict per step.
+    """Run ``steps`` reference PPO steps on the toy task and return one stats dict per step.
 
-    Seeding: ``config.seed`` seeds the SFT policy, the ppo_step generator
-    (sampling and mini-batch order) and, with seed + 1, a separate generator
-    for the prompts, so that ``ppo_step`` consumes its generator exactly as
-    ARCHITECTURE.md fixes. Bit-for-bit repeatable on CPU.
+    The loop is ``ppo_course.training.loop.run_loop`` (shared with ``ppo-course train --mine``) with
+    the reference's ``ppo_step`` and ``AdaptiveKLController``. Seeding: ``config.seed`` seeds the SFT
+    policy, the ppo_step generator (sampling and mini-batch order) and, with seed + 1, a separate
+    generator for the prompts. Bit-for-bit repeatable on CPU.
 
     Args:
         config:        a ``PPOConfig`` (usually ``PPOConfig.toy(...)``).
@@ -72,6 +59,7 @@ def train(
         log_every:     print a line every this many steps (and the first and last); 0 = never.
         console:       a ``rich.console.Console`` (a new one if None).
         show_progress: draw a rich progress bar.
+        watch:         ``run_loop``'s watcher (None: none).
 
     Returns:
         A list of dicts of floats: ``step`` (1-based) and every key of
@@ -80,46 +68,8 @@ def train(
     Raises:
         ValueError: if steps < 1.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    if steps < 1:
-        raise ValueError(f"train: steps must be ≥ 1, got {steps}")
-    console = console or Console()
-    device = torch.device(device)
-    ref_policy = toy_task.sft_policy(seed=config.seed, device=device).requires_grad_(False)
-    policy = toy_task.sft_policy(seed=config.seed, device=device)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
-    kl_ctl = AdaptiveKLController(config.init_kl_coef, config.target_kl, config.kl_horizon)
-    generator = torch.Generator().manual_seed(config.seed)
-    prompt_generator = torch.Generator().manual_seed(config.seed + 1)
-
-    rollout: dict[str, float] = {}
-
-    def reward_fn(responses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        # Called once per step on the fresh rollout: note its monitoring numbers too.
-        rollout.update(toy_task.response_stats(responses, mask))
-        return toy_task.score(responses, mask)
-
-    header = "  ".join(f"{name:>{len(fmt.format(0.0))}}" for _, name, fmt in COLUMNS)
-    history: list[dict[str, float]] = []
-    progress = Progress(
-        TextColumn("[bold]PPO[/] step"), MofNCompleteColumn(), BarColumn(), TextColumn("{task.description}"),
-        TimeElapsedColumn(), TimeRemainingColumn(), console=console, disable=not show_progress, transient=False,
-    )
-    with progress:
-        task = progress.add_task("", total=steps)
-        if log_every:
-            progress.console.print(f"{'step':>5}  {header}")
-        for step in range(1, steps + 1):
-            queries = toy_task.sample_queries(config.batch_size, prompt_generator)
-            stats = ppo_step(policy, ref_policy, optimizer, queries, reward_fn, kl_ctl, config, generator)
-            record = {"step": float(step), **stats, **rollout}
-            history.append(record)
-            progress.update(task, advance=1, description=f"score {record['ppo/mean_scores']:.3f}  KL {record['objective/kl']:.2f}")
-            if log_every and (step == 1 or step == steps or step % log_every == 0):
-                progress.console.print(f"{step:>5}  " + "  ".join(fmt.format(record[key]) for key, _, fmt in COLUMNS))
-    return history
+    return run_loop(config, steps, ppo_step, AdaptiveKLController, device=device, log_every=log_every,
+                    console=console, show_progress=show_progress, watch=watch)
 
 
 #: Fewest steps for a verdict on learning: 5 start steps and 10 end steps that do not overlap.
@@ -186,17 +136,6 @@ def summarise(history: list[dict[str, float]], config: PPOConfig) -> dict[str, A
     return out
 
 
-def write_log(path: Path, history: list[dict[str, float]], config: PPOConfig, summary: dict[str, Any]) -> None:
-    """Write the run as JSON: ``{"config": {...}, "summary": {...}, "steps": [stats, ...]}`` (floats; NaN as null)."""
-    clean = lambda x: None if isinstance(x, float) and not math.isfinite(x) else x
-    payload = {
-        "config": config.model_dump(),
-        "summary": {k: clean(v) for k, v in summary.items()},
-        "steps": [{k: clean(v) for k, v in row.items()} for row in history],
-    }
-    path.write_text(json.dumps(payload, indent=1))
-
-
 def plot_run(path: Path, history: list[dict[str, float]], config: PPOConfig) -> None:
     """Save a PNG: the reward model's score and the gold score (top) and the KL in nats per sequence (bottom) against step."""
     import matplotlib
@@ -220,8 +159,3 @@ def plot_run(path: Path, history: list[dict[str, float]], config: PPOConfig) -> 
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-
-
-def default_out_dir() -> Path:
-    """``runs/train-<YYYYmmdd-HHMMSS>`` under the current directory."""
-    return Path.cwd() / "runs" / time.strftime("train-%Y%m%d-%H%M%S")

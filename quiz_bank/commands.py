@@ -168,9 +168,8 @@ def _key(args) -> int:
 
 def _grade(args) -> int:
     from quiz_bank.grading import grade, load_responses
-    from quiz_bank.loader import load_bank
-
     from quiz_bank.ledger import Ledger, digest_of
+    from quiz_bank.loader import load_bank
 
     bank = load_bank(args.bank)
     responses = [load_responses(p) for p in args.responses]
@@ -209,9 +208,11 @@ def _print_report(data: dict) -> None:
         table.add_row(name, f"{s['score']}/{s['max_score']}", "yes" if s["passed"] else "no")
     console = _console()
     console.print(table)
-    console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops at 100%)")
+    console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops passed)")
     if data.get("problem"):
         console.print(f"scored 0: {data['problem']}", markup=False)
+    for name, claim in ((n, c) for n, s in data["stops"].items() if not s["passed"] for c in s["claims_missed"]):
+        console.print(f"{name}: reread {claim['claim']} ({claim['cite']})", markup=False)
     if "graded_as_attempt" in data:
         console.print(f"graded as attempt {data['graded_as_attempt']}; the next submission is attempt "
                       f"{data['graded_as_attempt'] + 1} (`ppo-course quiz take --attempt {data['graded_as_attempt'] + 1}`)")
@@ -315,7 +316,7 @@ def _status_table(bank, store, sid: str, keyed: bool):
         table.add_column(col)
     for s in sorted(bank.stops):
         qs = bank.questions(s)
-        rows = store.stop_attempts(sid, s) if keyed else []
+        rows = store.stop_attempts(sid, s)  # a key-less take records its attempt's mastery draw too
         answers = [a for q in qs for a in store.attempts(sid, q.id)]
         latest = max((a.attempt for a in answers), default=0)
         if rows:

@@ -1,10 +1,16 @@
-"""Grading responses files: reading them, the key file, the per-student report and the 100% rule.
+"""Grading responses files: reading them, the key file, the per-student report and the mastery rule.
 
 Built on ``quiz_bank.engine`` (variants and answer checking), which does not
 import this module: import these names from here. A responses file is bound to
 its student (issue 20 item 6): :func:`grade` takes the submitter and the
 grader's own attempt count (``quiz_bank.ledger``; Gradescope's metadata) and
 scores a file for someone else, or for another attempt, 0 with the reason.
+
+The rule is the web quiz's (``quiz_bank.mastery``): attempt ``n`` of a stop asks
+the questions ``quiz_bank.offline.attempt_at`` draws for the student (each claim
+on one unseen question or more); the stop passes when every one of them is
+answered right and none was seen in an earlier attempt. Answers to questions
+the attempt did not ask are ignored.
 """
 
 from __future__ import annotations
@@ -83,7 +89,11 @@ def _refused(bank: Bank, student_id: str, problem: str, require_exercises, resul
 
 @dataclass
 class Report:
-    """A graded student: per-stop results, unknown ids and the completion verdict (``problem``: why it scored 0)."""
+    """A graded student: per-stop results, unknown ids and the completion verdict (``problem``: why it scored 0).
+
+    ``stops`` holds an Outcome per question the graded attempt asked; ``stale`` the ids of those an earlier
+    attempt had shown (right on them does not count); ``missed`` the ``mastery.Claim`` objects not established.
+    """
 
     student_id: str
     stops: dict[int, list[Outcome]]
@@ -93,13 +103,17 @@ class Report:
     attempts: list[int] = field(default_factory=list)
     problem: str | None = None
     kept_passed: set[int] = field(default_factory=set)
+    stale: dict[int, frozenset[str]] = field(default_factory=dict)
+    missed: dict[int, list] = field(default_factory=dict)
 
     def stop_passed(self, stop: int) -> bool:
-        """The 100% rule: every question of the stop is correct (or the stop was passed before: never lowered)."""
+        """The mastery rule: every question the attempt asked is right and none was seen in an earlier attempt
+        (``stale``), or the stop was passed before (never lowered)."""
         if stop in self.kept_passed:
             return True
         outcomes = self.stops.get(stop, [])
-        return bool(outcomes) and all(o.correct for o in outcomes)
+        seen = self.stale.get(stop, frozenset())
+        return bool(outcomes) and all(o.correct and o.question_id not in seen for o in outcomes)
 
     @property
     def exercises_full_marks(self) -> bool | None:
@@ -119,13 +133,16 @@ class Report:
         stops = {}
         for stop in range(1, N_STOPS + 1):
             outcomes = self.stops.get(stop, [])
+            seen = self.stale.get(stop, frozenset())
             stops[f"stop{stop}"] = {
                 "score": sum(o.correct for o in outcomes),
                 "max_score": len(outcomes),
                 "passed": self.stop_passed(stop),
                 "passed_before": stop in self.kept_passed,
+                "claims_missed": [{"claim": c.text, "cite": c.cite} for c in self.missed.get(stop, [])],
                 "questions": [
-                    {"id": o.question_id, "status": o.status, "correct": o.correct, "attempt": o.attempt, "feedback": o.feedback}
+                    {"id": o.question_id, "status": o.status, "correct": o.correct, "attempt": o.attempt,
+                     "seen_before": o.question_id in seen, "feedback": o.feedback}
                     for o in outcomes
                 ],
             }
@@ -190,35 +207,47 @@ def exercises_from_results(path: Path | str) -> dict[str, Any]:
     }
 
 
-def _latest_answers(bank: Bank, responses: list[Responses]) -> tuple[dict[str, tuple[int, Any]], set[str]]:
-    """``({question id: (attempt, answer)}, unknown ids)``: each known question's answer from the highest
-    attempt that answered it (a later file wins a tie), and the ids the bank does not know."""
-    latest: dict[str, tuple[int, Any]] = {}
+def _answers_by_attempt(bank: Bank, responses: list[Responses]) -> tuple[dict[tuple[str, int], Any], set[str], set[int]]:
+    """``({(question id, attempt): answer}, unknown ids, attempts declared)``: a later file wins a tie; ids the
+    bank does not know are collected, never graded."""
+    given: dict[tuple[str, int], Any] = {}
     unknown: set[str] = set()
     for r in responses:
         for qid, answer in r.answers.items():
             if qid not in bank.by_id:
                 unknown.add(qid)
                 continue
-            answered_at = r.attempt_of(qid)
-            if qid not in latest or answered_at >= latest[qid][0]:
-                latest[qid] = (answered_at, answer)
+            given[(qid, r.attempt_of(qid))] = answer
     unknown |= {qid for r in responses for qid in r.attempts if qid not in bank.by_id}
-    return latest, unknown
+    declared = {r.attempt for r in responses} | {n for r in responses for n in r.attempts.values()}
+    return given, unknown, declared
 
 
-def _judge_stops(bank: Bank, responses: list[Responses], latest: dict[str, tuple[int, Any]], student_id: str,
-                 attempt: int | None, checker) -> dict[int, list[Outcome]]:
-    """``{stop: [Outcome per question]}``: every question checked against the variant drawn for the student and
-    the attempt it was answered in (``attempt`` when the grader keeps the count); unanswered ones check ``None``."""
-    stops: dict[int, list[Outcome]] = {}
+def _judge_attempt(bank: Bank, stop: int, student_id: str, n: int, given, checker):
+    """(outcomes, stale ids, missed claims) of attempt ``n`` at ``stop``: each question it asks, checked against the
+    variant drawn for the student at ``n`` (an unanswered one checks ``None``)."""
+    from quiz_bank import mastery
+    from quiz_bank.offline import attempt_at
+
+    drawn = attempt_at(bank, stop, student_id, n)
+    outcomes = [check(render(bank.by_id[qid], student_id, n), given.get((qid, n)), checker) for qid in drawn.order]
+    correct = {o.question_id: o.correct for o in outcomes}
+    return outcomes, drawn.stale, mastery.missed_claims(bank, stop, drawn.order, correct, set(drawn.stale))
+
+
+def _judge_stops(bank: Bank, given, declared: set[int], student_id: str, attempt: int | None, checker):
+    """``({stop: outcomes}, {stop: stale ids}, {stop: missed claims})``. With the grader's ``attempt`` that attempt
+    is judged; without it (a TA's batch) each attempt the files declare is, and a stop keeps the first that
+    passes it (else the latest)."""
+    stops, stale, missed = {}, {}, {}
     for stop in sorted(bank.stops):
-        outcomes = []
-        for q in bank.questions(stop):
-            n, answer = latest.get(q.id, (max((r.attempt_of(q.id) for r in responses), default=1), None))
-            outcomes.append(check(render(q, student_id, n if attempt is None else attempt), answer, checker))
-        stops[stop] = outcomes
-    return stops
+        judged = None
+        for n in ([attempt] if attempt is not None else sorted(declared)):
+            judged = _judge_attempt(bank, stop, student_id, n, given, checker)
+            if not judged[2] and all(o.correct for o in judged[0]):
+                break
+        stops[stop], stale[stop], missed[stop] = judged
+    return stops, stale, missed
 
 
 def grade(
@@ -231,10 +260,10 @@ def grade(
     submitter: str | None = None,
     attempt: int | None = None,
 ) -> Report:
-    """Grade one student's responses files against the keys (the 100% rule).
+    """Grade one student's responses files against the keys (the mastery rule, see the module docstring).
 
-    When several files are given (attempts), each question is judged on its
-    answer from the highest attempt that answered it.
+    When several files are given (attempts) and the grader keeps no count, each
+    declared attempt is judged on its own draw and a stop passes when one does.
 
     Bound to its student (issue 20 item 6): with ``submitter`` (who handed the
     file in, as the grader knows them) a file naming another student scores 0
@@ -258,14 +287,14 @@ def grade(
     problem = _binding_problem(responses, student_id, submitter, attempt)
     if problem is not None:
         return _refused(bank, submitter or student_id, problem, require_exercises, results)
-    latest, unknown = _latest_answers(bank, responses)
+    given, unknown, declared = _answers_by_attempt(bank, responses)
     own_checker = None
     if checker is None and any(q.type == "symbolic" for q in bank.questions()):
         from quiz_bank.symbolic import SymbolicChecker
 
         checker = own_checker = SymbolicChecker()
     try:
-        stops = _judge_stops(bank, responses, latest, student_id, attempt, checker)
+        stops, stale, missed = _judge_stops(bank, given, declared, student_id, attempt, checker)
     finally:
         if own_checker is not None:
             own_checker.close()
@@ -276,5 +305,5 @@ def grade(
         unknown_question_ids=sorted(unknown),
         exercises=exercises_from_results(results) if results is not None else None,
         exercises_required=policy_required,
-        attempts=sorted({r.attempt for r in responses} | {n for r in responses for n in r.attempts.values()}),
+        attempts=sorted(declared), stale=stale, missed=missed,
     )

@@ -13,8 +13,12 @@ understanding (issue 20, items 1 and 7). The mastery policy closes that:
   question (its parameters are drawn from the attempt number, so each attempt
   is a new item). Among unseen items one is drawn from (student, stop,
   attempt); when a claim has none left, its least recently seen item is shown.
-- **The rule.** A stop is complete when, in one attempt, every claim of the
-  stop is answered right, each on an item the student had not seen before
+  While blind guessing would pass the attempt with a chance above 0.1% (the
+  product over its items of 1 / the number of possible answers), unseen items
+  are added to the claims easiest to guess: a claim first drawn on a
+  true/false item is asked again on a second item, say.
+- **The rule.** A stop is complete when, in one attempt, every item of every
+  claim of the stop is answered right, each on an item the student had not seen before
   that attempt. A right answer on an item seen before does not count (unless
   the stop's policy sets ``count_seen: true``).
 - **Feedback.** No right/wrong verdict during an attempt; after it, the claims
@@ -42,10 +46,11 @@ from dataclasses import dataclass
 
 from quiz_bank import variants
 
-RULE = ("A stop is complete when, in one attempt, every claim of the stop is answered right, each on a question "
-        "you had not seen before that attempt (a question with new numbers counts as new). Each attempt asks one "
-        "question per claim, a new one where the bank has one; no answer is marked right or wrong during the "
-        "attempt; afterwards you see which claims you missed and the section to reread.")
+RULE = ("A stop is complete when, in one attempt, every claim of the stop is answered right, each on questions "
+        "you had not seen before that attempt (a question with new numbers counts as new). Each attempt asks each "
+        "claim on a new question where the bank has one, and on a second one where a single question could be "
+        "guessed (true or false, say); no answer is marked right or wrong during the attempt; afterwards you see "
+        "which claims you missed and the section to reread.")
 
 
 def claim_of(question) -> str:
@@ -150,27 +155,92 @@ def needs(bank, question, student_id: str | None, attempt: int) -> set[str]:
     return _tokens(bank, question, _params(question, student_id, attempt))[1]
 
 
+#: The most a blind guess may pass one attempt by (the product over its items of :func:`guess_chance`).
+GUESS_BOUND = 0.001
+#: A blind guess's chance on a number or an expression: the share of the most frequent key over an item's draws
+#: stays below this (``tests/quiz/test_content.py`` measures it per item; :data:`GUESS_BY_KEY` lists the higher ones).
+OPEN_GUESS = 0.2
+#: Parametric numeric keys with few possible values (a clip fraction of four tokens: 0, ¼, ½, ¾ or 1).
+GUESS_BY_KEY = {"clipfrac": 0.4}
+
+
+def guess_chance(question) -> float:
+    """The chance that a blind guess answers one draw of ``question`` right (public: no key needed).
+
+    true/false ½; single choice 1/options; multiple select 1/(2^options − 1); ordering 1/items!; a number or an
+    expression :data:`OPEN_GUESS` (or its key's entry in :data:`GUESS_BY_KEY`). Returns a float in (0, 1].
+    """
+    import math
+
+    kind = question.type
+    if kind == "true_false":
+        return 0.5
+    if kind == "single":
+        return 1.0 / len(question.options)
+    if kind == "multi":
+        return 1.0 / (2 ** len(question.options) - 1)
+    if kind == "ordering":
+        return 1.0 / math.factorial(len(question.items))
+    spec = getattr(question, "parametric", None)
+    return GUESS_BY_KEY.get(spec.key, OPEN_GUESS) if spec is not None else OPEN_GUESS
+
+
+def blind_pass_chance(bank, order: Iterable[str]) -> float:
+    """The chance that blind guessing answers every item of ``order`` right (product of :func:`guess_chance`)."""
+    chance = 1.0
+    for qid in order:
+        chance *= guess_chance(bank.by_id[qid])
+    return chance
+
+
 def draw(bank, stop: int, student_id: str, attempt: int, last_seen: Mapping[str, int]) -> list[str]:
-    """The question ids an attempt shows: one per claim, unseen preferred, in a shuffled order.
+    """The question ids an attempt shows: one per claim, unseen preferred, then more until guessing cannot pass.
+
+    After one item per claim, while a blind guess would pass the attempt with a chance above :data:`GUESS_BOUND`,
+    one more unseen item is added to the claim whose items are easiest to guess (two true/false items instead of
+    one, say), never an item whose fact another item of the attempt shows. The result is shuffled.
 
     Args:
         last_seen: fact → the last attempt (1-based) that showed it to this student (:func:`last_seen_from`).
 
     Returns:
-        One question id per claim of the stop, in the order the attempt asks them.
+        The question ids of the attempt (each claim of the stop at least once), in the order it asks them.
     """
     rng = random.Random(variants.variant_seed(student_id, f"stop{stop}#mastery", attempt))
-    chosen = []
+    chosen, fresh_of, chance_of = [], {}, {}
     for claim in stop_claims(bank, stop):
         items = [bank.by_id[q] for q in claim.items]
         wanted = {q.id: needs(bank, q, student_id, attempt) for q in items}
         fresh = [q for q in items if not (wanted[q.id] & last_seen.keys())]
         if fresh:
-            chosen.append(rng.choice(fresh).id)
+            pick = rng.choice(fresh)
         else:  # every item seen: the least recently seen (ties: bank order)
-            chosen.append(min(items, key=lambda q: max((last_seen.get(t, 0) for t in wanted[q.id]), default=0)).id)
+            pick = min(items, key=lambda q: max((last_seen.get(t, 0) for t in wanted[q.id]), default=0))
+        chosen.append(pick.id)
+        fresh_of[claim.id] = [(q, wanted[q.id]) for q in fresh if q.id != pick.id]
+        chance_of[claim.id] = guess_chance(pick)
+    _add_until_unguessable(bank, chosen, fresh_of, chance_of, rng, student_id, attempt)
     rng.shuffle(chosen)
     return chosen
+
+
+def _add_until_unguessable(bank, chosen: list[str], fresh_of: dict, chance_of: dict, rng, student_id, attempt) -> None:
+    """Append unseen items to ``chosen`` (claim by claim, easiest to guess first) until the bound holds."""
+    shown: set[str] = set()
+    for qid in chosen:
+        q = bank.by_id[qid]
+        shown |= _tokens(bank, q, _params(q, student_id, attempt))[0]
+    while blind_pass_chance(bank, chosen) > GUESS_BOUND:
+        open_claims = [c for c in chance_of if any(not (need & shown) for _, need in fresh_of[c])]
+        if not open_claims:
+            return
+        claim = max(open_claims, key=lambda c: chance_of[c])  # ties: bank order (max keeps the first)
+        candidates = [q for q, need in fresh_of[claim] if not (need & shown)]
+        pick = rng.choice(candidates)
+        chosen.append(pick.id)
+        fresh_of[claim] = [(q, need) for q, need in fresh_of[claim] if q.id != pick.id]
+        chance_of[claim] *= guess_chance(pick)
+        shown |= _tokens(bank, pick, _params(pick, student_id, attempt))[0]
 
 
 def last_seen_from(orders: Iterable[tuple[int, Iterable[str]]], bank, student_id: str | None = None) -> dict[str, int]:
@@ -211,7 +281,7 @@ def missed_claims(bank, stop: int, order: Iterable[str], correct: Mapping[str, b
             by_item[qid] = claim
     missed = []
     for qid in order:
-        if not correct.get(qid, False) or (qid in stale and not count_seen):
+        if (not correct.get(qid, False) or (qid in stale and not count_seen)) and by_item[qid] not in missed:
             missed.append(by_item[qid])
     return missed
 

@@ -11,8 +11,11 @@ back as fresh variants and choice options in a fresh order
 passed. Every question keeps its number in the stop ("Question 4/11") across
 resumes.
 
-Without keys (the student bundle) the session records the answers of a whole
-stop at the next attempt number and writes a responses file to submit.
+Without keys (the student bundle) the session asks the questions of the
+attempt the grader will count (``--attempt N``, else the next one): the
+mastery draw of ``quiz_bank.offline``, one question or more per claim, the
+same questions the grader draws for that attempt. It records the answers and
+writes a responses file to submit; the grader judges it by the web quiz's rule.
 
 Each answer is stored in its own transaction before the next question is
 shown, so a crash or Ctrl-D loses at most the question on screen.
@@ -261,8 +264,17 @@ class Session:
         return out
 
     def _recorded(self, stop: int) -> dict[str, set[int]]:
-        """Question id → the attempts at which it has a recorded answer (key-less take)."""
-        return {q.id: {a.attempt for a in self.store.attempts(self.student_id, q.id)} for q in self.bank.questions(stop)}
+        """Question id → the attempts at which it has a recorded answer (key-less take), for the questions this
+        take's attempt asks."""
+        return {qid: {a.attempt for a in self.store.attempts(self.student_id, qid)} for qid in self._asked(stop)}
+
+    def _asked(self, stop: int) -> tuple[str, ...]:
+        """The questions the key-less take's attempt asks at ``stop``: the mastery draw the grader makes for it
+        (``quiz_bank.offline``), in bank order so that numbering is stable across resumes."""
+        from quiz_bank.offline import attempt_at
+
+        drawn = set(attempt_at(self.bank, stop, self.student_id, self._target_attempt()).order)
+        return tuple(q.id for q in self.bank.questions(stop) if q.id in drawn)
 
     def latest_attempt(self) -> int:
         """The highest attempt with a recorded answer, any stop (0 when none)."""
@@ -282,7 +294,7 @@ class Session:
 
     def _recorded_stop(self, stop: int) -> bool:
         self._header(stop)
-        questions = self.bank.questions(stop)
+        questions = [self.bank.by_id[qid] for qid in self._asked(stop)]
         attempt = self._target_attempt()
         done = {qid for qid, s in self._recorded(stop).items() if attempt in s}
         if len(done) == len(questions):
@@ -291,7 +303,11 @@ class Session:
                                f"again for your next submission, run `ppo-course quiz take --attempt N` with the attempt "
                                "number your grader's feedback gives (or --new-attempt).")
             return True
-        self.console.print(f"No answer keys here: your answers are recorded for attempt {attempt}, to be graded.")
+        if attempt not in {n for n, _, _ in self.store.stop_attempts(self.student_id, stop)}:
+            self.store.start_stop_attempt(self.student_id, stop, attempt, [q.id for q in questions], time.time())
+        self.console.print(f"No answer keys here: your answers are recorded for attempt {attempt}, to be graded. "
+                           f"This attempt asks {len(questions)} questions on the stop's "
+                           f"{len(mastery.stop_claims(self.bank, stop))} claims; {mastery.RULE}")
         for i, q in enumerate(questions, 1):
             if q.id in done:
                 continue  # answered before an interruption: resume after it

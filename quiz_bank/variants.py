@@ -117,6 +117,26 @@ def _clip_case(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
     return {"r": r, "adv": adv, "eps": eps}
 
 
+@generator("clip_tokens")
+def _clip_tokens(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
+    """Three tokens of eq. 5.1 sharing ε: ``r1, adv1 … r3, adv3`` and ``eps``.
+
+    Each token is drawn like ``clip_case`` in edge mode (its own advantage sign; the gradient flows through it in
+    about half the draws), and every ratio is kept off both clip edges. So no gradient at all flows in about one
+    draw in eight, and through every token in about one in eight.
+    """
+    eps = rng.choice(args.get("eps_choices", [0.1, 0.2, 0.3]))
+    out: dict[str, Any] = {"eps": eps}
+    for i in (1, 2, 3):
+        sign = rng.choice([1, -1])
+        out[f"adv{i}"] = sign * rng.choice(_grid(0.5, 3.0, 0.25))
+        r = _clip_ratio(rng, sign, eps, "edge")
+        while not _away_from_clip_edges(r, eps):
+            r = _clip_ratio(rng, sign, eps, "edge")
+        out[f"r{i}"] = r
+    return out
+
+
 @generator("clip_case_logprobs")
 def _clip_case_logprobs(rng: random.Random, args: dict[str, Any]) -> dict[str, Any]:
     """Like clip_case (mode edge), but the ratio is given as two stored/live log-probs (eq. 5.20)."""

@@ -135,9 +135,15 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(width=120)  # logs and CI: wide enough for one line per student
     console.print(f"Grading the demo cohort in {submissions} with the hidden graders ({args.profile} profile)...")
-    summary = run_batch(submissions, out, jobs=args.jobs, force=force, profile=args.profile,
-                        exercises=exercises, progress=not args.no_progress,
-                        log=lambda m: console.print(f"[dim]{m}[/dim]"))
+    from grader.course_secret import GraderSecretError
+
+    try:
+        summary = run_batch(submissions, out, jobs=args.jobs, force=force, profile=args.profile,
+                            exercises=exercises, progress=not args.no_progress,
+                            log=lambda m: console.print(f"[dim]{m}[/dim]"))
+    except GraderSecretError as exc:  # no course secret and none can be made: nothing was graded
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     console.print(gradebook_table(out))
     expected_path = cohort / "EXPECTED.md"
     if expected_path.is_file() and exercises is None:  # EXPECTED.md's totals cover all seven

@@ -29,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-fast-preview", action="store_true",
                         help="export a batch graded with --profile fast as a labelled preview (never a grade: "
                              "chapter_complete is never marked); without it such a batch is refused")
+    parser.add_argument("--allow-grader-faults", action="store_true",
+                        help="export a batch in which the grader itself failed for some students (status "
+                             "grader_fault): the others are written, the faulted students' cells are left empty "
+                             "(never 0); without it such a batch is refused")
     parser.add_argument("--canvas-id", action="append", default=[], metavar="COLUMN=ID",
                         help="an existing Canvas assignment id for a column (e.g. ex4_gae=1234; repeatable)")
 
@@ -38,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from grader.reports.export import ExportRefused, export_batch
-    from grader.records.gradebook import FastPreviewRefused
+    from grader.records.gradebook import FastPreviewRefused, GraderFaultRefused
 
     canvas_ids = {}
     for item in args.canvas_id:
@@ -51,8 +55,9 @@ def run(args: argparse.Namespace) -> int:
         done = export_batch(args.batch, args.fmt, args.out, assignment=args.assignment, roster=args.roster,
                             quiz_db=args.quiz_db, quiz_results=args.quiz_results, moodle_id=args.moodle_id,
                             canvas_ids=canvas_ids, strict=args.strict,
-                            allow_fast_preview=args.allow_fast_preview)
-    except (ExportRefused, FastPreviewRefused) as exc:
+                            allow_fast_preview=args.allow_fast_preview,
+                            allow_grader_faults=args.allow_grader_faults)
+    except (ExportRefused, FastPreviewRefused, GraderFaultRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except (ValueError, FileNotFoundError, NotADirectoryError) as exc:

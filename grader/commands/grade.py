@@ -3,7 +3,11 @@
 Exit status (contract): 0 whenever the submission was graded, whatever its
 score (an empty or unreadable submission is graded 0 with a message in
 results.json); 2 on a usage error (bad option, unknown exercise, an output
-path that cannot be written).
+path that cannot be written); 3 when the grader itself failed (a test diagnosed
+``grader_error``, the grading raised, or this Python cannot import what the graders
+import: ``grader.environment``). A grader fault writes no score anywhere: no
+results.json or feedback.md is written, and one left at those paths by an earlier
+run is removed so that no stale score stands for this grading.
 """
 
 from __future__ import annotations
@@ -56,10 +60,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: cannot write {target}: {parent} is not a folder", file=sys.stderr)
             return 2
 
+    from grader.course_secret import GraderSecretError, ensure_secret
+
+    try:
+        ensure_secret(say=lambda msg: print(msg, file=sys.stderr))  # the course's secret, made at first use
+    except GraderSecretError as exc:  # a grader fault: nothing graded, no results written
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     _prestart_forkserver()
     from grader.grade import grade_submission
 
-    result = grade_submission(args.submission, exercises=exercises, profile=args.profile)
+    try:
+        result = grade_submission(args.submission, exercises=exercises, profile=args.profile)
+    except Exception as exc:  # noqa: BLE001 - whatever the grader raises is the grader's fault, never a score
+        return _grader_fault(args, f"the grading raised {type(exc).__name__}: {exc}")
+    from grader.records.outcome import grader_errors, grader_fault_message
+
+    if grader_errors(result):
+        return _grader_fault(args, grader_fault_message(result))
     try:
         result.write_results_json(args.out)
         if args.feedback is not None:
@@ -73,6 +91,27 @@ def run(args: argparse.Namespace) -> int:
         for line in _why(result):
             print(f"  {line}")
     return 0
+
+
+#: ``grade``'s exit status when the grader itself failed (CONTRACT.md).
+FAULT_EXIT = 3
+
+
+def _grader_fault(args: argparse.Namespace, reason: str) -> int:
+    """Report a grader fault: no score written (stale outputs removed), the reason on stderr; returns 3."""
+    import sys
+
+    from grader.environment import environment_problem
+
+    missing = environment_problem()
+    removed = [str(p) for p in filter(None, (args.out, args.feedback)) if p.is_file()]
+    for path in removed:
+        Path(path).unlink()
+    print(f"error: grader fault: {args.submission} was NOT graded: {reason}"
+          + (f"; {missing}" if missing else "") + ". No score was written"
+          + (f" (removed the earlier {', '.join(removed)})" if removed else "")
+          + "; fix the grader's environment and grade again.", file=sys.stderr)
+    return FAULT_EXIT
 
 
 def _prestart_forkserver() -> None:

@@ -54,7 +54,9 @@ def add_attempt_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Grade the batch, print where the files are; exit 0 when the batch ran, 1 when it stopped, 2 on a usage error."""
+    """Grade the batch, print where the files are; exit 0 when the batch ran, 1 when it stopped, 2 on a usage error,
+    3 when the grader itself failed for some students (the others are graded; the faulted ones are named and have
+    no score: :data:`FAULT_EXIT`)."""
     import sys
 
     from ppo_course.syllabus import EXERCISES
@@ -68,7 +70,19 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(summary, int):
         return summary
     _say_where(summary, args)
+    faulted = summary.faulted
+    if faulted:
+        shown = ", ".join(faulted[:20]) + (f" and {len(faulted) - 20} more" if len(faulted) > 20 else "")
+        print(f"error: the grader itself failed for {len(faulted)} student(s): {shown}. They have no score (status "
+              "grader_fault; the reason is in gradebook.csv's message column); the others are graded. Fix the "
+              "grader and rerun the same command: it regrades only them. `export` and `lti post-grades` refuse "
+              "this batch until then.", file=sys.stderr)
+        return FAULT_EXIT
     return 0
+
+
+#: ``grade-batch``'s exit status when some students' grading failed in the grader itself (as ``grade``'s).
+FAULT_EXIT = 3
 
 
 def _usage_problem(args: argparse.Namespace, exercises: list[str] | None, known) -> str | None:
@@ -99,9 +113,10 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
     """Run the batch: its ``BatchSummary``, or the exit status after saying why it stopped (1 or 2; 130 on Ctrl-C)."""
     import sys
 
+    from grader.course_secret import GraderSecretError
     from grader.intake.submission import BatchLimits
     from grader.records.out_folder import BatchBusy
-    from grader.runners.workers import BatchAborted, disk_full
+    from grader.runners.workers import BatchAborted, GraderMismatch, disk_full
 
     limits = BatchLimits(timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
     try:
@@ -118,7 +133,8 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (BatchBusy, BatchAborted) as exc:  # another batch writes there; the cluster is gone or refuses
+    except (BatchBusy, BatchAborted, GraderMismatch, GraderSecretError) as exc:  # another batch writes there; the
+        # cluster is gone or refuses; the workers would import another grader than this process; no usable secret
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except ImportError as exc:

@@ -22,12 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the course; exit 0, or 2 when the source tree or the quiz keys are missing."""
+    from grader.course_secret import GraderSecretError
     from grader.platforms.nbgrader_course import ASSIGNMENT, build_course
     from quiz_bank.engine import KeysUnavailable
 
     try:
         files = build_course(args.course_dir, profile=args.profile, execute=args.execute, execute_timeout=args.execute_timeout)
-    except (FileNotFoundError, KeysUnavailable) as exc:
+    except (FileNotFoundError, KeysUnavailable, GraderSecretError) as exc:
         print(f"ppo-course nbgrader: {exc}", file=sys.stderr)
         return 2
     notebooks = [f.name for f in files if f.suffix == ".ipynb"]
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
           f"Next, in {args.course_dir}: nbgrader generate_assignment {ASSIGNMENT}; collect submissions into "
           f"submitted/<student>/{ASSIGNMENT}/; nbgrader autograde {ASSIGNMENT}; nbgrader generate_feedback "
           f"{ASSIGNMENT}; nbgrader export.")
+    print(f"The course's grader secret is {args.course_dir / 'grader_secret'} (mode 0600): only the staff may read "
+          "it; `ppo-course secret rotate --secret-file` on it makes a new one (docs/ta_guide.md).")
     return 0
 
 

@@ -10,7 +10,7 @@ ever used in place of a trusted computation on the same inputs).
 
 Keys: the grader's version key (`version_key`: the fingerprint of the grader,
 reference and student runtime as imported, and the hidden draws' key, i.e.
-the secret and `grader_version`), a kind, and a SHA-256 of the inputs' exact
+the course's secret and `grader_version`), a kind, and a SHA-256 of the inputs' exact
 contents (`digest`: dtype, shape and bytes of every tensor). A grader change
 is a new process with a new fingerprint, so nothing is reused across versions.
 Values are returned as copies (tensors cloned), so a caller cannot change an
@@ -48,16 +48,17 @@ def version_key() -> bytes | None:
     """SHA-256 of the grader's fingerprint (`grader.fingerprint`) and the hidden draws' key (`grader.hidden.draws`).
 
     Computed once per process: the code a process runs is the code it imported, so a grader change
-    is a new process and a new key. None when there is no key (e.g. the grader secret is missing or
-    too short): nothing is cached then, and everything is computed as without a cache.
+    is a new process and a new key. Never None with a usable secret (a test may stand in None: nothing
+    is cached then, and everything is computed as without a cache).
+
+    Raises:
+        grader.course_secret.GraderSecretError: no usable course secret (a grader fault: nothing may be
+            graded, so nothing is computed as if there were one).
     """
     from grader.fingerprint import grader_fingerprint
-    from grader.hidden.draws import _key
+    from grader.hidden.draws import draws_key
 
-    try:
-        return hashlib.sha256(grader_fingerprint().encode("ascii") + b"\0" + _key()).digest()
-    except (OSError, ValueError):
-        return None
+    return hashlib.sha256(grader_fingerprint().encode("ascii") + b"\0" + draws_key()).digest()
 
 
 def _feed(h: "hashlib._Hash", x: Any) -> None:

@@ -1,10 +1,10 @@
 """The "Raises: ValueError" promises of the exercise docstrings, graded (reported) by the hidden tests.
 
 Each exercise's docstring promises a ValueError on malformed input (mismatched
-shapes, an unknown placement, a non-positive horizon). Correct implementations
-in other styles (CleanRL, TRL) often broadcast instead of checking, so these
-checks are reported, worth 0 points (``grader/points.yaml``, tag
-``informational``): the promise is graded, and the points stay on the numbers.
+shapes, an unknown placement, a non-positive horizon). A promise is graded or
+not made: each of these tests is worth a small 0.25 points (``grader/points.yaml``),
+counted once the exercise's value tests show that the functions compute
+(``requires:``; a function that raises ValueError on every input has them too).
 Listed in ``grader/mistakes/behaviours.yaml``.
 """
 

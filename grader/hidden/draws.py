@@ -1,14 +1,14 @@
-"""Hidden inputs drawn from the grader's own secret, so that a submission cannot tell a hidden call from a public one.
+"""Hidden inputs drawn from the course's grader secret, so that a submission cannot tell a hidden call from a public one.
 
 The public tests (``ppo_course/public_tests/``, shipped to students) use fixed,
 visible payloads. Hidden tests draw ALL their inputs (the hypothesis seed of
 every ``@given`` test, every generator seed, the numbers of hand-built cases,
-exercise 5's graph probe; issue 19, class 5) from HMAC-SHA256(key, label), key = SHA-256(secret ‖ grader_version): the secret
-lives in ``grader/hidden/grader_secret.txt`` (instructor side: never in the
-public package or the student bundle, ``grader.platforms.release``), so the draws are
-unknown to students, yet deterministic for one grader version (the same
-submission gets the same grade on every run and machine) and change with the
-version. Issue 10, class 2.
+exercise 5's graph probe) from HMAC-SHA256(key, label), key = SHA-256(secret ‖ grader_version):
+the secret is the course's own (``grader.course_secret``: a file outside the
+repository, the package and the student bundle, made per course), so the draws
+are unknown to students and differ between courses, yet deterministic for one
+secret and grader version (the same submission gets the same grade on every run
+and machine) and change with either.
 """
 
 from __future__ import annotations
@@ -16,23 +16,35 @@ from __future__ import annotations
 import hashlib
 import hmac
 from functools import lru_cache
-from pathlib import Path
 
-SECRET_FILE = Path(__file__).with_name("grader_secret.txt")
+from grader.course_secret import load_secret, secret_path
 
 
-@lru_cache(maxsize=1)
-def _key() -> bytes:
-    """SHA-256 of the secret file's bytes and the grader version (grader/points.yaml).
+def draws_key() -> bytes:
+    """The draws' key: SHA-256 of the course's secret and the grader version (``grader/points.yaml``).
+
+    Read once per process and secret file (a grading never sees its key change halfway).
 
     Raises:
-        FileNotFoundError: the secret file is missing (a grader install without it cannot grade).
+        grader.course_secret.GraderSecretError: no usable secret (a grader fault: nothing may be graded).
     """
+    return _key()
+
+
+def forget_key() -> None:
+    """Read the secret again at the next draw (a process that rotated or switched its secret file)."""
+    _key_of.cache_clear()
+
+
+def _key() -> bytes:
+    return _key_of(str(secret_path()))
+
+
+@lru_cache(maxsize=4)
+def _key_of(path: str) -> bytes:
     from grader.points import load_points
 
-    secret = SECRET_FILE.read_bytes().strip()
-    if len(secret) < 16:
-        raise ValueError(f"{SECRET_FILE}: the grader secret is too short (< 16 bytes)")
+    secret = load_secret(path)
     version = load_points().grader_version.encode("utf-8")
     return hashlib.sha256(secret + b"\0" + version).digest()
 

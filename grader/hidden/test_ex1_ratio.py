@@ -121,7 +121,7 @@ def test_ratio_gradient_flows(student, reference):
 
 
 def test_ratio_rejects_malformed_input(student, error_name):
-    """(0 points, reported) The docstrings' ValueErrors: logits not 3-D, float tokens, tokens not [B, T] of
+    """(0.25 points, once the values are computed) The docstrings' ValueErrors: logits not 3-D, float tokens, tokens not [B, T] of
     the logits, logp_new and logp_old of different shapes."""
     from grader.hidden.documented_errors import expect_value_errors
 

@@ -107,7 +107,7 @@ def test_surrogate_inputs_untouched(student, error_name):
 
 
 def test_surrogate_rejects_mismatched_shapes(student, error_name):
-    """(0 points, reported) The docstring's ValueError: the four tensors do not share one shape."""
+    """(0.25 points, once the values are computed) The docstring's ValueError: the four tensors do not share one shape."""
     from grader.hidden.documented_errors import expect_value_errors
 
     x = torch.randn(2, 3, dtype=torch.float64)

@@ -229,7 +229,7 @@ def test_losses_inputs_untouched(student, error_name):
 
 
 def test_losses_reject_mismatched_shapes(student, error_name):
-    """(0 points, reported) The docstrings' ValueErrors: value-loss tensors of different shapes, a mask not
+    """(0.25 points, once the values are computed) The docstrings' ValueErrors: value-loss tensors of different shapes, a mask not
     [B, T] of the logits, ppo_loss's token-level shapes or logits that do not match them."""
     from grader.hidden.documented_errors import expect_value_errors
 

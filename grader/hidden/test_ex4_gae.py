@@ -81,6 +81,29 @@ def test_gae_carries_no_gradient(student, reference):
                      constants=("rewards", "values"), diagnosis="gae_not_detached", what="compute_gae(...)")
 
 
+def test_gae_whiten_return_types(student, reference):
+    """The Returns clauses: compute_gae gives a tuple (advantages, returns) of two [B, T] tensors in the dtype
+    of ``rewards`` (a float64 mask beside float32 data changes nothing), with returns = advantages + values
+    on real tokens; whiten gives a tensor of x's shape and dtype (never the mask's)."""
+    g = draw_generator("ex4.return_types")
+    rewards = torch.randn(3, 5, generator=g, dtype=torch.float64).to(torch.float32)
+    values = torch.randn(3, 5, generator=g, dtype=torch.float64).to(torch.float32)
+    mask = prefix_mask([5, 2, 4], 5, "float").double()  # float64: the data's dtype must win
+    what = "compute_gae(float32 rewards and values, float64 mask)"
+    got = student.compute_gae(rewards, values, mask)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise Mismatch("wrong_type", f"expected a tuple (advantages, returns), got {type(got).__name__}", what)
+    for index, name in ((0, "advantages"), (1, "returns")):
+        compare(student, reference, "compute_gae", (rewards, values, mask), {}, rtol=tol(torch.float32, 20.0),
+                atol=tol(torch.float32, 20.0), mask=mask, pick=part(index, what), got=got, what=f"{what}: {name}")
+    advantages, returns = got
+    real = mask.bool()
+    if not torch.allclose((returns - advantages)[real].double(), values[real].double(), rtol=1e-5, atol=1e-5):
+        raise Mismatch("returns_not_a_plus_v", "returns - advantages differs from values on real tokens", what)
+    compare(student, reference, "whiten", (rewards, mask), rtol=tol(torch.float32, 10.0),
+            atol=tol(torch.float32, 10.0), mask=mask, what="whiten(float32 x, float64 mask)")
+
+
 @grading_settings(max_examples=30, shrink=False)
 @given(batch=hidden_batches(), shift_mean=st.booleans(), scale=st.sampled_from([1.0, 5.0]))
 def test_whiten_matches_reference(student, reference, batch, shift_mean, scale):
@@ -138,7 +161,7 @@ def test_gae_whiten_inputs_untouched(student, error_name):
 
 
 def test_gae_whiten_reject_malformed_input(student, error_name):
-    """(0 points, reported) The docstrings' ValueErrors: compute_gae's three shapes differ or are not 2-D;
+    """(0.25 points, once the values are computed) The docstrings' ValueErrors: compute_gae's three shapes differ or are not 2-D;
     whiten's shapes differ."""
     from grader.hidden.documented_errors import expect_value_errors
 

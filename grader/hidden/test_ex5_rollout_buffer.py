@@ -140,6 +140,41 @@ def test_use_after_purge_raises(student, error_name):
     _expect(shapes == [(3, 6)], "buffer_use_after_purge", f"mini-batch response shapes {shapes}", what)
 
 
+
+def test_cycle_rules(student, error_name):
+    """The cycle's rules across two cycles: an iterator made before purge() still raises RuntimeError when
+    advanced after the NEXT cycle has started training (the data it was made for is gone, whatever the phase
+    is now); len() is 0 after purge() and counts the new cycle's rows only; the new cycle's mini-batches hold
+    the new rows only."""
+    buf = student.new("RolloutBuffer")
+    buf.add(**_rollout(4, seed=31))
+    buf.start_training()
+    stale = buf.minibatches(2, generator=_gen(31))
+    advance(stale)
+    buf.purge()
+    _expect(len(buf) == 0, "buffer_use_after_purge", f"len {len(buf)}", "len(buffer) right after purge()")
+    what = "the second cycle: add() and start_training() after purge()"
+    try:
+        buf.add(**_rollout(3, seed=32, start=100))
+        _expect(len(buf) == 3, "buffer_wrong_length", f"len {len(buf)} after adding 3 sequences to a purged buffer",
+                "len(buffer) in the second cycle")
+        buf.start_training()
+    except Mismatch:
+        raise
+    except Exception as exc:  # the student's exception, reported by type name
+        if error_name(exc) is None:
+            raise
+        raise Mismatch("buffer_use_after_purge", f"raised {error_name(exc)}: the purged cycle still binds", what) from None
+    expect_raises(lambda: advance(stale), ("RuntimeError",), "buffer_use_after_purge",
+                  what="advancing an iterator of the first cycle while the second cycle trains", is_error=error_name)
+    rows = drain(buf.minibatches(2, generator=_gen(32)))
+    ids = sorted(int(i) for mb in rows if isinstance(mb, dict) and isinstance(mb.get("ids"), torch.Tensor)
+                 for i in mb["ids"].reshape(-1).tolist())
+    stale_rows = any(i < 100 for i in ids)
+    _expect(ids == [100, 101, 102], "buffer_use_after_purge" if stale_rows else "buffer_wrong_minibatch_order",
+            f"the second cycle served sequences {ids}", "mini-batches of the second cycle (its 3 sequences, each once)")
+
+
 def _epochs_of(buffer_factory, fields_list, plan):
     """Several epochs over ONE buffer: plan = [(mini_batch_size, generator seed), ...]."""
     buf = buffer_factory()
@@ -311,7 +346,7 @@ def test_buffer_stores_detached(student):
 
 
 def test_add_rejects_malformed_fields(student, error_name):
-    """(0 points, reported) add()'s other ValueErrors: a field that is not a tensor, a 0-dim tensor (no batch
+    """(0.25 points, once the values are computed) add()'s other ValueErrors: a field that is not a tensor, a 0-dim tensor (no batch
     dimension)."""
     from grader.hidden.documented_errors import expect_value_errors
 

@@ -82,7 +82,7 @@ def test_kl_outputs_carry_no_gradient(student, reference):
         tie = tie_plan(f"ex6.no_gradient.{name}", of, [(None, (2, 4), True)], head_mask=mask)
         # float64 differences and one product per position: exact to ~1e-15.
         expect_tied_grad(student, reference, name, args, {}, tie, constants=tuple(of),
-                         diagnosis="kl_outputs_keep_gradient", what=f"{name}(...)")
+                         diagnosis="rewards_keep_gradient", what=f"{name}(...)")
 
 
 # (current_kl, n_steps) sequences: far above target (clip +0.2), below (clip −0.2), inside (no clip), at the
@@ -152,7 +152,7 @@ def test_kl_inputs_untouched(student, error_name):
 
 
 def test_kl_reward_rejects_malformed_input(student, error_name):
-    """(0 points, reported) The docstrings' ValueErrors: per_token_kl's shapes differ; kl_shaped_rewards with
+    """(0.25 points, once the values are computed) The docstrings' ValueErrors: per_token_kl's shapes differ; kl_shaped_rewards with
     an unknown placement, scores not [batch] or token shapes that differ; a controller with target or
     horizon ≤ 0."""
     from grader.hidden.documented_errors import expect_value_errors

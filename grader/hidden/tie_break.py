@@ -54,7 +54,7 @@ def probe_args(name: str, dtype: torch.dtype, mask_dtype: torch.dtype) -> tuple[
     return (table[name](), m) if name in table else None
 
 
-def _probe_like(reference, name: str, args: tuple, kwargs: dict | None):
+def probe_like(reference, name: str, args: tuple, kwargs: dict | None):
     """(probe args, bool mask, the call's hyper-parameters) of `probe_args` in the failing call's dtypes, or None."""
     bound = inspect.signature(getattr(reference, name)).bind(*args, **(kwargs or {}))
     tensors = [v for v in bound.arguments.values() if isinstance(v, torch.Tensor) and v.is_floating_point()]
@@ -74,7 +74,7 @@ def disambiguate(first: str, student, reference, name, got_part, want, candidate
     ids = matching(got_part, want, candidates, mask, rtol, atol)
     if len(ids) < 2:
         return first
-    probe = _probe_like(reference, name, args, kwargs)
+    probe = probe_like(reference, name, args, kwargs)
     if probe is None:
         return first
     probe_call, probe_mask, extra = probe
@@ -99,7 +99,7 @@ def disambiguate_grads(first: str, student, reference, name, got, want, candidat
     ids = matching(got, want, candidates, mask, rtol, atol)
     if len(ids) < 2 or name not in buggy_variants.VARIANTS:
         return first
-    probe = _probe_like(reference, name, args, kwargs)
+    probe = probe_like(reference, name, args, kwargs)
     if probe is None:
         return first
     probe_call, probe_mask, extra = probe

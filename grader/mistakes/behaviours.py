@@ -6,6 +6,8 @@ same docstrings) that states a behaviour a grader can check:
 
 * the function itself: its one-line summary (what it returns);
 * every entry of its ``Raises:`` section;
+* every entry of its ``Args:`` section (one clause per parameter or group of parameters) and its whole
+  ``Returns:`` section (shapes, dtype/device, what the output carries);
 * every sentence before ``Args:`` that says what must, must not, only or never
   happen (the words of ``MARKERS``).
 
@@ -57,14 +59,35 @@ def _sentences(paragraphs: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`(])", text) if s.strip()]
 
 
+def _clauses(entries: list[str], line: str, stripped: str, base: list[int]) -> None:
+    """Add `line` to an ``Args:`` section's entries: a new entry at the section's first indent, else a
+    continuation of the last one."""
+    indent = len(line) - len(line.lstrip())
+    if not base:
+        base.append(indent)
+    if indent <= base[0] and re.match(r"^[\w*][\w*, ]*: ", stripped):
+        entries.append(stripped)
+    elif entries:
+        entries[-1] += " " + stripped
+
+
 def _doc_promises(doc: str) -> list[str]:
     lines = doc.splitlines()
     out = [normalise(lines[0])] if lines else []
     body, raises, steps, section = [], [], [], None
+    args: list[str] = []
+    returns: list[str] = []
+    args_indent: list[int] = []
     for line in lines[1:]:
         stripped = line.strip()
         if re.fullmatch(r"(Args|Returns|Raises|Yields|Attributes):", stripped) or stripped.startswith("Example"):
             section = stripped.split(":")[0].split(" ")[0]
+            continue
+        if section == "Args" and stripped:
+            _clauses(args, line, stripped, args_indent)
+            continue
+        if section in ("Returns", "Yields") and stripped:
+            returns.append(stripped)
             continue
         if section is None:
             if stripped.startswith(">>>") or stripped.startswith("..."):
@@ -85,7 +108,10 @@ def _doc_promises(doc: str) -> list[str]:
             out.append(normalise(sentence))
     out += [normalise(step) for step in steps]
     out += [normalise(r) for r in raises]
-    return out
+    out += [normalise(a) for a in args]
+    if returns:
+        out.append(normalise("Returns: " + " ".join(returns)))
+    return list(dict.fromkeys(out))
 
 
 def extract_promises(solutions: Path = REPO / "solutions") -> list[Promise]:

@@ -171,6 +171,8 @@ def _advantages(g: _Trace, w: _Trace, cfg: dict, got: dict, want: dict) -> str |
         if _close(adv, ref_gae["advantages"], mask):
             return "ppo_step_no_advantage_whitening"
         return None
+    if len(g.all("gae")) > 1:  # GAE recomputed (per epoch): the whitening after add is not the mistake
+        return "ppo_step_advantages_recomputed"
     # Advantages whitened again inside the loop (per mini-batch): a whiten after the buffer's add.
     add_at = g.index("add")
     if any(e.get("ev") == "whiten" for e in g.events[add_at:]):
@@ -208,7 +210,12 @@ def _losses(g: _Trace, w: _Trace, cfg: dict, got: dict, want: dict) -> str | Non
                           ("vf_coef", "vf_coef"), ("ent_coef", "ent_coef")):
             if not _num_close(e.get(key), cfg[name]):
                 return "ppo_step_loss_hyperparameters"
-    if all(e.get("old_is_new") is True for e in losses):
+    norms = [e.get("grad_norm") for e in g.all("step")]
+    if norms and all(n == 0.0 for n in norms) and any(isinstance(e.get("grad_norm"), float) and e["grad_norm"] > 0
+                                                      for e in w.all("step")):
+        return "ppo_step_zero_gradient_steps"
+    # logp == logp_old all along says something only when the policy moved (a step on a non-zero gradient).
+    if all(e.get("old_is_new") is True for e in losses) and any(isinstance(n, float) and n > 0 for n in norms):
         return "ppo_step_logp_old_recomputed"
     if len(losses) != len(ref_losses):
         return "ppo_step_wrong_epochs" if not g.all("minibatches") else None

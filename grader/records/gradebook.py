@@ -21,6 +21,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.points import EXERCISES
+from grader.records.faults import (  # noqa: F401 - the publishing check, also read from here
+    ALLOW_FAULTS_FLAG,
+    FAULT_STATUSES,
+    GraderFaultRefused,
+    fault_ids,
+    is_fault,
+    published_score,
+    refuse_grader_faults,
+)
 from grader.records.results import ExerciseResult, GradeResult, TestResult
 from ppo_course.atomic_files import atomic_write_text  # (the one atomic writer)
 from ppo_course.text_safety import csv_cell
@@ -29,8 +38,10 @@ from ppo_course.text_safety import csv_cell
 CONTRACT_STEMS: tuple[str, ...] = EXERCISES
 
 # "no-submission": a roster student with no submission folder (0 points, the reason in the message).
-Status = Literal["graded", "timed-out", "crashed", "empty", "rejected", "no-submission"]
-STATUSES: tuple[str, ...] = ("graded", "timed-out", "crashed", "empty", "rejected", "no-submission")
+# "grader_fault": the grader itself failed (not the student's code): no score anywhere, the reason in the message.
+# "crashed": a record written by an older grader version for what is now a grader fault (read, never written).
+Status = Literal["graded", "timed-out", "grader_fault", "crashed", "empty", "rejected", "no-submission"]
+STATUSES: tuple[str, ...] = ("graded", "timed-out", "grader_fault", "crashed", "empty", "rejected", "no-submission")
 
 GRADEBOOK = "gradebook.csv"
 NBGRADER_CSV = "grades.csv"  # `nbgrader export`'s default file name
@@ -70,9 +81,9 @@ class StudentRecord(BaseModel):
     grader_fingerprint: str
     profile: str
     exercises: list[str] | None = None
-    score: float = 0.0
+    score: float | None = 0.0  # None for a grader fault: no score exists
     max_score: float = 0.0
-    exercise_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
+    exercise_scores: dict[str, dict[str, float | None]] = Field(default_factory=dict)  # "score" None: a fault
     seconds: float = 0.0
     sources: list[str] = Field(default_factory=list)
     source_mtime: float | None = None
@@ -246,13 +257,14 @@ def record_of(outcome, key: dict, sources: list[Path]) -> StudentRecord:
         mtime = max(os.lstat(p).st_mtime for p in sources)
     except (OSError, ValueError):
         pass
+    fault = is_fault(outcome.status)
     return StudentRecord(
         student_id=outcome.student_id,
         status=outcome.status,
         message=outcome.gradebook_message,
-        score=result.score,
+        score=None if fault else result.score,
         max_score=result.max_score,
-        exercise_scores={stem: {"score": float(e.score), "max_score": float(e.max_score)}
+        exercise_scores={stem: {"score": None if fault else float(e.score), "max_score": float(e.max_score)}
                          for stem, e in result.exercises.items()},
         seconds=round(outcome.seconds, 3),
         sources=[p.name for p in sources],
@@ -281,16 +293,18 @@ def gradebook_columns(records: Iterable[StudentRecord]) -> list[str]:
     return ["student_id", *stems, "total", "max_total", "status", "message"]
 
 
-def _fmt(x: float) -> str:
-    return f"{round(x, 4):g}"
+def _fmt(x: float | None) -> str:
+    """A score as the gradebooks write it ("" for None: a grader fault has no score)."""
+    return "" if x is None else f"{round(x, 4):g}"
 
 
 def gradebook_csv(records: list[StudentRecord]) -> str:
     """The contract's gradebook as CSV text: one row per student, sorted by id.
 
     Columns: ``student_id``, one per module stem (that exercise's score), ``total``,
-    ``max_total``, ``status`` (graded / timed-out / crashed / empty / rejected)
-    and ``message`` (why, for anything but a clean grading). Scores are
+    ``max_total``, ``status`` (graded / timed-out / grader_fault / empty / rejected / no-submission)
+    and ``message`` (why, for anything but a clean grading). A grader fault's score cells are empty
+    (:func:`published_score`), never 0. Scores are
     formatted with ``%g`` after rounding to 4 decimals, so that the file is
     byte-identical across runs that grade identically.
     """
@@ -302,8 +316,8 @@ def gradebook_csv(records: list[StudentRecord]) -> str:
     writer.writerow(columns)
     for r in sorted(records, key=lambda r: r.student_id):
         row = [r.student_id]
-        row += [_fmt(r.exercise_scores.get(s, {}).get("score", 0.0)) for s in stems]
-        row += [_fmt(r.score), _fmt(r.max_score or max_total), r.status, r.message]
+        row += [_fmt(published_score(r, s)) for s in stems]
+        row += [_fmt(published_score(r)), _fmt(r.max_score or max_total), r.status, r.message]
         writer.writerow([csv_cell(cell, 1000) for cell in row])  # ids and messages: capped, never a formula
     return buf.getvalue()
 
@@ -327,7 +341,8 @@ def nbgrader_csv(records: list[StudentRecord], assignment: str = "ppo") -> str:
         )
         writer.writerow(
             [csv_cell(cell, 1000) for cell in
-             [assignment, "", ts, r.student_id, "", "", "", _fmt(r.score), "0.0", _fmt(r.score), _fmt(r.max_score or max_total)]]
+             [assignment, "", ts, r.student_id, "", "", "", _fmt(published_score(r)), "0.0", _fmt(published_score(r)),
+              _fmt(r.max_score or max_total)]]
         )
     return buf.getvalue()
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from grader.intake.submission import BatchLimits, Entry, Rejected, private_folder, stage_submission
-from grader.records.gradebook import Status
+from grader.records.gradebook import Status, is_fault
 from grader.records.results import GradeResult, TestResult
 from grader.runners.request import GradeRequest
 from grader.runners.workers import WorkerOutcome, _Workers, run_worker, time_out_message
@@ -60,6 +60,11 @@ class StudentOutcome(BaseModel):
     regrade_tests: list[TestResult] = Field(default_factory=list)
 
     @property
+    def fault(self) -> bool:
+        """True when the grader itself failed (status ``grader_fault``): nothing of this outcome is a score."""
+        return is_fault(self.status)
+
+    @property
     def gradebook_message(self) -> str:
         """The gradebook's message column: the reason, the notes, one reason per exercise not really graded,
         and the regrade lines."""
@@ -80,7 +85,10 @@ class StudentOutcome(BaseModel):
 
     def results_json(self) -> dict:
         """results.json (contract format): the result's, with the status, notes and regrade lines leading ``output``;
-        ``extra_data.status`` and ``extra_data.batch_status`` are :attr:`status` (the gradebook's word)."""
+        ``extra_data.status`` and ``extra_data.batch_status`` are :attr:`status` (the gradebook's word).
+        A grader fault has no score at all (:func:`fault_results_json`)."""
+        if self.fault:
+            return fault_results_json(self.result, self.message)
         if self.graded:
             results = self.result.to_results_json()
         else:  # the zeros of what could not be graded: the compact shape, every test's output the reason
@@ -105,7 +113,10 @@ class StudentOutcome(BaseModel):
         return results
 
     def feedback_md(self) -> str:
-        """feedback.md: a status header when the grading was not clean, the regrade lines, then the result's feedback."""
+        """feedback.md: a status header when the grading was not clean, the regrade lines, then the result's feedback.
+        A grader fault says that the grading failed and will be rerun, with no total (:data:`FAULT_FEEDBACK`)."""
+        if self.fault:
+            return FAULT_FEEDBACK
         head: list[str] = []
         if self.status != "graded" or self.notes:
             # The id (a folder or zip name), the message and notes quote student-derived text: escaped, capped.
@@ -124,6 +135,26 @@ class StudentOutcome(BaseModel):
 #: The prefix of a ``--never-lower`` line in :attr:`StudentOutcome.regrade`.
 NEVER_LOWER = "never lower: "
 
+#: What a student reads when the grader itself failed: no score, no total, nothing of the failure's internals.
+FAULT_STUDENT_TEXT = ("Grading failed: the grader itself failed while grading your submission. This is not a "
+                      "verdict on your code, and no score is given for this grading. The course staff will rerun it "
+                      "once the grader is fixed; you do not need to resubmit.")
+
+FAULT_FEEDBACK = f"# PPO course: grading feedback\n\n**Status: grader_fault.** {FAULT_STUDENT_TEXT}\n"
+
+
+def fault_results_json(result: GradeResult, reason: str) -> dict:
+    """results.json of a grader fault: no ``score`` and no tests anywhere, the reason for the staff.
+
+    ``extra_data``: ``status``/``batch_status`` ``grader_fault``, ``grader_fault`` (the reason, capped),
+    ``max_score`` and ``exercises`` (each ``{"score": None, "max_score": m}``), ``grader_version``.
+    """
+    return {"output": FAULT_STUDENT_TEXT, "tests": [],
+            "extra_data": {"status": "grader_fault", "batch_status": "grader_fault", "grader_fault": cap(reason),
+                           "max_score": result.max_score, "grader_version": result.grader_version,
+                           "exercises": {stem: {"score": None, "max_score": e.max_score}
+                                         for stem, e in result.exercises.items()}}}
+
 
 def grade_entry(
     entry: Entry,
@@ -140,8 +171,8 @@ def grade_entry(
     """Check, stage and grade one submission in a worker process; never raises for a bad submission.
 
     Status: ``rejected`` (failed a check, or ``grade_submission`` could not read it),
-    ``empty`` (no Python file), ``timed-out``, ``crashed`` (the worker died, or the grader
-    reported ``grader_error`` on some test) or ``graded``. The submission is staged once, here, into
+    ``empty`` (no Python file), ``timed-out``, ``grader_fault`` (the worker died, or the grader
+    reported ``grader_error`` on some test: no score is published) or ``graded``. The submission is staged once, here, into
     ``staging`` (made 0700, as its parent: ``grader.intake.submission.private_folder``); the worker grades
     that copy as it is (``GradeRequest.staged``). The staging and scratch folders
     are removed afterwards. The staged folder becomes one ``GradeRequest`` (with ``fingerprint``, the
@@ -169,8 +200,9 @@ def _classify(sid: str, outcome: WorkerOutcome, n_python_files: int, notes: list
               profile: str, exercises: list[str] | None) -> StudentOutcome:
     """The :class:`StudentOutcome` of what a worker returned (see :func:`grade_entry`)."""
     result = outcome.result
-    if result is None:  # timed out or crashed: nothing graded
-        return zero_outcome(sid, outcome.status, outcome.message, profile, exercises, notes, outcome.seconds)
+    if result is None:  # timed out, or the worker died (the grader's process: a grader fault)
+        status = "timed-out" if outcome.status == "timed-out" else "grader_fault"
+        return zero_outcome(sid, status, outcome.message, profile, exercises, notes, outcome.seconds)
     status, message = "graded", ""
     if n_python_files == 0:
         status, message = "empty", "the submission holds no Python file"
@@ -181,10 +213,9 @@ def _classify(sid: str, outcome: WorkerOutcome, n_python_files: int, notes: list
         # so no partial score is published (deterministic: 0 with the reason, as a killed worker).
         return zero_outcome(sid, "timed-out", time_out_message(limits.timeout_s), profile, exercises, notes,
                             outcome.seconds)
-    elif n_errors := grader_errors(result):  # not the student's fault: a low score here would be silently wrong
-        status = "crashed"
-        message = (f"the grader itself failed on {n_errors} test(s) (diagnosis grader_error); "
-                   "fix the grader, then rerun the batch")
+    elif n_errors := grader_errors(result):  # not the student's fault: any score here would be silently wrong
+        return StudentOutcome(student_id=sid, status="grader_fault", message=grader_fault_message(result, n_errors),
+                              notes=notes, seconds=outcome.seconds, result=result, graded=False)
     return StudentOutcome(student_id=sid, status=status, message=message, notes=notes, seconds=outcome.seconds,
                           result=result)
 
@@ -242,6 +273,18 @@ def exercise_reasons(result: GradeResult) -> list[str]:
     nothing, so every exercise below its maximum has a reason. Nothing is parsed from text.
     """
     return [f"{stem}: {why}" for stem, why in _reasons(result)]
+
+
+def grader_fault_message(result: GradeResult, n_errors: int | None = None) -> str:
+    """The staff's reason for a grader fault found in a result: how many tests, and the first test's detail line."""
+    n = grader_errors(result) if n_errors is None else n_errors
+    first = next((t for t in result.tests if t.diagnosis == "grader_error"), None)
+    where = ""
+    if first is not None:
+        lines = [line for line in (first.detail or first.output).splitlines() if line.strip()]
+        where = f" (first: {first.exercise} {first.kind} {first.test}: {cap(lines[-1], 300) if lines else 'no detail'})"
+    return (f"the grader itself failed on {n} test(s) (diagnosis grader_error){where}; no score is published: "
+            "fix the grader, then grade again")
 
 
 def grader_errors(result: GradeResult) -> int:

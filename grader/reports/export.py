@@ -180,10 +180,13 @@ def graded_subset(records) -> list[str] | None:
     return sorted({s for sub in subsets for s in sub}) if subsets else None
 
 
-def completion(records, quiz: dict[str, bool] | None) -> dict[str, int]:
-    """1/0 per student: exercises at full marks, and the quiz passed when ``quiz`` is given."""
-    return {r.student_id: int(exercises_complete(r) and (quiz is None or quiz.get(r.student_id, False)))
-            for r in records}
+def completion(records, quiz: dict[str, bool] | None) -> dict[str, int | None]:
+    """1/0 per student: exercises at full marks, and the quiz passed when ``quiz`` is given; None (an empty cell)
+    for a grader fault, whose exercises have no score."""
+    from grader.records.gradebook import is_fault
+
+    return {r.student_id: None if is_fault(r.status) else
+            int(exercises_complete(r) and (quiz is None or quiz.get(r.student_id, False))) for r in records}
 
 
 @dataclass
@@ -206,9 +209,12 @@ def _lms_table(records, assignment: str, done: dict[str, int] | None, canvas_ids
     if done is not None:
         columns.append(lms.Column(COMPLETION, title(COMPLETION), 1.0))
 
-    def values(r) -> dict[str, float]:
-        vals = {s: float(r.exercise_scores.get(s, {}).get("score", 0.0)) for s in stems}
-        return vals | ({COMPLETION: float(done[r.student_id])} if done is not None else {})
+    def values(r) -> dict[str, float | None]:
+        from grader.records.gradebook import published_score
+
+        vals = {s: published_score(r, s) for s in stems}  # None (an empty cell) for a grader fault
+        return vals | ({COMPLETION: None if done[r.student_id] is None else float(done[r.student_id])}
+                       if done is not None else {})
 
     return columns, values
 
@@ -227,7 +233,7 @@ def plain_csv(records, *, done: dict[str, int] | None, roster: Roster | None = N
     ``max_total`` is the assignment's (``grader.records.gradebook.assignment_max_total``); with ``preview`` (a
     fast-profile batch exported with ``--allow-fast-preview``) every status reads ``<status> (fast preview)``.
     """
-    from grader.records.gradebook import assignment_max_total
+    from grader.records.gradebook import assignment_max_total, published_score
 
     stems = _stems(records)
     max_total = max((assignment_max_total(r) for r in records), default=0.0)
@@ -241,9 +247,9 @@ def plain_csv(records, *, done: dict[str, int] | None, roster: Roster | None = N
         if why:
             out.left_out.append((r.student_id, why))
             continue
-        writer.writerow([r.student_id, *(lms.fmt(r.exercise_scores.get(s, {}).get("score", 0.0)) for s in stems),
-                         lms.fmt(r.score), lms.fmt(assignment_max_total(r) or max_total),
-                         "" if done is None else str(done[r.student_id]),
+        writer.writerow([r.student_id, *(lms.fmt(published_score(r, s)) for s in stems),
+                         lms.fmt(published_score(r)), lms.fmt(assignment_max_total(r) or max_total),
+                         "" if done is None or done[r.student_id] is None else str(done[r.student_id]),
                          f"{r.status} ({PREVIEW_LABEL})" if preview else r.status])
     out.text = buf.getvalue()
     return out
@@ -276,6 +282,10 @@ def _completion(records, quiz_db, quiz_results, notes: list[str]) -> dict[str, i
         notes.append(f"the batch graded only {', '.join(subset)} (grade-batch --exercises): chapter completion is "
                      f"not known, so the {COMPLETION} column is left out (csv: empty)")
         return None
+    if quiz_db is None and quiz_results is None:  # completion needs the quiz: never marked from exercises alone
+        notes.append(f"no quiz data (--quiz-db or --quiz-results): chapter completion needs the quiz passed too, so "
+                     f"the {COMPLETION} column is left out (csv: empty)")
+        return None
     ids = [r.student_id for r in records]
     quiz = quiz_completion(quiz_db, ids) if quiz_db is not None else quiz_completion_from_csv(quiz_results, ids)
     if quiz is not None and quiz.missing:
@@ -286,18 +296,29 @@ def _completion(records, quiz_db, quiz_results, notes: list[str]) -> dict[str, i
     return completion(records, quiz.done if quiz is not None else None)
 
 
+def _fault_notes(faulted: list[str]) -> list[str]:
+    """The note of an export written with grader faults (``--allow-grader-faults``): whose cells are empty."""
+    if not faulted:
+        return []
+    return [f"{len(faulted)} student(s) have no score (grader_fault: the grader itself failed), so their cells "
+            f"are left empty: {', '.join(faulted)}; rerun grade-batch to grade them, then export again"]
+
+
 def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo", roster: Path | None = None,
                  quiz_db: Path | None = None, quiz_results: Path | None = None, moodle_id: str = "idnumber",
                  canvas_ids: dict[str, str] | None = None, strict: bool = False,
-                 allow_fast_preview: bool = False) -> Export:
+                 allow_fast_preview: bool = False, allow_grader_faults: bool = False) -> Export:
     """Write the export of a graded batch to ``out`` (atomically); the students left out are in the result.
 
     A batch graded with ``grade-batch --profile fast`` is a preview, not a grade: it is refused, unless
     ``allow_fast_preview``, which writes it labelled (:data:`PREVIEW_LABEL`) with ``chapter_complete`` never
-    marked. Every maximum is the assignment's (the full profile's), never the fast tier's.
+    marked. Every maximum is the assignment's (the full profile's), never the fast tier's. A batch holding grader
+    faults (status ``grader_fault``: no score) is refused, unless ``allow_grader_faults``, which writes the others
+    and leaves every cell of a faulted student empty, never 0 (a note names them).
 
     Raises:
         grader.records.gradebook.FastPreviewRefused: a fast-profile batch without ``allow_fast_preview`` (nothing written).
+        grader.records.gradebook.GraderFaultRefused: grader faults without ``allow_grader_faults`` (nothing written).
         ValueError: on an unknown format, an empty batch or a bad roster (``grader.intake.roster.RosterError``).
         ExportRefused: with ``strict``, when any student would be left out (nothing is written).
         FileNotFoundError / NotADirectoryError: for missing inputs.
@@ -306,14 +327,15 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
 
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
-    from grader.records.gradebook import fast_profile_ids, refuse_fast_preview
+    from grader.records.gradebook import fast_profile_ids, refuse_fast_preview, refuse_grader_faults
 
     records = batch_records(batch_dir)
     preview = bool(fast_profile_ids(records))
     if preview and not allow_fast_preview:
         refuse_fast_preview(records, batch_dir, "--allow-fast-preview")
+    faulted = refuse_grader_faults(records, batch_dir, allowed=allow_grader_faults)
     people = read_roster(roster) if roster else None
-    notes: list[str] = []
+    notes: list[str] = _fault_notes(faulted)
     if preview:
         notes.append(f"a fast-profile preview, not a grade: every column is labelled '{PREVIEW_LABEL}' and "
                      f"{COMPLETION} is never marked (grade the batch without --profile fast for the grade)")

@@ -59,11 +59,12 @@ class Column:
 
 @dataclass
 class Row:
-    """One student: the roster entry (``None`` when not on the roster) and ``{column key: value}``."""
+    """One student: the roster entry (``None`` when not on the roster) and ``{column key: value}`` (a value None:
+    no grade, an empty cell, which the LMS leaves ungraded: a grader fault's cells, never 0)."""
 
     student_id: str
     who: RosterEntry | None
-    values: dict[str, float]
+    values: dict[str, float | None]
 
 
 @dataclass
@@ -74,9 +75,9 @@ class Written:
     left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
-def fmt(x: float) -> str:
-    """A grade as the LMS reads it: at most 4 decimals, no trailing zeros (``7.5``, ``1``)."""
-    return f"{round(x, 4):g}"
+def fmt(x: float | None) -> str:
+    """A grade as the LMS reads it: at most 4 decimals, no trailing zeros (``7.5``, ``1``); "" for None (no grade)."""
+    return "" if x is None else f"{round(x, 4):g}"
 
 
 def formula_like(text: str) -> bool:
@@ -87,6 +88,8 @@ def formula_like(text: str) -> bool:
 def _values_problem(row: Row, columns: list[Column]) -> str | None:
     for c in columns:
         v = row.values.get(c.key, 0.0)
+        if v is None:  # no grade: an empty cell
+            continue
         if not isinstance(v, (int, float)) or not math.isfinite(v):
             return f"{c.title}: {v!r} is not a finite number (the LMS refuses the whole file)"
         if v > c.maximum + 1e-9:

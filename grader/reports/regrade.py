@@ -40,7 +40,7 @@ PUBLISHED_DIR = "published"  # under OUT_DIR/.batch
 REGRADE_MD = "regrade.md"
 REGRADE_CSV = "regrade.csv"
 CSV_COLUMNS = ("student_id", "exercise", "test", "old_score", "new_score", "old_max_score", "max_score", "old_status",
-               "new_status", "old_diagnosis", "new_diagnosis", "why", "kept_published")
+               "new_status", "old_diagnosis", "new_diagnosis", "why", "kept_published", "published_score")
 
 # ----------------------------------------------------------------------- snapshots
 
@@ -52,7 +52,7 @@ def keep_published(out_dir: Path, student_id: str, fingerprint: str, record, sub
     or (``submission_hash`` given: ``--never-lower``) for another submission; a snapshot is never
     replaced by a half-done regrade's (the record goes before the regrade writes anything).
     """
-    if record is None:
+    if record is None or record.score is None:  # nothing to keep from a grader fault (no score was published)
         return
     if record.grader_fingerprint == fingerprint and (submission_hash is None or record.submission_hash == submission_hash):
         return
@@ -100,9 +100,11 @@ def never_lower(new, old):
         (the regrade gives 8)"``, the regrade's tests of the kept exercises for regrade.md).
 
     A kept exercise takes the published score of each test this version still has, clamped to the
-    test's points in this version (a points change never gives more than the maximum; the note says
-    so), and this regrade's score for a test the published result did not have. The exercise is kept
-    only when that gives more than the regrade; its score is always the sum of its tests.
+    test's points in this version, and this regrade's score for a test the published result did not have;
+    then (:func:`_fill_to_published`) its tests are raised to the published exercise score, capped at this
+    version's maximum: an unchanged submission's exercise never drops unless its maximum fell below the
+    published score, and then the note states the rule. The exercise is kept only when that gives more than
+    the regrade; its score is always the sum of its tests.
     """
     notes: list[str] = []
     replaced: list = []
@@ -114,32 +116,48 @@ def never_lower(new, old):
             continue
         now = {t.name: t for t in new.tests if t.exercise == stem}
         tests = {t.name: t for t in now.values()}
-        clamped = False
         for t in old.tests:
             cur = now.get(t.name)
             if t.exercise != stem or cur is None:
                 continue  # a test this grader version no longer has: its points are gone
             score = min(t.score, cur.max_score)
-            clamped |= score < t.score - 1e-9
             same = t.status == cur.status and t.diagnosis == cur.diagnosis  # then this grading's words are true too
             tests[t.name] = cur.model_copy(update={"score": score} if same else
                                            {"score": score, "status": t.status, "output": t.output,
                                             "diagnosis": t.diagnosis, "detail": ""})
-        score = round(sum(t.score for t in tests.values()), 6)
+        score = _fill_to_published(tests, min(before.score, ex.max_score))
         if not score > ex.score + 1e-9:
             continue
         replaced += now.values()
         kept_tests.update(tests)
         exercises[stem] = before.model_copy(update={"score": score, "max_score": ex.max_score})
-        if clamped or abs(score - before.score) > 1e-9:
+        if score < before.score - 1e-9:  # only where this version's maximum is below the published score
             notes.append(f"{stem} kept at {score:g} of its published {before.score:g}, clamped to this version's "
-                         f"points (max {ex.max_score:g}; the regrade gives {ex.score:g})")
+                         f"maximum for {stem} ({ex.max_score:g}): never lower keeps a published score up to the new "
+                         f"maximum (the regrade gives {ex.score:g})")
         else:
             notes.append(f"{stem} kept at its published {before.score:g} (the regrade gives {ex.score:g})")
     if not notes:
         return new, [], []
     tests = [kept_tests.get(t.name, t) for t in new.tests]
     return new.model_copy(update={"tests": tests, "exercises": exercises}), notes, replaced
+
+
+def _fill_to_published(tests: dict, target: float) -> float:
+    """Raise the kept tests (in place, each up to its points in this version) until they sum to ``target``, the
+    published exercise score capped at this version's maximum; returns their sum.
+
+    A points change that moves points between an exercise's tests clamps the published tests one by one below
+    the published total although the maximum is unchanged: the difference goes to the tests with room left,
+    passed ones first, so that an unchanged submission's exercise never drops.
+    """
+    score = round(sum(t.score for t in tests.values()), 6)
+    for name, t in sorted(tests.items(), key=lambda kv: kv[1].status != "passed"):
+        room = min(t.max_score - t.score, target - score)
+        if room > 1e-9:
+            tests[name] = t.model_copy(update={"score": round(t.score + room, 6)})
+            score = round(score + room, 6)
+    return score
 
 
 def apply_never_lower(out_dir: Path, sid: str, submission_hash: str, fingerprint: str, outcome):
@@ -153,6 +171,8 @@ def apply_never_lower(out_dir: Path, sid: str, submission_hash: str, fingerprint
     if before is None:
         return outcome
     old_record, old = before
+    if old_record.score is None or outcome.fault:  # a grader fault has no score to keep or to compare
+        return outcome
     if old_record.submission_hash != submission_hash:
         line = (f"your submission changed since the published grading ({old_record.score:g} / "
                 f"{old_record.max_score:g}), so it was regraded in full: {outcome.result.score:g} / "
@@ -186,6 +206,9 @@ class TestChange:
     new_diagnosis: str
     old_max_score: float | None = None
     kept_published: bool = False
+    #: The score results.json now publishes for the test (``new_score`` is the regrade's own; they differ where
+    #: ``--never-lower`` kept the published score). None: the test is not in the published results.
+    published_score: float | None = None
 
     @property
     def why(self) -> str:
@@ -233,7 +256,7 @@ def collect(out_dir: Path, records, fingerprint: str) -> list[StudentRegrade]:
 
     out = []
     for r in sorted(records, key=lambda r: r.student_id):
-        if r.grader_fingerprint != fingerprint:
+        if r.grader_fingerprint != fingerprint or r.score is None:  # a grader fault has no score to compare
             continue
         before = published(out_dir, r.student_id)
         if before is None or (before[0].grader_fingerprint == fingerprint
@@ -241,7 +264,7 @@ def collect(out_dir: Path, records, fingerprint: str) -> list[StudentRegrade]:
             continue
         old_record, old = before
         new = read_results(Path(out_dir) / r.student_id / "results.json")
-        if new is None:
+        if new is None or old_record.score is None:
             continue
         kept_stems = {n.split(" ", 1)[0] for n in new.never_lower}
         changes = test_changes(r.student_id, old.result.tests, new.result.tests)
@@ -253,6 +276,9 @@ def collect(out_dir: Path, records, fingerprint: str) -> list[StudentRegrade]:
                 if c.exercise in kept_stems:
                     c.kept_published = True
                     changes.append(c)
+        shown = {t.name: t.score for t in new.result.tests}
+        for c in changes:
+            c.published_score = shown.get(c.test)
         out.append(StudentRegrade(r.student_id, old_record.score, r.score, old_record.grader_fingerprint,
                                   old_record.submission_hash != r.submission_hash, changes, new.never_lower))
     return out
@@ -323,7 +349,8 @@ def regrade_csv(regrades: list[StudentRegrade]) -> str:
         for c in s.changes:
             writer.writerow([neutralise_cell(c.student_id), c.exercise, neutralise_cell(c.test), _fmt(c.old_score),
                              _fmt(c.new_score), _fmt(c.old_max_score), f"{c.max_score:g}", c.old_status, c.new_status,
-                             c.old_diagnosis, c.new_diagnosis, c.why, "yes" if c.kept_published else "no"])
+                             c.old_diagnosis, c.new_diagnosis, c.why, "yes" if c.kept_published else "no",
+                             _fmt(c.published_score)])
     return buf.getvalue()
 
 

@@ -106,7 +106,7 @@ def summarise(out_dir: Path, records: Iterable, results: dict | None = None) -> 
         n_students=len(records),
         status_counts=dict(status_counts),
         max_total=max((r.max_score for r in records), default=0.0),
-        totals=[r.score for r in records],
+        totals=[r.score for r in records if r.score is not None],  # a grader fault has no score
         exercise_max=exercise_max,
         exercise_scores=exercise_scores,
         diagnoses=diag,

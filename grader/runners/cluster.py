@@ -24,7 +24,10 @@ Faults (docs/cluster.md):
   of its records and of the regrade report) is the one the workers report
   (``ClusterRunner.fingerprint``), not that of the checkout the client
   imports; a client whose own grader differs is told so in one line;
-- a worker with another grader fingerprint than the cluster's, or one that
+- a worker without the client's grader secret (none, or another course's:
+  compared by digest, ``grader.course_secret.secret_digest``; the secret is
+  installed on each node by the TA and never sent over the network), with
+  another grader fingerprint than the cluster's, or one that
   cannot isolate student code: refused at connection (``Client.run``) and
   again inside each task (a worker that joined later); its tasks go to the
   other workers, and when none is left the batch stops with
@@ -110,7 +113,10 @@ class ClusterRunner:
         except ImportError as exc:
             raise ImportError("grade-batch --cluster needs Dask's `distributed` package: "
                               "pip install 'ppo-course[cluster]'") from exc
+        from grader.course_secret import secret_digest
+
         self.address, self.fingerprint, self.log, self.retries = address, fingerprint, log, retries
+        self.secret_digest = secret_digest()  # the course's secret, which every node must hold
         self.refused: dict[str, str] = {}  # worker address -> reason
         self._seen: set[str] = set()  # workers met so far (a worker that leaves is said once)
         self._watch_lock = threading.Lock()
@@ -150,6 +156,9 @@ class ClusterRunner:
                 self._refuse(address, f"it cannot run the grader ({type(report).__name__}: {_short(report)}); "
                                       "install this version of ppo-course on the node")
                 continue
+            if report.get("secret") != self.secret_digest:
+                self._refuse(address, _secret_reason(report, self.secret_digest))
+                continue
             if report["fingerprint"] != self.fingerprint:
                 self._refuse(address, f"its grader fingerprint is {report['fingerprint']}, the client's is "
                                       f"{self.fingerprint}: install the client's exact version of ppo-course there")
@@ -167,7 +176,7 @@ class ClusterRunner:
         from grader.fingerprint import grader_fingerprint
 
         fit = [r["fingerprint"] for r in reports.values() if not isinstance(r, BaseException)
-               and all(r["isolation"].get(f) for f in REQUIRED_ISOLATION)]
+               and r.get("secret") == self.secret_digest and all(r["isolation"].get(f) for f in REQUIRED_ISOLATION)]
         if not fit:
             return grader_fingerprint()  # nobody may grade: _raise_if_none_left says why
         counts, local = Counter(fit), grader_fingerprint()
@@ -237,7 +246,8 @@ class ClusterRunner:
         from distributed import KilledWorker
 
         archive = pack_submission(request.submission)
-        request_json = request.model_copy(update={"fingerprint": self.fingerprint}).model_dump_json()
+        request_json = request.model_copy(update={"fingerprint": self.fingerprint,
+                                                  "secret_digest": self.secret_digest}).model_dump_json()
         t0 = time.monotonic()
         for _ in range(MAX_REFUSALS_PER_TASK):
             refused = bool(self.refused)
@@ -300,6 +310,16 @@ class ClusterRunner:
             self.client.close(timeout=10)
         except Exception:  # already gone: nothing to release
             pass
+
+
+def _secret_reason(report: dict, wanted: str) -> str:
+    """Why a node's reported grader secret (``worker_report``'s ``secret``) cannot grade for this client."""
+    if report.get("secret") is None:
+        return (f"it has no grader secret it may use ({_short(report.get('secret_problem', ''))}); install the "
+                "course's there: `ppo-course secret show --value | ssh NODE ppo-course secret init --from -` "
+                "(docs/cluster.md)")
+    return (f"its grader secret (digest {report['secret']}) is not this course's (digest {wanted}); install the "
+            "course's there with `ppo-course secret init --from` (docs/cluster.md)")
 
 
 def _quiet_dask_client() -> None:

@@ -6,11 +6,13 @@ The task carries the submission's bytes (a zip made in memory by
 :func:`pack_submission`, never a path on the TA's disk) and the client's grader
 fingerprint. On the worker it
 
-1. refuses (:class:`WorkerRefused`) when this node's grader fingerprint
-   differs from the client's (another version of the grader would give other
-   grades) or when this node cannot isolate student code (the kernel refuses
-   the network or mount namespace of the sandbox, ``docs/threat_model.md``):
-   it never grades unconfined;
+1. refuses (:class:`WorkerRefused`) when this node holds no grader secret or
+   another course's (``grader.course_secret``: the node's own file, installed by
+   the TA, compared by digest; the secret itself never crosses the network),
+   when its grader fingerprint differs from the client's (another version of the
+   grader would give other grades) or when this node cannot isolate student code
+   (the kernel refuses the network or mount namespace of the sandbox,
+   ``docs/threat_model.md``): it never grades unconfined;
 2. unpacks the bytes into a fresh folder beside the other submissions graded
    on this node (:func:`grading_root`, :func:`unpack_submission`), as the
    local pool stages every student in one folder, which the sandbox hides;
@@ -213,12 +215,38 @@ def _address() -> str:
         return ""
 
 
-def refusal(fingerprint: str) -> str | None:
+def node_secret() -> tuple[str | None, str]:
+    """``(digest of this node's grader secret, "")``, or ``(None, why)`` when it has none it may use."""
+    from grader.course_secret import GraderSecretError, secret_digest
+
+    try:
+        return secret_digest(), ""
+    except GraderSecretError as exc:
+        return None, str(exc)
+
+
+def secret_refusal(wanted: str | None) -> str | None:
+    """Why this node's grader secret cannot grade for a client whose secret's digest is ``wanted``, or None."""
+    digest, why = node_secret()
+    if digest is None:
+        return (f"this node has no grader secret it may use ({why}); install the course's with "
+                "`ppo-course secret show --value | ssh NODE ppo-course secret init --from -` (docs/cluster.md)")
+    if wanted is not None and digest != wanted:
+        return (f"its grader secret (digest {digest}) is not the client's (digest {wanted}): another course's or "
+                "an old one; install the course's secret there (`ppo-course secret init --from`, docs/cluster.md)")
+    return None
+
+
+def refusal(fingerprint: str, secret_digest: str | None = None) -> str | None:
     """Why this node must not grade for a client whose grader fingerprint is ``fingerprint``, or None.
 
     Args:
         fingerprint: the client's ``grader_fingerprint()`` (16 hex characters).
+        secret_digest: the digest of the client's grader secret (None: not compared, only required).
     """
+    why = secret_refusal(secret_digest)
+    if why:
+        return why
     mine = worker_fingerprint()
     if mine != fingerprint:
         return (f"its grader fingerprint is {mine}, the client's is {fingerprint}: another version of "
@@ -234,8 +262,12 @@ def refusal(fingerprint: str) -> str | None:
 
 
 def worker_report() -> dict:
-    """This node's fingerprint and isolation, for the client's check at connection (``Client.run``)."""
-    return {"fingerprint": worker_fingerprint(), "isolation": node_isolation(), "python": sys.version.split()[0]}
+    """This node's fingerprint, grader secret's digest and isolation, for the client's check at connection
+    (``Client.run``); without a usable secret, ``secret`` is None, ``secret_problem`` says why and the
+    fingerprint (which includes the secret's digest) is ``""``."""
+    digest, why = node_secret()
+    return {"fingerprint": worker_fingerprint() if digest else "", "secret": digest, "secret_problem": why,
+            "isolation": node_isolation(), "python": sys.version.split()[0]}
 
 
 # ------------------------------------------------------------------ the task
@@ -286,7 +318,7 @@ def grade_task(archive: bytes, request_json: str) -> str:
     request = GradeRequest.model_validate_json(request_json)
     student_id = request.student_id
     address = _address()
-    why = refusal(request.fingerprint or "")
+    why = refusal(request.fingerprint or "", request.secret_digest)
     if why:
         raise WorkerRefused(address, why)
     if not student_id or "/" in student_id or "\0" in student_id or student_id in (".", ".."):

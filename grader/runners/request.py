@@ -43,6 +43,9 @@ class GradeRequest(BaseModel):
         limits: the batch's ``SubmissionLimits`` (None: the defaults every path uses).
         fingerprint: the grader version that must grade it (``grader.fingerprint``); a cluster node with
             another refuses. None: this machine's grader (a local worker).
+        secret_digest: the digest of the course's grader secret the grading must draw from
+            (``grader.course_secret.secret_digest``, never the secret); a cluster node holding another
+            refuses. None: this machine's secret (a local worker).
         deadline: absolute ``time.monotonic()`` at which the worker's sandboxed calls stop (set by
             :meth:`started` when the student's clock starts; ``CLOCK_MONOTONIC`` is one clock for every
             process of a machine, so it never crosses to a cluster node).
@@ -58,6 +61,7 @@ class GradeRequest(BaseModel):
     timeout_s: float = Field(gt=0)
     limits: SubmissionLimits | None = None
     fingerprint: str | None = None
+    secret_digest: str | None = None
     deadline: float | None = None
 
     def started(self, t0: float) -> GradeRequest:

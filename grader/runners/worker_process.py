@@ -7,6 +7,7 @@ one (``grader.runners.warm``, built on it) import each other in one direction on
 
     python -m grader.runners.worker_process worker --request JSON --out DIR [--parent-pid N]
     python -m grader.runners.worker_process serve ...
+    python -m grader.runners.worker_process fingerprint   (prints the workers' grader fingerprint and where it is)
 """
 
 from __future__ import annotations
@@ -15,8 +16,14 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the worker named by ``argv[0]`` (``worker`` or ``serve``); exit 2 with a usage line otherwise."""
+    """Run the worker named by ``argv[0]`` (``worker``, ``serve`` or ``fingerprint``: print the grader fingerprint
+    and the grader's folder, as this worker imports them); exit 2 with a usage line otherwise."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["fingerprint"]:
+        from grader.fingerprint import grader_fingerprint, package_root
+
+        print(grader_fingerprint(), package_root("grader"))
+        return 0
     if argv[:1] == ["worker"]:
         from grader.runners.workers import worker_main
 

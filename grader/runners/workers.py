@@ -14,6 +14,7 @@ import errno
 import os
 import signal
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -86,8 +87,13 @@ _WORKER_ENV_KEEP = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "OMP
 
 
 def _worker_env(shared_server: bool = True) -> dict[str, str]:
-    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens."""
+    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens, and the
+    path of the course's secret file as this process resolved it (``grader.course_secret.worker_env``; the
+    worker reads the file, never makes one; its sandboxed children get neither)."""
+    from grader.course_secret import worker_env
+
     env = {k: os.environ[k] for k in _WORKER_ENV_KEEP if k in os.environ}
+    env.update(worker_env())
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     # N workers on N cores: intra-op threads would only oversubscribe.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -245,6 +251,37 @@ _WORKER_BOOT = (
     "from grader.runners.worker_process import main\n"
     "sys.exit(main(sys.argv[i + 1:]))\n"
 )
+
+
+class GraderMismatch(RuntimeError):
+    """The batch's process and its workers would import different graders: the batch does not start."""
+
+
+def check_one_grader(timeout_s: float = 120.0) -> str:
+    """The grader fingerprint of this process, once a worker (``python -I``, :func:`worker_command`) confirms it
+    imports the same grader; the one check that a batch's records name the grader that graded them.
+
+    Raises:
+        GraderMismatch: the worker's fingerprint differs (a checkout on ``PYTHONPATH`` beside an installed
+            grader), or the worker could not say (both named, with where each grader is).
+    """
+    from grader.fingerprint import grader_fingerprint, package_root
+
+    mine = grader_fingerprint()
+    try:
+        proc = subprocess.run(worker_command("fingerprint"), capture_output=True, text=True, timeout=timeout_s,
+                              env=_worker_env(shared_server=False), cwd=tempfile.gettempdir())
+        theirs, _, where = proc.stdout.strip().partition(" ")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc, theirs, where = None, "", f"({exc})"
+    if proc is None or proc.returncode != 0 or theirs != mine:
+        why = (proc.stderr.strip().splitlines() or [""])[-1] if proc is not None and proc.returncode else ""
+        raise GraderMismatch(
+            f"this process imports the grader from {package_root('grader')} (fingerprint {mine}), but its workers "
+            f"(python -I, as every grading runs) import {where or 'no grader'} (fingerprint {theirs or 'unknown'}"
+            f"{'; ' + why if why else ''}): the batch would record one grader and grade with another. Install the "
+            "grader you mean to grade with (pip install -e .) or remove the other from PYTHONPATH, then rerun.")
+    return mine
 
 
 def time_out_message(timeout_s: float) -> str:

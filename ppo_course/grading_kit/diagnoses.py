@@ -118,6 +118,15 @@ _ANY_EXERCISE: dict[str, str] = {
         "Wrong value, and it matches none of the known mistakes: compare your code with the "
         "formula in the exercise docstring."
     ),
+    "computes_nothing": (
+        "Your function returned zeros or one of its inputs unchanged (on two different inputs): "
+        "nothing of the computation the docstring asks for shows yet."
+    ),
+    "rewards_keep_gradient": (
+        "A KL or reward output keeps its autograd graph (into logp, ref_logp or the scores): rewards "
+        "are constants of the PPO loss, so build them under torch.no_grad() or .detach() them "
+        "(Book §5.6; a score with a graph would put the reward model in the policy's loss)."
+    ),
 }
 
 # id -> message a student can act on. Messages say what the code did and what

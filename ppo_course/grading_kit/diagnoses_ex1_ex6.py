@@ -235,11 +235,6 @@ EX1_TO_EX6: dict[str, str] = {
         "With placement='last_token' the penalty uses the MEAN of the row's KL over real tokens "
         "(R = r_RM - 0.05 x mean_KL, Book §5.6), not the sum."
     ),
-    "kl_outputs_keep_gradient": (
-        "Your KL or shaped rewards carry a gradient back into logp, ref_logp or the reward model's scores; "
-        "they are rewards, not losses: compute them from detached inputs (.detach() or torch.no_grad()), "
-        "or the policy's loss would train through them (and through the reward model)."
-    ),
     "kl_penalty_sign": (
         "The KL penalty has the wrong sign (added, or computed from ref_logp - logp): rewards get "
         "-kl_coef * (logp - ref_logp); the penalty is subtracted."

@@ -35,6 +35,15 @@ EX7: dict[str, str] = {
         "Your PPO step recomputes logp_old from the live policy during training, which resets the "
         "ratio to 1 and disables the clip; logp_old is stored once at rollout time (Book §5.7)."
     ),
+    "ppo_step_zero_gradient_steps": (
+        "Every optimizer.step() of your PPO step ran on a zero gradient, so the weights never moved: "
+        "call optimizer.zero_grad() after optimizer.step() (or before backward()), never between "
+        "backward() and step()."
+    ),
+    "ppo_step_advantages_recomputed": (
+        "Your PPO step computes the advantages (compute_gae) more than once: they are computed once per "
+        "step, from the rollout's rewards and values, before the epochs (steps 5-6 of the stub)."
+    ),
     "ppo_step_wrong_epochs": (
         "Your PPO step runs a different number of epochs over the rollout than config.ppo_epochs."
     ),

@@ -60,6 +60,29 @@ def _same(a: Any, b: Any, mask: torch.Tensor | None = None) -> bool:
             and close(a, b, rtol=TOL, atol=TOL, mask=mask))
 
 
+def rollout_pass(events: list[dict], who: str) -> dict | None:
+    """The no-grad forward pass of ``who`` ("policy" or "ref") over the whole rollout: ``{"logp", "values"}``.
+
+    The contract allows the rollout's forward passes to run in chunks (TRL's ``batched_forward_pass`` runs
+    them by mini-batch size): the chunks' outputs, concatenated in order over the rows, are the pass. Only
+    forwards before the first ``kl_rewards`` (else ``add``) event count, so the training passes never do; a
+    policy pass with gradient is not the rollout's.
+    None when no such pass covers the rollout's rows.
+    """
+    rows = next((e["mask"].shape[0] for e in events if e["ev"] == "generate"), None)
+    stop = next((i for i, e in enumerate(events) if e["ev"] in ("kl_rewards", "add")), len(events))
+    passes = [e for e in events[:stop] if e["ev"] == "forward" and e["who"] == who
+              and not (who == "policy" and e.get("grad")) and isinstance(e.get("logp"), torch.Tensor)]
+    full = next((e for e in passes if e["logp"].shape[0] == rows), None)
+    if full is not None or not passes:
+        return full
+    if sum(e["logp"].shape[0] for e in passes) != rows:
+        return None
+    values = [e.get("values") for e in passes]
+    return {"logp": torch.cat([e["logp"] for e in passes]),
+            "values": torch.cat(values) if all(isinstance(v, torch.Tensor) for v in values) else None}
+
+
 class _T:
     """The validated trace with look-ups by event kind."""
 
@@ -125,9 +148,7 @@ def _rollout(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | Non
         if not _num(e["temperature"], cfg["temperature"]):
             return "ppo_step_temperature_ignored", (f"a {e['who']} forward_response ran at temperature "
                                                     f"{e['temperature']}, the config's is {cfg['temperature']}")
-    pol = next((e for e in t.all("forward") if e["who"] == "policy" and not e["grad"] and e.get("logp") is not None),
-               None)
-    ref = next((e for e in t.all("forward") if e["who"] == "ref" and e.get("logp") is not None), None)
+    pol, ref = rollout_pass(t.events, "policy"), rollout_pass(t.events, "ref")
     add, mask = t.first("add"), t.first("generate")["mask"]
     if pol is None or add is None:
         return None
@@ -153,7 +174,7 @@ def _rewards(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | Non
         return "ppo_step_kl_coef_wrong", f"step 4: kl_coef={kr['kl_coef']}, kl_ctl.value was {coef}"
     if kr["placement"] != cfg["kl_placement"]:
         return "ppo_step_rewards_wrong", f"step 4: placement={kr['placement']!r}, the config's is {cfg['kl_placement']!r}"
-    ref = next((e for e in t.all("forward") if e["who"] == "ref" and e.get("logp") is not None), None)
+    ref = rollout_pass(t.events, "ref")
     logp_old = add["fields"].get("logp_old") if add else None
     if logp_old is not None and not _same(kr["logp"], logp_old, mask) or \
             ref is not None and not _same(kr["ref_logp"], ref["logp"], mask):
@@ -182,6 +203,8 @@ def _advantages(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | 
     fields = add["fields"]
     if not _same(gae["values"], fields.get("values"), mask):
         return "ppo_step_values_wrong", "step 5: compute_gae did not get the stored rollout values"
+    if len(t.all("gae")) > 1:
+        return "ppo_step_advantages_recomputed", f"step 5: compute_gae ran {len(t.all('gae'))} times, expected once"
     after_gae = [e for e in t.events[t.index("gae"):t.index("add")] if e["ev"] == "whiten"]
     if _same(fields.get("advantages"), gae["advantages"], mask) or not after_gae \
             or any(e["ev"] == "whiten" for e in t.events[t.index("add"):]):
@@ -196,7 +219,12 @@ def _advantages(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | 
 def _training(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | None:
     mbs, losses = t.all("minibatches"), t.all("loss")
     # With lr 0 the policy never moves, so logp == logp_old all along and says nothing.
-    if len(t.all("add")) > 1 or (losses and cfg["learning_rate"] > 0 and all(e["old_is_new"] for e in losses)):
+    norms = [e["grad_norm"] for e in t.all("step")]
+    if losses and norms and cfg["learning_rate"] > 0 and all(n == 0.0 for n in norms) \
+            and any(abs(e["loss"]) > 1e-6 for e in losses if isinstance(e["loss"], float)):
+        return "ppo_step_zero_gradient_steps", "step 7: every optimizer.step() ran on a zero gradient"
+    moved = any(n > 0 for n in norms)
+    if len(t.all("add")) > 1 or (losses and moved and cfg["learning_rate"] > 0 and all(e["old_is_new"] for e in losses)):
         return "ppo_step_logp_old_recomputed", "step 7: logp_old was refreshed from the policy during training"
     if any(not _num(e["size"], cfg["mini_batch_size"]) for e in mbs):
         return "ppo_step_minibatch_size", f"step 7: minibatches({[e['size'] for e in mbs]}), " \

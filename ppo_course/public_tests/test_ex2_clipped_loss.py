@@ -142,8 +142,8 @@ def _tied_grad(student, args: tuple, names: tuple[str, ...]) -> float:
 def _at_ratio_one(advantages: torch.Tensor, m: torch.Tensor, dtype: torch.dtype) -> list:
     """What the catalogued mistakes give at r = 1 (ε = 0.2), by hand: min(A, clip(1)·A) = A for the right loss.
 
-    A flipped sign: +masked_mean(A); padding in the mean: Σ_real A / (B·T), or Σ_all A / n_real (junk in the
-    numerator); per-row means or sums averaged over rows; clamp(r, 1.2, 0.8) (bounds swapped) = 0.8, so
+    A flipped sign: +masked_mean(A); padding in the mean: Σ_real A / (B·T), Σ_all A / n_real (junk in the
+    numerator) or a plain mean over all B·T entries, junk and all; per-row means or sums averaged over rows; clamp(r, 1.2, 0.8) (bounds swapped) = 0.8, so
     min(A, 0.8·A); the advantage clipped instead of r: min(A, clip(A, 0.8, 1.2)) or clip(A, 0.8, 1.2).
     """
     real = torch.where(m, advantages, 0)
@@ -155,6 +155,7 @@ def _at_ratio_one(advantages: torch.Tensor, m: torch.Tensor, dtype: torch.dtype)
     return [("loss_sign_flipped", -mm(advantages)),
             ("padding_in_mean", -(real.sum() / m.numel()).to(dtype)),
             ("padding_in_mean", -(advantages.sum() / n).to(dtype)),
+            ("padding_in_mean", -advantages.mean().to(dtype)),
             ("per_row_mean", -(real.sum(1) / m.sum(1)).mean().to(dtype)),
             ("per_row_sum", -real.sum(1).mean().to(dtype)),
             ("wrong_clip_bounds", mm(torch.minimum(advantages, 0.8 * advantages))),

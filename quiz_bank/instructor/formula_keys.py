@@ -87,6 +87,13 @@ def clip_gradient_logp(p: dict[str, Any]) -> float:
     return _clip_loss_and_grad(math.log(p["r"]), 0.0, p["adv"], p["eps"])[1]
 
 
+@key("clip_gradient_logp_sum")
+def clip_gradient_logp_sum(p: dict[str, Any]) -> float:
+    """Σ_t dL_t/d log π_θ(a_t|s_t) over the tokens ``r1, adv1 … r3, adv3`` (eq. 5.9 per token, one ε): how fast
+    L = Σ_t L_t changes when every token's log-prob rises by the same small amount."""
+    return sum(_clip_loss_and_grad(math.log(p[f"r{i}"]), 0.0, p[f"adv{i}"], p["eps"])[1] for i in (1, 2, 3))
+
+
 @key("clip_gradient_flows_logprobs")
 def clip_gradient_flows_logprobs(p: dict[str, Any]) -> bool:
     """As clip_gradient_flows, with r given by stored and live log-probs (eq. 5.20)."""

@@ -112,12 +112,32 @@ def no_half_written(out: Path) -> None:
                 assert (d / "feedback.md").read_text(encoding="utf-8").strip(), d.name
 
 
+#: The status of a student whose grading the grader itself spoiled: no score in any file (CONTRACT.md).
+FAULT = "grader_fault"
+
+
+def check_fault(sid: str, row: dict[str, str], stems: list[str], record: dict, results: dict, feedback: str) -> dict:
+    """A faulted student: no number where a score goes, in any file (the gradebook's cells empty, never 0)."""
+    extra = results["extra_data"]
+    assert record["status"] == extra["status"] == extra["batch_status"] == FAULT, (sid, record["status"], extra)
+    assert row["total"] == "" and all(row[s] == "" for s in stems), (sid, row)
+    assert record["score"] is None and all(v["score"] is None for v in record["exercise_scores"].values()), sid
+    assert "score" not in results and results["tests"] == [], (sid, results)
+    assert all(v["score"] is None for v in extra["exercises"].values()), (sid, extra["exercises"])
+    assert "Total" not in feedback and "Grading failed" in feedback and re.search(r"\d+ / \d+", feedback) is None, \
+        (sid, feedback)
+    return record | {"_results": results}
+
+
 def check_student(out: Path, sid: str, row: dict[str, str], stems: list[str]) -> dict:
     """batch.json, results.json and feedback.md of one student agree with its gradebook row; returns results.json."""
     record = json.loads((out / sid / "batch.json").read_text(encoding="utf-8"))
     results = json.loads((out / sid / "results.json").read_text(encoding="utf-8"))
     feedback = (out / sid / "feedback.md").read_text(encoding="utf-8")
     extra = results["extra_data"]
+    assert record["student_id"] == sid
+    if row["status"] == FAULT or record["status"] == FAULT:
+        return check_fault(sid, row, stems, record, results, feedback)
     assert record["student_id"] == sid
     assert record["status"] == row["status"], (sid, record["status"], row["status"])
     assert extra["status"] == extra["batch_status"] == row["status"], (sid, extra.get("status"), row["status"])
@@ -157,7 +177,14 @@ def check_exports(out: Path, exports: dict[str, Path], book: dict[str, dict], st
     """The csv, Canvas and Moodle exports: the gradebook's students, scores and statuses, each row the right person's."""
     plain = keyed(read_csv(exports["csv"]), "student_id")
     assert set(plain) == set(book), (sorted(plain), sorted(book))
+    faulted = {sid for sid, row in book.items() if row["status"] == FAULT}
+    for sid in faulted:  # no score for a grader fault in any export: every grade cell empty, never 0
+        row = plain[sid]
+        assert row["status"] == FAULT and row["total"] == row["chapter_complete"] == "", (sid, row)
+        assert all(row[s] == "" for s in stems), (sid, row)
     for sid, row in plain.items():
+        if sid in faulted:
+            continue
         assert close(row["total"], book[sid]["total"]) and close(row["max_total"], book[sid]["max_total"]), sid
         assert row["status"] == book[sid]["status"], sid
         assert all(close(row[s], book[sid][s]) for s in stems), sid
@@ -177,6 +204,9 @@ def check_exports(out: Path, exports: dict[str, Path], book: dict[str, dict], st
         sid = who.student_id
         assert sid not in seen
         seen.add(sid)
+        if sid in faulted:
+            assert row[5:] == [""] * len(titles), (sid, row)  # Canvas leaves an empty cell ungraded
+            continue
         values = dict(zip(titles, map(float, row[5:])))
         for s in stems:
             assert close(values[f"ppo {s}"], book[sid][s]), (sid, s)
@@ -188,12 +218,15 @@ def check_exports(out: Path, exports: dict[str, Path], book: dict[str, dict], st
     assert rows[0] == ["ID number", *titles], rows[0]
     by_idnumber = {p.idnumber: p for p in exp.people.values()}
     maxima = {f"ppo {s}": max(float(json.loads((out / sid / "batch.json").read_text())["exercise_scores"][s]["max_score"])
-                              for sid in book) for s in stems}
+                              for sid in book if sid not in faulted) for s in stems} if set(book) - faulted else {}
     seen = set()
     for row in rows[1:]:
         assert row[0] in by_idnumber, row  # load_data.php: an unknown user aborts the whole import
         sid = by_idnumber[row[0]].student_id
         seen.add(sid)
+        if sid in faulted:
+            assert row[1:] == [""] * len(titles), (sid, row)
+            continue
         values = dict(zip(titles, map(float, row[1:])))  # a non-numeric grade aborts it ("badgrade")
         for s in stems:
             assert close(values[f"ppo {s}"], book[sid][s]) and values[f"ppo {s}"] <= maxima[f"ppo {s}"] + 1e-9, (sid, s)
@@ -205,14 +238,14 @@ def check_report(out: Path, book: dict[str, dict], stems: list[str]) -> None:
     """report.md: the gradebook's class (count, statuses, min/max total, per-exercise means of graded students)."""
     report = (out / "report.md").read_text(encoding="utf-8")
     assert report.startswith("# Class report\n\n" + f"{len(book)} students: "), report[:200]
-    counts = dict((st, int(n)) for n, st in re.findall(r"(\d+) ([a-z-]+)", report.splitlines()[2].split(":", 1)[1]))
+    counts = dict((st, int(n)) for n, st in re.findall(r"(\d+) ([a-z_-]+)", report.splitlines()[2].split(":", 1)[1]))
     want: dict[str, int] = {}
     for row in book.values():
         want[row["status"]] = want.get(row["status"], 0) + 1
     assert counts == want, (counts, want)
-    totals = [float(r["total"]) for r in book.values()]
+    totals = [float(r["total"]) for r in book.values() if r["status"] != FAULT]
     m = re.search(r"min (\S+), max (\S+)\.", report)
-    assert m and close(m[1], min(totals)) and close(m[2], max(totals)), report[:400]
+    assert not totals or m and close(m[1], min(totals)) and close(m[2], max(totals)), report[:400]
     for stem in stems:
         graded = [float(r[stem]) for r in book.values() if r["status"] == "graded"]
         m = re.search(rf"\| `{stem}` \| \S+ \| (\S+) \|", report)
@@ -245,6 +278,9 @@ def check_class(out: Path, exports: dict[str, Path], exp: Expected, *, finished:
     assert read_csv(out / "grades.csv")[0] == NBGRADER_HEADER
     assert set(nb) == set(book)
     for sid, row in nb.items():
+        if book[sid]["status"] == FAULT:
+            assert row["score"] == row["raw_score"] == "", (sid, row)
+            continue
         assert close(row["score"], book[sid]["total"]) and close(row["raw_score"], book[sid]["total"]), sid
         assert close(row["max_score"], book[sid]["max_total"]), sid
     published = {sid: check_student(out, sid, row, stems) for sid, row in book.items()}
@@ -260,6 +296,9 @@ def check_class(out: Path, exports: dict[str, Path], exp: Expected, *, finished:
     from quiz_bank.grading import exercises_from_results  # the quiz's reading of results.json (chapter completion)
 
     for sid, r in published.items():
+        if r["status"] == FAULT:
+            complete[sid] = False
+            continue
         ex = r["exercise_scores"]
         full = r["status"] == "graded" and all(close(v["score"], v["max_score"], 1e-9) for v in ex.values())
         assert exercises_from_results(out / sid / "results.json")["full_marks"] == full, sid
@@ -272,7 +311,7 @@ def check_class(out: Path, exports: dict[str, Path], exp: Expected, *, finished:
         if sid in exp.status:
             assert r["status"] == exp.status[sid], (sid, r["status"], exp.status[sid])
         hand = exp.by_hand.get(sid)
-        if sid in exp.kept_earlier or hand is None:
+        if sid in exp.kept_earlier or hand is None or r["status"] == FAULT:
             continue
         scores, maxima = hand
         kept = r["_results"]["extra_data"].get("never_lower")

@@ -14,7 +14,9 @@ folder: two tests of 1 point. ``test_value`` fails when the source holds
 ``BUG_GRAD`` (diagnosis ``ratio_detached``). A module with a NUL byte is
 "broken" (0). Markers that act on the grading process itself:
 ``STANDIN_HANG`` sleeps forever, ``STANDIN_CRASH`` kills the process,
-``STANDIN_SLOW`` sleeps 0.4 s.
+``STANDIN_SLOW`` sleeps 0.4 s. ``STANDIN_GRADER_ERROR`` stands for a fault of the grader's side (a module
+the hidden tests need missing, the reference raising, a sandbox that cannot import torch): that module's
+tests fail with the diagnosis ``grader_error``, as the real grader reports them.
 
 How a batch reaches it (tests only; production code has no switch for it): :func:`install`
 replaces ``grader.runners.workers.worker_command`` in the test's process with a command whose boot
@@ -114,6 +116,13 @@ def grade_submission(path, *, exercises=None, profile="full", submission_limits=
             os._exit(3)
         if b"STANDIN_SLOW" in source:
             time.sleep(0.4)
+        if b"STANDIN_GRADER_ERROR" in source:
+            for test in ("test_value", "test_grad"):
+                tests.append(TestResult(exercise=stem, kind="hidden", test=test, score=0.0, max_score=1.0,
+                                        status="failed", output="the grader failed", visibility="after_published",
+                                        diagnosis="grader_error"))
+            results[stem] = ExerciseResult(score=0, max_score=2, status="graded")
+            continue
         score = 0.0
         for test, marker, diagnosis in (("test_value", b"BUG_VALUE", "max_instead_of_min"),
                                         ("test_grad", b"BUG_GRAD", "ratio_detached")):

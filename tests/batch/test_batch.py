@@ -190,7 +190,7 @@ def test_hang_and_crash_are_isolated(cohort, tmp_path):
     write_student(cohort, "crasher", {"ex1_ratio.py": "STANDIN_CRASH"})
     book = rows(grade(cohort, tmp_path / "out", limits=BatchLimits(timeout_s=6)).out_dir)
     assert book["hanger"]["status"] == "timed-out" and "longer than the limit of 6 s" in book["hanger"]["message"]
-    assert book["crasher"]["status"] == "crashed" and "exit status 3" in book["crasher"]["message"]
+    assert book["crasher"]["status"] == "grader_fault" and "exit status 3" in book["crasher"]["message"]
     assert (book["alice"]["status"], book["alice"]["total"]) == ("graded", "4")
     # Zero results carry the real grader's max scores (grader/points.yaml), whatever the stand-in says.
     assert book["hanger"]["max_total"] == f"{load_points().max_score:g}"
@@ -283,7 +283,7 @@ def test_a_fault_of_the_batch_layer_is_recorded_as_crashed(cohort, tmp_path, mon
 
     monkeypatch.setattr(outcome, "stage_submission", flaky)
     book = rows(grade(cohort, tmp_path / "out").out_dir)
-    assert book["bob"]["status"] == "crashed" and "Input/output error" in book["bob"]["message"]
+    assert book["bob"]["status"] == "grader_fault" and "Input/output error" in book["bob"]["message"]
     assert book["bob"]["max_total"] == f"{load_points().max_score:g}"  # from grader/points.yaml
     assert (book["alice"]["status"], book["carol"]["status"]) == ("graded", "empty")
 

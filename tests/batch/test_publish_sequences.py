@@ -6,7 +6,8 @@ half-way (after a student's feedback.md, or after the student's results, before 
 resumed; a late resubmission (a new attempt folder, graded with ``--latest-only`` under the roster's
 stated rule; without a roster, the student's folder edited); a student dropped from the roster (and
 their folders), one enrolled (with or without a submission), a student's folders gone. After every
-step the gradebook, nbgrader's grades.csv, each student's batch.json / results.json / feedback.md,
+step (faults injected too: the grader's side failing for a student, reported grader_error, or its worker
+lost) the gradebook, nbgrader's grades.csv, each student's batch.json / results.json / feedback.md,
 report.md, regrade.md, attempts.csv and the csv, Canvas and Moodle exports (with the roster's
 identities and the quiz's completion records) are checked by :func:`published_files.check_class`, and
 every score against the stand-in grader's rules by hand (tests/batch/stand_in_grader.py: per module
@@ -52,6 +53,9 @@ STEPS = st.one_of(
     st.tuples(st.just("enrol"), st.booleans()),
     st.tuples(st.just("vanish"), st.integers(0, 4)),
     st.tuples(st.just("broken"), st.integers(0, 4), st.sampled_from(["empty", "crash"])),
+    # Fault injection: the grader's side fails for one student (a module the hidden tests import missing, the
+    # reference raising, a sandbox that cannot import torch: the grader reports grader_error) or its worker dies.
+    st.tuples(st.just("fault"), st.integers(0, 4), st.sampled_from(["grader_error", "worker_lost"])),
 )
 
 
@@ -70,7 +74,8 @@ def status_by_hand(sources: dict[str, str] | None) -> str:
         return "no-submission"
     if not sources:
         return "empty"
-    return "crashed" if any("STANDIN_CRASH" in src for src in sources.values()) else "graded"
+    faults = ("STANDIN_CRASH", "STANDIN_GRADER_ERROR")  # a worker lost; the grader's side failing (grader_error)
+    return "grader_fault" if any(f in src for src in sources.values() for f in faults) else "graded"
 
 
 @dataclass
@@ -178,14 +183,23 @@ def _crash(cohort: Cohort, monkeypatch, where: str, never_lower: bool) -> None:
 
 
 def _exports(cohort: Cohort) -> dict[str, Path]:
+    """The three exports; a batch with a grader fault is refused first, then written with --allow-grader-faults."""
+    import json
+
     from ppo_course.cli import main
 
+    faulted = any(json.loads(p.read_text())["status"] == "grader_fault" for p in cohort.out.glob("*/batch.json"))
     paths = {}
     for fmt in ("csv", "canvas", "moodle"):
         paths[fmt] = cohort.base / f"export.{fmt}.csv"
+        paths[fmt].unlink(missing_ok=True)
+        argv = ["export", str(cohort.out), "--format", fmt, "--out", str(paths[fmt]), "--roster",
+                str(cohort.base / "roster.csv"), "--quiz-results", str(cohort.base / "quiz.csv"), "--strict"]
         with redirect_stderr(StringIO()), redirect_stdout(StringIO()):
-            rc = main(["export", str(cohort.out), "--format", fmt, "--out", str(paths[fmt]), "--roster",
-                       str(cohort.base / "roster.csv"), "--quiz-results", str(cohort.base / "quiz.csv"), "--strict"])
+            rc = main(argv)
+            if faulted:
+                assert rc == 1 and not paths[fmt].exists(), fmt  # refused: nothing written
+                rc = main([*argv, "--allow-grader-faults"])
         assert rc == 0, fmt
     return paths
 
@@ -224,6 +238,11 @@ def _step(cohort: Cohort, step: tuple, n: int, monkeypatch, stand_in) -> dict:
     elif kind == "broken" and (sid := pick(step[1])) and cohort.folders[sid]:
         folder = cohort.folders[sid][-1]  # the latest submission: no Python file, or one that crashes its grading
         cohort.sources[folder] = {} if step[2] == "empty" else cohort.sources[folder] | {"ex3_full_loss": "STANDIN_CRASH"}
+        cohort.write(folder)
+    elif kind == "fault" and (sid := pick(step[1])) and cohort.folders[sid]:
+        folder = cohort.folders[sid][-1]
+        marker = "STANDIN_GRADER_ERROR" if step[2] == "grader_error" else "STANDIN_CRASH"
+        cohort.sources[folder] = cohort.sources[folder] | {"ex5_rollout_buffer": f"{marker} # {n}"}
         cohort.write(folder)
     elif kind == "vanish" and (sid := pick(step[1])) and cohort.folders[sid] and others(sid):
         for folder in cohort.folders[sid]:
@@ -374,12 +393,12 @@ def test_every_file_gives_a_student_one_status_and_the_quiz_reads_the_same_compl
     paths = _exports(cohort)
     rows = {r[0]: r for r in __import__("csv").reader((cohort.out / "gradebook.csv").open())}
     status = {sid: rows[sid][-2] for sid in ("ana", "bo", "cy")}
-    assert status == {"ana": "graded", "bo": "empty", "cy": "crashed"}
+    assert status == {"ana": "graded", "bo": "empty", "cy": "grader_fault"}
     for sid, want in status.items():
         extra = __import__("json").loads((cohort.out / sid / "results.json").read_text())["extra_data"]
         assert (extra.get("status"), extra.get("batch_status")) == (want, want), (sid, extra)
     complete = {r["student_id"]: r["chapter_complete"] for r in __import__("csv").DictReader(paths["csv"].open())}
-    for sid in status:
+    for sid in ("ana", "bo"):  # (cy's results.json holds no score: the grader failed)
         quiz = exercises_from_results(cohort.out / sid / "results.json")["full_marks"]
         assert complete[sid] == str(int(quiz)), (sid, complete[sid], quiz)
-    assert complete == {"ana": "1", "bo": "0", "cy": "0"}
+    assert complete == {"ana": "1", "bo": "0", "cy": ""}

@@ -335,7 +335,7 @@ def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_p
         killer.join(timeout=5)
     assert killed
     (record,) = summary.records
-    assert record.status == "crashed" and "KilledWorker" in record.message and len(record.message) <= 300
+    assert record.status == "grader_fault" and "KilledWorker" in record.message and len(record.message) <= 300
     assert summary.graded_now == ["s0"]
 
 

@@ -81,10 +81,11 @@ def test_node_without_namespaces_refuses_to_grade(monkeypatch):
     monkeypatch.setattr(cluster_worker, "_ISOLATION", {"network_namespace": False, "mount_namespace": True})
     why = cluster_worker.refusal(grader_fingerprint())
     assert why is not None and "network namespace" in why and "unconfined" in why
-    # No switch turns the check off (a stand-in grader in tests is graded on an isolating node too).
+    # No switch turns the check off (a stand-in grader in tests is graded on an isolating node too); the
+    # other argument is the client's secret digest, compared when given (the fingerprint holds it too).
     import inspect
 
-    assert list(inspect.signature(cluster_worker.refusal).parameters) == ["fingerprint"]
+    assert list(inspect.signature(cluster_worker.refusal).parameters) == ["fingerprint", "secret_digest"]
 
 
 def test_node_isolation_is_the_kernels_answer():

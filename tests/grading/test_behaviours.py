@@ -97,3 +97,33 @@ def test_an_unlisted_promise_is_reported(tmp_path):
 @pytest.mark.parametrize("behaviour", load_behaviours(), ids=lambda b: f"{b.exercise}:{b.where}:{b.promise[:30]}")
 def test_entries_are_well_formed(behaviour: Behaviour):
     assert behaviour.promise.strip() and behaviour.exercise.startswith("ex")
+
+
+def test_the_rule_finds_every_args_entry_and_the_returns_section():
+    """Every Args entry (a parameter, or a group of them, with its continuation lines) and the whole Returns
+    section are clauses too: a clause with no test fails test_every_docstring_promise_has_a_grading_test."""
+    doc = ("Do a thing.\n\nArgs:\n    x: Float[B, T], the data;\n        continued here.\n"
+           "    a, b: two coefficients.\n    **fields: keyword tensors.\n\n"
+           "Returns:\n    Float[B, T] in the dtype of x,\n    detached.\n")
+    assert _doc_promises(doc) == ["Do a thing.", "x: Float[B, T], the data; continued here.",
+                                  "a, b: two coefficients.", "**fields: keyword tensors.",
+                                  "Returns: Float[B, T] in the dtype of x, detached."]
+    clauses = {(p.exercise, p.where, p.promise.split(":")[0]) for p in extract_promises()}
+    assert ("ex4_gae", "compute_gae", "Returns") in clauses and ("ex4_gae", "compute_gae", "lam") in clauses
+    assert ("ex5_rollout_buffer", "RolloutBuffer.add", "**fields") in clauses
+
+
+def test_the_promised_cycle_rules_and_returns_carry_points():
+    """Exercise 4's Returns clauses and exercise 5's cycle rules are graded by tests worth points; every Raises
+    clause's test is worth points (small, with `requires:`), none is a 0-point report any more."""
+    points = load_points()
+    behaviours = load_behaviours()
+    for exercise, where, head in (("ex4_gae", "compute_gae", "Returns"), ("ex4_gae", "whiten", "Returns"),
+                                  ("ex5_rollout_buffer", "RolloutBuffer.add", "**fields")):
+        tests = next(b.tests for b in behaviours if (b.exercise, b.where) == (exercise, where)
+                     and b.promise.startswith(head))
+        assert any(points.exercises[exercise].hidden[t].points > 0 for t in tests), (exercise, where, head)
+    for b in behaviours:
+        if b.source == "docstring" and re.match(r"^(ValueError|RuntimeError):", b.promise):
+            worth = [points.exercises[b.exercise].hidden[t].points for t in b.tests]
+            assert any(p > 0 for p in worth), f"{b.exercise} {b.where}: {b.promise[:60]} is graded at 0 points"

@@ -4,10 +4,14 @@ sandbox: the schema and `ExercisePoints.counted` on hand-made tables."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 from grader.points import ExercisePoints, load_points
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _ex(hidden: dict, public: dict | None = None) -> ExercisePoints:
@@ -24,16 +28,19 @@ def test_a_property_counts_only_when_every_required_test_passed():
     assert ex.counted("hidden", "test_values_a", True, lambda n: False)  # a value test needs nothing else
 
 
-def test_a_known_mistake_shows_work_and_keeps_the_property():
-    """The promise of the points table: a student whose value test fails naming a catalogued mistake (the
-    function computes, with a known bug) keeps the property's points; no work (None, zeros, an error) does not."""
+def test_a_computing_mistake_shows_work_and_keeps_the_property():
+    """The promise of the points table: a student whose value test fails with a value the function computed
+    (a catalogued mistake or an unnamed `wrong_value` alike) keeps the property's points; no work (None,
+    zeros or an input unchanged: `computes_nothing`, another type, an error) does not."""
     from grader.points import shows_work
 
     ex = _ex({"test_values": 1, "test_untouched": {"points": 0.5, "requires": ["test_values"]}})
     diagnosis = {"test_values": "max_instead_of_min"}
     worked = lambda n: shows_work(False, diagnosis.get(n))  # noqa: E731
     assert ex.counted("hidden", "test_untouched", True, lambda n: False, worked)
-    for nothing in ("wrong_value", "wrong_type", "wrong_shape", "wrong_dtype", "raises_error", "not_implemented",
+    diagnosis["test_values"] = "wrong_value"
+    assert ex.counted("hidden", "test_untouched", True, lambda n: False, worked)
+    for nothing in ("computes_nothing", "wrong_type", "wrong_shape", "wrong_dtype", "raises_error", "not_implemented",
                     "not_finite", None):
         diagnosis["test_values"] = nothing
         assert not ex.counted("hidden", "test_untouched", True, lambda n: False, worked), nothing
@@ -72,3 +79,51 @@ def test_every_property_that_doing_nothing_has_requires_the_values():
             if doing_nothing_passes and entry.points:
                 assert entry.requires, f"{stem}.{name} pays for doing nothing"
                 assert all(ex.hidden[r].points > 0 for r in entry.requires), (stem, name, entry.requires)
+
+
+_GAE_WITH_DELTA = '''
+
+def compute_gae(rewards, values, mask, gamma=1.0, lam=0.95):
+    if rewards.dim() != 2 or rewards.shape != values.shape or rewards.shape != mask.shape:
+        raise ValueError("rewards, values and mask must be [batch, resp_len] of one shape")
+    with torch.no_grad():
+        m = mask.bool()
+        r = torch.where(m, rewards, torch.zeros((), dtype=rewards.dtype))
+        v = torch.where(m, values, torch.zeros((), dtype=values.dtype))
+        adv = torch.zeros_like(r)
+        last = torch.zeros_like(r[:, 0])
+        for t in reversed(range(r.shape[1])):
+            delta = DELTA
+            last = torch.where(m[:, t], delta + gamma * lam * last, torch.zeros((), dtype=r.dtype))
+            adv[:, t] = last
+        return adv, adv + v
+'''
+
+
+def test_an_uncatalogued_mistake_earns_what_a_catalogued_one_of_the_same_size_earns(tmp_path):
+    """Points by behaviour, never by catalogue membership: GAE without its bootstrap term (δ = r − V, named
+    by no catalogue entry) and GAE bootstrapping from the same step (δ = r + γV_t − V_t, the catalogued
+    `gae_wrong_timestep`) are the same code but for one term; both keep the gated 0.5 + 0.5 of
+    test_gae_carries_no_gradient and test_gae_whiten_inputs_untouched, and score the same."""
+    from grader.grade import grade_submission
+    from grader.points import NO_WORK_DIAGNOSES
+
+    solution = (REPO / "solutions" / "ex4_gae.py").read_text(encoding="utf-8")
+    results = {}
+    for label, delta in (("uncatalogued", "r[:, t] - v[:, t]"),
+                         ("catalogued", "r[:, t] + gamma * v[:, t] - v[:, t]")):
+        folder = tmp_path / label
+        folder.mkdir()
+        (folder / "ex4_gae.py").write_text(solution + _GAE_WITH_DELTA.replace("DELTA", delta), encoding="utf-8")
+        results[label] = grade_submission(folder, exercises=["ex4_gae"], profile="fast")
+    by_test = {label: {t.test: t for t in r.tests if t.exercise == "ex4_gae"} for label, r in results.items()}
+    assert by_test["catalogued"]["test_gae_matches_reference"].diagnosis == "gae_wrong_timestep"
+    uncatalogued = by_test["uncatalogued"]["test_gae_matches_reference"]
+    assert uncatalogued.status == "failed" and uncatalogued.diagnosis not in NO_WORK_DIAGNOSES
+    assert uncatalogued.diagnosis == "wrong_value"  # named by no model: no name
+    for label in results:
+        for gated in ("test_gae_carries_no_gradient", "test_gae_whiten_inputs_untouched"):
+            t = by_test[label][gated]
+            assert t.status == "passed" and t.score == t.max_score > 0, (label, gated, t.output)
+    scores = {label: r.exercises["ex4_gae"].score for label, r in results.items()}
+    assert scores["uncatalogued"] == scores["catalogued"] < 10, scores

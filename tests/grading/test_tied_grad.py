@@ -146,8 +146,8 @@ def test_scores_keeping_their_graph_are_named_as_scores():
     with pytest.raises(Mismatch) as caught:
         expect_tied_grad(_student(kl_shaped_rewards=scores_keep_graph), ppo_reference, "kl_shaped_rewards",
                          (scores, logp, ref_logp, MASK), {}, tie, constants=tuple(of),
-                         diagnosis="kl_outputs_keep_gradient", what="kl_shaped_rewards(...)")
-    assert caught.value.diagnosis == "kl_outputs_keep_gradient" and "`scores`" in caught.value.detail
+                         diagnosis="rewards_keep_gradient", what="kl_shaped_rewards(...)")
+    assert caught.value.diagnosis == "rewards_keep_gradient" and "`scores`" in caught.value.detail
     from ppo_course.grading_kit.diagnoses import DIAGNOSES
 
-    assert "advantages" not in DIAGNOSES["kl_outputs_keep_gradient"]
+    assert "advantages" not in DIAGNOSES["rewards_keep_gradient"]

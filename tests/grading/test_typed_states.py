@@ -100,7 +100,7 @@ def test_grader_error_makes_the_entry_crashed(tmp_path, monkeypatch):
     entry = Entry("ada", [sub], "dir")
     graded = grade_entry(entry, tmp_path / "staging", tmp_path / "work", limits=BatchLimits(), profile="fast",
                          exercises=["ex1_ratio"], runner=runner)
-    assert graded.status == "crashed"
+    assert graded.status == "grader_fault"
     assert graded.message.startswith("the grader itself failed on 1 test(s) (diagnosis grader_error)")
     assert graded.result is not None and grader_errors(graded.result) == 1
 

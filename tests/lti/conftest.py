@@ -19,7 +19,7 @@ TOOL_URL = "https://127.0.0.1:9200"  # the tool over https, as deployed (its sta
 class Setup:
     """The LMS, the tool, and one 'browser' per site (cookies kept per client, as a browser keeps them per site)."""
 
-    def __init__(self, tmp_path) -> None:
+    def __init__(self, tmp_path, bound: bool = True) -> None:
         self.lms = MiniLMS()
         self.lms_client = TestClient(self.lms.app, base_url=self.lms.base_url)
         self.tool = LtiTool(tmp_path / "lti", TOOL_URL, http=self.lms_client)
@@ -29,6 +29,8 @@ class Setup:
             name="mini", issuer=self.lms.base_url, client_id=self.lms.client_id,
             deployment_ids=(self.lms.deployment_id,), auth_login_url=f"{self.lms.base_url}/auth",
             auth_token_url=f"{self.lms.base_url}/token", jwks_url=f"{self.lms.base_url}/jwks"))
+        if bound:  # the course is linked, as after its instructor's first launch (tests/lti/test_contexts.py)
+            self.tool.contexts.bind(self.lms.base_url, self.lms.client_id, "course-1", title="RLHF 101")
         self.launches = []
         app = FastAPI()
 
@@ -56,3 +58,9 @@ class Setup:
 @pytest.fixture
 def lti(tmp_path) -> Setup:
     return Setup(tmp_path)
+
+
+@pytest.fixture
+def fresh_lti(tmp_path) -> Setup:
+    """A registration that serves no course yet (the first staff launch binds one)."""
+    return Setup(tmp_path, bound=False)

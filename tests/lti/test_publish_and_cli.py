@@ -20,16 +20,34 @@ def test_gradebook_posts_rostered_students_only_and_once(lti, tmp_path):
     platform = lti.tool.registry.find(lti.lms.base_url, lti.lms.client_id)
     services = PlatformServices(platform, lti.tool.tool_keys, lti.lms_client)
     record = Passback(tmp_path / "p.sqlite", sleep=lambda s: None)
-    maxima = {"ex1_ratio": 10.0, "ex4_gae": 10.0}
+    maxima = {"ex1_ratio": 10.0, "ex4_gae": 10.0, "ex7_ppo_step": 20.0}  # ex7 not in this batch: no line item
     out = publish_gradebook(gradebook, maxima, services, record, lineitems_url=LINEITEMS, memberships_url=MEMBERS)
-    assert out.unmatched == ["zed"] and out.count("posted") == 4
+    assert out.unmatched == ["zed"] and out.count("posted") == 2 and list(out.skipped) == ["ben"]
     posted = {(s["userId"], s["lineitem"].rsplit("/", 1)[1], s["scoreGiven"]) for s in lti.lms.scores}
     items = {i["resourceId"]: i["id"].rsplit("/", 1)[1] for i in lti.lms.line_items.values()}
-    assert posted == {("u-ada", items["ex1_ratio"], 10.0), ("u-ada", items["ex4_gae"], 6.5),
-                      ("u-ben", items["ex1_ratio"], 0.0), ("u-ben", items["ex4_gae"], 0.0)}
-    assert {i["scoreMaximum"] for i in lti.lms.line_items.values()} == {10.0}
+    assert posted == {("u-ada", items["ex1_ratio"], 10.0), ("u-ada", items["ex4_gae"], 6.5)}
+    assert {i["scoreMaximum"] for i in lti.lms.line_items.values()} == {10.0} and "ex7_ppo_step" not in items
+    report = {r["student_id"]: (r["outcome"], r["why"]) for r in out.report()}
+    assert report["ada"][0] == "posted" and report["ben"] == ("skipped", "status 'rejected', not graded: nothing "
+                                                              "published for this student")
+    assert report["zed"][0] == "skipped" and "no member" in report["zed"][1]
     again = publish_gradebook(gradebook, maxima, services, record, lineitems_url=LINEITEMS, memberships_url=MEMBERS)
-    assert again.count("unchanged") == 4 and again.count("posted") == 0 and len(lti.lms.scores) == 4
+    assert again.count("unchanged") == 2 and again.count("posted") == 0 and len(lti.lms.scores) == 2
+    assert {r["student_id"]: r["outcome"] for r in again.report()}["ada"] == "unchanged"
+
+
+def test_a_faulted_or_scoreless_row_is_never_posted(lti, tmp_path):
+    """The grader's fault and a row with no (or a NaN) score are skipped with why; a graded twin is posted."""
+    gradebook = tmp_path / "gradebook.csv"
+    gradebook.write_text("student_id,ex1_ratio,total,max_total,status,message\n"
+                         "ada,,,10,grader_fault,the grader failed\nben,nan,nan,10,graded,\n"
+                         "noether,7.5,7.5,10,graded,\n")
+    platform = lti.tool.registry.find(lti.lms.base_url, lti.lms.client_id)
+    services = PlatformServices(platform, lti.tool.tool_keys, lti.lms_client)
+    out = publish_gradebook(gradebook, {"ex1_ratio": 10.0}, services, Passback(tmp_path / "p.sqlite"),
+                            lineitems_url=LINEITEMS, memberships_url=MEMBERS)
+    assert [(s["userId"], s["scoreGiven"]) for s in lti.lms.scores] == [("u-prof", 7.5)]
+    assert "grader_fault" in out.skipped["ada"] and "no score for ex1_ratio" in out.skipped["ben"]
 
 
 def _lti(tmp_path, *args):
@@ -69,3 +87,53 @@ def test_register_refuses_plain_http_and_missing_fields(tmp_path):
     assert bad.returncode == 2 and "https" in bad.stderr
     missing = _lti(tmp_path, "register", "--issuer", "https://lms.example.edu")
     assert missing.returncode == 2 and "client_id" in missing.stderr
+
+
+def _publish_cli(lti, monkeypatch, *args):
+    """`ppo-course lti publish` in process, on the fixture's tool folder, its HTTP going to the mini LMS."""
+    import contextlib
+    import io
+
+    import httpx
+
+    from ppo_course.cli import main
+
+    monkeypatch.setattr(httpx, "Client", lambda *a, **k: lti.lms_client)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["lti", "--dir", str(lti.tool.folder), "--base-url", lti.tool.base_url, *args])
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
+
+
+def test_publish_takes_the_courses_stored_endpoints_and_reports_who_was_posted_and_skipped(lti, tmp_path, monkeypatch):
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    (batch / "gradebook.csv").write_text("student_id,ex1_ratio,total,max_total,status,message\n"
+                                         "ada,9,9,10,graded,\nben,,,10,grader_fault,grader failed\n")
+    before = _publish_cli(lti, monkeypatch, "publish", str(batch))
+    assert before.returncode == 2 and "no line items or memberships URL yet" in before.stderr
+    assert lti.lms.scores == []
+    token, state = lti.login("u-ada")  # a launch from the course: its AGS and NRPS endpoints are kept
+    assert lti.launch(token, state).status_code == 200
+    done = _publish_cli(lti, monkeypatch, "publish", str(batch))
+    assert done.returncode == 0, done.stderr
+    assert [(s["userId"], s["scoreGiven"], s["scoreMaximum"]) for s in lti.lms.scores] == [("u-ada", 9.0, 10.0)]
+    assert "skipped: ben: status 'grader_fault'" in done.stderr and "posted 1" in done.stdout
+    report = json.loads((batch / "lti_publish_report.json").read_text())
+    assert {r["student_id"]: r["outcome"] for r in report["students"]} == {"ada": "posted", "ben": "skipped"}
+    assert report["lineitems"] == LINEITEMS and report["memberships"] == MEMBERS
+    again = _publish_cli(lti, monkeypatch, "post-grades", str(batch))  # post-grades: the same stored endpoints
+    assert again.returncode == 0 and len(lti.lms.scores) == 1 and "unchanged 1" in again.stdout
+
+
+def test_courses_bind_and_unbind_from_the_command_line(lti, monkeypatch):
+    listed = _publish_cli(lti, monkeypatch, "courses")
+    assert "course course-1 (RLHF 101)" in listed.stdout
+    bound = _publish_cli(lti, monkeypatch, "bind-context", "--issuer", lti.lms.base_url, "--client-id",
+                         lti.lms.client_id, "--context", "course-2")
+    assert bound.returncode == 0 and "course-2" in _publish_cli(lti, monkeypatch, "courses").stdout
+    several = _publish_cli(lti, monkeypatch, "publish", "/nonexistent")
+    assert several.returncode == 2 and "several LMS courses are bound" in several.stderr
+    assert _publish_cli(lti, monkeypatch, "unbind-context", "--issuer", lti.lms.base_url, "--client-id",
+                        lti.lms.client_id, "--context", "course-2").returncode == 0
+    assert "course-2" not in _publish_cli(lti, monkeypatch, "courses").stdout

@@ -40,7 +40,7 @@ def test_the_student_package_names_no_instructor_command_module():
                     node.value.startswith(("grader.", "ppo_reference.")) and " " not in node.value:
                 named.append(f"{path.relative_to(REPO)}: {node.value}")
     assert named == ["ppo_course/cli.py: grader.commands"]
-    assert set(cli.COMMANDS) == {"check", "plot", "quiz", "submit"}
+    assert set(cli.COMMANDS) == {"check", "plot", "quiz", "submit", "train"}
 
 
 def test_an_instructor_install_has_every_contract_command_and_its_own_plot():

@@ -193,3 +193,19 @@ def test_with_execute_the_kernel_runs_but_still_decides_nothing(run: CourseRun):
     with Gradebook(f"sqlite:///{run.course / 'gradebook.db'}") as gb:
         score = gb.find_submission_notebook("ex1_ratio", ASSIGNMENT, "mallory").score
     assert score == 0.0
+
+
+def test_the_course_keeps_its_secret_out_of_what_students_get(run: CourseRun):
+    """The course's grader secret is in the course root (0600) and in nothing nbgrader releases or feeds back."""
+    import stat
+
+    from grader.course_secret import load_secret
+
+    secret_file = run.course / "grader_secret"
+    value = load_secret(secret_file)
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+    assert "c.IsolatedGrade.secret_file" in (run.course / "nbgrader_config.py").read_text(encoding="utf-8")
+    for folder in ("source", "release", "feedback"):
+        files = [p for p in (run.course / folder).rglob("*") if p.is_file()]
+        assert files, folder
+        assert [p for p in files if "secret" in p.name or value in p.read_bytes()] == [], folder

@@ -143,7 +143,7 @@ def test_bundle_installs_and_runs_for_a_student(bundle: Path, tmp_path: Path):
     assert helped.returncode == 0, helped.stderr[-2000:]
     # argparse lists each sub-command at a 4-space indent: only the student commands may be there.
     listed = set(re.findall(r"^ {4}([a-z][a-z-]*)\b", helped.stdout, flags=re.MULTILINE))
-    assert listed == {"check", "quiz", "plot", "submit"}, listed
+    assert listed == {"check", "quiz", "plot", "submit", "train"}, listed
     # An instructor command is answered with a sentence (exit 2), not argparse's "invalid choice" or a traceback.
     grade = subprocess.run([str(cli), "grade", "exercises", "--out", "r.json"], capture_output=True, text=True,
                            cwd=work, env=env, timeout=120)

@@ -85,7 +85,7 @@ def _student_commands() -> dict[str, set[str] | None]:
 
 def test_every_command_the_bundle_mentions_exists_in_the_bundle(bundle: Path):
     commands = _student_commands()
-    assert set(commands) == {"check", "quiz", "plot", "submit"}
+    assert set(commands) == {"check", "quiz", "plot", "submit", "train"}
     wrong = []
     for f in _student_files(bundle):
         for match in COMMAND.finditer(f.read_text(encoding="utf-8")):

@@ -2,10 +2,11 @@
 
 The request names the store (an SQLite path or a PostgreSQL URL), this process's own
 tool folder (a copy of the first one's registrations and keys, as a second machine
-has), the platform's public JWKS (served to this process's HTTP client by an
+has, or an empty folder: the store holds them), the platform's public JWKS (served to this process's HTTP client by an
 ``httpx.MockTransport``: no LMS runs here) and the launch POST to make:
 ``{"store", "folder", "tool_url", "jwks", "secret", "roster", "fields", "state_cookie"}``.
-Prints ``{"status": int, "text": str}`` of this process's answer to ``POST /lti/launch``.
+Prints ``{"status": int, "text": str, "jwks": dict}``: this process's answer to ``POST /lti/launch``
+and the JWKS it publishes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def main() -> None:
     browser.cookies.set(STATE_COOKIE, request["state_cookie"], path="/lti")
     reply = browser.post("/lti/launch", data=request["fields"],
                          headers={"Sec-Fetch-Site": "cross-site", "Origin": request["origin"]})
-    print(json.dumps({"status": reply.status_code, "text": reply.text}))
+    print(json.dumps({"status": reply.status_code, "text": reply.text, "jwks": browser.get("/lti/jwks").json()}))
 
 
 if __name__ == "__main__":

@@ -263,12 +263,19 @@ def _c(x, lo, hi):
     return min(max(x, lo), hi)
 
 
+def _flows(p, i) -> bool:
+    """Eq. 5.9 for token ``i`` of a three-token draw: the unclipped term is the min."""
+    r, adv, eps = p[f"r{i}"], p[f"adv{i}"], p["eps"]
+    return (adv > 0 and r < 1 + eps) or (adv < 0 and r > 1 - eps)
+
+
 # Common wrong answers, computed independently from the stems' formulas (not from keys.py).
 DISTRACTORS = {
     "clip_objective": {"ignore the clip": lambda p: p["r"] * p["adv"],
                        "max for min": lambda p: max(p["r"] * p["adv"], _c(p["r"], 1 - p["eps"], 1 + p["eps"]) * p["adv"]),
                        "wrong sign": lambda p: -min(p["r"] * p["adv"], _c(p["r"], 1 - p["eps"], 1 + p["eps"]) * p["adv"])},
-    "clip_gradient_logp": {"ignore the clip": lambda p: p["r"] * p["adv"], "wrong sign": lambda p: -p["r"] * p["adv"]},
+    "clip_gradient_logp_sum": {"ignore the clip": lambda p: sum(p[f"r{i}"] * p[f"adv{i}"] for i in (1, 2, 3)),
+                               "wrong sign": lambda p: -sum(_flows(p, i) * p[f"r{i}"] * p[f"adv{i}"] for i in (1, 2, 3))},
     "value_loss": {"ignore the clip": lambda p: (p["v"] - p["ret"]) ** 2,
                    "min for max": lambda p: min((p["v"] - p["ret"]) ** 2,
                                                 (p["v_old"] + _c(p["v"] - p["v_old"], -p["c"], p["c"]) - p["ret"]) ** 2)},
@@ -324,3 +331,92 @@ def test_the_log_space_ratio_rejects_the_unstable_quotient(bank, checker):
         assert not check(render(q, "s", 1), unstable, checker).correct, unstable
     for stable in ("exp(a - b)", "exp(-(b - a))", "1/exp(b - a)"):
         assert check(render(q, "s", 1), stable, checker).correct, stable
+
+
+# ---------------------------------------------------------------- issue 32 item 8: no attempt passed by guessing
+
+GUESS_LIMIT = 0.001  # the most blind guessing may pass one attempt by (issue 32 item 8)
+OPEN_ANSWER = 0.2  # a fixed number or an expression: a blind guess is taken to hit it one time in five
+
+
+def _most_common_key_share(q, draws: int = DRAWS) -> float:
+    """The share of ``draws`` draws in which the most frequent key (within the item's tolerance) is right: what
+    answering one constant number every time scores on a numeric parametric item."""
+    from quiz_bank.instructor import keys
+
+    values = [float(keys.compute(q.parametric.key, variants.draw(q.parametric.generator, q.parametric.args,
+                                                                 f"g{i}", q.id, 1 + i % 5)))
+              for i in range(draws)]
+    tol = lambda c: max(q.tolerance.abs, q.tolerance.rel * abs(c))  # noqa: E731
+    return max(sum(abs(v - c) <= tol(c) for v in values) for c in set(values)) / len(values)
+
+
+@pytest.fixture(scope="module")
+def numeric_shares(bank):
+    return {q.id: _most_common_key_share(q) for q in bank.questions() if q.is_parametric and q.type == "numeric"}
+
+
+def _possible_answers_chance(q, numeric_shares) -> float:
+    """1 / the number of possible answers of one draw of ``q``, counted here from the item itself (not from
+    ``quiz_bank.mastery``): ½ for true/false, 1/k for k options, 1/(2^k − 1) for a multiple select over k options,
+    1/k! for k items to order; a drawn number: the share its most common key is right; a fixed number or an
+    expression: OPEN_ANSWER."""
+    if q.type == "true_false":
+        return 0.5
+    if q.type == "single":
+        return 1 / len(q.options)
+    if q.type == "multi":
+        return 1 / (2 ** len(q.options) - 1)
+    if q.type == "ordering":
+        return 1 / math.factorial(len(q.items))
+    return numeric_shares.get(q.id, OPEN_ANSWER)
+
+
+def test_blind_guessing_passes_no_attempt_of_any_stop_with_more_than_one_in_a_thousand(bank, numeric_shares):
+    """Every stop, 12 students × 8 attempts each (every attempt's draw shown, as for a student who keeps failing):
+    for each attempt that can pass (no item seen before), the product over its items of 1 / possible answers is
+    ≤ 0.1%. Before the draw asked a second item where one could be guessed, a five-claim stop of true/false
+    draws passed one blind attempt in 32."""
+    from quiz_bank import mastery
+
+    worst, bad = {}, []
+    for stop in sorted(bank.stops):
+        for i in range(12):
+            student, history = f"guess-{i}", []
+            for n in range(1, 9):
+                seen = mastery.last_seen_from(history, bank, student)
+                order = mastery.draw(bank, stop, student, n, seen)
+                history.append((n, order))
+                if mastery.stale_items(bank, order, seen, student, n):
+                    continue  # cannot pass, whatever is answered
+                chance = math.prod(_possible_answers_chance(bank.by_id[q], numeric_shares) for q in order)
+                worst[stop] = max(worst.get(stop, 0.0), chance)
+                if chance > GUESS_LIMIT:
+                    bad.append((stop, student, n, chance, order))
+    assert not bad, bad[:3]
+    assert set(worst) == set(bank.stops), worst
+
+
+def test_every_drawn_number_is_guessed_no_more_often_than_the_draw_assumes(bank, numeric_shares):
+    """``mastery.guess_chance`` (what the draw adds items by) bounds the measured share of the most common key."""
+    from quiz_bank import mastery
+
+    bad = [(qid, share, mastery.guess_chance(bank.by_id[qid])) for qid, share in numeric_shares.items()
+           if share > mastery.guess_chance(bank.by_id[qid])]
+    assert not bad, bad
+    assert len(numeric_shares) >= 25
+
+
+def test_no_constant_answers_the_gradient_question_in_more_than_65_percent_of_draws(numeric_shares, bank):
+    """Before the redraw, stop2.gradient-logp's key was 0 in 89% of draws (one token, the clip binding in 85%)."""
+    assert _most_common_key_share(bank.by_id["stop2.gradient-logp"], 400) <= 0.65
+    assert numeric_shares["stop2.gradient-logp"] <= 0.65
+
+
+def test_no_claim_of_stop_7_is_asked_by_recall_items_only(bank):
+    """Issue 32 item 8: three of stop 7's four claims were recall only; each now has an understanding item."""
+    from quiz_bank import mastery
+
+    for claim in mastery.stop_claims(bank, 7):
+        levels = {bank.by_id[q].level for q in claim.items}
+        assert levels != {"recall"}, claim.id

@@ -34,6 +34,12 @@ def wrong_answer(question, key):
     raise AssertionError(kind)
 
 
+def asked(bank, key: dict, checker) -> dict[int, list[str]]:
+    """{stop: the question ids the key's attempt asks} (read off a graded report: the mastery draw)."""
+    report = grade(bank, [Responses.model_validate(key)], checker=checker)
+    return {stop: [o.question_id for o in outcomes] for stop, outcomes in report.stops.items()}
+
+
 def test_key_graded_for_the_same_student_is_complete_via_cli(bank, run_cli, tmp_path):
     key_path, report_path = tmp_path / "key.json", tmp_path / "report.json"
     code, _, err = run_cli(["quiz", "key", "--student", "alice", "--out", key_path])
@@ -42,8 +48,13 @@ def test_key_graded_for_the_same_student_is_complete_via_cli(bank, run_cli, tmp_
     assert code == 0, err
     report = json.loads(report_path.read_text())
     assert report["complete"] is True
-    assert report["score"] == report["max_score"] == len(bank.questions())
-    assert all(s["passed"] and s["score"] == s["max_score"] for s in report["stops"].values())
+    # The mastery draw: each stop asks every claim at least once, and far fewer than all its questions.
+    claims = {c.stop: 0 for c in bank.claims()}
+    for c in bank.claims():
+        claims[c.stop] += 1
+    assert report["score"] == report["max_score"] < len(bank.questions()) // 3
+    assert all(s["passed"] and s["score"] == s["max_score"] >= claims[int(name[4:])] and not s["claims_missed"]
+               for name, s in report["stops"].items())
     assert "chapter complete: yes" in out
 
 
@@ -76,7 +87,8 @@ def test_every_wrong_answer_is_marked_wrong_with_the_reference_and_never_the_exp
 @given(question_index=st.integers(min_value=0, max_value=10_000))
 @settings(max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_a_single_wrong_answer_fails_its_stop_and_the_chapter(bank, key_of, checker, question_index):
-    question = bank.questions()[question_index % len(bank.questions())]
+    shown = [qid for ids in asked(bank, key_of("erin"), checker).values() for qid in ids]
+    question = bank.by_id[shown[question_index % len(shown)]]
     responses = copy.deepcopy(key_of("erin"))
     responses["answers"][question.id] = wrong_answer(question, responses["answers"][question.id])
     report = grade(bank, [Responses.model_validate(responses)], checker=checker)
@@ -86,17 +98,25 @@ def test_a_single_wrong_answer_fails_its_stop_and_the_chapter(bank, key_of, chec
     data = report.to_json()
     stop = data["stops"][f"stop{question.stop}"]
     assert stop["score"] == stop["max_score"] - 1
+    assert [c["claim"] for c in stop["claims_missed"]] == [next(c.text for c in bank.claims() if c.id == question.claim)]
+    # An answer to a question the attempt did not ask changes nothing.
+    unasked = next(q for q in bank.questions(question.stop) if q.id not in shown)
+    other = copy.deepcopy(key_of("erin"))
+    other["answers"][unasked.id] = None
+    assert grade(bank, [Responses.model_validate(other)], checker=checker).complete
 
 
 def test_missing_and_unparseable_answers_fail_but_are_not_called_wrong(bank, key_of, checker):
     responses = copy.deepcopy(key_of("frank"))
-    del responses["answers"]["stop3.coefficients"]
-    responses["answers"]["stop2.epsilon"] = "zero point two"
+    shown = asked(bank, responses, checker)
+    missing, garbled = shown[3][0], shown[2][0]
+    del responses["answers"][missing]
+    responses["answers"][garbled] = "zero point two"
     report = grade(bank, [Responses.model_validate(responses)], checker=checker)
     status = {o.question_id: o for outcomes in report.stops.values() for o in outcomes}
-    assert status["stop3.coefficients"].status == "unanswered"
-    assert status["stop2.epsilon"].status == "unparseable"
-    assert "Could not read your answer" in status["stop2.epsilon"].feedback
+    assert status[missing].status == "unanswered"
+    assert status[garbled].status == "unparseable"
+    assert "Could not read your answer" in status[garbled].feedback
     assert not report.stop_passed(2) and not report.stop_passed(3) and not report.complete
 
 
@@ -135,11 +155,13 @@ def test_malformed_responses_file_gets_a_clear_error(run_cli, tmp_path, content,
 
 
 def test_a_later_attempt_replaces_a_wrong_answer(bank, key_of, checker):
-    """Attempt 1 misses a parametric question; attempt 2 answers *its own* fresh variant right."""
-    qid = "stop2.clip-objective-good"
+    """Attempt 1 misses a question of stop 2; attempt 2 answers *its own* draw of stop 2 right (no grader count:
+    each attempt the files declare is judged on its own draw, and a stop passes when one of them passes it)."""
     first = copy.deepcopy(key_of("hana", 1))
-    first["answers"][qid] = first["answers"][qid] + 1.0
-    second = {"student_id": "hana", "attempt": 2, "answers": {qid: key_of("hana", 2)["answers"][qid]}}
+    qid = asked(bank, first, checker)[2][0]
+    first["answers"][qid] = None
+    second = {"student_id": "hana", "attempt": 2, "answers": {q.id: key_of("hana", 2)["answers"][q.id]
+                                                               for q in bank.questions(2)}}
     assert not grade(bank, [Responses.model_validate(first)], checker=checker).complete
     report = grade(bank, [Responses.model_validate(first), Responses.model_validate(second)], checker=checker)
     assert report.complete
@@ -172,12 +194,13 @@ def test_exercise_requirement_uses_results_json(bank, key_of, checker, tmp_path,
     assert not Report("x", {}, exercises_required=True).complete
 
 
-def test_grade_batch_writes_a_gradebook(bank, run_cli, key_of, tmp_path, write_json):
+def test_grade_batch_writes_a_gradebook(bank, run_cli, key_of, checker, tmp_path, write_json):
     cohort = tmp_path / "cohort"
     cohort.mkdir()
     write_json(cohort / "alice.json", key_of("alice"))
     bob = copy.deepcopy(key_of("bob"))
-    bob["answers"]["stop4.epochs"] = "a"
+    shown = asked(bank, bob, checker)
+    bob["answers"][shown[4][0]] = None
     (cohort / "nested").mkdir()
     write_json(cohort / "nested" / "bob.json", bob)
     (cohort / "broken.json").write_text("{")
@@ -185,8 +208,9 @@ def test_grade_batch_writes_a_gradebook(bank, run_cli, key_of, tmp_path, write_j
     code, _, err = run_cli(["quiz", "grade-batch", cohort, "--out", out])
     assert code == 0, err
     rows = {r["student_id"]: r for r in csv.DictReader(out.open())}
-    assert rows["alice"]["complete"] == "True" and rows["alice"]["total"] == str(len(bank.questions()))
-    assert rows["bob"]["complete"] == "False" and rows["bob"]["stop4"] == str(len(bank.questions(4)) - 1)  # one wrong
+    alice = asked(bank, key_of("alice"), checker)
+    assert rows["alice"]["complete"] == "True" and rows["alice"]["total"] == str(sum(map(len, alice.values())))
+    assert rows["bob"]["complete"] == "False" and rows["bob"]["stop4"] == str(len(shown[4]) - 1)  # one wrong
     assert rows["broken"]["status"] == "rejected" and "not valid JSON" in rows["broken"]["message"]
 
 

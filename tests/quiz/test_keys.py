@@ -188,6 +188,8 @@ ORACLES = {
     "clip_gradient_flows": lambda p: (p["adv"] > 0 and p["r"] < 1 + p["eps"]) or (p["adv"] < 0 and p["r"] > 1 - p["eps"]),
     "clip_gradient_logp": lambda p: p["r"] * p["adv"]
     if (p["adv"] > 0 and p["r"] < 1 + p["eps"]) or (p["adv"] < 0 and p["r"] > 1 - p["eps"]) else 0.0,
+    "clip_gradient_logp_sum": lambda p: sum(
+        ORACLES["clip_gradient_logp"]({"r": p[f"r{i}"], "adv": p[f"adv{i}"], "eps": p["eps"]}) for i in (1, 2, 3)),
     "clip_gradient_flows_logprobs": lambda p: ORACLES["clip_gradient_flows"](
         {"r": math.exp(p["logp_new"] - p["logp_old"]), "adv": p["adv"], "eps": p["eps"]}
     ),
@@ -275,6 +277,9 @@ def test_every_drawable_case_has_an_independent_key(bank):
         # Gradient cases of eq. 5.9 by hand: r = 1.3 > 1.2 with Â > 0 → 0; r = 1.1 → r·Â = 2.2.
         ("clip_gradient_logp", {"r": 1.3, "adv": 2.0, "eps": 0.2}, 0.0),
         ("clip_gradient_logp", {"r": 1.1, "adv": 2.0, "eps": 0.2}, 2.2),
+        # Three tokens, ε = 0.2: (1.3, Â = 2) clipped → 0; (1.1, Â = 2) → 2.2; (0.9, Â = −1) → −0.9; sum 1.3.
+        ("clip_gradient_logp_sum", {"r1": 1.3, "adv1": 2.0, "r2": 1.1, "adv2": 2.0, "r3": 0.9, "adv3": -1.0,
+                                    "eps": 0.2}, 1.3),
         # GAE, γ = λ = 1, rewards (0, 0, 1), values 0: every A_t = 1.
         ("gae_advantage0", {"rewards": [0.0, 0.0, 1.0], "values": [0.0, 0.0, 0.0], "gamma": 1.0, "lam": 1.0}, 1.0),
         # Book's R = r_RM − 0.05 × mean_KL with KL (0.2, 0.4, 0.6): 2 − 0.05·0.4 = 1.98.

@@ -8,6 +8,8 @@ launch's cross-site POST is accepted while every other cross-site POST stays ref
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 
 import pytest
@@ -19,6 +21,8 @@ from grader.platforms.lti.registry import PlatformRegistration
 from grader.platforms.lti.tool import LtiTool
 from tests.lti.mini_lms import MiniLMS
 
+LTI_CONTEXT = "https://purl.imsglobal.org/spec/lti/claim/context"
+LTI_CUSTOM = "https://purl.imsglobal.org/spec/lti/claim/custom"
 TOOL_URL = "https://127.0.0.1:9200"  # the tool over https, as deployed (its state cookie is Secure)
 ROSTER = [{"student_id": "s-ada", "name": "Ada", "section": "A", "sis_user_id": "ada", "sis_login_id": "",
            "canvas_id": "", "email": "ada@example.edu"}]
@@ -39,14 +43,20 @@ def course(tmp_path, bank, checker):
     item = lms.add_line_item("link-stop2", "PPO quiz, stop 2", 1.0, resource_id="ppo-stop2")
     lms.link_custom["link-stop2"] = {"quiz": "stop", "stop": "2"}
     app = create_app(bank, tmp_path / "quiz.sqlite", SERVER_SECRET, roster=ROSTER, checker=checker, lti_tool=tool)
+    tool.contexts.bind(lms.base_url, lms.client_id, "course-1", title="RLHF 101")  # as its instructor's first launch
     return lms, lms_client, app, item
 
 
-def _launch(lms, lms_client, browser, user: str, link: str):
+def _launch(lms, lms_client, browser, user: str, link: str, context: dict | None = None, **overrides):
     start = browser.get(lms.login_initiation(user, link=link).replace(TOOL_URL, ""), follow_redirects=False)
     assert start.status_code == 302, start.text
     form = lms_client.get(start.headers["location"].replace(lms.base_url, ""))
     fields = dict(re.findall(r"name='(\w+)' value='([^']*)'", form.text))
+    if context is not None:  # the same LMS, signing a launch from another course of the same deployment
+        overrides[LTI_CONTEXT] = context
+    if overrides:
+        nonce = json.loads(base64.urlsafe_b64decode(fields["id_token"].split(".")[1] + "=="))["nonce"]
+        fields["id_token"] = lms.id_token(user, nonce, link=link, **overrides)
     # the platform's form_post is a cross-site POST: a browser sends Sec-Fetch-Site: cross-site
     return browser.post("/lti/launch", data=fields, headers={"Sec-Fetch-Site": "cross-site", "Origin": lms.base_url})
 
@@ -82,3 +92,33 @@ def test_only_the_platform_posts_are_exempt_from_the_cross_site_check(course):
     assert other.status_code == 403
     launch = browser.post("/lti/launch", data={"id_token": "x", "state": "y"}, headers={"Sec-Fetch-Site": "cross-site"})
     assert launch.status_code == 400 and "This launch was refused" in launch.text
+
+
+def test_an_instructor_of_another_course_does_not_open_the_instructor_pages(course):
+    lms, lms_client, app, _ = course
+    browser = TestClient(app, base_url=TOOL_URL)
+    hostile = _launch(lms, lms_client, browser, "u-prof", "link-stop2", context={"id": "course-9", "title": "Other"})
+    assert hostile.status_code == 403 and "serves another course" in hostile.text
+    assert not browser.cookies.get("ppo_quiz_token")
+    assert "Class dashboard" not in browser.get("/instructor").text
+    # the honest twin: the course's own instructor gets the dashboard, with the course's endpoints on it
+    assert _launch(lms, lms_client, browser, "u-prof", "link-stop2").status_code == 200
+    dashboard = browser.get("/instructor").text
+    assert "Class dashboard" in dashboard and f"{lms.base_url}/courses/1/lineitems" in dashboard
+    assert f"{lms.base_url}/courses/1/memberships" in dashboard
+
+
+def test_a_real_sized_id_token_passes_the_launch_limit_and_an_oversized_launch_is_refused_with_its_own_message(course):
+    lms, lms_client, app, _ = course
+    browser = TestClient(app, base_url=TOOL_URL)
+    # an LMS sending many custom fields: a 60 KiB id_token (over the 16 KiB answer limit, under the launch's)
+    custom = {"quiz": "stop", "stop": "2", **{f"field_{i}": "x" * 100 for i in range(450)}}
+    big = _launch(lms, lms_client, browser, "u-ada", "link-stop2", **{LTI_CUSTOM: custom})
+    assert big.status_code == 200 and "as s-ada" in big.text
+    huge = browser.post("/lti/launch", data={"id_token": "a" * (200 * 1024), "state": "s"},
+                        headers={"Sec-Fetch-Site": "cross-site", "Origin": lms.base_url})
+    assert huge.status_code == 413 and "Launch refused" in huge.text and "larger than 128 KiB" in huge.text
+    assert "id_token" in huge.text and "answer" not in huge.text
+    # elsewhere the quiz's own limit and message hold
+    answer = browser.post("/stop/2/answer", data={"answer": "a" * (20 * 1024)})
+    assert answer.status_code == 413 and "larger than 16 KiB" in answer.text and "An answer is" in answer.text

@@ -10,17 +10,19 @@ from __future__ import annotations
 import base64
 import json
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from quiz_server_support import SERVER_SECRET
+
+from joserfc.jwk import KeySet
 
 from grader.platforms.lti.launch import LaunchError, LaunchStore
 from grader.platforms.lti.registry import PlatformRegistration
@@ -63,6 +65,7 @@ def test_a_launch_accepted_by_a_second_process_is_refused_when_replayed_at_the_f
     lms.add_line_item("link-stop2", "PPO quiz, stop 2", 1.0, resource_id="ppo-stop2")
     lms.link_custom["link-stop2"] = {"quiz": "stop", "stop": "2"}
     first = create_app(load_bank(), target, SERVER_SECRET, roster=ROSTER, lti_tool=tool)
+    tool.contexts.bind(lms.base_url, lms.client_id, "course-1")  # in the shared store: the second process sees it
     browser = TestClient(first, base_url=TOOL_URL)
     # The login starts at the first process (it stores the state and nonce in the shared store) ...
     start = browser.get(lms.login_initiation("u-ada", link="link-stop2").replace(TOOL_URL, ""), follow_redirects=False)
@@ -70,8 +73,9 @@ def test_a_launch_accepted_by_a_second_process_is_refused_when_replayed_at_the_f
     form = lms_client.get(start.headers["location"].replace(lms.base_url, ""))
     fields = dict(re.findall(r"name='(\w+)' value='([^']*)'", form.text))
     state_cookie = browser.cookies.get(STATE_COOKIE)
-    # ... and the platform's form_post lands on the second process (another machine behind the load balancer).
-    shutil.copytree(tmp_path / "lti-a", tmp_path / "lti-b")
+    # ... and the platform's form_post lands on the second process (another machine behind the load balancer),
+    # started from a folder of its own that holds nothing: its registrations, keys and course come from the store.
+    (tmp_path / "lti-b").mkdir()
     request = {"store": target, "folder": str(tmp_path / "lti-b"), "tool_url": TOOL_URL,
                "jwks": lms_client.get("/jwks").json(), "secret": SERVER_SECRET.decode(), "roster": ROSTER,
                "fields": fields, "state_cookie": state_cookie, "origin": lms.base_url}
@@ -80,6 +84,8 @@ def test_a_launch_accepted_by_a_second_process_is_refused_when_replayed_at_the_f
     assert run.returncode == 0, run.stderr[-3000:]
     second = json.loads(run.stdout.strip().splitlines()[-1])
     assert second["status"] == 200 and "as s-ada" in second["text"], second["text"][-600:]
+    assert second["jwks"] == browser.get("/lti/jwks").json()  # both processes publish the same keys
+    assert sorted(p.name for p in (tmp_path / "lti-b").iterdir()) == []  # nothing written to the second folder
     # The same id_token and state replayed at the first process: refused, with the page saying why.
     replay = browser.post("/lti/launch", data=fields, headers={"Sec-Fetch-Site": "cross-site", "Origin": lms.base_url})
     assert replay.status_code == 400 and "already used" in replay.text, replay.text
@@ -177,3 +183,39 @@ def test_the_lti_command_with_db_imports_the_folder_once_and_reads_the_store(tmp
     assert main(argv) == 1 and "imported" not in capsys.readouterr().out  # the second run imports nothing
     assert (folder / "lti.sqlite.imported").exists() and database.current_revision(
         database.engine_for(store)) == database.head_revision()
+
+
+@pytest.mark.parametrize("kind", STORES)
+def test_registrations_and_a_rotation_made_at_one_machine_are_what_another_uses(kind, store_target, tmp_path):
+    """Two tools from different folders on one store: one registration, one JWKS; rotation keeps the old key
+    published until a token it signed has expired (its 300 s lifetime plus 60 s of leeway), then drops it."""
+    from joserfc import jwt as jose_jwt
+
+    from grader.platforms.lti import stored
+
+    target = store_target(kind)
+    engines = [database.engine_for(target), database.engine_for(target)]
+    database.migrate(engines[0])
+    lms = MiniLMS()
+    first = _tool(tmp_path / "a", lms, None)  # registered and keyed in folder a's files
+    first.use_store(engines[0])  # ... imported into the store
+    second = LtiTool(tmp_path / "b", TOOL_URL)
+    second.use_store(engines[1])
+    assert second.registry.find(lms.base_url, lms.client_id) == first.registry.find(lms.base_url, lms.client_id)
+    assert second.tool_keys.public_jwks() == first.tool_keys.public_jwks() == {"keys": [lms.tool_jwks["keys"][0]]}
+    second.registry.remove(lms.base_url, lms.client_id)
+    assert first.registry.find(lms.base_url, lms.client_id) is None
+
+    now = [time.time() + 1.0]  # after the import above (its keys were created at the real time)
+    keys_a, keys_b = (stored.StoreToolKeys(e, clock=lambda: now[0]) for e in engines)
+    old_kid = keys_a.signing_key.kid
+    token = keys_a.sign({"iss": "tool"})  # signed just before the rotation: valid until now + 300 s
+    new_kid = keys_b.rotate()  # rotated at the other machine
+    assert keys_a.signing_key.kid == new_kid and keys_a.kids == [new_kid, old_kid]
+    now[0] += 359  # the token expired at +300 s; a platform may allow 60 s of leeway
+    published = KeySet.import_key_set(keys_a.public_jwks())
+    assert jose_jwt.decode(token, published, algorithms=["RS256"]).claims["iss"] == "tool"
+    now[0] += 2  # past +360 s: the old key has left the JWKS at both machines
+    assert keys_a.kids == keys_b.kids == [new_kid]
+    assert [k["kid"] for k in keys_b.public_jwks()["keys"]] == [new_kid]
+    [e.dispose() for e in engines]

@@ -162,7 +162,9 @@ def test_a_damaged_backup_is_refused_and_restores_nothing(tmp_path):
     db.record_answer("ann", 1, 1, "q", "x", False)
     file = tmp_path / "b.json"
     backup(db, file)
+    assert file.stat().st_mode & 0o077 == 0  # it may hold the LTI tool's private keys: the owner only
     data = json.loads(file.read_text())
+    assert "lti_tool_key" in data["tables"] and "lti_context" in data["tables"]
     data["tables"]["answers"]["rows"].pop()
     file.write_text(json.dumps(data))
     fresh = QuizDB(tmp_path / "fresh.sqlite")

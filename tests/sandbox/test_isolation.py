@@ -85,6 +85,24 @@ def test_grader_secrets_in_its_environment_never_reach_the_child(load, monkeypat
     assert "GRADER_SECRET_TOKEN" not in env and "s3cr3t" not in str(env)
 
 
+def test_the_course_secret_never_reaches_the_child(load, monkeypatch, folder_outside_tmp):
+    """The grader's secret (grader.course_secret) is neither in a child's environment nor readable by it, wherever
+    the course keeps it: the suite's own file (under /tmp) or a course folder outside /tmp and the home folder."""
+    from grader.course_secret import SECRET_ENV, create_secret, load_secret
+
+    suite_file = Path(os.environ[SECRET_ENV])
+    course_file = create_secret(folder_outside_tmp / "course" / "grader_secret")
+    os.chmod(course_file.parent, 0o755)  # the folder alone would not stop a reader: the file must
+    secrets_here = {suite_file: load_secret(suite_file), course_file: load_secret(course_file)}
+    for path, value in secrets_here.items():
+        monkeypatch.setenv(SECRET_ENV, str(path))  # as in a worker: the parent names its secret file
+        child = load(PROBE, "ex6_kl_reward")
+        env = child.environment()
+        assert SECRET_ENV not in env and str(path) not in str(env) and value.decode() not in str(env)
+        assert child.can_read(str(path)) is not True, path
+        assert child.listing(str(path.parent)) in ([], "FileNotFoundError", "PermissionError"), path
+
+
 def test_submission_is_copied_into_a_private_working_folder(probe):
     me = probe.whoami()
     assert me["cwd"] == probe.info["workdir"]

@@ -116,9 +116,10 @@ def test_canvas_export_with_a_roster_reads_back(batch, roster, tmp_path):
     done = export_batch(batch, "canvas", tmp_path / "canvas.csv", roster=roster, canvas_ids={"ex4_gae": "777"})
     assert "ppo ex4_gae (777)" in (tmp_path / "canvas.csv").read_text().splitlines()[0]
     points, students = canvas_import(tmp_path / "canvas.csv", {"S-alice": "alice", "S-bob": "bob"})
-    assert points["ppo ex1_ratio"] == 2 and points["ppo chapter_complete"] == 1
-    assert students["alice"]["ppo ex2_clipped_loss"] == 2 and students["alice"]["ppo chapter_complete"] == 1
-    assert students["bob"]["ppo ex2_clipped_loss"] == 1 and students["bob"]["ppo chapter_complete"] == 0
+    assert points["ppo ex1_ratio"] == 2 and "ppo chapter_complete" not in points
+    assert students["alice"]["ppo ex2_clipped_loss"] == 2 and students["bob"]["ppo ex2_clipped_loss"] == 1
+    # No quiz data: completion is not known (alice's full exercise marks alone never complete the chapter).
+    assert any("no quiz data" in n and "chapter_complete" in n for n in done.notes), done.notes
     assert set(students) == {"alice", "bob"}
     assert [sid for sid, _ in done.left_out] == ["=evil"]  # not on the roster: left out and named, not invented
     assert "not on the roster" in done.left_out[0][1]
@@ -215,8 +216,8 @@ def test_plain_csv_and_quiz_completion(batch, tmp_path):
     assert rows["alice"]["total"] == "14" and rows["alice"]["chapter_complete"] == "0"  # quiz stop 8 missing
     assert rows["bob"]["total"] == "13" and rows["bob"]["chapter_complete"] == "0"  # ex2 short of full marks
     assert any("no record in the quiz store" in n and "=evil" in n for n in done.notes)  # warned, not silent
-    export_batch(batch, "csv", tmp_path / "plain2.csv")  # without the quiz: the exercises alone
-    assert "alice,2,2,2,2,2,2,2,14,14,1,graded" in (tmp_path / "plain2.csv").read_text()
+    export_batch(batch, "csv", tmp_path / "plain2.csv")  # without the quiz: completion not known (empty)
+    assert "alice,2,2,2,2,2,2,2,14,14,,graded" in (tmp_path / "plain2.csv").read_text()
 
 
 def test_chapter_complete_is_not_marked_over_an_exercises_subset(tmp_path, stand_in):
@@ -289,3 +290,14 @@ def test_the_quiz_and_the_exercises_share_one_canvas_writer(tmp_path):
     points, students = canvas_import(path, {"S-ann": "ann"})
     assert students["ann"]["PPO quiz complete"] == 1 and points["PPO quiz stop 1"] == 100
     assert [sid for sid, _ in written.left_out] == ["zed"]
+
+
+def test_without_quiz_data_chapter_complete_is_empty_with_a_note(batch, tmp_path):
+    """Before: alice at full exercise marks was exported chapter_complete = 1 with no quiz data given, and
+    nothing said the quiz was not counted. Completion needs the quiz: empty cell (csv), no column (LMS), a note."""
+    done = export_batch(batch, "csv", tmp_path / "p.csv")
+    rows = {r["student_id"]: r for r in csv.DictReader(open(tmp_path / "p.csv"))}
+    assert rows["alice"]["total"] == "14" and rows["alice"]["chapter_complete"] == ""
+    assert any("no quiz data" in n for n in done.notes), done.notes
+    export_batch(batch, "moodle", tmp_path / "m.csv")
+    assert "chapter_complete" not in (tmp_path / "m.csv").read_text().splitlines()[0]

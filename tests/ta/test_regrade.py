@@ -91,7 +91,9 @@ def test_never_lower_keeps_the_published_score_and_says_so(cohort, tmp_path, mon
     assert "never lower" in book["down"]["message"] and "published 2" in book["down"]["message"]
     rows = _regrade_rows(out)
     assert rows["down"]["kept_published"] == "yes" and rows["down"]["new_score"] == "0"
-    assert rows["up"]["kept_published"] == "no"
+    # regrade.csv names the score results.json publishes beside the regrade's own (kept: 1 of 1 by hand).
+    assert rows["down"]["published_score"] == "1"
+    assert rows["up"]["kept_published"] == "no" and rows["up"]["published_score"] == rows["up"]["new_score"] == "1"
     assert "never lower" in (out / "down" / "feedback.md").read_text()
     # Resuming the same batch (nothing to grade) keeps the report and the kept score.
     again = grade(cohort, out, V2, never_lower=True)

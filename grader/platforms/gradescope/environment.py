@@ -1,14 +1,12 @@
-"""Is the autograder's own Python able to grade? And what the fast tier leaves to the regrade.
+"""A failed autograder run, as Gradescope shows one, and what the fast tier leaves to the regrade.
 
-A ``run_autograder`` whose Python lacks torch used to grade anyway: every
-module failed to import in the child and the student was published ``0``
-with every test tagged ``module_missing``, as if they had handed in nothing
-(issue 21, item 3). :func:`environment_problem` imports, in the trusted
-parent and before any student code is staged, every package the grading
-child needs; when one fails, :func:`broken_environment_results` is published
-instead of a grade: no tests, a message that says the autograder is broken
-and that the 0 is not the student's score, and ``extra_data.batch_status``
-``grader_error`` (with ``extra_data.environment_error``) for the staff.
+A grader fault (this Python cannot import what the graders import, ``grader.environment``; or a grading
+with a test diagnosed ``grader_error``, a worker lost) is never published as a score: Gradescope's
+autograder specification says that a run that leaves no valid ``/autograder/results/results.json``
+is shown as "The autograder failed to execute correctly" (a failed run, not a graded 0; its
+troubleshooting page), so :class:`AutograderFault` makes ``run.main`` remove any results.json, print
+the reason to the run's stdout (shown to the instructor) and exit 1. Nothing notifies the staff: the
+student sees Gradescope's own failure message, which tells them to contact the course staff.
 
 The fast tier (``BundleConfig.profile = "fast"``) leaves exercise 7's
 training-run test to the full regrade after the deadline, so its
@@ -21,46 +19,11 @@ unexplained.
 
 from __future__ import annotations
 
-import importlib
-
-#: What the grading child imports (the student's modules need torch; the graders numpy, pytest, the reference).
-REQUIRED_MODULES = ("torch", "numpy", "pytest", "pydantic", "yaml", "ppo_course", "ppo_reference", "grader.hidden")
+from grader.environment import environment_problem  # noqa: F401 - the check this package's runner uses
 
 
-def environment_problem(modules: tuple[str, ...] = REQUIRED_MODULES) -> str | None:
-    """The first required module this Python cannot import, as a sentence for the staff, or None.
-
-    Imports each of ``modules`` in this (trusted) process: an ``ImportError`` or an ``OSError`` (a
-    shared library missing) is a broken environment.
-    """
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except (ImportError, OSError) as exc:
-            return f"the autograder's Python cannot import {name} ({type(exc).__name__}: {exc})"
-    return None
-
-
-def broken_environment_results(problem: str) -> dict:
-    """Gradescope's results.json for an autograder that cannot grade: no tests, not a grade, clearly said.
-
-    ``score`` is 0.0 because Gradescope's schema needs one when there are no tests; the
-    ``output`` says it is not the student's score and the staff's field says why.
-    """
-    from grader.points import load_points
-
-    points = load_points()
-    return {
-        "score": 0.0,
-        "output": ("The autograder could not run: its environment is broken, so your code was NOT graded and "
-                   "this 0 is not your score. The course staff has been told; your submission will be regraded "
-                   "once the autograder is fixed. You do not need to resubmit."),
-        "output_format": "text",
-        "tests": [],
-        "stdout_visibility": "hidden",
-        "extra_data": {"max_score": points.max_score, "exercises": {}, "grader_version": points.grader_version,
-                       "batch_status": "grader_error", "environment_error": problem},
-    }
+class AutograderFault(RuntimeError):
+    """The grader itself failed on this submission: Gradescope must show a failed run, never a score."""
 
 
 def state_tier(results: dict, profile: str) -> dict:

@@ -4,13 +4,14 @@ Enabled by ``ppo-course gradescope-bundle --quiz`` (``gradescope_config.json``:
 ``"quiz": true``). The submission may hold one responses file written by
 ``ppo-course quiz take`` in the student bundle (any ``*.json`` with
 ``student_id`` and ``answers``, at any depth, at most 1 MB); it is graded by
-``quiz_bank.grading.grade`` (the 100% rule per stop, each student's own
-variants). One Gradescope test per stop (1 point when passed at 100%, else 0)
-is appended, tagged ``quiz``; the feedback says passed or not and, when not,
-lists every section of the stop: never a key, an explanation, which question
-was wrong (a list of missed ids told a student which answers to flip) or how
-many were (a count that changes with one flipped answer is as good: red team
-a139). Without a responses file
+``quiz_bank.grading.grade`` under the web quiz's mastery rule (each submission is
+an attempt: one question or more per claim, drawn for the student and the
+attempt by ``quiz_bank.offline``; a stop passes when every claim is answered
+right on questions not seen in an earlier submission). One Gradescope test per
+stop (1 point when passed, else 0) is appended, tagged ``quiz``; the feedback
+says passed or not and, when not, the claims missed and the section to reread,
+as the quiz server's stop page does: never a key, an explanation or which
+option was right. Without a responses file
 every stop scores 0 with a message saying what to hand in.
 
 Bound to its student (issue 20 item 6), from Gradescope's
@@ -67,12 +68,6 @@ def _read_metadata(path: Path | None) -> dict | None:
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def _cite(bank, question_id: str) -> str:
-    """The section a question cites ("Book §5.2, p. 142")."""
-    q = bank.by_id.get(question_id)
-    return q.source.cite() if q is not None else "the chapter"
 
 
 def find_responses(submission: Path) -> tuple[list[Path], str | None]:
@@ -133,15 +128,15 @@ def add_quiz_results(results: dict, submission: Path, metadata_path: Path | None
             if s["passed_before"]:
                 output = f"Quiz stop {stop}: passed in an earlier submission (kept)."
             else:
-                # Every question of the stop is graded in every submission, so anything that depends on which
-                # ones are wrong is an oracle across resubmissions (red team a139: the count "37/39 right" and
-                # the sections of the wrong questions told, answer by answer, whether a flip was right). A stop
-                # not passed says so and lists all the stop's sections, whatever is wrong.
-                sections = sorted({_cite(bank, q["id"]) for q in s["questions"]})
-                output = (f"Quiz stop {stop}: passed (100%)." if s["passed"] else
-                          f"Quiz stop {stop}: not passed — a stop passes only at 100% (every question right). "
-                          "Reread: " + "; ".join(sections) + "; then answer the next attempt.")
-        tests.append({"name": f"quiz stop {stop} (100% to pass)", "score": score, "max_score": 1.0,
+                # The web quiz's feedback (quiz_bank.mastery): the claims missed and where to reread, never which
+                # option was right. Each submission is a new attempt with its own draw, and a question told about
+                # here is stale from then on, so remembering this verdict answers nothing that counts again.
+                missed = "; ".join(f"{c['claim']} ({c['cite']})" for c in s["claims_missed"])
+                output = (f"Quiz stop {stop}: passed." if s["passed"] else
+                          f"Quiz stop {stop}: not passed — a stop passes when every claim is answered right, on "
+                          f"questions not seen before. Claims to reread: {missed}. The next submission asks them "
+                          "again with other questions.")
+        tests.append({"name": f"quiz stop {stop} (every claim, on unseen questions)", "score": score, "max_score": 1.0,
                       "status": "passed" if score else "failed", "output": output, "visibility": "visible",
                       "tags": ["quiz", f"stop{stop}"]})
     extra = results.setdefault("extra_data", {})

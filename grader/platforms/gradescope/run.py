@@ -8,7 +8,9 @@ what student code printed), ``execution_time`` (seconds), and every hidden
 test's ``visibility`` forced to the bundle's ``hidden_visibility``
 (default ``after_published``) so that no student sees a hidden test before
 the instructor says so; hidden tests' outputs never hold hidden inputs (the
-graders' rule). Always exits 0 once results.json is written.
+graders' rule). Exits 0 once results.json is written; on a grader fault
+(``environment.AutograderFault``) writes no results.json (Gradescope then shows a failed
+run, never a 0), prints the reason and exits 1.
 
 Two grading tiers (``BundleConfig.profile`` / ``full_after_due``): a
 submission is graded with the ``fast`` profile (seconds: exercise 7's short
@@ -39,7 +41,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grader.platforms.gradescope.environment import broken_environment_results, environment_problem, state_tier
+from grader.platforms.gradescope.environment import AutograderFault, environment_problem, state_tier
 from grader.points import Visibility
 
 
@@ -150,14 +152,19 @@ def safe_outputs(results: dict) -> dict:
 
 def grade_for_gradescope(submission: Path, config: BundleConfig,
                          metadata: SubmissionMetadata | None = None) -> dict:
-    """Grade one Gradescope submission and return its results.json dict (see the module docstring)."""
+    """Grade one Gradescope submission and return its results.json dict (see the module docstring).
+
+    Raises:
+        AutograderFault: this Python cannot import what the graders import (checked before any student code),
+            or the grader itself failed on the submission (status ``grader_fault``): no score exists.
+    """
     from grader.records.outcome import grade_entry
     from grader.intake.submission import SubmissionLimits
 
     profile = choose_profile(config, metadata)
     broken = environment_problem()  # before any student code: a broken autograder never grades (environment.py)
     if broken:
-        return broken_environment_results(broken)
+        raise AutograderFault(broken)
     config = config.model_copy(update={"profile": profile})
     t0 = time.monotonic()
     limits = SubmissionLimits(timeout_s=config.timeout_s, max_bytes=config.max_bytes)
@@ -167,6 +174,8 @@ def grade_for_gradescope(submission: Path, config: BundleConfig,
                              profile=config.profile, exercises=None)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if graded.fault:
+        raise AutograderFault(graded.message)
     results = safe_outputs(apply_visibility(graded.results_json(), hidden_visibility_for(config, metadata)))
     if config.quiz:
         from grader.platforms.gradescope.quiz import add_quiz_results
@@ -194,7 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.config is not None and args.config.is_file():
         config = BundleConfig.model_validate_json(args.config.read_text(encoding="utf-8"))
     metadata = read_metadata(args.metadata or args.submission.parent / "submission_metadata.json")
-    results = grade_for_gradescope(args.submission, config, metadata=metadata)
+    try:
+        results = grade_for_gradescope(args.submission, config, metadata=metadata)
+    except AutograderFault as exc:  # a failed run (no results.json), never a 0 in Gradescope's gradebook
+        args.results.unlink(missing_ok=True)
+        print(f"autograder fault: the submission was NOT graded: {exc}. No results.json is written, so Gradescope "
+              "shows this run as failed; fix the autograder, then use 'Regrade all submissions'.")
+        return 1
     atomic_write_json(args.results, results)
     print(f"graded: score {results.get('score', 0):g}, status {results['extra_data']['batch_status']}")
     return 0

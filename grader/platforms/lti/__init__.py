@@ -6,9 +6,12 @@ Instructor side only (never in the student bundle). One module per concern:
 - ``registry``      platform registrations (issuer, client id, deployments, endpoints), one JSON file;
 - ``tool_keys``     the tool's own RSA key pair, its JWKS, rotation;
 - ``launch``        OIDC third-party login initiation and the id_token launch validation;
+- ``contexts``      the courses (LTI contexts) each registration serves, and their AGS/NRPS endpoints;
 - ``deep_linking``  the signed LtiDeepLinkingResponse (an instructor adds the quiz or one stop);
 - ``services``      OAuth 2 client-credentials tokens, Assignment and Grade Services, Names and Role Provisioning;
-- ``passback``      an idempotent, retried record of every score posted to the platform.
+- ``passback``      an idempotent, retried record of every score posted to the platform;
+- ``publish``       a graded batch's published scores to the course's line items, with a report;
+- ``tables``        the tool's tables in the quiz store.
 
 JOSE (JWS/JWT/JWK) is joserfc's; no cryptography is written here. Sources:
 LTI Core 1.3 (https://www.imsglobal.org/spec/lti/v1p3/), 1EdTech Security Framework 1.0,

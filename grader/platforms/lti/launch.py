@@ -11,7 +11,11 @@ authorization endpoint; the platform form-posts a signed ``id_token`` and the
 3. the RS256 signature, against the platform's JWKS (fetched, cached, refetched once for an unknown ``kid``);
 4. ``exp``/``iat`` (60 s leeway), ``nonce`` = the stored one, used once;
 5. ``deployment_id`` registered, ``message_type`` a supported one, ``version`` "1.3.0", ``sub`` present;
-6. the message's own required claims (resource link id; deep-linking return URL).
+6. ``target_link_uri`` present (LTI Core 1.3 §5.3.4: required in every launch) and one of the tool's own
+   launch URLs (:func:`check_target_link_uri`; also checked at the login initiation);
+7. the message's own required claims (resource link id; deep-linking return URL).
+
+Which course the launch comes from is checked next, by ``grader.platforms.lti.contexts``.
 
 Anything else is a :class:`LaunchError` whose message is shown to the person on a
 plain error page. Roles are read only from the signed LIS roles claim.
@@ -24,7 +28,7 @@ import secrets
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 import pydantic
@@ -70,6 +74,10 @@ class LaunchData(pydantic.BaseModel):
     memberships_url: str = ""
     deep_link_return_url: str = ""
     deep_link_data: str = ""
+    accept_types: tuple[str, ...] = ()
+    accept_targets: tuple[str, ...] = ()
+    accept_multiple: bool = False
+    accept_lineitem: bool | None = None
 
     @property
     def is_instructor(self) -> bool:
@@ -173,6 +181,7 @@ def login_redirect(registry: Registry, store: LaunchStore, params: dict[str, str
     for name in ("iss", "login_hint", "target_link_uri"):
         if not params.get(name):
             raise LaunchError(f"the login request lacks '{name}'")
+    check_target_link_uri(params["target_link_uri"], launch_url)
     platform = registry.find(params["iss"], params.get("client_id") or None)
     if platform is None:
         raise LaunchError(f"the platform {params['iss']!r} is not registered with this tool"
@@ -186,9 +195,40 @@ def login_redirect(registry: Registry, store: LaunchStore, params: dict[str, str
     return f"{platform.auth_login_url}?{urlencode(query)}", state
 
 
+def check_target_link_uri(uri: object, launch_url: str) -> None:
+    """Refuse a ``target_link_uri`` that is not the tool's own launch URL (LTI Core 1.3 §5.3.4).
+
+    The platform names the resource the launch is for; a launch for another tool's URL
+    (``https://evil.example/phish``) must not sign anyone in here. Scheme, host, port and
+    path must equal ``launch_url``'s (a query string is allowed: nothing here redirects by it).
+
+    Raises:
+        LaunchError: when ``uri`` is missing, not a string, or not the tool's launch URL.
+    """
+    if not isinstance(uri, str) or not uri:
+        raise LaunchError("the launch has no target_link_uri (LTI 1.3 requires one): the platform must name "
+                          "the tool URL it launches")
+    try:
+        got = urlsplit(uri)
+        same = _origin_and_path(got) == _origin_and_path(urlsplit(launch_url))
+    except ValueError:  # a port that is not a number
+        same = False
+    if not same or got.username or got.password or got.fragment:
+        raise LaunchError(f"the launch is for {uri[:200]!r}, which is not this tool (its launch URL is {launch_url})")
+
+
+def _origin_and_path(url) -> tuple[str, str, int | None, str]:
+    """(scheme, host, port with the scheme's default filled in, path) of a split URL, lower-cased where case-free."""
+    scheme = url.scheme.lower()
+    return scheme, (url.hostname or "").lower(), url.port or {"https": 443, "http": 80}.get(scheme), url.path
+
+
 def validate_launch(registry: Registry, store: LaunchStore, keys: PlatformKeys, *, id_token: str, state: str,
-                    state_cookie: str | None, now: float | None = None) -> LaunchData:
+                    state_cookie: str | None, launch_url: str, now: float | None = None) -> LaunchData:
     """Validate one launch (the steps in the module docstring) and return what it says.
+
+    Args:
+        launch_url: the tool's own launch URL; the launch's ``target_link_uri`` must be it.
 
     Raises:
         LaunchError: the first check that fails, in words.
@@ -213,7 +253,9 @@ def validate_launch(registry: Registry, store: LaunchStore, keys: PlatformKeys, 
     if body.get("nonce") != nonce:
         raise LaunchError("the id_token's nonce is not the one this login issued")
     store.use_nonce(nonce)
-    return _launch_data(platform, body)
+    data = _launch_data(platform, body)
+    check_target_link_uri(body.get(C.TARGET_LINK_URI), launch_url)
+    return data
 
 
 def _peek(id_token: str) -> tuple[dict, dict]:
@@ -279,7 +321,22 @@ def _launch_data(platform: PlatformRegistration, body: dict) -> LaunchData:
         custom=custom, lineitems_url=str(ags.get("lineitems", "")), lineitem_url=str(ags.get("lineitem", "")),
         ags_scopes=tuple(str(s) for s in ags.get("scope", []) if isinstance(s, str)),
         memberships_url=str(nrps.get("context_memberships_url", "")),
-        deep_link_return_url=str(dl.get("deep_link_return_url", "")), deep_link_data=str(dl.get("data", "")))
+        **_deep_linking_settings(dl))
+
+
+def _deep_linking_settings(dl: dict) -> dict:
+    """The ``deep_linking_settings`` claim's fields the tool honours (DL 2.0 §4.4.1), typed."""
+    def strings(name: str) -> tuple[str, ...]:
+        value = dl.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise LaunchError(f"deep_linking_settings.{name} is not a list of strings")
+        return tuple(value)
+
+    lineitem = dl.get("accept_lineitem")
+    return {"deep_link_return_url": str(dl.get("deep_link_return_url", "")), "deep_link_data": str(dl.get("data", "")),
+            "accept_types": strings("accept_types"), "accept_targets": strings("accept_presentation_document_targets"),
+            "accept_multiple": dl.get("accept_multiple") is True,
+            "accept_lineitem": lineitem if isinstance(lineitem, bool) else None}
 
 
 def _mapping(body: dict, claim: str) -> dict:

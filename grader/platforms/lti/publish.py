@@ -4,14 +4,19 @@ The students come from the platform (NRPS): a gradebook row is matched to a memb
 by the member's ``lis_person_sourcedid`` (the SIS id the LMS sends) or, failing that,
 the email, against the row's ``student_id`` (the batch's identity). A row that
 matches no member, or more than one, is never posted: it is listed in the outcome
-for the TA (no identity is ever invented). Scores go through :class:`Passback`, so
-a rerun posts only what changed. The line items' maxima are the exercises'
-maxima from ``points.yaml`` (AGS 2.0 §3.2: ``scoreMaximum``).
+for the TA (no identity is ever invented). Only a published, unfaulted score is
+posted: a row whose ``status`` is not ``graded`` (a grader fault, a crash, a time-out,
+a rejected or empty submission, a row still being graded) or whose scores are missing
+or not finite numbers is skipped with its reason, and the LMS keeps what it had. Scores go
+through :class:`Passback`, so a rerun posts only what changed. The line items' maxima
+are the exercises' maxima from ``points.yaml`` (AGS 2.0 §3.2: ``scoreMaximum``).
+:meth:`PublishOutcome.report` says, per student, what was posted or skipped and why.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,18 +24,69 @@ from grader.platforms.lti.passback import Passback, PostOutcome
 from grader.platforms.lti.services import LineItem, Member, PlatformServices
 
 
+POSTED_STATUS = "graded"  # the one gradebook status whose scores are published to the LMS
+
+
 @dataclass
 class PublishOutcome:
-    """What one publication did: scores per status, and the rows it could not match to a platform user."""
+    """What one publication did: scores per status, and the rows it did not post, with why.
+
+    ``skipped`` maps a student id to the reason nothing was posted for that student (not graded,
+    no score); ``unmatched`` and ``ambiguous`` list the rows no single LMS member matches;
+    ``students`` maps each posted student to their score outcomes.
+    """
 
     outcomes: list[PostOutcome] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
     ambiguous: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    students: dict[str, list[PostOutcome]] = field(default_factory=dict)
 
     def count(self, status: str) -> int:
         """How many scores ended with ``status`` (posted, unchanged, pending)."""
         return sum(1 for o in self.outcomes if o.status == status)
+
+    def report(self) -> list[dict[str, str]]:
+        """One row per student, sorted by id: ``student_id``, ``outcome`` and ``why``.
+
+        ``outcome`` is ``posted`` (at least one score reached the LMS now), ``unchanged`` (the LMS
+        already had every score), ``pending`` (the LMS did not acknowledge a score: ``ppo-course lti
+        retry``), or ``skipped``.
+        """
+        rows = []
+        for sid, outs in self.students.items():
+            states = {o.status for o in outs}
+            state = "pending" if "pending" in states else "posted" if "posted" in states else "unchanged"
+            errors = "; ".join(o.error for o in outs if o.error)
+            why = errors or (f"{len(outs)} score(s) to LMS user {outs[0].user_id}" if outs else "no exercise to post")
+            rows.append({"student_id": sid, "outcome": state, "why": why})
+        rows += [{"student_id": sid, "outcome": "skipped", "why": why} for sid, why in self.skipped.items()]
+        rows += [{"student_id": sid, "outcome": "skipped", "why": "no member of the LMS course has this SIS id or email"}
+                 for sid in self.unmatched]
+        rows += [{"student_id": sid, "outcome": "skipped", "why": "several members of the LMS course match this id"}
+                 for sid in self.ambiguous]
+        return sorted(rows, key=lambda r: r["student_id"])
+
+
+def row_scores(row: dict[str, str], stems: list[str]) -> tuple[dict[str, float] | None, str]:
+    """The row's scores per exercise stem, or (None, why) when the row must not be posted.
+
+    A row is posted only when its ``status`` is ``graded`` and every exercise's cell is a
+    finite number (a grader fault has no score; NaN never passes).
+    """
+    status = (row.get("status") or "").strip()
+    if status != POSTED_STATUS:
+        return None, f"status {status or 'missing'!r}, not graded: nothing published for this student"
+    scores = {}
+    for stem in stems:
+        try:
+            value = float(row.get(stem) or "nan")
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            return None, f"no score for {stem} (cell {row.get(stem)!r}): nothing published for this student"
+        scores[stem] = value
+    return scores, ""
 
 
 def match_members(student_ids: list[str], members: list[Member]) -> tuple[dict[str, str], list[str], list[str]]:
@@ -56,6 +112,9 @@ def publish_gradebook(gradebook: Path, maxima: dict[str, float], services: Platf
                       *, lineitems_url: str, memberships_url: str, label_prefix: str = "PPO") -> PublishOutcome:
     """Post every graded row of ``gradebook`` (gradebook.csv, CONTRACT's columns) to the platform.
 
+    One line item per exercise the gradebook has a column for; a row is posted only when
+    :func:`row_scores` allows it (``graded``, every score a finite number), else it is skipped with why.
+
     Args:
         maxima: exercise stem → maximum points (``points.yaml``).
         lineitems_url / memberships_url: the context's AGS and NRPS endpoints (from an instructor's launch).
@@ -63,29 +122,36 @@ def publish_gradebook(gradebook: Path, maxima: dict[str, float], services: Platf
     Raises:
         ValueError: if the gradebook lacks ``student_id`` or ``status``, or a score exceeds its maximum;
             ``grader.records.gradebook.FastPreviewRefused`` when the batch beside it was graded with ``--profile fast``
-            (a preview is never posted as a grade; nothing is posted).
+            (a preview is never posted as a grade; nothing is posted); ``grader.records.gradebook.GraderFaultRefused``
+            when any student of the batch is a grader fault (nothing is posted).
     """
-    from grader.records.gradebook import read_records, refuse_fast_preview
+    from grader.records.gradebook import read_records, refuse_fast_preview, refuse_grader_faults
 
     with gradebook.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     if rows and not {"student_id", "status"} <= set(rows[0]):
         raise ValueError(f"{gradebook}: not a gradebook.csv (needs student_id and status columns)")
-    refuse_fast_preview(read_records(gradebook.parent, [r["student_id"] for r in rows]), gradebook.parent)
+    records = read_records(gradebook.parent, [r["student_id"] for r in rows])
+    refuse_fast_preview(records, gradebook.parent)
+    refuse_grader_faults(records, gradebook.parent)  # a grader fault has no score: never posted, never as 0
     outcome = PublishOutcome()
     matched, outcome.unmatched, outcome.ambiguous = match_members(
         [r["student_id"] for r in rows], services.members(memberships_url))
-    items = {stem: services.ensure_line_item(lineitems_url, LineItem(label=f"{label_prefix} {stem}", scoreMaximum=top,
-                                                                     resourceId=stem, tag="ppo-exercise"))
-             for stem, top in maxima.items()}
+    graded = [stem for stem in maxima if not rows or stem in rows[0]]  # the exercises this batch graded
+    items = {stem: services.ensure_line_item(lineitems_url, LineItem(label=f"{label_prefix} {stem}",
+                                                                     scoreMaximum=maxima[stem], resourceId=stem,
+                                                                     tag="ppo-exercise"))
+             for stem in graded}
     for row in rows:
         sid = row["student_id"]
         if sid not in matched:
             continue
-        if row["status"] not in ("graded", "rejected", "empty", "timed-out", "no-submission"):
-            outcome.skipped.append(sid)
+        scores, why = row_scores(row, list(items))
+        if scores is None:
+            outcome.skipped[sid] = why
             continue
-        for stem, item in items.items():
-            score = float(row.get(stem) or 0.0)
-            outcome.outcomes.append(passback.post(services, item.id, matched[sid], score, maxima[stem]))
+        posts = [passback.post(services, item.id, matched[sid], scores[stem], maxima[stem])
+                 for stem, item in items.items()]
+        outcome.students[sid] = posts
+        outcome.outcomes += posts
     return outcome

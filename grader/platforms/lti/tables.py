@@ -1,7 +1,7 @@
 """The LTI tool's tables (SQLAlchemy 2 Core), kept in the quiz store beside the answers.
 
-Five tables, the columns of the tool's former ``lti.sqlite`` file so that a folder's
-file is imported unchanged (:func:`import_folder_file`):
+Six tables; the first five have the columns of the tool's former ``lti.sqlite`` file so that a
+folder's file is imported unchanged (:func:`import_folder_file`):
 
 - ``lti_state``: one row per OIDC login in flight (state, its nonce, issuer, client id);
   a launch deletes its row with ``DELETE … RETURNING``, so exactly one launch gets it.
@@ -11,9 +11,13 @@ file is imported unchanged (:func:`import_folder_file`):
 - ``lti_score``: the passback record (``grader.platforms.lti.passback``).
 - ``lti_pending_link``: deep linking launches waiting for the instructor's pick (DL 2.0 §4.4).
 - ``lti_link``: per student and resource link, the AGS line item the quiz posts to.
+- ``lti_context``: the courses (LTI contexts) each registration serves, with the course's AGS line
+  items and NRPS memberships URLs from its latest launch (``grader.platforms.lti.contexts``).
+- ``lti_platform`` and ``lti_tool_key``: the platform registrations and the tool's signing keys, so
+  that every server machine behind one store has the same ones (``grader.platforms.lti.stored``).
 
-The quiz store (``quiz_bank.instructor.server``) creates them by its Alembic revision
-``0002``; a tool folder used without a quiz store (``ppo-course lti`` on its own) keeps them
+The quiz store (``quiz_bank.instructor.server``) creates them by its Alembic revisions
+``0002`` and ``0003``; a tool folder used without a quiz store (``ppo-course lti`` on its own) keeps them
 in ``lti.sqlite`` in the folder, through the same data layer (:func:`engine_of`).
 """
 
@@ -65,7 +69,36 @@ lti_link = Table(
     PrimaryKeyConstraint("student_id", "issuer", "link"),
 )
 
-TABLES = (lti_state, lti_nonce_used, lti_score, lti_pending_link, lti_link)
+lti_context = Table(
+    "lti_context", metadata,
+    Column("issuer", Text, nullable=False), Column("client_id", Text, nullable=False),
+    Column("context_id", Text, nullable=False),
+    Column("slot", Text, nullable=False),  # "first" for the binding by launch (one per registration), else the id
+    Column("deployment_id", Text, nullable=False), Column("title", Text, nullable=False),
+    Column("lineitems", Text, nullable=False), Column("memberships", Text, nullable=False),
+    Column("bound_by", Text, nullable=False), Column("bound", Float, nullable=False), Column("seen", Float, nullable=False),
+    PrimaryKeyConstraint("issuer", "client_id", "context_id"),
+    UniqueConstraint("issuer", "client_id", "slot", name="uq_lti_context_slot"),
+)
+
+lti_platform = Table(
+    "lti_platform", metadata,
+    Column("issuer", Text, nullable=False), Column("client_id", Text, nullable=False),
+    Column("registration", Text, nullable=False),  # PlatformRegistration as JSON
+    Column("updated", Float, nullable=False),
+    PrimaryKeyConstraint("issuer", "client_id"),
+)
+
+lti_tool_key = Table(
+    "lti_tool_key", metadata,
+    Column("kid", Text, primary_key=True),
+    Column("jwk", Text, nullable=False),  # the private RSA JWK as JSON
+    Column("created", Float, nullable=False),
+    Column("retire_after", Float, nullable=True),  # None: published; else dropped from the JWKS after this time
+)
+
+FOLDER_TABLES = (lti_state, lti_nonce_used, lti_score, lti_pending_link, lti_link)  # the former folder file's
+TABLES = (*FOLDER_TABLES, lti_context, lti_platform, lti_tool_key)
 FOLDER_FILE = "lti.sqlite"  # the tool folder's own store, when no quiz store holds the tables
 WRITE = {"quiz_write": True}  # a write transaction (the quiz store's SQLite engine: BEGIN IMMEDIATE)
 
@@ -108,7 +141,7 @@ def import_folder_file(folder: Path | str, engine: Engine) -> dict[str, int] | N
     with closing(sqlite3.connect(path, timeout=30)) as old, engine.connect().execution_options(**WRITE) as conn:
         have = {r[0] for r in old.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         with conn.begin():
-            for table in TABLES:
+            for table in FOLDER_TABLES:
                 names = [c.name for c in table.columns]
                 rows = ([dict(zip(names, r)) for r in old.execute(f"SELECT {', '.join(names)} FROM {table.name}")]
                         if table.name in have else [])

@@ -1,7 +1,9 @@
 """The LTI tool's state in one object, and its routes (FastAPI): JWKS, login, launch, deep linking.
 
 ``LtiTool(folder, base_url)`` keeps its files in one folder: ``platforms.json``
-(registrations), ``tool_keys.json`` (the tool's private JWKS, mode 0600). Login states,
+(registrations), ``tool_keys.json`` (the tool's private JWKS, mode 0600); once given the
+quiz store (:meth:`LtiTool.use_store`) it imports them and keeps both there instead
+(``grader.platforms.lti.stored``), so every machine behind the store has the same ones. Login states,
 used nonces, the passback record, pending deep links and the students' line items are
 tables of the quiz store (``grader.platforms.lti.tables``), shared by every server
 process on every machine; the quiz server hands its engine to :meth:`LtiTool.use_store`.
@@ -28,10 +30,12 @@ from sqlalchemy import Engine, delete, insert
 
 from grader.platforms.lti import claims as C
 from grader.platforms.lti import deep_linking, tables
+from grader.platforms.lti.contexts import ContextStore
 from grader.platforms.lti.launch import LaunchData, LaunchError, LaunchStore, PlatformKeys, login_redirect, validate_launch
 from grader.platforms.lti.passback import Passback
 from grader.platforms.lti.registry import Registry, is_loopback_url
 from grader.platforms.lti.services import PlatformServices
+from grader.platforms.lti.stored import StoreRegistry, StoreToolKeys, import_folder
 from grader.platforms.lti.tool_keys import ToolKeys
 
 STATE_COOKIE = "ppo_lti_state"
@@ -50,8 +54,11 @@ _PICKER = _PAGES.from_string(
     "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Add the PPO quiz</title></head><body><main>"
     "<h1>Add the PPO quiz to {{ course or 'your course' }}</h1><form method='post' action='{{ action }}'>"
     "<input type='hidden' name='ticket' value='{{ ticket }}'>"
-    "{% for value, label in choices %}<p><label><input type='radio' name='choice' value='{{ value }}'"
-    "{% if loop.first %} checked{% endif %}> {{ label }}</label></p>{% endfor %}"
+    "{% if multiple %}<p>Tick one or more.</p>{% endif %}"
+    "{% for value, label in choices %}<p><label><input type='{{ 'checkbox' if multiple else 'radio' }}' name='choice' "
+    "value='{{ value }}'{% if loop.first %} checked{% endif %}> {{ label }}</label></p>{% endfor %}"
+    "{% if not line_items %}<p id='no-line-items'>This course ignores line items from tools: no gradebook column "
+    "is created, so quiz completions are not posted for what you add here.</p>{% endif %}"
     "<button type='submit' id='add'>Add to course</button></form></main></body></html>")
 
 
@@ -72,22 +79,33 @@ class LtiTool:
         self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.base_url = tool_base_url(base_url)
         self.http = http or httpx.Client(timeout=10.0)
-        self.registry = Registry(self.folder / "platforms.json")
-        self.tool_keys = ToolKeys(self.folder / "tool_keys.json")
+        self.registry: Registry | StoreRegistry = Registry(self.folder / "platforms.json")
+        self._tool_keys: ToolKeys | StoreToolKeys | None = None
         self.platform_keys = PlatformKeys(self.http)
         self._engine: Engine | None = None
         self._store: LaunchStore | None = None
         self._passback: Passback | None = None
+        self._contexts: ContextStore | None = None
 
     def use_store(self, engine: Engine) -> dict[str, int] | None:
-        """Keep the tool's tables in the quiz store ``engine`` (migrated to revision 0002 or later).
+        """Keep the tool's tables, registrations and keys in the quiz store ``engine`` (migrated to 0003 or later).
 
-        The folder's former ``lti.sqlite``, if any, is imported into it once (then renamed
-        ``lti.sqlite.imported``). Returns the rows imported per table, or None when there was no file.
+        The folder's former ``lti.sqlite``, ``platforms.json`` and ``tool_keys.json``, if any, are
+        imported into it once (then renamed ``*.imported``; ``grader.platforms.lti.stored``). Returns the
+        rows imported per table from ``lti.sqlite``, or None when there was no such file.
         """
         imported = tables.import_folder_file(self.folder, engine)
-        self._engine, self._store, self._passback = engine, None, None
+        import_folder(self.folder, engine)
+        self._engine, self._store, self._passback, self._contexts = engine, None, None, None
+        self.registry, self._tool_keys = StoreRegistry(engine), StoreToolKeys(engine)
         return imported
+
+    @property
+    def tool_keys(self) -> ToolKeys | StoreToolKeys:
+        """The tool's signing keys: the quiz store's once :meth:`use_store` ran, else the folder's file."""
+        if self._tool_keys is None:
+            self._tool_keys = ToolKeys(self.folder / "tool_keys.json")
+        return self._tool_keys
 
     @property
     def engine(self) -> Engine:
@@ -102,6 +120,13 @@ class LtiTool:
         if self._store is None:
             self._store = LaunchStore(self.engine)
         return self._store
+
+    @property
+    def contexts(self) -> ContextStore:
+        """The courses each registration serves, with their AGS and NRPS endpoints."""
+        if self._contexts is None:
+            self._contexts = ContextStore(self.engine)
+        return self._contexts
 
     @property
     def passback(self) -> Passback:
@@ -149,9 +174,7 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
                stop_titles: dict[int, str] | None = None) -> APIRouter:
     """The ``/lti`` routes; ``on_launch`` answers a valid resource-link launch (the quiz server signs the user in)."""
     router = APIRouter(prefix="/lti")
-
-    def refused(message: str, status: int = 400) -> HTMLResponse:
-        return HTMLResponse(_ERROR.render(message=message), status_code=status)
+    refused = _refused
 
     @router.get("/jwks")
     def jwks() -> JSONResponse:
@@ -175,34 +198,64 @@ def lti_router(tool: LtiTool, on_launch: Callable[[Request, LaunchData], Respons
     def launch(request: Request, id_token: str = Form(""), state: str = Form("")) -> Response:
         try:
             data = validate_launch(tool.registry, tool.store, tool.platform_keys, id_token=id_token, state=state,
-                                   state_cookie=request.cookies.get(STATE_COOKIE))
+                                   state_cookie=request.cookies.get(STATE_COOKIE), launch_url=tool.launch_url)
         except LaunchError as exc:
             return refused(str(exc))
         if data.message_type == C.DEEP_LINKING_REQUEST:
-            if not data.is_instructor:
-                return refused("only an instructor can add this activity to a course", 403)
-            choices = [("chapter", "The whole chapter quiz (stops 1-8)")] + [
-                (f"stop{n}", f"Stop {n}: {(stop_titles or {}).get(n, '')}".rstrip(": ")) for n in range(1, 9)]
-            return HTMLResponse(_PICKER.render(course=data.context_title, action="/lti/deep-link",
-                                               ticket=tool.hold_launch(data), choices=choices))
+            return _picker(tool, data, stop_titles or {})
+        try:
+            tool.contexts.admit(data)
+        except LaunchError as exc:
+            return refused(str(exc), 403)
         response = on_launch(request, data)
         response.delete_cookie(STATE_COOKIE, path="/lti", httponly=True, **state_cookie_flags(tool.base_url))
         return response
 
     @router.post("/deep-link")
-    def deep_link(ticket: str = Form(""), choice: str = Form("")) -> Response:
-        try:
-            data = tool.take_launch(ticket)
-        except LaunchError as exc:
-            return refused(str(exc))
-        if choice not in deep_linking.CHOICES:
-            return refused(f"unknown choice {choice!r}")
-        item = deep_linking.content_item(tool.base_url, choice, stop_titles or {})
-        token = deep_linking.response_jwt(tool.tool_keys, data, [item])
-        return HTMLResponse(_AUTOPOST.render(title="Returning to your course", action=data.deep_link_return_url,
-                                             fields=[("JWT", token)]))
+    def deep_link(ticket: str = Form(""), choice: list[str] = Form([])) -> Response:
+        return _deep_link_answer(tool, ticket, choice, stop_titles or {})
 
     return router
+
+
+def _refused(message: str, status: int = 400) -> HTMLResponse:
+    return HTMLResponse(_ERROR.render(message=message), status_code=status)
+
+
+def _picker(tool: LtiTool, data: LaunchData, stop_titles: dict[int, str]) -> Response:
+    """The instructor's picker for a deep linking request the tool can answer (else the refusal page)."""
+    if not data.is_instructor:
+        return _refused("only an instructor can add this activity to a course", 403)
+    reason = deep_linking.refusal(data)
+    if reason is not None:
+        return _refused(reason)
+    try:
+        tool.contexts.admit(data)  # an instructor adding the quiz binds the course, as a launch does
+    except LaunchError as exc:
+        return _refused(str(exc), 403)
+    choices = [("chapter", "The whole chapter quiz (stops 1-8)")] + [
+        (f"stop{n}", f"Stop {n}: {stop_titles.get(n, '')}".rstrip(": ")) for n in range(1, 9)]
+    return HTMLResponse(_PICKER.render(course=data.context_title, action="/lti/deep-link",
+                                       ticket=tool.hold_launch(data), choices=choices,
+                                       multiple=data.accept_multiple, line_items=data.accept_lineitem is not False))
+
+
+def _deep_link_answer(tool: LtiTool, ticket: str, choice: list[str], stop_titles: dict[int, str]) -> Response:
+    """The page that form-posts the signed deep linking response with the chosen items to the platform."""
+    try:
+        data = tool.take_launch(ticket)
+    except LaunchError as exc:
+        return _refused(str(exc))
+    unknown = [c for c in choice if c not in deep_linking.CHOICES]
+    if unknown or not choice:
+        return _refused(f"unknown choice {unknown[0]!r}" if unknown else "nothing was chosen: open the picker again")
+    if len(choice) > 1 and not data.accept_multiple:
+        return _refused("the course accepts one item at a time here: open the picker again and choose one")
+    items = [deep_linking.content_item(tool.base_url, c, stop_titles, line_item=data.accept_lineitem is not False)
+             for c in dict.fromkeys(choice)]
+    token = deep_linking.response_jwt(tool.tool_keys, data, items)
+    return HTMLResponse(_AUTOPOST.render(title="Returning to your course", action=data.deep_link_return_url,
+                                         fields=[("JWT", token)]))
 
 
 def tool_base_url(url: str) -> str:

@@ -7,6 +7,9 @@ Writes::
                                    IsolatedGrade (and without Execute unless asked), the profile
       source/ppo_ch5/ex1_ratio.ipynb ... ex7_ppo_step.ipynb   one notebook per exercise (from solutions/)
       source/ppo_ch5/quiz.ipynb    the stop 1-8 quiz
+      grader_secret                the course's grader secret (0600; a copy of the instructor's course
+                                   secret, ``grader.course_secret``, made at first use; kept when the
+                                   course is written again); never in source/ or release/
 
 Then, in COURSE_DIR, nbgrader's usual verbs: ``nbgrader generate_assignment
 ppo_ch5`` (the release: solutions removed by nbgrader, no hidden test ever in a
@@ -53,6 +56,8 @@ c.Autograde.autograde_preprocessors = [
     CheckCellMetadata,
 ]
 c.IsolatedGrade.profile = {profile!r}   # "full"; "fast" skips the slow exercise-7 training run
+# The course's grader secret (every hidden input is drawn from it): only the staff may read it.
+c.IsolatedGrade.secret_file = os.path.join(c.CourseDirectory.root, "grader_secret")
 c.Execute.timeout = {timeout}
 # Due dates and late penalties are nbgrader's own settings, e.g.
 # c.AssignLatePenalties.penalty_method = "nbgrader.plugins.latesubmission.SubMarks"
@@ -63,7 +68,8 @@ EXECUTE_OFF = ("Execute is left out: the student's code never runs in a kernel o
                "# grader's sandbox. `ppo-course nbgrader --execute` puts it back for outputs in the feedback.")
 EXECUTE_ON = ("Execute runs each notebook in a kernel so that the feedback shows the cells'\n"
               "# outputs (scores never come from them). That kernel is NOT sandboxed: it runs student code\n"
-              "# with this account's rights; drop Execute (`ppo-course nbgrader` without --execute) to avoid it.")
+              "# with this account's rights (it can read grader_secret: rotate it after such a run); drop\n"
+              "# Execute (`ppo-course nbgrader` without --execute) to avoid it.")
 
 
 def exercise_points(profile: str = "full") -> dict[str, float]:
@@ -90,10 +96,12 @@ def exercise_points(profile: str = "full") -> dict[str, float]:
 
 
 def build_course(course_dir: str | Path, *, profile: str = "full", execute: bool = False,
-                 execute_timeout: int = 120, solutions_dir: str | Path | None = None) -> list[Path]:
+                 execute_timeout: int = 120, solutions_dir: str | Path | None = None,
+                 secret_file: str | Path | None = None) -> list[Path]:
     """Write the nbgrader course (layout in the module docstring); returns the files written.
 
-    Existing files of the same names are overwritten; nothing else in ``course_dir`` is touched.
+    Existing files of the same names are overwritten, except the course's ``grader_secret``, which is
+    kept (see :func:`course_secret`); nothing else in ``course_dir`` is touched.
 
     Args:
         course_dir: the course root (created if absent).
@@ -102,11 +110,14 @@ def build_course(course_dir: str | Path, *, profile: str = "full", execute: bool
             in the feedback); scores never depend on it either way.
         execute_timeout: seconds per cell for nbgrader's Execute.
         solutions_dir: the solution modules (default: ``solutions/`` of the source tree).
+        secret_file: the course secret to copy into a new course (default: the instructor's,
+            ``grader.course_secret.secret_path``, made at first use).
 
     Raises:
         FileNotFoundError: if there are no solution modules.
         ValueError: on an unknown profile.
         quiz_bank.engine.KeysUnavailable: if the quiz keys are not installed.
+        grader.course_secret.GraderSecretError: no usable secret for the course and none can be made.
     """
     import nbformat
 
@@ -132,9 +143,30 @@ def build_course(course_dir: str | Path, *, profile: str = "full", execute: bool
     quiz = source / f"{QUIZ_NOTEBOOK}.ipynb"
     nbformat.write(quiz_notebook(), str(quiz))
     written.append(quiz)
+    course_secret(course, secret_file)
     config = course / "nbgrader_config.py"
     config.write_text(CONFIG_TEMPLATE.format(
         profile=profile, timeout=int(execute_timeout), execute_note=EXECUTE_ON if execute else EXECUTE_OFF,
         execute_line="Execute,\n    " if execute else ""), encoding="utf-8")
     written.append(config)
     return written
+
+
+def course_secret(course: Path, secret_file: str | Path | None = None) -> Path:
+    """The nbgrader course's ``grader_secret``: kept when there is one, else a copy of the course secret
+    ``secret_file`` (default: the instructor's, made at first use; ``grader.course_secret``), mode 0600.
+
+    Raises:
+        grader.course_secret.GraderSecretError: an unusable secret, or none and none can be made.
+    """
+    from grader.course_secret import SECRET_NAME, create_secret, ensure_secret, load_secret
+
+    target = Path(course) / SECRET_NAME
+    if not target.exists():
+        source = load_secret(ensure_secret(secret_file))
+        try:
+            create_secret(target, source.decode("ascii"))
+        except FileExistsError:
+            pass
+    load_secret(target)
+    return target

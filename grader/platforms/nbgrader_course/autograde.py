@@ -96,12 +96,12 @@ def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None
     default when None), which every sandboxed call and known-good callback counts against.
 
     Raises:
-        RuntimeError: when this Python cannot grade (``grader.platforms.gradescope.environment.environment_problem``:
+        RuntimeError: when this Python cannot grade (``grader.environment.environment_problem``:
             a package such as torch cannot be imported): nbgrader then reports the autograde as failed for
             the student instead of recording a 0 as if the modules were missing.
     """
     from grader.grade import grade_submission
-    from grader.platforms.gradescope.environment import environment_problem
+    from grader.environment import environment_problem
     from grader.intake.submission import SubmissionLimits
 
     problem = environment_problem()
@@ -206,18 +206,25 @@ class IsolatedGrade(NbGraderPreprocessor):
     """Score every autograded test cell from the isolated grader (see the module docstring).
 
     Config (``nbgrader_config.py``): ``c.IsolatedGrade.profile = "full" | "fast"``,
-    ``c.IsolatedGrade.timeout_s = 600.0`` (one wall-clock limit per student).
+    ``c.IsolatedGrade.timeout_s = 600.0`` (one wall-clock limit per student),
+    ``c.IsolatedGrade.secret_file`` (the course's grader secret; ``grader.course_secret``).
     """
 
     profile = Unicode("full", help="grade_submission profile: 'full', or 'fast' (skips the slow "
                                    "exercise-7 training run)").tag(config=True)
     timeout_s = Float(600.0, help="wall-clock seconds for grading one student's modules, the grader's work on "
                                   "their behalf included (grader.intake.submission.SubmissionLimits.timeout_s)").tag(config=True)
+    secret_file = Unicode("", help="the course's grader secret file (ppo-course nbgrader writes grader_secret in the "
+                                   "course root); empty: $PPO_COURSE_SECRET_FILE, else the instructor's "
+                                   "~/.config/ppo-course/grader_secret").tag(config=True)
 
     def preprocess(self, nb, resources):
         """Grade the whole submission once, then write each grade cell's score into its outputs."""
         from nbgrader.coursedir import CourseDirectory
 
+        from grader.course_secret import use_secret_file
+
+        use_secret_file(self.secret_file or None)  # this process's draws; nothing it starts inherits the path
         info = resources["nbgrader"]
         coursedir = CourseDirectory(parent=self)
         source_dir = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))

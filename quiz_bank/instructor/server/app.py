@@ -36,7 +36,7 @@ from fastapi.templating import Jinja2Templates
 from quiz_bank.loader import Bank
 from quiz_bank.instructor.server.auth import AuthError, TokenSigner
 from quiz_bank.instructor.server.db import QuizDB
-from quiz_bank.instructor.server.limits import BodySizeLimit
+from quiz_bank.instructor.server.limits import LTI_LAUNCH, BodySizeLimit
 from quiz_bank.instructor.server.policy import PolicyFile, load_policy
 from quiz_bank.instructor.server.quiz import QuizService
 from quiz_bank.instructor.server import security, signin_routes
@@ -90,7 +90,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
     signer = TokenSigner(secret, revoked_before=db.revoked_before)
     views = templates()
     app.state.service, app.state.signer, app.state.views = service, signer, views
-    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES)
+    app.add_middleware(BodySizeLimit, max_bytes=MAX_BODY_BYTES, routes=LTI_LAUNCH if lti_tool is not None else None)
     security.install(app, trust_proxy=trust_proxy)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
@@ -113,6 +113,7 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         app.state.post_progress = install_lti(
             app, lti_tool, store=db.engine, sign_in=lti_sign_in, completed_stops=db.completed_stops, roster=lambda: db.roster() if db.has_roster() else [],
             stop_titles={n: stop.title for n, stop in bank.stops.items()})
+    app.state.lti_courses = lti_tool.contexts.all if lti_tool is not None else (lambda: [])
 
     from quiz_bank.instructor.server import instructor, interactive_routes, stop_routes
 

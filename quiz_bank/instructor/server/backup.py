@@ -5,7 +5,9 @@ restores into either): a JSON object ``{"format": FORMAT, "revision": …,
 "tables": {name: {"columns": [...], "rows": [[...], ...]}}, "counts": {...}}``
 with every row of every table of ``quiz_bank.instructor.server.schema`` and of the LTI tool's tables
 (``grader.platforms.lti.tables``: the passback record, the links to the LMS's line items, the used
-nonces), so that a restored store neither posts a score twice nor accepts a replayed launch.
+nonces, the courses served, the registrations and the tool's private signing keys), so that a restored
+store neither posts a score twice nor accepts a replayed launch. The file holds private keys and
+students' answers: it is written mode 0600 (the owner only).
 
 - **Consistent while the server runs.** Every table is read in one read
   transaction: PostgreSQL's ``REPEATABLE READ`` (one snapshot for all
@@ -68,7 +70,7 @@ def backup(db: QuizDB, path: Path | str) -> dict[str, int]:
     from ppo_course.atomic_files import atomic_write_text
 
     data = snapshot(db)
-    atomic_write_text(Path(path), json.dumps(data, separators=(",", ":")) + "\n")
+    atomic_write_text(Path(path), json.dumps(data, separators=(",", ":")) + "\n", mode=0o600)
     return data["counts"]
 
 

@@ -139,7 +139,8 @@ def _announce_lti(args: argparse.Namespace) -> bool:
         print(f"error: {exc}", file=sys.stderr)
         return False
     print(f"LTI 1.3 tool: login {lti_tool.login_url}, launch {lti_tool.launch_url}, "
-          f"{len(lti_tool.registry.platforms)} platform(s) registered", flush=True)
+          f"{len(lti_tool.registry.platforms)} platform(s) in the folder to import; registrations and keys are "
+          "kept in the quiz store (ppo-course lti --db STORE platforms)", flush=True)
     if not cross_site_launches(lti_tool.base_url):
         print(f"warning: {lti_tool.base_url} is plain http on a host that is not this machine: browsers keep the "
               "launch's state cookie only for a platform on the same site; serve the tool over https "

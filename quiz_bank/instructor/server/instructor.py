@@ -3,7 +3,8 @@
 Behind an instructor token (``ppo-course quiz tokens --instructor NAME``); a
 student token gets 403 with a message. ``GET /instructor`` shows per-stop
 completion, per-question first-try rate and discrimination and the most-missed
-distractors (``quiz_bank.instructor.server.stats``); ``GET /instructor/gradebook.{csv,canvas,moodle}``
+distractors (``quiz_bank.instructor.server.stats``), and, for an LTI tool, the LMS courses it serves with
+their line items and memberships URLs (``grader.platforms.lti.contexts``); ``GET /instructor/gradebook.{csv,canvas,moodle}``
 downloads the gradebook in that layout (``quiz_bank.instructor.server.gradebook``).
 """
 
@@ -35,7 +36,7 @@ def dashboard(request: Request):
     roster_size = len([r for r in service.db.roster() if service.db.on_roster(r["student_id"])])
     data = class_stats(service.bank, service.db, roster_size)
     return request.app.state.page(request, "dashboard.html", me=who, data=data, roster_size=roster_size,
-                                  formats=gradebook.FORMATS)
+                                  formats=gradebook.FORMATS, lti_courses=request.app.state.lti_courses())
 
 
 @router.get("/instructor/gradebook.{fmt}")

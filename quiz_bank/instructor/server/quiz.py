@@ -78,9 +78,11 @@ class StopProgress:
     n_questions: int
     attempts: int
     best: int
+    best_of: int
     passed: bool
     open_attempt: int | None = None
     answered_in_open: int = 0
+    open_of: int = 0
 
 
 @dataclass
@@ -142,7 +144,7 @@ class QuizService:
                                    self.variant_id(student_id), attempt)
 
     def claims_per_attempt(self, stop: int) -> int:
-        """How many questions one attempt at ``stop`` asks (claims under mastery, else every question)."""
+        """How many claims (mastery: an attempt asks each on one question or more) or questions an attempt asks."""
         if self.policy.for_stop(stop).is_mastery:
             return len(mastery.stop_claims(self.bank, stop))
         return len(self.bank.questions(stop))
@@ -164,11 +166,13 @@ class QuizService:
             rows = by_stop.get(stop, [])
             open_rows = [a for a in rows if a.is_open]
             answered = len(self.db.answers(student_id, stop, open_rows[-1].attempt)) if open_rows else 0
+            best = max(rows, key=lambda a: a.n_correct or 0, default=None)
             out.append(StopProgress(
                 stop=stop, title=self.bank.stops[stop].title, n_questions=self.claims_per_attempt(stop),
-                attempts=len(rows), best=max((a.n_correct or 0 for a in rows), default=0),
+                attempts=len(rows), best=(best.n_correct or 0) if best else 0,
+                best_of=len(best.question_order) if best else self.claims_per_attempt(stop),
                 passed=any(a.passed for a in rows), open_attempt=open_rows[-1].attempt if open_rows else None,
-                answered_in_open=answered,
+                answered_in_open=answered, open_of=len(open_rows[-1].question_order) if open_rows else 0,
             ))
         return out
 

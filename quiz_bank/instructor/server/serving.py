@@ -77,10 +77,12 @@ def prepare(config: ServeConfig, roster: list[dict[str, str]] | None,
     db = QuizDB(config.db, migrate=False, pool_size=1)
     try:
         revisions = database.migrate(db.engine)
-        if config.lti is not None:  # a tool folder's former lti.sqlite: into the store once, before any worker
+        if config.lti is not None:  # a tool folder's former files: into the store once, before any worker
+            from grader.platforms.lti.stored import import_folder
             from grader.platforms.lti.tables import import_folder_file
 
             import_folder_file(config.lti, db.engine)
+            import_folder(config.lti, db.engine)
         if roster:
             db.load_roster(roster)
             gone = db.prune_roster(roster)

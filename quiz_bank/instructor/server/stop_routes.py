@@ -68,7 +68,7 @@ def stop_page(request: Request, n: int):
               if last and not passed and stop_policy.is_mastery else [])
     return page(request, "stop.html", me=who, stop=n, title=bank.stops[n].title,
                 n_questions=service.claims_per_attempt(n), attempts=attempts, last=last,
-                passed=passed, verdicts=stop_policy.shows_verdicts, missed=missed,
+                passed=passed, verdicts=stop_policy.shows_verdicts, missed=missed, mastery=stop_policy.is_mastery,
                 exhausted=[] if passed else service.exhausted_claims(who.student_id, n),
                 review=service.review(who.student_id, n, last.attempt) if last else [],
                 policy=service.policy.for_stop(n).describe(),

@@ -4,7 +4,7 @@ The values are right; but anything trained on them back-propagates through
 the KL into the policy, and the contract says reward outputs carry no gradient.
 """
 EXERCISE = "ex6_kl_reward"
-DIAGNOSIS = "kl_outputs_keep_gradient"
+DIAGNOSIS = "rewards_keep_gradient"
 DESCRIPTION = "kl_shaped_rewards and per_token_kl return tensors that require grad (logp not detached)"
 SEEN_IN = "huggingface/trl#546 review (rollout statistics computed without torch.no_grad)"
 

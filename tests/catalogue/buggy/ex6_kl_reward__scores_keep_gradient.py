@@ -3,7 +3,7 @@ shaped rewards carry the scores' graph; the docstring says the rewards are detac
 trained by the policy's loss, Book §5.6).
 """
 EXERCISE = "ex6_kl_reward"
-DIAGNOSIS = "kl_outputs_keep_gradient"
+DIAGNOSIS = "rewards_keep_gradient"
 DESCRIPTION = "kl_shaped_rewards uses scores without detach(): the rewards carry the reward model's gradient"
 SEEN_IN = "classroom mistake (the KL detached, the score forgotten)"
 

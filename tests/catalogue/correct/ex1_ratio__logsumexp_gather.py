@@ -10,6 +10,9 @@ import torch
 
 
 def logprobs_from_logits(logits, tokens):
+    if logits.dim() != 3 or tokens.dtype.is_floating_point or tokens.dtype == torch.bool \
+            or tokens.shape != logits.shape[:2]:
+        raise ValueError("need logits [B, T, V] and integer tokens [B, T]")
     picked = logits.gather(-1, tokens.long().unsqueeze(-1)).squeeze(-1)  # [B, T]
     return picked - torch.logsumexp(logits, dim=-1)                      # [B, T]
 

@@ -7,5 +7,8 @@ import torch.nn.functional as F
 
 
 def logprobs_from_logits(logits, tokens):
+    if logits.dim() != 3 or tokens.dtype.is_floating_point or tokens.dtype == torch.bool \
+            or tokens.shape != logits.shape[:2]:
+        raise ValueError("need logits [B, T, V] and integer tokens [B, T]")
     # cross_entropy wants the classes on dim 1: [B, V, T]
     return -F.cross_entropy(logits.transpose(1, 2), tokens.long(), reduction="none")   # [B, T]

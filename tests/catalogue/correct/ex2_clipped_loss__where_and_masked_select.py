@@ -6,6 +6,8 @@ import torch
 
 
 def clipped_surrogate_loss(logp_new, logp_old, advantages, mask, clip_eps=0.2):
+    if len({t.shape for t in (logp_new, logp_old, advantages, mask)}) != 1:
+        raise ValueError("the four tensors must share one shape")
     adv = advantages.detach()
     ratio = torch.exp(logp_new - logp_old.detach())
     unclipped = ratio * adv

@@ -13,6 +13,8 @@ def _token_mean(x, mask):
 
 
 def clipped_value_loss(values, old_values, returns, mask, clip_range_value=0.2):
+    if len({t.shape for t in (values, old_values, returns, mask)}) != 1:
+        raise ValueError("the four tensors must share one shape")
     old, ret = old_values.detach(), returns.detach()
     v_clipped = old + (values - old).clamp(-clip_range_value, clip_range_value)
     unclipped = F.mse_loss(values, ret, reduction="none")
@@ -21,4 +23,6 @@ def clipped_value_loss(values, old_values, returns, mask, clip_range_value=0.2):
 
 
 def entropy_from_logits(logits, mask):
+    if logits.dim() != 3 or mask.shape != logits.shape[:2]:
+        raise ValueError("need logits [B, T, V] and mask [B, T]")
     return _token_mean(Categorical(logits=logits).entropy(), mask)

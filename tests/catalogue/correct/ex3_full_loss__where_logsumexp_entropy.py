@@ -14,6 +14,8 @@ def _masked_mean(x, mask):
 
 
 def clipped_value_loss(values, old_values, returns, mask, clip_range_value=0.2):
+    if len({t.shape for t in (values, old_values, returns, mask)}) != 1:
+        raise ValueError("the four tensors must share one shape")
     old = old_values.detach()
     ret = returns.detach()
     lo, hi = old - clip_range_value, old + clip_range_value
@@ -23,6 +25,8 @@ def clipped_value_loss(values, old_values, returns, mask, clip_range_value=0.2):
 
 
 def entropy_from_logits(logits, mask):
+    if logits.dim() != 3 or mask.shape != logits.shape[:2]:
+        raise ValueError("need logits [B, T, V] and mask [B, T]")
     p = torch.softmax(logits, dim=-1)
     ent = torch.logsumexp(logits, dim=-1) - (p * logits).sum(-1)   # H = log Z − E_p[z]
     return _masked_mean(ent, mask)
@@ -30,6 +34,9 @@ def entropy_from_logits(logits, mask):
 
 def ppo_loss(logp_new, logp_old, advantages, values, old_values, returns, logits, mask,
              clip_eps=0.2, clip_range_value=0.2, vf_coef=0.1, ent_coef=0.01):
+    if len({t.shape for t in (logp_new, logp_old, advantages, values, old_values, returns, mask)}) != 1 \
+            or logits.shape[:2] != mask.shape:
+        raise ValueError("token-level shapes differ or logits do not match them")
     adv = advantages.detach()
     ratio = torch.exp(logp_new - logp_old.detach())
     surrogate = torch.min(ratio * adv, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * adv)

@@ -10,6 +10,8 @@ import torch
 
 
 def compute_gae(rewards, values, mask, gamma=1.0, lam=0.95):
+    if rewards.dim() != 2 or rewards.shape != values.shape or rewards.shape != mask.shape:
+        raise ValueError("rewards, values and mask must be 2-D tensors of one shape")
     r, v = rewards.detach(), values.detach()
     lengths = mask.bool().sum(dim=1).tolist()
     advantages = torch.zeros_like(r)
@@ -25,6 +27,8 @@ def compute_gae(rewards, values, mask, gamma=1.0, lam=0.95):
 
 
 def whiten(x, mask, shift_mean=True):
+    if x.shape != mask.shape:
+        raise ValueError("x and mask must have one shape")
     real = torch.masked_select(x, mask.bool())
     if real.numel() < 2:
         raise ValueError(f"whiten: the mask selects {real.numel()} element(s); the unbiased variance needs 2")

@@ -11,6 +11,8 @@ import torch
 
 
 def compute_gae(rewards, values, mask, gamma=1.0, lam=0.95):
+    if rewards.dim() != 2 or rewards.shape != values.shape or rewards.shape != mask.shape:
+        raise ValueError("rewards, values and mask must be 2-D tensors of one shape")
     real = mask.bool()
     dtype = rewards.dtype
     r = torch.where(real, rewards.detach(), torch.zeros((), dtype=dtype)).to(torch.float64)
@@ -28,6 +30,8 @@ def compute_gae(rewards, values, mask, gamma=1.0, lam=0.95):
 
 
 def whiten(x, mask, shift_mean=True):
+    if x.shape != mask.shape:
+        raise ValueError("x and mask must have one shape")
     m = mask.to(torch.float64)
     n = m.sum()
     if n < 2:

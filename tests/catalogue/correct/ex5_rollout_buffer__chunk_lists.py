@@ -18,6 +18,8 @@ class RolloutBuffer:
             raise RuntimeError(f"add() during the {self.phase!r} phase; call purge() first")
         if not fields:
             raise ValueError("add() needs at least one field")
+        if any(not isinstance(v, torch.Tensor) or v.dim() < 1 for v in fields.values()):
+            raise ValueError("every field must be a tensor [batch, ...]")
         sizes = {k: v.shape[0] for k, v in fields.items()}
         if len(set(sizes.values())) != 1:
             raise ValueError(f"fields have different batch sizes: {sizes}")

@@ -34,6 +34,8 @@ class RolloutBuffer:
             raise RuntimeError("RolloutBuffer.add: the buffer is training; purge() before collecting again")
         if not fields:
             raise ValueError("RolloutBuffer.add: no fields given")
+        if any(not isinstance(v, torch.Tensor) or v.dim() < 1 for v in fields.values()):
+            raise ValueError("RolloutBuffer.add: every field must be a tensor [batch, ...]")
         if len({v.shape[0] for v in fields.values()}) != 1:
             raise ValueError("RolloutBuffer.add: the fields disagree on the batch size")
         if self._fields is None:

@@ -6,6 +6,9 @@ import torch
 
 
 def kl_shaped_rewards(scores, logp, ref_logp, mask, kl_coef=0.05, placement="per_token"):
+    if scores.dim() != 1 or logp.dim() != 2 or scores.shape[0] != logp.shape[0] \
+            or logp.shape != ref_logp.shape or logp.shape != mask.shape:
+        raise ValueError("scores must be [B] and logp, ref_logp, mask one [B, T] shape")
     if placement not in ("per_token", "last_token"):
         raise ValueError(f"unknown placement {placement!r}")
     rows = []

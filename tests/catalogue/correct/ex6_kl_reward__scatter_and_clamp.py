@@ -6,11 +6,16 @@ import torch
 
 
 def per_token_kl(logp, ref_logp, mask):
+    if logp.shape != ref_logp.shape or logp.shape != mask.shape:
+        raise ValueError("logp, ref_logp and mask must share one shape")
     kl = (logp.detach() - ref_logp.detach()) * mask.to(logp.dtype)
     return torch.where(mask.bool(), kl, torch.zeros_like(kl))   # exact 0 even if the junk is huge
 
 
 def kl_shaped_rewards(scores, logp, ref_logp, mask, kl_coef=0.05, placement="per_token"):
+    if scores.dim() != 1 or logp.dim() != 2 or scores.shape[0] != logp.shape[0] \
+            or logp.shape != ref_logp.shape or logp.shape != mask.shape:
+        raise ValueError("scores must be [B] and logp, ref_logp, mask one [B, T] shape")
     if placement not in ("per_token", "last_token"):
         raise ValueError(f"placement must be 'per_token' or 'last_token', got {placement!r}")
     kl = per_token_kl(logp, ref_logp, mask)                       # [B, T]
@@ -27,6 +32,8 @@ def kl_shaped_rewards(scores, logp, ref_logp, mask, kl_coef=0.05, placement="per
 
 class AdaptiveKLController:
     def __init__(self, init_kl_coef=0.05, target=6.0, horizon=10000):
+        if target <= 0 or horizon <= 0:
+            raise ValueError("target and horizon must be positive")
         self.value = float(init_kl_coef)
         self.target, self.horizon = target, horizon
 
