@@ -18,31 +18,15 @@ from __future__ import annotations
 from typing import Any
 
 
-def make_tied_runner() -> Any:
-    """``tied_grad(fn, args, kwargs, tie) -> {"output": ..., "grads": {"theta": Tensor or None}}``.
-
-    ``tie``: ``{"theta": Tensor[n] float64, "maps": {arg name: Tensor[numel(arg), n]}, "heads":
-    [[output index or None, P: Tensor[numel(out), n], w: Tensor[numel(out)]], ...]}``.
-
-    Raises (from the returned function):
-        TypeError: a mapped argument the call does not bind, or not a floating-point tensor; ValueError: a
-        head whose output is missing, not a tensor, or of another size than its ``P``; whatever the
-        student's code raises.
-    """
-    import inspect
-
+def _make_pieces() -> tuple[Any, Any]:
+    """``(derive, head_term)`` of :func:`make_tied_runner`, with their primitives bound now."""
     import torch
 
     base = torch._C.TensorBase.__dict__
-    run_backward = torch.autograd.variable.Variable._execution_engine.run_backward
-    requires_grad, is_floating = base["requires_grad"].__get__, base["is_floating_point"]
-    detach, clone, requires_grad_, numel = base["detach"], base["clone"], base["requires_grad_"], base["numel"]
+    is_floating, clone, detach, numel = base["is_floating_point"], base["clone"], base["detach"], base["numel"]
     reshape, to_dtype, dtype_of, shape_of = base["reshape"], base["to"], base["dtype"].__get__, base["shape"].__get__
     matmul, add, mul, tsum = base["matmul"], base["add"], base["mul"], base["sum"]
-    set_grad_enabled, is_grad_enabled = torch._C._set_grad_enabled, torch._C.is_grad_enabled
-    no_torch_function, tensor_base, ones = torch._C.DisableTorchFunction, torch._C.TensorBase, torch.ones
-    signature, is_instance, as_str, as_tuple, as_list = inspect.signature, isinstance, str, tuple, list
-    as_int, length = int, len
+    tensor_base, is_instance, as_int, length = torch._C.TensorBase, isinstance, int, len
 
     def derive(value: Any, m: Any, theta: Any, name: str) -> Any:
         if not is_instance(value, tensor_base) or not is_floating(value):
@@ -61,6 +45,33 @@ def make_tied_runner() -> Any:
         weight = add(reshape(to_dtype(matmul(p, theta), dtype_of(out)), shape_of(out)),
                      reshape(to_dtype(w, dtype_of(out)), shape_of(out)))
         return tsum(mul(out, weight))
+
+    return derive, head_term
+
+
+def make_tied_runner() -> Any:
+    """``tied_grad(fn, args, kwargs, tie) -> {"output": ..., "grads": {"theta": Tensor or None}}``.
+
+    ``tie``: ``{"theta": Tensor[n] float64, "maps": {arg name: Tensor[numel(arg), n]}, "heads":
+    [[output index or None, P: Tensor[numel(out), n], w: Tensor[numel(out)]], ...]}``.
+
+    Raises (from the returned function):
+        TypeError: a mapped argument the call does not bind, or not a floating-point tensor; ValueError: a
+        head whose output is missing, not a tensor, or of another size than its ``P``; whatever the
+        student's code raises.
+    """
+    import inspect
+
+    import torch
+
+    base = torch._C.TensorBase.__dict__
+    run_backward = torch.autograd.variable.Variable._execution_engine.run_backward
+    requires_grad, detach, clone = base["requires_grad"].__get__, base["detach"], base["clone"]
+    requires_grad_, add, dtype_of = base["requires_grad_"], base["add"], base["dtype"].__get__
+    set_grad_enabled, is_grad_enabled = torch._C._set_grad_enabled, torch._C.is_grad_enabled
+    no_torch_function, ones = torch._C.DisableTorchFunction, torch.ones
+    signature, as_str, as_tuple, as_list = inspect.signature, str, tuple, list
+    derive, head_term = _make_pieces()
 
     def tied_grad(fn: Any, args: list, kwargs: dict, tie: dict) -> dict:
         bound = signature(fn).bind(*args, **kwargs)
