@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from grader.hidden.draws import draw_generator, draw_int, draw_seed
 from grader.hidden.calls import reference_call
+from grader.hidden.tied import expect_tied_grad, tie_plan
 from grader.hidden.support import (hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched,
                                    tol)
-from ppo_course.grading_kit.compare import any_nonzero, close_scalar
+from ppo_course.grading_kit.compare import close_scalar
 from ppo_course.grading_kit.feedback import Mismatch
 from ppo_course.grading_kit.inputs import Batch, grading_settings, randn, with_junk
 
@@ -80,24 +81,17 @@ def test_value_loss_positional_and_default(student, reference, batch):
 @grading_settings(max_examples=10, shrink=False)
 @given(batch=hidden_batches(dtypes=("float64",)))
 def test_value_loss_gradient(student, reference, batch):
-    """d loss / d values equals the reference's."""
+    """d loss / d values equals the reference's; no gradient into old_values or returns: with the three
+    derived from one leaf θ (`grader.hidden.tied`), d loss / d θ is the reference's with only values' path
+    carrying gradient."""
     args = _value_case(batch, 0.2)
     # float64 gradients 2(V−R)/N: exact to rounding.
     grads = compare_grads(student, reference, "clipped_value_loss", args, {}, ("values",), rtol=1e-9, atol=1e-9)
     assert grads is not None
-
-
-@grading_settings(max_examples=4, shrink=False)
-@given(batch=hidden_batches(dtypes=("float64",)))
-def test_value_loss_no_gradient_into_constants(student, batch):
-    """(0 points, reported: a fact of the autograd graph, which exists only in the student's process) No
-    gradient reaches old_values or returns."""
-    args = _value_case(batch, 0.2)
-    _, const = student.call_with_grad("clipped_value_loss", args, {}, wrt=("old_values", "returns"))
-    for name in ("old_values", "returns"):
-        g = const.get(name)
-        if g is not None and any_nonzero(g):
-            raise Mismatch("gradient_into_constants", f"a gradient reached `{name}`", f"d value loss / d {name}")
+    tie = tie_plan("ex3.value_loss_tie", dict(zip(("values", "old_values", "returns"), args[:3])),
+                   [(None, (1,), False)])
+    expect_tied_grad(student, reference, "clipped_value_loss", args, {}, tie, constants=("old_values", "returns"),
+                     diagnosis="gradient_into_constants", what="clipped_value_loss(...)")
 
 
 @grading_settings(max_examples=25, shrink=False)
@@ -209,24 +203,17 @@ def test_ppo_loss_stats(student_kg, reference, batch, clip_eps):
 @grading_settings(max_examples=8, shrink=False)
 @given(batch=hidden_batches(dtypes=("float64",)))
 def test_ppo_loss_gradients(student_kg, reference, batch):
-    """Gradients reach logp_new, values and logits as the reference's."""
+    """Gradients reach logp_new, values and logits as the reference's; none reach logp_old, advantages,
+    old_values or returns: with all seven float inputs derived from one leaf θ (`grader.hidden.tied`),
+    d loss / d θ is the reference's with only the paths of logp_new, values and logits carrying gradient."""
     args = _full_case(batch, 4)
     compare_grads(student_kg, reference, "ppo_loss", args, {}, ("logp_new", "values", "logits"),
                   rtol=1e-9, atol=1e-9)
-
-
-@grading_settings(max_examples=4, shrink=False)
-@given(batch=hidden_batches(dtypes=("float64",)))
-def test_ppo_loss_no_gradient_into_constants(student_kg, batch):
-    """(0 points, reported: a fact of the autograd graph, which exists only in the student's process) No
-    gradient reaches logp_old, advantages, old_values or returns."""
-    args = _full_case(batch, 4)
-    constants = ("logp_old", "advantages", "old_values", "returns")
-    _, grads = student_kg.call_with_grad("ppo_loss", args, {}, wrt=constants)
-    for name in constants:
-        g = grads.get(name)
-        if g is not None and any_nonzero(g):
-            raise Mismatch("gradient_into_constants", f"a gradient reached `{name}`", f"d ppo_loss / d {name}")
+    names = ("logp_new", "logp_old", "advantages", "values", "old_values", "returns", "logits")
+    tie = tie_plan("ex3.ppo_loss_tie", dict(zip(names, args[:7])), [(0, (1,), False)])
+    expect_tied_grad(student_kg, reference, "ppo_loss", args, {}, tie,
+                     constants=("logp_old", "advantages", "old_values", "returns"),
+                     diagnosis="gradient_into_constants", what="ppo_loss(...)[0]")
 
 
 def test_losses_inputs_untouched(student, error_name):

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from grader.hidden.draws import draw_float, draw_generator, draw_int, draw_seed
 from grader.hidden.support import (compare, expect_inputs_untouched, hidden_batches, part,
                                    tol)
-from ppo_course.grading_kit.compare import any_nonzero
 from ppo_course.grading_kit.feedback import Mismatch, expect_raises
 from ppo_course.grading_kit.inputs import Batch, grading_settings, prefix_mask
 
@@ -64,20 +63,22 @@ def test_gae_no_bootstrap_past_last_token(student, reference):
                      f"compute_gae(truncated and one-token rows, {dtype})")
 
 
-def test_gae_carries_no_gradient(student):
-    """(0 points, reported: a fact of the autograd graph, which exists only in the student's
-    process) No gradient flows into advantages or returns (they are constants for the losses)."""
+def test_gae_carries_no_gradient(student, reference):
+    """No gradient flows into advantages or returns (they are constants for the losses): with rewards and
+    values derived from one leaf θ and each output multiplied by a path of θ (`grader.hidden.tied`),
+    d/dθ Σ out·(Pθ + w) is Σ Pᵀ·out, the reference's values; an output that carries the inputs' graph adds
+    a term."""
+    from grader.hidden.tied import expect_tied_grad, tie_plan
+
     g = draw_generator("ex4.gae_no_gradient")
     rewards = torch.randn(2, 4, generator=g, dtype=torch.float64)
     values = torch.randn(2, 4, generator=g, dtype=torch.float64)
     mask = prefix_mask([4, 2], 4)
-    for index in (0, 1):
-        _, grads = student.call_with_grad("compute_gae", (rewards, values, mask), {}, wrt=("rewards", "values"),
-                                          grad_output=torch.ones(2, 4, dtype=torch.float64), output_index=index)
-        for name, grad in grads.items():
-            if grad is not None and any_nonzero(grad):
-                raise Mismatch("gae_not_detached", f"a gradient reached `{name}`",
-                               f"compute_gae(...)[{index}]")
+    tie = tie_plan("ex4.gae_no_gradient.tie", {"rewards": rewards, "values": values},
+                   [(0, (2, 4), True), (1, (2, 4), True)], head_mask=mask)
+    # float64 recursions of 4 steps, sums of 8 terms: exact to ~1e-15.
+    expect_tied_grad(student, reference, "compute_gae", (rewards, values, mask), {}, tie,
+                     constants=("rewards", "values"), diagnosis="gae_not_detached", what="compute_gae(...)")
 
 
 def test_gae_whiten_return_types(student, reference):

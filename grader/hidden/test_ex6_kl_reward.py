@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from grader.mistakes.variants_ex4_ex6 import adaptive_kl_candidates, adaptive_kl_values
 from grader.hidden.draws import draw_float, draw_int, draw_seed
 from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
-from ppo_course.grading_kit.compare import any_nonzero
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
 from ppo_course.grading_kit.inputs import Batch, grading_settings, randn
 
@@ -67,20 +66,23 @@ def test_shaped_rewards_defaults_and_positional(student, reference):
             rtol=1e-9, atol=1e-9, what="kl_shaped_rewards(..., 0.2, 'last_token')")
 
 
-def test_kl_outputs_carry_no_gradient(student):
-    """(0 points, reported: a fact of the autograd graph, which exists only in the student's
-    process) per_token_kl and kl_shaped_rewards return no graph into logp, ref_logp or the scores (they are rewards,
-    not losses: "detached"; a score that keeps its graph would put the reward model in the policy's loss)."""
+def test_kl_outputs_carry_no_gradient(student, reference):
+    """per_token_kl and kl_shaped_rewards return no graph into logp, ref_logp or the scores (they are rewards,
+    not losses: "detached"; a score that keeps its graph would put the reward model in the policy's loss): with
+    the inputs derived from one leaf θ and the output multiplied by a path of θ (`grader.hidden.tied`),
+    d/dθ Σ out·(Pθ + w) is Pᵀ·out, the reference's values; an output that carries a graph adds a term."""
+    from grader.hidden.tied import expect_tied_grad, tie_plan
+
     batch = Batch(2, 4, (4, 2), "float", "float64", draw_seed("ex6.no_gradient"))
     logp, ref_logp, mask = _kl_case(batch)
-    ones = torch.ones(2, 4, dtype=torch.float64)
-    for name, args, wrt in (("per_token_kl", (logp, ref_logp, mask), ("logp", "ref_logp")),
-                            ("kl_shaped_rewards", (_scores(batch), logp, ref_logp, mask),
-                             ("scores", "logp", "ref_logp"))):
-        _, grads = student.call_with_grad(name, args, {}, wrt=wrt, grad_output=ones)
-        for param, g in grads.items():
-            if g is not None and any_nonzero(g):
-                raise Mismatch("rewards_keep_gradient", f"a gradient reached `{param}`", f"{name}(...)")
+    scores = _scores(batch)
+    for name, args, of in (("per_token_kl", (logp, ref_logp, mask), {"logp": logp, "ref_logp": ref_logp}),
+                           ("kl_shaped_rewards", (scores, logp, ref_logp, mask),
+                            {"scores": scores, "logp": logp, "ref_logp": ref_logp})):
+        tie = tie_plan(f"ex6.no_gradient.{name}", of, [(None, (2, 4), True)], head_mask=mask)
+        # float64 differences and one product per position: exact to ~1e-15.
+        expect_tied_grad(student, reference, name, args, {}, tie, constants=tuple(of),
+                         diagnosis="rewards_keep_gradient", what=f"{name}(...)")
 
 
 # (current_kl, n_steps) sequences: far above target (clip +0.2), below (clip −0.2), inside (no clip), at the

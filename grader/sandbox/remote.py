@@ -171,6 +171,7 @@ class RemoteModule:
         grad_output: torch.Tensor | None = None,
         output_index: int | None = None,
         timeout: float | None = None,
+        tie: dict | None = None,
     ) -> tuple[Any, dict[str, torch.Tensor | None]]:
         """Call ``name`` with ``requires_grad`` on the arguments named in ``wrt``, then backprop.
 
@@ -178,6 +179,8 @@ class RemoteModule:
         each ``wrt`` argument by a fresh leaf, calls, and backpropagates the
         output (element ``output_index``, default 0, of a tuple output): a
         one-element loss directly, anything else as ``sum(output * grad_output)``.
+        With ``tie`` (``ppo_course.sandbox.tied_grad``: a leaf ``theta``, per-argument ``maps``, output
+        ``heads``), every mapped argument is derived from the one leaf and ``grads`` is ``{"theta": dL/dθ}``.
 
         Returns:
             ``(output, grads)``: the output (detached) and ``{arg name: .grad or None}``;
@@ -187,9 +190,11 @@ class RemoteModule:
             StudentError (incl. ``TypeError`` for a ``wrt`` name the call does not
             bind), StudentTimeout, StudentCrash, StudentImportError.
         """
-        got = self._request("call_with_grad", {"name": name, "args": list(args), "kwargs": dict(kwargs or {}),
-                                               "wrt": list(wrt), "grad_output": grad_output,
-                                               "output_index": output_index}, timeout)
+        fields = {"name": name, "args": list(args), "kwargs": dict(kwargs or {}), "wrt": list(wrt),
+                  "grad_output": grad_output, "output_index": output_index}
+        if tie is not None:
+            fields["tie"] = tie
+        got = self._request("call_with_grad", fields, timeout)
         if type(got) is not dict or set(got) != {"output", "grads"} or type(got["grads"]) is not dict or \
                 any(g is not None and type(g) is not torch.Tensor for g in got["grads"].values()):
             raise self._malformed("call_with_grad")

@@ -121,14 +121,26 @@ class LocalModule:
 
     def call_with_grad(self, name: str, args: tuple = (), kwargs: dict | None = None, *,
                        wrt: tuple[str, ...] = (), grad_output: torch.Tensor | None = None,
-                       output_index: int | None = None):
+                       output_index: int | None = None, tie: dict | None = None):
         """(output, {param: grad or None}) for the output (element `output_index`, default 0, of a tuple).
 
         The named parameters get fresh leaf copies with requires_grad=True; a
-        parameter whose gradient is None (no graph reached it) maps to None.
+        parameter whose gradient is None (no graph reached it) maps to None. With `tie`, the mapped
+        arguments are derived from one leaf and the grads are {"theta": dL/dθ} (`ppo_course.sandbox.tied_grad`).
         """
+        if tie is not None:
+            return self._masked(name, lambda a, k: self._tied(name, a, k, tie), args, kwargs)
         return self._masked(name, lambda a, k: self._with_grad(name, a, k, wrt, grad_output, output_index),
                             args, kwargs)
+
+    def _tied(self, name, args, kwargs, tie):
+        from ppo_course.sandbox.tied_grad import make_tied_runner
+
+        fn = self._function(name)
+        with self._call(name):
+            got = make_tied_runner()(fn, list(fresh_copy(args)), dict(fresh_copy(kwargs)), fresh_copy(tie))
+        grad = got["grads"]["theta"]
+        return _detach(got["output"]), {"theta": None if grad is None else grad.detach()}
 
     def _with_grad(self, name, args, kwargs, wrt, grad_output, output_index):
         fn = self._function(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from hypothesis import given
 
-from ppo_course.grading_kit.compare import any_nonzero, close
+from ppo_course.grading_kit.compare import close, close_scalar
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
 from ppo_course.grading_kit.inputs import batches, grading_settings, show
 from ppo_course.grading_kit.known_mistakes import known_mistakes
@@ -116,10 +116,27 @@ def test_surrogate_gradient_cases(student):
                  candidates=[("ratio_detached", torch.zeros(2, 5, dtype=torch.float64)), ("loss_sign_flipped", -want),
                              *known_mistakes("ex2.grad.logp_new")],
                  inputs="the hand case; padding must get gradient 0 too")
-    for name in ("advantages", "logp_old"):
-        if grads[name] is not None and any_nonzero(grads[name]):
-            raise Mismatch("gradient_into_constants", f"gradient reached `{name}`: {grads[name].tolist()}",
-                           f"d loss / d {name}")
+    # The constants, by value: logp_new, logp_old and the advantages all move with one scalar θ (+θ, +2θ, +3θ);
+    # with the constants detached, dL/dθ = Σ d loss / d logp_new = (−0.5 − 2.2 − 3 + 1)/6 = −4.7/6 (the sum of
+    # `want`), and a gradient into logp_old or the advantages adds a term of its own.
+    args = (logp_new, logp_old, advantages, mask)
+    if not close_scalar(_tied_grad(student, args, ("logp_new", "logp_old", "advantages")), -4.7 / 6, 1e-10, 1e-10):
+        for name in ("advantages", "logp_old"):
+            if not close_scalar(_tied_grad(student, args, ("logp_new", name)), -4.7 / 6, 1e-10, 1e-10):
+                raise Mismatch("gradient_into_constants", f"gradient reached `{name}`", f"d loss / d {name}")
+        raise Mismatch("wrong_value", "with logp_new, logp_old and the advantages moved together",
+                       "d loss / d θ (logp_new + θ, logp_old + 2θ, advantages + 3θ)")
+
+
+def _tied_grad(student, args: tuple, names: tuple[str, ...]) -> float:
+    """d loss / d θ with the named inputs moved by θ times 1 (logp_new), 2 (logp_old), 3 (advantages)."""
+    step = {"logp_new": 1.0, "logp_old": 2.0, "advantages": 3.0}
+    tie = {"theta": torch.zeros(1, dtype=torch.float64),
+           "maps": {n: torch.full((args[0].numel(), 1), step[n], dtype=torch.float64) for n in names},
+           "heads": [[None, torch.zeros(1, 1, dtype=torch.float64), torch.ones(1, dtype=torch.float64)]]}
+    _, grads = student.call_with_grad("clipped_surrogate_loss", args, {}, tie=tie)
+    g = grads.get("theta")
+    return 0.0 if g is None else float(g.reshape(-1)[0])  # None: no gradient reached θ
 
 
 def _at_ratio_one(advantages: torch.Tensor, m: torch.Tensor, dtype: torch.dtype) -> list:

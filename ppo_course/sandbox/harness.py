@@ -217,14 +217,17 @@ buffer_graph_probe = _make_buffer_graph_probe()
 def trusted_operations() -> dict[str, Any]:
     """The child's measurements, made now (before the student's import) and kept by the worker.
 
-    ``{"buffer_graph": probe(module, plan), "ppo_step": run_ppo_step, "call_with_grad": ...}``: the worker
+    ``{"buffer_graph": probe(module, plan), "ppo_step": run_ppo_step, "call_with_grad": ...,
+    "tied_grad": ...}`` (``ppo_course.sandbox.tied_grad``): the worker
     calls these objects,
     never the module attributes, so that a submission that rebinds ``ppo_course.sandbox.harness``'s
     names (or replaces the module in ``sys.modules``) does not change what runs. What they return is
     raw data that the parent validates (issue 19, class 3).
     """
+    from ppo_course.sandbox.tied_grad import make_tied_runner
+
     return {"buffer_graph": _make_buffer_graph_probe(), "ppo_step": _make_ppo_step_runner(),
-            "call_with_grad": _make_grad_runner()}
+            "call_with_grad": _make_grad_runner(), "tied_grad": make_tied_runner()}
 
 
 def _make_ppo_step_runner() -> Any:

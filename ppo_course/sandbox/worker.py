@@ -193,7 +193,7 @@ class Worker:
             return "ok", self._trusted["ppo_step"](self.module, payload)
         if op == "probe":
             probe = self._trusted.get(str(req.get("name")))
-            if probe is None or req.get("name") in ("ppo_step", "call_with_grad"):
+            if probe is None or req.get("name") in ("ppo_step", "call_with_grad", "tied_grad"):
                 raise ValueError(f"unknown sandbox probe {req.get('name')!r}")
             return "ok", probe(self.module, ch.decode(req.get("plan"), buffers))
         raise ValueError(f"unknown sandbox operation {op!r}")
@@ -205,12 +205,15 @@ class Worker:
         The function receives a (non-leaf) copy of each leaf; the gradient reaching each leaf is returned.
         The differentiated output is the returned tensor, or element ``output_index`` (default 0) of a
         returned tuple/list. Without ``grad_output`` it must hold one element (a loss); otherwise
-        ``sum(output * grad_output)`` is backpropagated.
+        ``sum(output * grad_output)`` is backpropagated. With ``tie``, every mapped argument is derived from
+        one leaf and ``{"theta": dL/dθ}`` is returned instead (``ppo_course.sandbox.tied_grad``).
         """
         ch = self.channel
         fn = getattr(self.module, str(req["name"]))
         args = ch.decode(req.get("args", []), buffers)
         kwargs = ch.decode(req.get("kwargs", {"t": "dict", "v": {}}), buffers)
+        if req.get("tie") is not None:  # the shared-leaf gradient (``ppo_course.sandbox.tied_grad``)
+            return self._trusted["tied_grad"](fn, args, kwargs, ch.decode(req["tie"], buffers))
         grad_output = ch.decode(req.get("grad_output"), buffers)
         return self._trusted["call_with_grad"](fn, args, kwargs, [str(w) for w in req.get("wrt", [])], grad_output,
                                                req.get("output_index"))

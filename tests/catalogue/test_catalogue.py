@@ -41,11 +41,7 @@ ENTRIES = catalogue_tool.load_entries()
 _GRAPH_FACT = ("a fact of the autograd graph, measured in the student's process, is feedback worth 0 (issue 31, "
                "class 1: no point rests on a measurement made where student code runs); still diagnosed: {}")
 KNOWN_GAPS: dict[str, str] = {
-    "ex2_clipped_loss__gradient_into_advantages": _GRAPH_FACT.format("test_surrogate_no_gradient_into_constants"),
-    "ex4_gae__not_detached": _GRAPH_FACT.format("test_gae_carries_no_gradient"),
     "ex5_rollout_buffer__stores_graph": _GRAPH_FACT.format("test_buffer_stores_detached"),
-    "ex6_kl_reward__rewards_keep_gradient": _GRAPH_FACT.format("test_kl_outputs_carry_no_gradient"),
-    "ex6_kl_reward__scores_keep_gradient": _GRAPH_FACT.format("test_kl_outputs_carry_no_gradient"),
 }
 
 

@@ -6,7 +6,9 @@ table found through ``gc``, lying ``torch.Tensor`` properties); ``a89`` rebinds 
 worker's gradient measurement (``Worker.call_with_grad`` / ``Worker.handle``);
 ``a161`` detaches only when the probe is its caller (the call stack) and ``a162``
 rewrites the probe's closure cells through ``gc`` (issue 31, class 1: both scored
-above the twin on main; no point rests on the probe now). Each
+above the twin on main; no point rests on the probe now); ``a163`` applies both ideas to
+exercise 2's constants check, which is a value the parent compares now (a shared-leaf gradient,
+``grader.hidden.tied``), so the leak still costs its point. Each
 is graded three times beside its honest twin (the same wrong code without the
 attack): never above the twin on any test, the other exercise unchanged, nothing
 changed outside the sandbox, no process left, the same results on every rerun.
@@ -51,7 +53,8 @@ def _comparable(result) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["a88_ex5_rebind_graph_probe", "a89_ex4_rebind_grad_probe",
-                                  "a161_ex5_probe_caller_detected", "a162_ex5_probe_closure_cells"])
+                                  "a161_ex5_probe_caller_detected", "a162_ex5_probe_closure_cells",
+                                  "a163_ex2_constants_report_forged"])
 def test_class3_child_cannot_forge_a_verdict(name, tmp_path, fork_server):
     from grader.grade import grade_submission
 
@@ -86,8 +89,12 @@ def test_class3_child_cannot_forge_a_verdict(name, tmp_path, fork_server):
     probed = {"a88_ex5_rebind_graph_probe": "test_buffer_stores_detached",
               "a89_ex4_rebind_grad_probe": "test_gae_carries_no_gradient",
               "a161_ex5_probe_caller_detected": "test_buffer_stores_detached",
-              "a162_ex5_probe_closure_cells": "test_buffer_stores_detached"}[name]
+              "a162_ex5_probe_closure_cells": "test_buffer_stores_detached",
+              "a163_ex2_constants_report_forged": "test_surrogate_no_gradient_into_constants"}[name]
     assert want[(attack.target, "hidden", probed)][0] == 0 == got[(attack.target, "hidden", probed)][0]
+    if name == "a163_ex2_constants_report_forged":  # the check is worth points, and the leak costs them
+        assert want[(attack.target, "hidden", probed)][1] > 0
+        assert runs[0].exercises[attack.target].score <= twin.exercises[attack.target].score < 10
 
 
 # ----------------------------------------------------------------------------------------------- class 5
