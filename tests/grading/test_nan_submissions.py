@@ -99,7 +99,15 @@ VALUE_BLIND = {
     "test_kl_outputs_carry_no_gradient": "no gradient into the KL outputs",
     "test_whiten_one_element_raises": "checks the ValueError only",
     "test_whiten_raises_for_one_element": "checks the ValueError only",
+    # The `Raises:` clauses' tests: they check the ValueError only, and their points wait (`requires:`)
+    # for value tests the poisoned outputs fail (asserted below: they score 0 here).
+    "test_ratio_rejects_malformed_input": "checks the ValueError only",
+    "test_surrogate_rejects_mismatched_shapes": "checks the ValueError only",
+    "test_losses_reject_mismatched_shapes": "checks the ValueError only",
+    "test_gae_whiten_reject_malformed_input": "checks the ValueError only",
+    "test_kl_reward_rejects_malformed_input": "checks the ValueError only",
 }
+RAISES_TESTS = {name for name in VALUE_BLIND if "reject" in name}
 
 
 def _poisoned_submission(tmp_path, value: str):
@@ -122,6 +130,7 @@ def test_non_finite_outputs_lose_their_points(tmp_path, graded_solutions, value)
     passed_value_tests = [t.name for t in result.tests
                           if t.status == "passed" and t.max_score > 0 and t.test not in VALUE_BLIND]
     assert passed_value_tests == []
+    assert [t.name for t in result.tests if t.test in RAISES_TESTS and t.score > 0] == []
     for stem in POISONED:
         assert result.exercises[stem].score < graded_solutions.exercises[stem].score
         diagnoses = {t.diagnosis for t in result.tests if t.exercise == stem and t.status == "failed"}
