@@ -94,6 +94,9 @@ def _raises_at_call(call, drain_it, error_names, diagnosis: str, what: str, erro
         raise Mismatch(diagnosis, f"expected {' or '.join(error_names)}, got {name}", what) from None
     try:
         drain_it(iterator)
+    except Mismatch:  # the call returned and its mini-batches are malformed: still, nothing was raised
+        raise Mismatch(diagnosis, f"expected {' or '.join(error_names)}, but nothing was raised (the mini-batches it "
+                       "gave are malformed too)", what) from None
     except Exception as exc:  # raised later, at the first next()
         if error_name(exc) in error_names:
             raise Mismatch("buffer_errors_not_at_call", "raised at the first next(), not when called", what) from None
