@@ -31,6 +31,8 @@ STAGES: tuple[tuple[str, str], ...] = (
     ("rewards", "ppo_step_stage_rewards"),
     ("gae", "ppo_step_stage_gae"),
     ("whitening", "ppo_step_stage_whitening"),
+    # the value head's targets as stored: a departure here is one mistake (returns other than compute_gae's)
+    ("returns", "ppo_step_returns_wrong"),
     ("losses", "ppo_step_stage_losses"),
     ("weights", "ppo_step_stage_weights"),
 )
@@ -64,6 +66,7 @@ def _stage_values(trace: list[dict]) -> dict[str, Any]:
         "rewards": gae.get("rewards") if gae else _UNSEEN,
         "gae": (gae.get("advantages"), gae.get("returns")) if gae else _UNSEEN,
         "whitening": fields.get("advantages", _UNSEEN) if add else _UNSEEN,
+        "returns": fields.get("returns", _UNSEEN) if add else _UNSEEN,
         "losses": losses if losses and all(isinstance(x, float) for x in losses) else _UNSEEN,
     }
 

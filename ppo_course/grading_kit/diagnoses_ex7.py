@@ -94,6 +94,11 @@ EX7: dict[str, str] = {
         "ref_logp, mask, kl_ctl.value, config.kl_placement) (KL of logp_old against ref_logp, the config's "
         "placement), then, only if config.whiten_rewards, whiten(rewards, mask, shift_mean=False)."
     ),
+    "ppo_step_returns_wrong": (
+        "The returns your PPO step stores (the value head's targets) are not compute_gae's returns "
+        "(advantages + values, taken before the advantages are whitened): keep them as compute_gae gives "
+        "them and whiten only the advantages."
+    ),
     "ppo_step_gae_arguments": (
         "Your PPO step calls compute_gae with other arguments than (rewards, values, mask, config.gamma, "
         "config.lam): check the order and that gamma and lam come from the config."

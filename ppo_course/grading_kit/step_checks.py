@@ -212,7 +212,7 @@ def _advantages(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | 
     if not _same(fields.get("advantages"), after_gae[-1]["out"], mask) or after_gae[-1]["shift_mean"] is not True:
         return "ppo_step_no_advantage_whitening", "step 5: the stored advantages are not whiten(advantages, mask)"
     if not _same(fields.get("returns"), gae["returns"], mask):
-        return "ppo_step_rewards_wrong", "step 6: the stored returns are not compute_gae's returns"
+        return "ppo_step_returns_wrong", "step 6: the stored returns are not compute_gae's returns"
     return None
 
 
