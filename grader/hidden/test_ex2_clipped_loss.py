@@ -70,6 +70,9 @@ def test_surrogate_no_gradient_into_constants(student, reference):
     args = _case(batch, 0.2)
     tie = tie_plan("ex2.no_gradient_into_constants.tie",
                    {"logp_new": args[0], "logp_old": args[1], "advantages": args[2]}, [(None, (1,), False)])
+    # The loss's value first, as test_surrogate_matches_reference compares it: a value mistake is named as
+    # such here too, not through the tied gradient it also changes.
+    compare(student, reference, NAME, args, rtol=tol(batch.dtype, 5.0), atol=tol(batch.dtype, 5.0))
     # float64 sums of 15 terms −Â·r/N mapped through M (entries ~0.3): exact to ~1e-15.
     expect_tied_grad(student, reference, NAME, args, {}, tie, constants=("advantages", "logp_old"),
                      diagnosis="gradient_into_constants", what="clipped_surrogate_loss(...)")

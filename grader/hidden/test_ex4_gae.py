@@ -76,6 +76,9 @@ def test_gae_carries_no_gradient(student, reference):
     mask = prefix_mask([4, 2], 4)
     tie = tie_plan("ex4.gae_no_gradient.tie", {"rewards": rewards, "values": values},
                    [(0, (2, 4), True), (1, (2, 4), True)], head_mask=mask)
+    # The values first, as test_gae_matches_reference compares them: a value mistake is named as such here
+    # too, not through the tied gradient (here Σ Pᵀ·out: the values) it also changes.
+    _compare_gae(student, reference, (rewards, values, mask), {}, torch.float64, "compute_gae(...)")
     # float64 recursions of 4 steps, sums of 8 terms: exact to ~1e-15.
     expect_tied_grad(student, reference, "compute_gae", (rewards, values, mask), {}, tie,
                      constants=("rewards", "values"), diagnosis="gae_not_detached", what="compute_gae(...)")
