@@ -22,13 +22,17 @@ pytestmark = pytest.mark.xdist_group("grader")
 LOGPROBS = '''import torch
 
 
-def logprobs_from_logits(logits, tokens):
+def logprobs_from_logits(logits, tokens):  # with the docstring's Raises clauses, as a full-marks ex1 keeps them
+    if logits.ndim != 3 or tokens.is_floating_point() or tokens.dtype == torch.bool \
+            or tuple(tokens.shape) != tuple(logits.shape[:2]):
+        raise ValueError("logits must be [B, T, V] and tokens integer ids of shape [B, T]")
     return torch.log_softmax(logits, dim=-1).gather(-1, tokens.long().unsqueeze(-1)).squeeze(-1)
 
 
 '''
 
-RATIO_OK = "    return (logp_new - logp_old).exp()\n"
+RATIO_OK = ("    if logp_new.shape != logp_old.shape:\n        raise ValueError('one shape')\n"
+            "    return (logp_new - logp_old).exp()\n")
 
 # Framework frames a student must never read.
 FRAMEWORK = ("pluggy", "_pytest", "inspect.py", "check_support", "grading_kit", "grader/sandbox", "site-packages")
@@ -86,7 +90,9 @@ def test_grade_keeps_the_points_of_the_functions_that_return(tmp_path):
     result = grade_submission(folder, exercises=["ex1_ratio"],
                               limits=Limits(**{**EX1_6_LIMITS, "cpu_time_s": 3}))
     # The tests worth points (a 0-point reported test checks both functions' documented errors).
-    graded = [t for t in result.tests if t.max_score > 0]
+    graded = [t for t in result.tests if t.max_score > 0 and "reject" not in t.test]
+    # The Raises clause's test waits for both functions' values (``requires:``): nothing for it here.
+    assert [t.score for t in result.tests if "reject" in t.test] == [0.0]
     logprobs = [t for t in graded if "logprobs" in t.test]  # 3 public + 5 hidden tests
     ratio = [t for t in graded if "ratio" in t.test]
     assert len(logprobs) == 8 and all(t.status == "passed" for t in logprobs), \
