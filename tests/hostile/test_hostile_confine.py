@@ -301,6 +301,13 @@ def test_class6_a_non_root_grader_keeps_its_venv(tmp_path):
             text = (SOLUTIONS / "ex1_ratio.py").read_text(encoding="utf-8")
             (base / name / "ex1_ratio.py").write_text(text if source else _PLANT + text, encoding="utf-8")
         (base / "stash").mkdir()
+        # The grader's own course secret, where a grader user keeps it (~/.config/ppo-course, 0700 / 0600).
+        from grader.course_secret import SECRET_ENV
+        secret_dir = base / ".config" / "ppo-course"
+        secret_dir.mkdir(parents=True, mode=0o700)
+        shutil.copy(os.environ[SECRET_ENV], secret_dir / "grader_secret")
+        os.chmod(secret_dir / "grader_secret", 0o600)
+        os.chmod(base / ".config", 0o700)
         subprocess.run(["chown", "-R", "65534:65534", str(base)], check=True)
         before = sorted(p.name for p in site_dir.iterdir())
         readable = sorted({str(REPO), os.path.realpath(sys.base_prefix), os.path.realpath(here_site)})
