@@ -166,7 +166,8 @@ def test_bundle_installs_and_runs_for_a_student(bundle: Path, tmp_path: Path):
     assert out.lower().count("not implemented") >= len(STEMS), out
 
     take = subprocess.run([str(cli), "quiz", "take", "--stop", "1", "--out", str(work / "responses.json")],
-                          input="a\n" * 40, capture_output=True, text=True, cwd=work, env=env, timeout=300)
+                          input="a\n1\n" * 60, capture_output=True, text=True, cwd=work, env=env, timeout=300)
+    # "a" answers a choice, "1" a number (each re-asked on the other kind's answer): every drawn question answered.
     assert take.returncode in (0, 1), take.stdout + take.stderr  # 1: the stop was not passed (no keys to tell)
     assert "Traceback" not in take.stdout + take.stderr
     responses = json.loads((work / "responses.json").read_text(encoding="utf-8"))

@@ -228,8 +228,9 @@ def test_deep_link_then_launch_answer_and_the_lms_receives_the_score_then_hostil
         if driver.find_elements(By.ID, "stop-passed"):
             break
         _follow(driver, "next", "submit-answer")
-    assert answered == 4 and driver.find_element(By.ID, "stop-passed").text.startswith(f"Stop {STOP} passed")
-    laps.append(("launch + 4 answers", time.monotonic()))
+    # One item per claim (4 claims at stop 7), and more drawn until blind guessing passes at most 0.1%.
+    assert answered >= 4 and driver.find_element(By.ID, "stop-passed").text.startswith(f"Stop {STOP} passed")
+    laps.append((f"launch + {answered} answers", time.monotonic()))
     deadline = time.monotonic() + 30
     while not lms.scores and time.monotonic() < deadline:  # posted by a background task after the response
         time.sleep(0.1)
