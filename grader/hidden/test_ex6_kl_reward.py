@@ -80,9 +80,9 @@ def test_kl_outputs_carry_no_gradient(student, reference):
                            ("kl_shaped_rewards", (scores, logp, ref_logp, mask),
                             {"scores": scores, "logp": logp, "ref_logp": ref_logp})):
         tie = tie_plan(f"ex6.no_gradient.{name}", of, [(None, (2, 4), True)], head_mask=mask)
-        # The values first, as the value tests compare them: a value mistake is named as such here too, not
-        # through the tied gradient (here Pᵀ·out: the values) it also changes.
-        compare(student, reference, name, args, rtol=tol(batch.dtype, 5.0), atol=tol(batch.dtype, 5.0))
+        # The values first, on the real positions the tied answer (Pᵀ·out over real positions) is made of: a
+        # value mistake there is named as such, not through the tied gradient; padding is the value tests' part.
+        compare(student, reference, name, args, rtol=tol(batch.dtype, 5.0), atol=tol(batch.dtype, 5.0), mask=mask)
         # float64 differences and one product per position: exact to ~1e-15.
         expect_tied_grad(student, reference, name, args, {}, tie, constants=tuple(of),
                          diagnosis="rewards_keep_gradient", what=f"{name}(...)")

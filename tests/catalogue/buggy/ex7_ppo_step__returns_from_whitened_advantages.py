@@ -11,13 +11,14 @@ scheme are fixed (listed step by step in ``ppo_step``'s docstring below), so tha
 gives the same parameters as the reference after a step, to float tolerance.
 """
 
+
+from __future__ import annotations
+
 EXERCISE = "ex7_ppo_step"
 DIAGNOSIS = "ppo_step_returns_wrong"
 DESCRIPTION = "returns recomputed from the whitened advantages (advantages + values after whiten), not compute_gae's"
 SEEN_IN = "the landing-7 unseen set (u68), written outside the project from the docstrings alone"
 MODE = "module"
-
-from __future__ import annotations
 
 import statistics
 import time
