@@ -34,7 +34,7 @@ HELD_OUT = [
     ("advantages_clamped", "    advantages = ex4_gae.whiten(advantages, mask)\n",
      "    advantages = ex4_gae.whiten(advantages, mask).clamp(-1.0, 1.0)\n", "ppo_step_stage_whitening"),
     ("returns_are_rewards", "values=values, advantages=advantages, returns=returns,",
-     "values=values, advantages=advantages, returns=rewards,", "ppo_step_stage_losses"),
+     "values=values, advantages=advantages, returns=rewards,", "ppo_step_returns_wrong"),  # the stored returns
     ("weight_decay_at_the_end", "    buf.purge()\n",
      "    buf.purge()\n    with torch.no_grad():\n        for p in policy.parameters():\n            p.mul_(0.999)\n",
      "ppo_step_stage_weights"),
