@@ -1,38 +1,12 @@
-"""Exercise 7 (stops 5–7): one full PPO step for RLHF, from your exercises 1–6.
+"""Buggy: the value head's targets are recomputed from the whitened advantages (returns = whiten(A) + V)
+instead of compute_gae's returns (A + V before whitening): the critic learns the wrong scale.
 
-Book fig. 5.1 (§5.5): generate → score → KL → shaped reward → GAE → whitened
-advantages → K epochs of mini-batch clipped updates → purge; TRL's
-``PPOTrainer.step()`` does the same inside (Book §5.8). Everything here is
-glue: each stage is a function you wrote in exercises 1–6, imported as
-sibling modules.
-
-The order, the optimizer, the mini-batch order and the gradient-accumulation
-scheme are fixed (listed step by step in ``ppo_step``'s docstring below), so that any correct implementation
-gives the same parameters as the reference after a step, to float tolerance.
+From the landing-7 unseen set (u68), written outside the project from the docstrings alone.
 """
-
-
-from __future__ import annotations
-
 EXERCISE = "ex7_ppo_step"
 DIAGNOSIS = "ppo_step_returns_wrong"
 DESCRIPTION = "returns recomputed from the whitened advantages (advantages + values after whiten), not compute_gae's"
 SEEN_IN = "the landing-7 unseen set (u68), written outside the project from the docstrings alone"
-MODE = "module"
-
-import statistics
-import time
-from typing import Callable
-
-import torch
-
-import ex1_ratio
-import ex3_full_loss
-import ex4_gae
-import ex5_rollout_buffer
-import ex6_kl_reward
-
-__all__ = ["ppo_step"]
 
 
 def ppo_step(
@@ -185,4 +159,3 @@ def ppo_step(
         "time/ppo/generation": t_generation,
         "time/ppo/training": t_training,
     }
-    ### END SOLUTION
