@@ -52,8 +52,7 @@ from pathlib import Path
 from typing import Literal
 
 from grader.reports import lms
-from grader.reports.lms import CANVAS_IDENTITY, CANVAS_POINTS_POSSIBLE, MOODLE_ID_COLUMNS  # noqa: F401 - the names of old
-from grader.intake.roster import Roster, RosterEntry, read_roster  # noqa: F401 - the one roster reader
+from grader.intake.roster import Roster, RosterEntry, read_roster
 from ppo_course.text_safety import csv_cell
 
 Format = Literal["canvas", "moodle", "csv"]

@@ -44,7 +44,7 @@ import signal
 from dataclasses import dataclass, field
 
 from ppo_course.sandbox import cpucg, memcg, rootfs, syscall_filter
-from ppo_course.sandbox.covers import _is_within, apply_covers, plan_covers
+from ppo_course.sandbox.covers import is_within, apply_covers, plan_covers
 from ppo_course.sandbox.linux import (
     CLONE_NEWCGROUP,
     CLONE_NEWIPC,
@@ -228,7 +228,7 @@ def _build_minimal_root(iso: Isolation, config: dict, limits: dict, uid: int | N
         os.makedirs(new_root, mode=0o700, exist_ok=True)
         iso.notes.extend(rootfs.build(new_root, needed, int(limits["tmp_size_mb"]), fresh_proc=uid is not None))
         # An instructor path inside a needed one (results under the venv, say) is covered too.
-        hide = [h for h in config.get("hide_paths", []) if any(_is_within(os.path.realpath(h), n) and os.path.realpath(h) != n for n in needed)]
+        hide = [h for h in config.get("hide_paths", []) if any(is_within(os.path.realpath(h), n) and os.path.realpath(h) != n for n in needed)]
         covers, notes = plan_covers(needed, hide, unprivileged=uid is not None)
         iso.notes.extend(notes)
         apply_covers(covers)

@@ -125,7 +125,7 @@ def test_fingerprint_follows_the_secret_and_never_holds_it(course):
 
 def test_no_secret_is_a_grader_fault_before_anything_is_graded(course, tmp_path):
     from grader.grade import grade_submission
-    from grader.platforms.gradescope.environment import environment_problem
+    from grader.environment import environment_problem
 
     missing = course(None)
     (tmp_path / "sub").mkdir()

@@ -30,7 +30,8 @@ import pytest
 
 from ta_support import write_student
 from grader.batch import run_batch
-from grader.reports.export import CANVAS_IDENTITY, ExportRefused, export_batch, neutralise_cell
+from grader.reports.export import ExportRefused, export_batch, neutralise_cell
+from grader.reports.lms import CANVAS_IDENTITY
 from grader.points import EXERCISES
 
 ALL_OK = {f"{stem}.py": "ok" for stem in EXERCISES}
