@@ -51,7 +51,7 @@ REEXPORT_ALLOWANCE: set[str] = {
     "grader/records/gradebook.py: refuse_grader_faults",
 }
 
-HOUSE_TOP = {"grader", "ppo_course", "quiz_bank", "ppo_reference", "course_floor", "grader_child"}
+HOUSE_TOP = {"grader", "lms", "ppo_course", "ppo_reference", "quiz_bank"}
 
 
 def _is_module(module: str, name: str) -> bool:

@@ -219,7 +219,7 @@ def export(args: argparse.Namespace) -> int:
     left_out: list[tuple[str, str]] = []
     text = gradebook.render(load_bank(args.bank), db, args.format, left_out=left_out)
     atomic_write_text(args.out, text)
-    for sid, why in left_out:  # Canvas: a student the roster gives no Canvas identifier (grader.reports.lms)
+    for sid, why in left_out:  # Canvas: a student the roster gives no Canvas identifier (lms.gradebook_csv)
         print(f"left out {sid!r}: {why}", file=sys.stderr)
     if left_out:
         print(f"warning: {len(left_out)} student(s) are not in {args.out} (listed above); add canvas_id, "
