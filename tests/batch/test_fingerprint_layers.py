@@ -20,7 +20,7 @@ TA_SIDE = ["batch.py", "fingerprint.py", "records/gradebook.py", "records/outcom
 GRADE_DECIDING = ["grade.py", "points.py", "points.yaml", "records/results.py", "intake/submission.py",
                   "mistakes/buggy_variants.py", "mistakes/variants_ex1_ex3.py", "mistakes/variants_ex4_ex6.py",
                   "mistakes/behaviours.yaml", "mistakes/diagnose.py",
-                  "hidden/support.py", "sandbox/sandbox.py", "platforms/release.py", "platforms/lti/tool.py",
+                  "hidden/support.py", "sandbox/sandbox.py", "platforms/release.py", "platforms/lti_publish.py",
                   "platforms/nbgrader_course/autograde.py", "figure_runs.py"]
 
 
