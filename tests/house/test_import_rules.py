@@ -54,6 +54,16 @@ REEXPORT_ALLOWANCE: set[str] = {
 HOUSE_TOP = {"grader", "lms", "ppo_course", "ppo_reference", "quiz_bank"}
 
 
+#: Imports that would point back up: (modules under this prefix, may not import this prefix). The floor
+#: (``lms``) sits below the grader and the quiz server; the public quiz (``quiz_bank/*.py``, shipped to
+#: students) reaches its instructor side only through ``quiz_bank.extension_point``, by name.
+UPWARD: tuple[tuple[str, str], ...] = (
+    ("lms", "grader"), ("lms", "quiz_bank"),
+    ("quiz_bank", "grader"),
+    ("ppo_course", "grader"), ("ppo_course", "lms"), ("ppo_course", "ppo_reference"),
+)
+
+
 def _is_module(module: str, name: str) -> bool:
     """Whether ``module.name`` is itself a module or package of the repository."""
     base = REPO.joinpath(*module.split("."), name)
@@ -115,6 +125,28 @@ def reexports(path: str, source: str) -> list[str]:
     return found
 
 
+def imported_modules(path: str, source: str) -> set[str]:
+    """Every module this one imports, at the top or inside a function (absolute dotted names)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node.module, node.level, path)
+            found |= {module} | {f"{module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def upward_imports(path: str, source: str) -> list[str]:
+    """``"path: module"`` for each import that points back up (``UPWARD``, and the public quiz's instructor)."""
+    me = path.removesuffix(".py").replace("/", ".")
+    rules = [(low, high) for low, high in UPWARD if me.startswith(low + ".")]
+    if me.startswith("quiz_bank.") and not me.startswith("quiz_bank.instructor."):
+        rules.append(("quiz_bank", "quiz_bank.instructor"))
+    return sorted(f"{path}: {module}" for module in imported_modules(path, source)
+                  for _, high in rules if module == high or module.startswith(high + "."))
+
+
 def _house() -> dict[str, str]:
     return {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
             for package in PACKAGES for p in sorted((REPO / package).rglob("*.py")) if "__pycache__" not in p.parts}
@@ -135,6 +167,24 @@ def test_no_private_name_is_imported_across_modules():
 def test_no_module_is_a_re_export_face():
     found = [entry for path, source in _house().items() for entry in reexports(path, source)]
     assert _against(found, REEXPORT_ALLOWANCE, "re-exported or aliased: import it from its home") == []
+
+
+def test_no_import_points_back_up():
+    found = [entry for path, source in _house().items() for entry in upward_imports(path, source)]
+    assert found == []
+
+
+@pytest.mark.parametrize(("path", "source", "found"), [
+    ("lms/roster.py", "def f():\n    from grader.records import x\n", ["lms/roster.py: grader.records", "lms/roster.py: grader.records.x"]),
+    ("lms/lti/tool.py", "import quiz_bank.engine\n", ["lms/lti/tool.py: quiz_bank.engine"]),
+    ("quiz_bank/engine.py", "from quiz_bank.instructor import keys\n",
+     ["quiz_bank/engine.py: quiz_bank.instructor", "quiz_bank/engine.py: quiz_bank.instructor.keys"]),
+    ("quiz_bank/instructor/extension.py", "from quiz_bank.instructor import keys\n", []),
+    ("grader/batch.py", "from lms import roster\nfrom quiz_bank import engine\n", []),
+])
+def test_the_upward_check_on_hand_made_modules(path, source, found):
+    """Lazy imports count; the instructor side may import itself; the grader may import the floor and the quiz."""
+    assert upward_imports(path, source) == found
 
 
 @pytest.mark.parametrize(("source", "private", "faces"), [
