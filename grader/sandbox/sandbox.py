@@ -29,7 +29,7 @@ from grader.sandbox.remote import RemoteModule
 from grader.sandbox.remote_object import RemoteObject
 from ppo_course.sandbox import codec
 
-_INSTRUCTOR_PACKAGES = ("grader", "ppo_reference", "quiz_bank", "solutions")
+_INSTRUCTOR_PACKAGES = ("grader", "lms", "ppo_reference", "quiz_bank", "solutions")
 _INHERIT = object()
 
 

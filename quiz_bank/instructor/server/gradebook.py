@@ -18,8 +18,9 @@ column per stop and one for chapter completion:
   "Map from / Map to" step; ``Email address`` beside it maps to *Email*), then
   one grade column per stop and ``PPO quiz complete``.
 
-Values are written with the csv module (quoted where needed), and cells that a
-spreadsheet would run as a formula (starting with = + - @) get a leading quote.
+Values are written with the csv module (quoted where needed), and text cells pass through the
+project's one CSV cell rule (``ppo_course.text_safety.csv_cell``: a cell that a spreadsheet would
+run as a formula gets a leading quote).
 """
 
 from __future__ import annotations
@@ -27,13 +28,10 @@ from __future__ import annotations
 import csv
 import io
 
+from ppo_course.text_safety import csv_cell
+from quiz_bank.models import N_STOPS
+
 FORMATS = ("csv", "canvas", "moodle")
-N_STOPS = 8
-
-
-def _cell(value) -> str:
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def student_scores(bank, db) -> list[dict]:
@@ -87,7 +85,7 @@ def render(bank, db, fmt: str, left_out: list | None = None) -> str:
     if fmt == "csv":
         writer.writerow(["student_id", *[f"stop{s}" for s in stops], "stops_passed", "complete"])
         for r in rows:
-            writer.writerow([_cell(r["student_id"]), *[r["best"][s] for s in stops], len(r["passed"]), int(r["complete"])])
+            writer.writerow([csv_cell(r["student_id"] or ""), *[r["best"][s] for s in stops], len(r["passed"]), int(r["complete"])])
     elif fmt == "canvas":  # the course's one Canvas writer (lms.gradebook_csv), shared with `ppo-course export`
         written = _canvas(rows)
         if left_out is not None:
@@ -96,5 +94,5 @@ def render(bank, db, fmt: str, left_out: list | None = None) -> str:
     else:
         writer.writerow(["ID number", "Email address", *[f"PPO quiz stop {s}" for s in stops], "PPO quiz complete"])
         for r in rows:
-            writer.writerow([_cell(r["student_id"]), _cell(r["email"]), *[r["best"][s] for s in stops], int(r["complete"])])
+            writer.writerow([csv_cell(r["student_id"] or ""), csv_cell(r["email"] or ""), *[r["best"][s] for s in stops], int(r["complete"])])
     return out.getvalue()
