@@ -211,6 +211,8 @@ def _print_report(data: dict) -> None:
     console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops passed)")
     if data.get("problem"):
         console.print(f"scored 0: {data['problem']}", markup=False)
+    if (data.get("exercises") or {}).get("faulted"):
+        console.print(f"exercises: {'; '.join(data['exercises']['problems'])}", markup=False)
     for name, claim in ((n, c) for n, s in data["stops"].items() if not s["passed"] for c in s["claims_missed"]):
         console.print(f"{name}: reread {claim['claim']} ({claim['cite']})", markup=False)
     if "graded_as_attempt" in data:
