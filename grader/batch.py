@@ -118,7 +118,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
               profile: str = "full", exercises: list[str] | None = None, limits: BatchLimits | None = None,
               formats: Iterable[str] = (), assignment: str = "ppo", progress: bool = True, report: bool = True,
               log: Callable[[str], None] | None = None, never_lower: bool = False, latest_only: bool = False,
-              cluster: str | None = None, attempt_rule=None) -> BatchSummary:
+              cluster: str | None = None, attempt_rule=None, accept_points_change: bool = False) -> BatchSummary:
     """Grade every student of ``submissions_dir`` into ``out_dir``; resumable, crash-isolated, parallel.
 
     Args:
@@ -141,6 +141,8 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
             to students: never a rule guessed from folder names).
         cluster: a Dask scheduler's address: each submission is graded as a task there
             (``grader.runners.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
+        accept_points_change: grade even when an exercise's maximum differs from the one the batch published
+            (``grader.records.points_change``); without it such a run is refused before anything is graded.
 
     A student regraded because the grader fingerprint changed has the published results kept first;
     ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.reports.regrade``). The folder
@@ -153,6 +155,8 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
             ``grader.intake.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
             student with several folders without it.
         BatchBusy / GraderMismatch: another batch writes to ``out_dir``; the workers would import another grader.
+        grader.records.points_change.PointsChanged: an exercise's maximum moved and ``accept_points_change`` is
+            False (nothing graded or written but the attempts selection and the regrade snapshots).
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.runners.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
@@ -166,7 +170,8 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
     present = {e.student_id for e in entries} | set(absent)
     cluster_runner, fingerprint = _grader_of_the_batch(cluster, say)
     run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
-                   fingerprint, say, absent=absent, cluster_runner=cluster_runner)
+                   fingerprint, say, absent=absent, cluster_runner=cluster_runner,
+                   accept_points_change=accept_points_change)
     graded_now, skipped, records = _lock_and_run(run, selection, entries, warnings, present, force, jobs, progress)
     clean_scratch(run.state)
     if report:
@@ -235,6 +240,7 @@ def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], presen
     for w in warnings:
         run.say(f"warning: {w}")
     todo, skipped = _plan(run, entries, force)
+    _check_points(run)
     for sid in run.absent:  # nothing to grade: their records join the class before any grading, so that every
         write_no_submission(run, sid)  # gradebook written from here on (paced, or after a kill) has their rows
     if todo:
@@ -273,6 +279,23 @@ def _plan(run: BatchRun, entries: list[Entry], force: bool) -> tuple[list[tuple[
                                submission_hash=h if run.never_lower else None)
         todo.append((entry, h))
     return todo, skipped
+
+
+def _check_points(run: BatchRun) -> None:
+    """Refuse a run whose points file moved an exercise's maximum against the published batch unless the TA accepted
+    it (``grader.records.points_change.check_points_change``: raises ``PointsChanged``, after closing a connected
+    cluster); an accepted change is said."""
+    from grader.records.points_change import ACCEPT_FLAG, PointsChanged, check_points_change
+
+    try:
+        changes = check_points_change(run.state, list(run.records.values()), accept=run.accept_points_change)
+    except PointsChanged:
+        if run.cluster_runner is not None:
+            run.cluster_runner.close()
+        raise
+    for change in changes:
+        run.say(f"warning: {change.line()} ({ACCEPT_FLAG}): the batch is regraded with the new maximum; update the "
+                "LMS item's points before the next import (`export` warns)")
 
 
 def _runner(run: BatchRun, jobs: int | None) -> Callable[..., WorkerOutcome]:
