@@ -71,6 +71,7 @@ from grader.records.out_folder import (
     sweep_stale_temporaries,
 )
 from grader.records.outcome import grade_entry, zero_outcome
+from grader.records.points_change import check_batch_points
 from grader.records.publish import publish, write_no_submission
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
@@ -125,14 +126,12 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
         submissions_dir: one sub-folder or ``.zip`` per student (the name is the id).
         out_dir: receives ``<student>/results.json``, ``<student>/feedback.md``, ``<student>/batch.json``,
             ``gradebook.csv`` (and ``grades.csv`` with ``formats=("nbgrader",)``), ``report.md`` and ``report.png``.
-        jobs: parallel workers (default: the usable CPU cores).
-        force: regrade students whose record says they are up to date.
+        jobs: parallel workers (default: the usable CPU cores); force: regrade students up to date too.
         profile: ``"full"`` or ``"fast"``, passed to ``grade_submission``; exercises: module stems to grade
             (default: all); limits: per-submission :class:`BatchLimits`.
         formats: extra gradebook formats (``"nbgrader"`` writes nbgrader's export CSV, whose assignment name
             is ``assignment``).
-        progress: show a rich progress bar (stderr); report: write the class report when done; log: where
-            warnings go (default: stderr).
+        progress: show a progress bar (stderr); report: write the class report; log: warnings (default: stderr).
         never_lower: after a grader change, keep each exercise's published score where the regrade gives less
             (``grader.reports.regrade.never_lower``); a changed submission is regraded in full, and regrade.md
             and the student's feedback say so.
@@ -141,8 +140,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
             to students: never a rule guessed from folder names).
         cluster: a Dask scheduler's address: each submission is graded as a task there
             (``grader.runners.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
-        accept_points_change: grade even when an exercise's maximum differs from the one the batch published
-            (``grader.records.points_change``); without it such a run is refused before anything is graded.
+        accept_points_change: grade although an exercise's maximum moved (else ``PointsChanged``, nothing graded).
 
     A student regraded because the grader fingerprint changed has the published results kept first;
     ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.reports.regrade``). The folder
@@ -155,8 +153,6 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
             ``grader.intake.attempts.AttemptRuleError`` (a ValueError) for ``latest_only`` without a rule or a
             student with several folders without it.
         BatchBusy / GraderMismatch: another batch writes to ``out_dir``; the workers would import another grader.
-        grader.records.points_change.PointsChanged: an exercise's maximum moved and ``accept_points_change`` is
-            False (nothing graded or written but the attempts selection and the regrade snapshots).
         KeyboardInterrupt: after killing every worker and writing the gradebook so far.
         BatchAborted: the cluster is unreachable, gone, or refuses (``grader.runners.cluster.ClusterUnavailable``),
             after writing the gradebook so far.
@@ -240,7 +236,7 @@ def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], presen
     for w in warnings:
         run.say(f"warning: {w}")
     todo, skipped = _plan(run, entries, force)
-    _check_points(run)
+    check_batch_points(run)
     for sid in run.absent:  # nothing to grade: their records join the class before any grading, so that every
         write_no_submission(run, sid)  # gradebook written from here on (paced, or after a kill) has their rows
     if todo:
@@ -279,23 +275,6 @@ def _plan(run: BatchRun, entries: list[Entry], force: bool) -> tuple[list[tuple[
                                submission_hash=h if run.never_lower else None)
         todo.append((entry, h))
     return todo, skipped
-
-
-def _check_points(run: BatchRun) -> None:
-    """Refuse a run whose points file moved an exercise's maximum against the published batch unless the TA accepted
-    it (``grader.records.points_change.check_points_change``: raises ``PointsChanged``, after closing a connected
-    cluster); an accepted change is said."""
-    from grader.records.points_change import ACCEPT_FLAG, PointsChanged, check_points_change
-
-    try:
-        changes = check_points_change(run.state, list(run.records.values()), accept=run.accept_points_change)
-    except PointsChanged:
-        if run.cluster_runner is not None:
-            run.cluster_runner.close()
-        raise
-    for change in changes:
-        run.say(f"warning: {change.line()} ({ACCEPT_FLAG}): the batch is regraded with the new maximum; update the "
-                "LMS item's points before the next import (`export` warns)")
 
 
 def _runner(run: BatchRun, jobs: int | None) -> Callable[..., WorkerOutcome]:

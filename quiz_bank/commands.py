@@ -1,9 +1,8 @@
 """``ppo-course quiz ...``: take, key, grade, grade-batch, status, validate, export-public
 (and, on an instructor install, ``serve``, ``tokens`` and ``export``: ``quiz_bank.instructor.server.cli``).
 
-Exit codes: 0 done (a grade was produced, whatever the score; the bank is
-valid), 1 the bank is invalid / a take ended before the stop was finished,
-2 a usage error or a malformed input file (the message says what and where).
+Exit codes: 0 done (a grade was produced, whatever the score; the bank is valid), 1 the bank is invalid / a take
+ended before the stop was finished, 2 a usage error or a malformed input file (the message says what and where).
 """
 
 from __future__ import annotations

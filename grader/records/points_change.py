@@ -116,8 +116,9 @@ def check_points_change(state: Path, records: Iterable, *, accept: bool,
     if changes:
         kept = _read_json(Path(state) / CHANGES) or {}
         for c in changes:
-            old = kept.get(c.stem, {}).get("published", c.published) if isinstance(kept.get(c.stem), dict) else c.published
-            kept[c.stem] = {"published": old, "now": c.now}
+            before = kept.get(c.stem)
+            kept[c.stem] = {"published": before.get("published", c.published) if isinstance(before, dict) else
+                            c.published, "now": c.now}
         atomic_write_text(Path(state) / CHANGES, json.dumps(kept, indent=2) + "\n")
     atomic_write_text(Path(state) / MAXIMA, json.dumps(now, indent=2) + "\n")
     return changes
@@ -134,3 +135,18 @@ def export_warnings(batch_dir: Path, item_maxima: dict[str, float]) -> list[str]
     return [f"{c.line()} (grade-batch {ACCEPT_FLAG}): an LMS item made for {c.published:g} points refuses or "
             f"misreads these grades; set the item's points to {c.now:g} before importing"
             for c in maximum_changes(before, item_maxima)]
+
+
+def check_batch_points(run) -> None:
+    """:func:`check_points_change` for one ``grader.records.batch_run.BatchRun`` before it grades: its published
+    records, its ``accept_points_change``; a refusal closes a connected cluster first (then raises
+    :class:`PointsChanged`), an accepted change is said through ``run.say``."""
+    try:
+        changes = check_points_change(run.state, list(run.records.values()), accept=run.accept_points_change)
+    except PointsChanged:
+        if run.cluster_runner is not None:
+            run.cluster_runner.close()
+        raise
+    for change in changes:
+        run.say(f"warning: {change.line()} ({ACCEPT_FLAG}): the batch is regraded with the new maximum; update the "
+                "LMS item's points before the next import (`export` warns)")

@@ -324,9 +324,8 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
     ``allow_fast_preview``, which writes it labelled (:data:`PREVIEW_LABEL`) with ``chapter_complete`` never
     marked. Every maximum is the assignment's (the full profile's), never the fast tier's. A batch holding grader
     faults (status ``grader_fault``: no score) is refused, unless ``allow_grader_faults``, which writes the others
-    and leaves every cell of a faulted student empty, never 0 (a note names them). An exercise whose maximum
-    differs from the one published before an accepted points change (``grade-batch --accept-points-change``)
-    gets a warning naming both maxima (``grader.records.points_change``): the LMS item needs its points updated.
+    and leaves every cell of a faulted student empty, never 0 (a note names them). An item whose maximum moved
+    since the batch was published gets a warning naming both (``grader.records.points_change``).
 
     Raises:
         grader.records.gradebook.FastPreviewRefused: a fast-profile batch without ``allow_fast_preview`` (nothing written).
