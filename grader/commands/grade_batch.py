@@ -57,7 +57,8 @@ def add_attempt_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Grade the batch, print where the files are; exit 0 when the batch ran, 1 when it stopped, 2 on a usage error,
+    """Grade the batch, print where the files are; exit 0 when the batch ran, 1 when it stopped (or was refused: an
+    exercise's maximum moved against the published batch without --accept-points-change), 2 on a usage error,
     3 when the grader itself failed for some students (the others are graded; the faulted ones are named and have
     no score: :data:`FAULT_EXIT`)."""
     import sys
