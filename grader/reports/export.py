@@ -368,8 +368,7 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
         columns, values = _lms_table(records, assignment, done, canvas_ids or {})
         who = _identities(records, people, stand_in)
         rows = [gradebook_csv.Row(r.student_id, who[r.student_id], values(r)) for r in records]
-        written = (gradebook_csv.canvas(columns, rows) if fmt == "canvas"
-                   else gradebook_csv.moodle(columns, rows, moodle_id))
+        written = gradebook_csv.canvas(columns, rows) if fmt == "canvas" else gradebook_csv.moodle(columns, rows, moodle_id)
     if strict and written.left_out:
         raise ExportRefused(f"--strict: {len(written.left_out)} student(s) cannot be exported, nothing written: "
                             + "; ".join(f"{sid}: {why}" for sid, why in written.left_out))
