@@ -1,7 +1,8 @@
 """Confinement of one child process before it runs any student code.
 
-Runs inside the child right after the fork server forked it (as the fork
-server's user, normally root), in this order (first of all, when the fork
+Runs inside the child's worker (pid 2 of a pid namespace of its own where the
+fork server is root, ``pidns``; else the fork server's child itself), as the fork
+server's user, normally root, in this order (first of all, when the fork
 server made them, the child joins its memory cgroup, ``memcg``, and its CPU
 cgroup, ``cpucg``, which holds all its processes to ``Limits.cpu_cores``):
 

@@ -27,7 +27,10 @@ protocol; each connection may only finish its own children, and its EOF
 kills them. Only the owner's EOF stops the server.
 
 It is a child subreaper, so processes orphaned by a student's fork stay its
-descendants and are found and killed.
+descendants and are found and killed. Where it is root, the process it forks
+for a child (whose pid it replies) holds a pid namespace of its own, whose pid
+1 reaps and whose pid 2 runs the student's code (``pidns``); the holder ends
+the way the worker did, so ``finish`` reads the worker's status.
 """
 
 from __future__ import annotations

@@ -9,8 +9,11 @@ carried the bit (a classmate's answers were relayed through byte-range locks far
 the end of a torch file); the CPU budget test checks that a child whose processes
 spin cannot take a sibling's CPU.
 
-Not covered here (docs/threat_model.md, "Live channels"): the machine's pid counter
-(no pid namespace) and timing (load, page cache).
+The pid counter has its own test: a sender starting processes or not, a receiver reading
+its next pid, ``ns_last_pid``, ``/proc/loadavg`` and ``/proc/stat`` (on main every one of
+them carried the bit; now each child has a pid namespace and the machine-wide counts read
+empty). Not covered here (docs/threat_model.md, "Live channels"): ``sysinfo(2)``'s task
+count and timing (load, page cache).
 """
 
 from __future__ import annotations
