@@ -1,8 +1,7 @@
 """Confinement of one child process before it runs any student code.
 
-Runs inside the child's worker (pid 2 of a pid namespace of its own where the
-fork server is root, ``pidns``; else the fork server's child itself), as the fork
-server's user, normally root, in this order (first of all, when the fork
+Runs in the child's worker (pid 2 of its own pid namespace where the fork server
+is root, ``pidns``), as the fork server's user, in this order (first of all, when the fork
 server made them, the child joins its memory cgroup, ``memcg``, and its CPU
 cgroup, ``cpucg``, which holds all its processes to ``Limits.cpu_cores``):
 
