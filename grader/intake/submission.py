@@ -86,7 +86,7 @@ def private_folder(path: Path) -> Path:
     A batch stages each student under ``OUT_DIR/.batch/staging/<id>``, one folder per student, made just
     before that student is dispatched: the folder and ``staging/`` itself readable by the grader's user
     only. The sandbox's children read their own submission before they drop to a uid of their own
-    (``ppo_course.sandbox.isolate``) and then see a minimal root without the batch's folders; the modes
+    (``sandbox_child.isolate``) and then see a minimal root without the batch's folders; the modes
     are the second wall, for a machine where the kernel refuses the private mounts (issue 22 item 2).
 
     Returns:

@@ -51,7 +51,7 @@ REEXPORT_ALLOWANCE: set[str] = {
     "grader/records/gradebook.py: refuse_grader_faults",
 }
 
-HOUSE_TOP = {"grader", "lms", "ppo_course", "ppo_reference", "quiz_bank"}
+HOUSE_TOP = {"grader", "lms", "ppo_course", "ppo_reference", "quiz_bank", "sandbox_child"}
 
 
 #: Imports that would point back up: (modules under this prefix, may not import this prefix). The floor
@@ -60,7 +60,9 @@ HOUSE_TOP = {"grader", "lms", "ppo_course", "ppo_reference", "quiz_bank"}
 UPWARD: tuple[tuple[str, str], ...] = (
     ("lms", "grader"), ("lms", "quiz_bank"),
     ("quiz_bank", "grader"),
-    ("ppo_course", "grader"), ("ppo_course", "lms"), ("ppo_course", "ppo_reference"),
+    ("ppo_course", "grader"), ("ppo_course", "lms"), ("ppo_course", "ppo_reference"), ("ppo_course", "sandbox_child"),
+    ("sandbox_child", "grader"), ("sandbox_child", "lms"), ("sandbox_child", "quiz_bank"),
+    ("sandbox_child", "ppo_reference"),
 )
 
 

@@ -43,9 +43,9 @@ import resource
 import signal
 from dataclasses import dataclass, field
 
-from ppo_course.sandbox import cpucg, memcg, rootfs, syscall_filter
-from ppo_course.sandbox.covers import is_within, apply_covers, plan_covers
-from ppo_course.sandbox.linux import (
+from sandbox_child import cpucg, memcg, rootfs, syscall_filter
+from sandbox_child.covers import is_within, apply_covers, plan_covers
+from sandbox_child.linux import (
     CLONE_NEWCGROUP,
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -61,7 +61,7 @@ from ppo_course.sandbox.linux import (
     prctl,
     unshare,
 )
-from ppo_course.sandbox.submission_files import SubmissionFile, write_submission
+from sandbox_child.submission_files import SubmissionFile, write_submission
 
 def scrubbed_env(home: str) -> dict[str, str]:
     """The complete environment of a child: no token, no path to instructor files.

@@ -38,8 +38,8 @@ import ctypes
 import ctypes.util
 import os
 
-from ppo_course.sandbox.covers import is_within
-from ppo_course.sandbox.readonly import make_read_only, mount_points_under
+from sandbox_child.covers import is_within
+from sandbox_child.readonly import make_read_only, mount_points_under
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 

@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from ppo_course.sandbox.linux import MS_BIND, MS_NODEV, MS_NOSUID, MS_REC, mount
+from sandbox_child.linux import MS_BIND, MS_NODEV, MS_NOSUID, MS_REC, mount
 
 
 def _traversable_by_others(path: str) -> bool:
