@@ -3,9 +3,12 @@ mini-batches listed once, before the epoch loop.
 
 Clause broken: "For each of config.ppo_epochs epochs, ... buf.minibatches(config.mini_batch_size, generator)"
 Expected diagnosis (the set's manifest): Every epoch reuses the same shuffle. Draw a fresh permutation each epoch, as the stub fixes.
+
+The graders' stage check says "step 7: 1 pass(es) over the buffer and 8 losses, expected 2 and 8" (true);
+the id's headline ("runs a different number of epochs") over-states it: the epochs are there, the draws are not.
 """
 EXERCISE = "ex7_ppo_step"
-DIAGNOSIS = "raises_error"
+DIAGNOSIS = "ppo_step_wrong_epochs"
 DESCRIPTION = "mini-batches listed once, before the epoch loop"
 SEEN_IN = "the landing-7 unseen set (u62), written outside the project from the docstrings alone"
 
