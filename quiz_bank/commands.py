@@ -305,7 +305,7 @@ def _status(args) -> int:
 def _status_table(bank, store, sid: str, keyed: bool):
     """One student's progress: per stop, the latest attempt and, with keys, whether the stop is passed.
 
-    Truthful by construction (issue 20 item 7): "passed" is the stored completion, which no later
+    Truthful by construction: "passed" is the stored completion, which no later
     attempt removes; the latest attempt is shown as in progress, failed or passed.
     """
     from rich.table import Table

@@ -41,7 +41,7 @@ class Source(_Strict):
 
 
 class Claim(_Strict):
-    """One claim of the chapter, asked by several interchangeable items (issue 20).
+    """One claim of the chapter, asked by several interchangeable items.
 
     ``text`` is a short topic label shown in feedback ("the claims you missed"); it
     names what the claim is about without stating it, so that it cannot answer an
@@ -270,7 +270,7 @@ Question = Annotated[
 
 
 class StopFile(_Strict):
-    """One ``stop<N>.yaml``: its stop number, title, its claims and at least 8 questions (issues 5, 20)."""
+    """One ``stop<N>.yaml``: its stop number, title, its claims and at least 8 questions."""
 
     stop: int = Field(ge=1, le=N_STOPS)
     title: str = Field(min_length=3)
