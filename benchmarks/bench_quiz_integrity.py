@@ -9,7 +9,7 @@ Bots take the quiz against the real engine and the server's own policy code,
 in process: ``quiz_bank.instructor.server.quiz.QuizService`` on a temporary database,
 the same calls the routes make (start an attempt, answer the next question,
 read the verdict or, under mastery, the claims missed). A simulated clock
-skips each cooldown. The bots (issue 20, "A measurement, in the project"):
+skips each cooldown. The bots:
 
 - ``always-a``: the first option shown (true; the first number of the stem).
 - ``longest``: the longest option (for a multi, every option at least as long as the mean).
@@ -24,7 +24,7 @@ skips each cooldown. The bots (issue 20, "A measurement, in the project"):
   again and a known-right answer is always repeated; parametric questions
   come back with new numbers, where memory does not help: there it guesses
   (a random option, true/false at random, a number of the stem at random).
-- ``variant-memory`` (red team a136): ``elimination`` that also remembers each
+- ``variant-memory``: ``elimination`` that also remembers each
   parametric *variant* (question and prompt): a small grid repeats a statement
   word for word a few attempts later, and then it answers from memory.
 - ``understanding``: answers from the keys (``quiz_bank.instructor.keys``, instructor side).

@@ -298,8 +298,8 @@ def scores(outcomes: dict, stems: list[str], profile: str) -> dict[str, dict[str
                 outcome = outcomes.get((stem, kind, name))
                 ok = outcome is not None and outcome.passed
                 max_score += entry.points
-                # a public test's points count only when its hidden twins pass (grader.points, issue 19 class 5)
-                # ... and a property test's points only when the value tests it requires show work (a100)
+                # a public test's points count only when its hidden twins pass (grader.points)
+                # ... and a property test's points only when the value tests it requires show work
                 counts = points.exercises[stem].counted(kind, name, ok, lambda twin, stem=stem: (
                     outcomes.get((stem, "hidden", twin)) is not None and outcomes[(stem, "hidden", twin)].passed),
                     lambda req, stem=stem: (outcomes.get((stem, "hidden", req)) is not None
