@@ -23,9 +23,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ppo_course.syllabus import N_STOPS
 from quiz_bank.engine import Outcome, ResponsesError, check, expected_answer, load_policy, render
 from quiz_bank.loader import Bank
-from quiz_bank.models import N_STOPS, Responses
+from quiz_bank.models import Responses
 
 
 def load_responses(path: Path | str) -> Responses:

@@ -16,7 +16,8 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
-from quiz_bank.models import N_STOPS, StopFile
+from ppo_course.syllabus import N_STOPS
+from quiz_bank.models import StopFile
 from quiz_bank.paths import BANK_DIR
 
 MIN_QUESTIONS_PER_STOP = 8

@@ -17,12 +17,13 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ppo_course.syllabus import N_STOPS
+
 QUESTION_ID = re.compile(r"^stop([1-8])\.[a-z0-9]+(?:-[a-z0-9]+)*$")
 CLAIM_ID = QUESTION_ID  # claims are named like questions: stop<N>.<slug>
 LEVELS = ("recall", "apply", "understand")
 OPTION_ID = re.compile(r"^[a-z0-9_-]+$")
 SYMBOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-N_STOPS = 8
 
 
 class _Strict(BaseModel):

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ppo_course.syllabus import N_STOPS
+
 MAX_RESPONSES_BYTES = 1_000_000
-N_STOPS = 8
 METADATA = Path("/autograder/submission_metadata.json")
 
 
