@@ -58,9 +58,9 @@ def _hidden_dir() -> Path:
 
 
 def _public_dir() -> Path:
-    from grader.public import public_tests_dir
+    from ppo_course.public_tests import PUBLIC_TESTS_DIR
 
-    return public_tests_dir()
+    return PUBLIC_TESTS_DIR
 
 
 def _slow_tests() -> set:
