@@ -50,6 +50,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ppo_course.syllabus import STOPS
+
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--students", type=int, default=3)
     parser.add_argument("--cap", type=int, default=60)
-    parser.add_argument("--stops", type=int, nargs="+", default=list(range(1, 9)))
+    parser.add_argument("--stops", type=int, nargs="+", default=list(STOPS))
     parser.add_argument("--bots", nargs="+", choices=BOTS, default=list(BOTS))
     parser.add_argument("--policy", type=Path, default=None, help="attempt policy YAML (default: the course's)")
     parser.add_argument("--chapter", type=Path, default=None)
