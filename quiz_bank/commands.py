@@ -83,10 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Dispatch to the verb; heavy imports happen here, not at ``--help`` time."""
     verb = getattr(args, "quiz_command", None)
-    handlers = {
-        "take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
-        "status": _status, "validate": _validate, "export-public": _export,
-    }
+    handlers = {"take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
+                "status": _status, "validate": _validate, "export-public": _export}
     if verb in ("serve", "tokens", "revoke", "export", "migrate", "backup", "restore"):
         from quiz_bank.instructor.server import cli as server_cli
 
@@ -309,8 +307,7 @@ def _status_table(bank, store, sid: str, keyed: bool):
     """One student's progress: per stop, the latest attempt and, with keys, whether the stop is passed.
 
     Truthful by construction: "passed" is the stored completion, which no later
-    attempt removes; the latest attempt is shown as in progress, failed or passed.
-    """
+    attempt removes; the latest attempt is shown as in progress, failed or passed."""
     from rich.table import Table
 
     done = store.completed_stops(sid)
