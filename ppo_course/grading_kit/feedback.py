@@ -25,6 +25,7 @@ import torch
 
 from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.diagnoses import message
+from ppo_course.grading_kit.where import where_they_differ
 
 # A candidate is (diagnosis id, the buggy variant's output or a thunk computing it).
 Candidate = tuple[str, Any]
@@ -40,12 +41,15 @@ class Mismatch(AssertionError):
         diagnosis: an id of `DIAGNOSES` (e.g. "max_instead_of_min", "wrong_value").
         detail: expected vs got, shapes, the worst position; shown for public tests only.
         what: what was compared, e.g. "clipped_surrogate_loss(...)" or "stats['clipfrac']".
+        finding: one sentence that holds no input or expected value (a fitted parameter against the
+            call's, or where the outputs differ): shown for hidden tests too.
     """
 
-    def __init__(self, diagnosis: str, detail: str = "", what: str = "output"):
+    def __init__(self, diagnosis: str, detail: str = "", what: str = "output", finding: str = ""):
         self.diagnosis = diagnosis
         self.detail = detail
         self.what = what
+        self.finding = finding
         super().__init__(f"{what}: [{diagnosis}] {message(diagnosis)}" + (f"\n{detail}" if detail else ""))
 
 
@@ -172,9 +176,13 @@ def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask
         found = "wrong_value" if compare.all_finite(_real(got, mask)) else "not_finite"
     padding = mask is not None and tuple(mask.shape) == tuple(want.shape) and not bool(mask.to(torch.bool).all())
     legend = f"\n  ({PADDING_SHOWN} = padding: its value is unspecified and not compared)" if padding else ""
+    finding = ""
+    if found in ("wrong_value", "not_finite"):  # no known mistake: say what is always true
+        finding = where_they_differ(got, want, rtol=rtol, atol=atol, mask=mask, structure=mask, what="the value")
     detail = (f"  expected: {_fmt(want, mask)}\n  got:      {_fmt(got, mask)}\n"
-              f"  {compare.describe_difference(got, want, mask)} (rtol={rtol:g}, atol={atol:g}){legend}{where}")
-    raise Mismatch(found, detail, what)
+              f"  {compare.describe_difference(got, want, mask)} (rtol={rtol:g}, atol={atol:g}){legend}{where}"
+              + (f"\n  {finding}" if finding else ""))
+    raise Mismatch(found, detail, what, finding=finding)
 
 
 def expect_raises(call: Callable[[], Any], error_names: Sequence[str], diagnosis: str, *, what: str,
