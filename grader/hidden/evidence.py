@@ -213,3 +213,17 @@ def explain_unnamed(generic: str, student, name: str, got_part: Any, want: torch
     advantages = bound.get("advantages") if isinstance(bound.get("advantages"), torch.Tensor) else None
     return generic, where_they_differ(got_part, want, rtol=rtol, atol=atol, mask=mask, structure=structure,
                                       advantages=advantages, what="the value")
+
+
+def where_grads_differ(got: torch.Tensor, want: torch.Tensor, reference, name: str, args: tuple,
+                       kwargs: dict | None, label: str, rtol: float, atol: float, mask: torch.Tensor | None) -> str:
+    """Where a student's gradient differs from the reference's (`ppo_course.grading_kit.where`), read against
+    the call's own mask and advantages; "" when it cannot say (another shape, not a contract call)."""
+    try:
+        bound = inspect.signature(getattr(reference, name)).bind(*args, **(kwargs or {})).arguments
+    except (TypeError, AttributeError):  # not a call of a contract function's signature
+        bound = {}
+    structure = bound.get("mask") if isinstance(bound.get("mask"), torch.Tensor) else mask
+    advantages = bound.get("advantages") if isinstance(bound.get("advantages"), torch.Tensor) else None
+    return where_they_differ(got, want, rtol=rtol, atol=atol, mask=mask, structure=structure,
+                             advantages=advantages, what=label)

@@ -198,17 +198,17 @@ def _kl_family() -> Family:
 
 
 def _shaped(a: dict, kl: torch.Tensor, score_shift: int = 0) -> torch.Tensor:
-    """kl_shaped_rewards from a per-token KL [B, T] (0 on padding), the score `score_shift` tokens off the last."""
+    """kl_shaped_rewards from a per-token KL [B, T] (0 on padding), the score (with placement "last_token" the
+    whole reward) `score_shift` tokens off each row's last real token (clamped to the row's columns)."""
     m = _m(a)
     B, T = m.shape
-    last = m.sum(1) - 1
     rows = torch.arange(B)
+    at = torch.clamp(m.sum(1) - 1 + score_shift, 0, T - 1)  # the last real token, shifted
     out = torch.zeros_like(kl)
     if a["placement"] == "per_token":
         out = -a["kl_coef"] * kl
-    else:
-        out[rows, last] = -a["kl_coef"] * kl.sum(1) / m.sum(1).to(kl.dtype)
-    at = torch.clamp(last + score_shift, 0, T - 1)
+    else:  # the whole last-token reward lands at the (shifted) position
+        out[rows, at] = -a["kl_coef"] * kl.sum(1) / m.sum(1).to(kl.dtype)
     out[rows, at] = out[rows, at] + a["scores"].to(kl.dtype)
     return out
 
@@ -231,7 +231,8 @@ def _shaped_shift_family() -> Family:
 
     def says(a: dict, p: int) -> str:
         where = "before" if p < 0 else "after"
-        return f"the score is added one token {where} each row's last real token."
+        what = "score" if a["placement"] == "per_token" else "last-token reward"
+        return f"the {what} is put one token {where} each row's last real token."
 
     return Family("kl_shaped_rewards", model, says,
                   lambda a, p: "score_on_padding" if p > 0 else "off_by_one_token", values=(-1, 1))

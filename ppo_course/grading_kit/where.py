@@ -57,7 +57,7 @@ def _location(diff: torch.Tensor, compared: torch.Tensor, real: torch.Tensor | N
 
 def where_they_differ(got: object, want: torch.Tensor, *, rtol: float, atol: float,
                       mask: torch.Tensor | None = None, structure: torch.Tensor | None = None,
-                      advantages: torch.Tensor | None = None, what: str = "the output") -> str:
+                      advantages: torch.Tensor | None = None, what: str = "the value") -> str:
     """One sentence saying which output differs and where; "" when got is not a tensor of want's shape.
 
     Args:
