@@ -133,9 +133,14 @@ def matching(got: Any, want: torch.Tensor, candidates: Iterable[Candidate], mask
     return found
 
 
+def _confirmed(found: str | None, probe: Callable[[str], bool] | None) -> str | None:
+    """`found` when there is no probe or the probe confirms it, else None (no evidence for the name)."""
+    return found if found is None or probe is None or probe(found) else None
+
+
 def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask: torch.Tensor | None = None,
                  what: str = "output", candidates: Sequence[Candidate] = (), inputs: str = "",
-                 check_dtype: bool = True) -> None:
+                 check_dtype: bool = True, probe: Callable[[str], bool] | None = None) -> None:
     """Raise `Mismatch` unless `got` equals `want` (same shape, dtype, device; values within tolerance).
 
     Args:
@@ -150,6 +155,8 @@ def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask
             names the mistake.
         inputs: a description of the input, shown in public feedback only.
         check_dtype: compare dtypes (off for stats or integer outputs).
+        probe: the evidence rule's second input (`ppo_course.grading_kit.public_probe.Probe`):
+            a candidate's name stands only when ``probe(name)`` confirms it; else the result is generic.
 
     Raises:
         Mismatch: with diagnosis `not_scalar`, `wrong_shape`, `wrong_dtype`, `wrong_device`,
@@ -162,7 +169,7 @@ def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask
                        what)
     if tuple(got.shape) != tuple(want.shape):
         # A candidate with a different shape (e.g. a shifted gather) may still name the mistake.
-        found = diagnose(got, want, candidates, mask, rtol, atol)
+        found = _confirmed(diagnose(got, want, candidates, mask, rtol, atol), probe)
         diagnosis = found or ("not_scalar" if want.dim() == 0 else "wrong_shape")
         raise Mismatch(diagnosis, f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}{where}", what)
     if check_dtype and got.dtype != want.dtype:
@@ -171,7 +178,7 @@ def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask
         raise Mismatch("wrong_device", f"expected device {want.device}, got {got.device}{where}", what)
     if close(got, want, mask, rtol, atol):
         return
-    found = diagnose(got, want, candidates, mask, rtol, atol)
+    found = _confirmed(diagnose(got, want, candidates, mask, rtol, atol), probe)
     if found is None:
         found = "wrong_value" if compare.all_finite(_real(got, mask)) else "not_finite"
     padding = mask is not None and tuple(mask.shape) == tuple(want.shape) and not bool(mask.to(torch.bool).all())

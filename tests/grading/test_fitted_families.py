@@ -255,3 +255,29 @@ def test_where_a_scalar_gives_the_ratio():
     """A loss 1.25 times the expected one: got/expected = 1.25."""
     s = where_they_differ(torch.tensor(2.5), torch.tensor(2.0), rtol=1e-9, atol=1e-9)
     assert s == "the value differs: got/expected = 1.25."
+
+
+# --------------------------------------------------------------------------- the public tests' probe step
+def _public_ex2():
+    import importlib
+
+    return importlib.import_module("ppo_course.public_tests.test_ex2_clipped_loss")
+
+
+def _ignores_eps(logp_new, logp_old, advantages, mask, clip_eps=0.2):
+    return R.clipped_surrogate_loss(logp_new, logp_old, advantages, mask)  # ε = 0.2 whatever is passed
+
+
+def _constant(logp_new, logp_old, advantages, mask, clip_eps=0.2):
+    return torch.tensor(-0.85, dtype=torch.float64)  # the ε = 0.2 answer of the hand case, on every input
+
+
+@pytest.mark.parametrize("student_fn, named", [(_ignores_eps, "ignores_hyperparameter"), (_constant, "wrong_value")])
+def test_public_probe_confirms_only_what_the_probe_shows(student_fn, named):
+    """clip_eps ignored is confirmed on the public probe; a constant −0.85 (the hand case's ε = 0.2 answer,
+    -0.85 by hand in test_surrogate_hand_case) matches `ignores_hyperparameter` on the hand case only."""
+    module = _public_ex2()
+    student = types.SimpleNamespace(clipped_surrogate_loss=student_fn)
+    with pytest.raises(Mismatch) as caught:
+        module.test_surrogate_uses_clip_eps(student)
+    assert caught.value.diagnosis == named
