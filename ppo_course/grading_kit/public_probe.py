@@ -57,11 +57,12 @@ def probe_args(name: str) -> tuple | None:
 
 
 def picker(quantity: str) -> Callable[[Any], Any]:
-    """The compared part of an output for a MISTAKE_CASES quantity ("output" or "output[i]")."""
+    """The compared part of an output for a MISTAKE_CASES quantity ("output" or "output[i]"); for "output",
+    a returned (loss, stats) pair gives its loss (the variants of ppo_loss return the loss only)."""
     if quantity.startswith("output["):
         index = int(quantity[7:-1])
         return lambda out: out[index] if isinstance(out, (tuple, list)) and len(out) > index else None
-    return lambda out: out
+    return lambda out: out[0] if isinstance(out, (tuple, list)) and out else out
 
 
 class Probe:
