@@ -43,6 +43,9 @@ from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.feedback import matching
 from ppo_course.grading_kit.where import where_they_differ
 
+#: How a finding that names a fitted family starts (`explain_unnamed`, `one_story`).
+FITTED = "Fitted to your output:"
+
 #: The diagnosis of a value test whose function returned nothing computed (zero or an input unchanged).
 COMPUTES_NOTHING = "computes_nothing"
 
@@ -206,13 +209,35 @@ def explain_unnamed(generic: str, student, name: str, got_part: Any, want: torch
             return fit.bind(name, probe_call, extra), got2.detach(), probe_mask if mask is not None else None
 
         named = fit.explain(name, a, got_part.detach(), want, variant_pick, mask, rtol, atol, probe)
-        if named is not None:
-            return named.diagnosis, f"Fitted to your output: {named.sentence}"
+    else:
+        named = None
     bound = a or {}
     structure = bound.get("mask") if isinstance(bound.get("mask"), torch.Tensor) else mask
     advantages = bound.get("advantages") if isinstance(bound.get("advantages"), torch.Tensor) else None
-    return generic, where_they_differ(got_part, want, rtol=rtol, atol=atol, mask=mask, structure=structure,
-                                      advantages=advantages, what="the value")
+    where = where_they_differ(got_part, want, rtol=rtol, atol=atol, mask=mask, structure=structure,
+                              advantages=advantages, what="the value")
+    if named is not None:
+        return named.diagnosis, f"{FITTED} {named.sentence}" + (f"\n{where}" if where else "")
+    return generic, where
+
+
+def one_story(outcomes: dict) -> None:
+    """Never two different fitted parameters for one exercise: demote them all to the generic id, in place.
+
+    ``outcomes``: {(exercise, kind, test): Outcome} of one grading. A fitted name rests on one test's
+    inputs; when two failed tests of one exercise fit different models or parameters (γ = 0.99 on one,
+    γ = 0.95 on another), neither is the student's mistake: each keeps only its "where" sentence (the
+    finding's later lines) under `wrong_value`.
+    """
+    by_exercise: dict[str, list] = {}
+    for (exercise, _kind, _test), o in outcomes.items():
+        if not o.passed and getattr(o, "finding", "").startswith(FITTED):
+            by_exercise.setdefault(exercise, []).append(o)
+    for fitted in by_exercise.values():
+        if len({o.finding.split("\n", 1)[0] for o in fitted}) > 1:
+            for o in fitted:
+                o.diagnosis = "wrong_value"
+                o.finding = o.finding.split("\n", 1)[1] if "\n" in o.finding else ""
 
 
 def where_grads_differ(got: torch.Tensor, want: torch.Tensor, reference, name: str, args: tuple,

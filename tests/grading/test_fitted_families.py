@@ -281,3 +281,25 @@ def test_public_probe_confirms_only_what_the_probe_shows(student_fn, named):
     with pytest.raises(Mismatch) as caught:
         module.test_surrogate_uses_clip_eps(student)
     assert caught.value.diagnosis == named
+
+
+def test_two_different_fits_in_one_exercise_name_nothing():
+    """γ = 0.99 fitted on one test and γ = 0.95 on another of ex4: both become `wrong_value`, keeping their
+    "where" line; a lone fit in ex2 keeps its name."""
+    from grader.hidden.evidence import FITTED, one_story
+    from ppo_course.grading_kit.collect import Outcome
+
+    def failed(exercise, test, diagnosis, finding):
+        return Outcome(exercise=exercise, kind="hidden", test=test, passed=False, diagnosis=diagnosis, finding=finding)
+
+    outcomes = {
+        ("ex4_gae", "hidden", "a"): failed("ex4_gae", "a", "hyperparameter_value_wrong",
+                                           f"{FITTED} γ (gamma) = 0.99 is used.\nthe value differs at 3 of 4 compared positions."),
+        ("ex4_gae", "hidden", "b"): failed("ex4_gae", "b", "hyperparameter_value_wrong", f"{FITTED} γ (gamma) = 0.95 is used."),
+        ("ex2_clipped_loss", "hidden", "c"): failed("ex2_clipped_loss", "c", "wrong_clip_bounds", f"{FITTED} clipped."),
+    }
+    one_story(outcomes)
+    a, b, c = outcomes.values()
+    assert (a.diagnosis, a.finding) == ("wrong_value", "the value differs at 3 of 4 compared positions.")
+    assert (b.diagnosis, b.finding) == ("wrong_value", "")
+    assert c.diagnosis == "wrong_clip_bounds"
