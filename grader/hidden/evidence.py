@@ -175,8 +175,8 @@ def value_consistent(diagnosis_id: str, student_out: Any, reference, name: str, 
 
 def explain_unnamed(generic: str, student, name: str, got_part: Any, want: torch.Tensor, args: tuple,
                     kwargs: dict | None, pick: Callable[[Any], Any], variant_pick: Callable[[Any], Any],
-                    rtol: float, atol: float, mask: torch.Tensor | None) -> tuple[str, str]:
-    """(diagnosis, finding) for a failed comparison that no catalogued mistake explains.
+                    rtol: float, atol: float, mask: torch.Tensor | None) -> tuple[str, str, str]:
+    """(diagnosis, finding, fitted) for a failed comparison that no catalogued mistake explains.
 
     Args:
         generic: the generic id reported so far (`wrong_value` or `not_finite`).
@@ -186,9 +186,10 @@ def explain_unnamed(generic: str, student, name: str, got_part: Any, want: torch
             compared part of the student's output, `variant_pick` that of a model's).
 
     Returns:
-        A fitted family's (id, sentence with its parameter) when exactly one family reproduces the
-        student's output on the failing input and on the probe (`grader.mistakes.fit.explain`); else
-        (``generic``, where the outputs differ), a sentence that is always true ("" when it cannot say).
+        A fitted family's (id, its sentence and then where the outputs differ, "id: claim") when exactly
+        one family reproduces the student's output on the failing input and on the probe
+        (`grader.mistakes.fit.explain`); else (``generic``, where the outputs differ, ""): a sentence that
+        is always true ("" when it cannot say).
     """
     try:
         a = fit.bind(name, args, kwargs)
@@ -217,8 +218,9 @@ def explain_unnamed(generic: str, student, name: str, got_part: Any, want: torch
     where = where_they_differ(got_part, want, rtol=rtol, atol=atol, mask=mask, structure=structure,
                               advantages=advantages, what="the value")
     if named is not None:
-        return named.diagnosis, f"{FITTED} {named.sentence}" + (f"\n{where}" if where else "")
-    return generic, where
+        return (named.diagnosis, f"{FITTED} {named.sentence}" + (f"\n{where}" if where else ""),
+                f"{named.diagnosis}: {named.claim}")
+    return generic, where, ""
 
 
 def one_story(outcomes: dict) -> None:
@@ -226,18 +228,19 @@ def one_story(outcomes: dict) -> None:
 
     ``outcomes``: {(exercise, kind, test): Outcome} of one grading. A fitted name rests on one test's
     inputs; when two failed tests of one exercise fit different models or parameters (γ = 0.99 on one,
-    γ = 0.95 on another), neither is the student's mistake: each keeps only its "where" sentence (the
-    finding's later lines) under `wrong_value`.
+    γ = 0.95 on another: their `Outcome.fitted` claims differ), neither is the student's mistake: each
+    keeps only its "where" sentence (the finding's later lines) under `wrong_value`.
     """
     by_exercise: dict[str, list] = {}
     for (exercise, _kind, _test), o in outcomes.items():
-        if not o.passed and getattr(o, "finding", "").startswith(FITTED):
+        if not o.passed and getattr(o, "fitted", ""):
             by_exercise.setdefault(exercise, []).append(o)
     for fitted in by_exercise.values():
-        if len({o.finding.split("\n", 1)[0] for o in fitted}) > 1:
+        if len({o.fitted for o in fitted}) > 1:
             for o in fitted:
                 o.diagnosis = "wrong_value"
                 o.finding = o.finding.split("\n", 1)[1] if "\n" in o.finding else ""
+                o.fitted = ""
 
 
 def where_grads_differ(got: torch.Tensor, want: torch.Tensor, reference, name: str, args: tuple,

@@ -96,14 +96,14 @@ def compare(student, reference, name: str, args: tuple, kwargs: dict | None = No
         except Mismatch as exc:
             refined = _on_evidence(exc.diagnosis, student, reference, name, pick(got), want, candidates, args,
                                    kwargs, pick, variant_pick or pick, rtol, atol, mask)
-            finding = exc.finding
+            finding, fitted = exc.finding, ""
             if refined in ("wrong_value", "not_finite"):  # no catalogued name: a fitted family, or where
                 from grader.hidden.evidence import explain_unnamed
 
-                refined, finding = explain_unnamed(refined, student, name, pick(got), want, args, kwargs,
-                                                   pick, variant_pick or pick, rtol, atol, mask)
+                refined, finding, fitted = explain_unnamed(refined, student, name, pick(got), want, args, kwargs,
+                                                           pick, variant_pick or pick, rtol, atol, mask)
             if refined != exc.diagnosis or finding != exc.finding:
-                raise Mismatch(refined, exc.detail, exc.what, finding=finding) from None
+                raise Mismatch(refined, exc.detail, exc.what, finding=finding, fitted=fitted) from None
             raise
     except Exception as exc:  # a failure with an int/float mask that a bool mask cures names the mask
         if isinstance(exc, Mismatch) and exc.diagnosis == "mask_dtype_unsupported":

@@ -5,8 +5,8 @@ hard-coded, a k3 KL, a shift by one token. A student makes the same mistake with
 (a clip to [0.8, 1.28], γ = 0.99 where the call passed 0.9, a k2 KL), so each family here is a model
 ``model(a, p)`` of the exercise function's output, with ``a`` the call's bound arguments (defaults
 applied) and ``p`` the family's parameter: a float in ``span`` (fitted by `grader.mistakes.fit`), or
-one of ``values`` (tried in turn). ``says(a, p)`` is the sentence the feedback shows for the fitted
-parameter (hyper-parameters and fitted values only, never a tensor input); ``diagnosis(a, p)`` is the
+one of ``values`` (tried in turn). ``says(a, p)`` is what the feedback shows for the fitted parameter, a
+claim and its contrast with the call (hyper-parameters and fitted values only, never a tensor input); ``diagnosis(a, p)`` is the
 id it is named by: the catalogue's id where ``p`` lands on a catalogued point (a hard-coded default is
 `ignores_hyperparameter`, a shift by +1 of GAE is `gae_shifted_by_one`), the family's own otherwise.
 
@@ -40,7 +40,8 @@ class Family:
     Attributes:
         function: the contract name it models (e.g. "compute_gae").
         model: (bound arguments, parameter) -> the function's full output (a tuple where it returns one).
-        says: (bound arguments, fitted parameter) -> the feedback's sentence.
+        says: (bound arguments, fitted parameter) -> (claim, contrast): what the fitted model does (the
+            fitted parameter only, the same whatever the call passed) and how it differs from the call's.
         diagnosis: (bound arguments, fitted parameter) -> the diagnosis id (the catalogue's where it lands
             on a catalogued point).
         span: (low, high) of a continuous parameter fitted by `grader.mistakes.fit`, or None.
@@ -49,7 +50,7 @@ class Family:
 
     function: str
     model: Callable[[dict, float], object]
-    says: Callable[[dict, float], str]
+    says: Callable[[dict, float], tuple[str, str]]
     diagnosis: Callable[[dict, float], str]
     span: tuple[float, float] | None = None
     values: tuple = ()
@@ -86,8 +87,8 @@ def _hyper_family(function: str, hyper: str, span: tuple[float, float]) -> Famil
     def model(a: dict, p: float):
         return getattr(ppo_reference, function)(**{**a, hyper: p})
 
-    def says(a: dict, p: float) -> str:
-        return f"{_SYMBOL[hyper]} = {_g(p)} is used where the call passed {_SYMBOL[hyper]} = {_g(a[hyper])}."
+    def says(a: dict, p: float) -> tuple[str, str]:
+        return f"{_SYMBOL[hyper]} = {_g(p)} is used", f"where the call passed {_SYMBOL[hyper]} = {_g(a[hyper])}"
 
     def diagnosis(a: dict, p: float) -> str:
         return "ignores_hyperparameter" if abs(p - _default(function, hyper)) < 1e-6 else HYPERPARAMETER
@@ -119,11 +120,11 @@ def _bound_family(which: str) -> Family:
         lo, hi = (p, 1.0 + eps) if which == "lower" else (1.0 - eps, p)
         return _token_mean(_surrogate_terms(a, lo, hi), _m(a))
 
-    def says(a: dict, p: float) -> str:
+    def says(a: dict, p: float) -> tuple[str, str]:
         eps = a["clip_eps"]
         lo, hi = (p, 1.0 + eps) if which == "lower" else (1.0 - eps, p)
-        return (f"the ratio is clipped to [{_g(lo)}, {_g(hi)}] where [1 − ε, 1 + ε] = "
-                f"[{_g(1.0 - eps)}, {_g(1.0 + eps)}].")
+        return (f"the ratio's {which} clip bound is {_g(p)}",
+                f"(the ratio is clipped to [{_g(lo)}, {_g(hi)}] where [1 − ε, 1 + ε] = [{_g(1.0 - eps)}, {_g(1.0 + eps)}])")
 
     span = (0.0, 1.0) if which == "lower" else (1.0, 4.0)
     return Family("clipped_surrogate_loss", model, says, lambda a, p: "wrong_clip_bounds", span=span)
@@ -167,8 +168,8 @@ def _reduction_family(function: str) -> Family:
     def model(a: dict, p: str):
         return _REDUCTIONS[p][0](terms(a), _m(a))
 
-    def says(a: dict, p: str) -> str:
-        return f"the per-token terms are reduced as {_REDUCTIONS[p][1]}, not as the token-level masked mean."
+    def says(a: dict, p: str) -> tuple[str, str]:
+        return f"the per-token terms are reduced as {_REDUCTIONS[p][1]}", "not as the token-level masked mean"
 
     return Family(function, model, says, lambda a, p: _REDUCTIONS[p][2] or "wrong_reduction",
                   values=tuple(_REDUCTIONS))
@@ -191,8 +192,8 @@ def _kl_family() -> Family:
     def model(a: dict, p: str):
         return _real0(_ESTIMATORS[p][0](a["logp"], a["ref_logp"]), _m(a))
 
-    def says(a: dict, p: str) -> str:
-        return f"the per-token KL is {_ESTIMATORS[p][1]} where the contract's is k1 = logp − ref_logp."
+    def says(a: dict, p: str) -> tuple[str, str]:
+        return f"the per-token KL is {_ESTIMATORS[p][1]}", "where the contract's is k1 = logp − ref_logp"
 
     return Family("per_token_kl", model, says, lambda a, p: _ESTIMATORS[p][2], values=tuple(_ESTIMATORS))
 
@@ -217,8 +218,8 @@ def _shaped_estimator_family() -> Family:
     def model(a: dict, p: str):
         return _shaped(a, _real0(_ESTIMATORS[p][0](a["logp"], a["ref_logp"]), _m(a)))
 
-    def says(a: dict, p: str) -> str:
-        return f"the rewards are shaped with the per-token KL {_ESTIMATORS[p][1]} instead of k1 = logp − ref_logp."
+    def says(a: dict, p: str) -> tuple[str, str]:
+        return f"the rewards are shaped with the per-token KL {_ESTIMATORS[p][1]}", "instead of k1 = logp − ref_logp"
 
     return Family("kl_shaped_rewards", model, says, lambda a, p: _ESTIMATORS[p][2],
                   values=tuple(k for k in _ESTIMATORS if k != "k1_reversed"))
@@ -229,10 +230,10 @@ def _shaped_shift_family() -> Family:
     def model(a: dict, p: int):
         return _shaped(a, _real0(a["logp"] - a["ref_logp"], _m(a)), score_shift=p)
 
-    def says(a: dict, p: int) -> str:
+    def says(a: dict, p: int) -> tuple[str, str]:
         where = "before" if p < 0 else "after"
         what = "score" if a["placement"] == "per_token" else "last-token reward"
-        return f"the {what} is put one token {where} each row's last real token."
+        return f"the {what} is put one token {where} each row's last real token", ""
 
     return Family("kl_shaped_rewards", model, says,
                   lambda a, p: "score_on_padding" if p > 0 else "off_by_one_token", values=(-1, 1))
@@ -260,8 +261,8 @@ def _gae_shift_family() -> Family:
         shifted = _real0(shifted, m)
         return shifted, shifted + v
 
-    def says(a: dict, p: int) -> str:
-        return f"position t holds the advantage of position t{'+' if p > 0 else '−'}1 (a shift of one token)."
+    def says(a: dict, p: int) -> tuple[str, str]:
+        return f"position t holds the advantage of position t{'+' if p > 0 else '−'}1", "(a shift of one token)"
 
     return Family("compute_gae", model, says, lambda a, p: "gae_shifted_by_one" if p > 0 else "off_by_one_token",
                   values=(-1, 1))
@@ -272,8 +273,8 @@ def _gae_no_bootstrap_family() -> Family:
         adv, v, _ = _gae_parts(a, bootstrap=False)
         return adv, adv + v
 
-    def says(a: dict, p: str) -> str:
-        return "δ_t = r_t − V_t is used, without the bootstrap term γ·V_{t+1} (Book §5.5)."
+    def says(a: dict, p: str) -> tuple[str, str]:
+        return "δ_t = r_t − V_t is used", "without the bootstrap term γ·V_{t+1} (Book §5.5)"
 
     return Family("compute_gae", model, says, lambda a, p: "gae_no_bootstrap", values=("only",))
 
@@ -288,8 +289,8 @@ def _whiten_rows_family() -> Family:
         out = (x - mean) / torch.sqrt(var + 1e-8)
         return (out if a["shift_mean"] else out + mean).to(a["x"].dtype)
 
-    def says(a: dict, p: str) -> str:
-        return "the mean and variance are taken per row, not over the real tokens of the whole batch."
+    def says(a: dict, p: str) -> tuple[str, str]:
+        return "the mean and variance are taken per row", "not over the real tokens of the whole batch"
 
     return Family("whiten", model, says, lambda a, p: "whiten_per_row", values=("only",))
 

@@ -36,13 +36,21 @@ class Named:
 
     Attributes:
         diagnosis: the diagnosis id (a `DIAGNOSES` key).
-        sentence: what the feedback says (the fitted parameter against the call's; no tensor input).
+        claim: what the fitted model does, with the fitted parameter only (e.g. "γ (gamma) = 0.99 is used"):
+            two tests that fit the same model and parameter make the same claim.
+        contrast: how it differs from the call (e.g. "where the call passed γ (gamma) = 0.9"); may be "".
         param: the fitted parameter (a float, or the discrete value).
     """
 
     diagnosis: str
-    sentence: str
+    claim: str
+    contrast: str
     param: Any
+
+    @property
+    def sentence(self) -> str:
+        """The claim and its contrast as one sentence (no tensor input)."""
+        return f"{self.claim} {self.contrast}".strip() + "."
 
 
 def bind(function: str, args: tuple, kwargs: dict | None) -> dict:
@@ -168,5 +176,5 @@ def explain(function: str, a: dict, got: torch.Tensor, want: torch.Tensor, pick:
         kept = [p for p in params if _same(got2, _output(family, a2, p, pick), mask2, rtol, atol)]
         p = _pinned(kept, family)
         if p is not None:
-            named.append(Named(family.diagnosis(a, p), family.says(a, p), p))
+            named.append(Named(family.diagnosis(a, p), *family.says(a, p), p))
     return named[0] if len(named) == 1 else None

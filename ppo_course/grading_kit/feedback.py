@@ -43,13 +43,16 @@ class Mismatch(AssertionError):
         what: what was compared, e.g. "clipped_surrogate_loss(...)" or "stats['clipfrac']".
         finding: one sentence that holds no input or expected value (a fitted parameter against the
             call's, or where the outputs differ): shown for hidden tests too.
+        fitted: what a fitted mistake family claims, with its parameter ("" when none was fitted): two
+            failures of one exercise that name different claims tell no single story.
     """
 
-    def __init__(self, diagnosis: str, detail: str = "", what: str = "output", finding: str = ""):
+    def __init__(self, diagnosis: str, detail: str = "", what: str = "output", finding: str = "", fitted: str = ""):
         self.diagnosis = diagnosis
         self.detail = detail
         self.what = what
         self.finding = finding
+        self.fitted = fitted
         super().__init__(f"{what}: [{diagnosis}] {message(diagnosis)}" + (f"\n{detail}" if detail else ""))
 
 

@@ -48,7 +48,7 @@ def _explain(name, student_fn, args, kwargs=None, index=None, mask=None):
     student = types.SimpleNamespace(**{name: student_fn})
     got = pick(student_fn(*args, **kwargs))
     want = pick(getattr(R, name)(*args, **kwargs))
-    return explain_unnamed("wrong_value", student, name, got, want, args, kwargs, pick, pick, 1e-9, 1e-9, mask)
+    return explain_unnamed("wrong_value", student, name, got, want, args, kwargs, pick, pick, 1e-9, 1e-9, mask)[:2]
 
 
 def _fitted_param(name, student_fn, args, kwargs, index=None, mask=None):
@@ -80,7 +80,7 @@ def test_clip_upper_bound_is_fitted():
     assert any(isinstance(p, float) and abs(p - 1.28) < 1e-6 for p in params)
     diagnosis, finding = _explain("clipped_surrogate_loss", student, args, {"clip_eps": 0.2})
     assert diagnosis == "wrong_clip_bounds"
-    assert "[0.8, 1.28]" in finding and "[0.8, 1.2]" in finding
+    assert "upper clip bound is 1.28" in finding and "[0.8, 1.28]" in finding and "[0.8, 1.2]" in finding
 
 
 def test_clip_lower_bound_is_fitted():
@@ -285,21 +285,25 @@ def test_public_probe_confirms_only_what_the_probe_shows(student_fn, named):
 
 def test_two_different_fits_in_one_exercise_name_nothing():
     """γ = 0.99 fitted on one test and γ = 0.95 on another of ex4: both become `wrong_value`, keeping their
-    "where" line; a lone fit in ex2 keeps its name."""
+    "where" line; a lone fit in ex2 and one claim twice in ex6 (whatever the calls passed) keep their names."""
     from grader.hidden.evidence import FITTED, one_story
     from ppo_course.grading_kit.collect import Outcome
 
-    def failed(exercise, test, diagnosis, finding):
-        return Outcome(exercise=exercise, kind="hidden", test=test, passed=False, diagnosis=diagnosis, finding=finding)
+    def failed(exercise, test, diagnosis, claim, where=""):
+        return Outcome(exercise=exercise, kind="hidden", test=test, passed=False, diagnosis=diagnosis,
+                       finding=f"{FITTED} {claim}." + (f"\n{where}" if where else ""), fitted=f"{diagnosis}: {claim}")
 
+    g99 = "γ (gamma) = 0.99 is used"
     outcomes = {
-        ("ex4_gae", "hidden", "a"): failed("ex4_gae", "a", "hyperparameter_value_wrong",
-                                           f"{FITTED} γ (gamma) = 0.99 is used.\nthe value differs at 3 of 4 compared positions."),
-        ("ex4_gae", "hidden", "b"): failed("ex4_gae", "b", "hyperparameter_value_wrong", f"{FITTED} γ (gamma) = 0.95 is used."),
-        ("ex2_clipped_loss", "hidden", "c"): failed("ex2_clipped_loss", "c", "wrong_clip_bounds", f"{FITTED} clipped."),
+        ("ex4_gae", "hidden", "a"): failed("ex4_gae", "a", "hyperparameter_value_wrong", g99,
+                                           "the value differs at 3 of 4 compared positions."),
+        ("ex4_gae", "hidden", "b"): failed("ex4_gae", "b", "hyperparameter_value_wrong", "γ (gamma) = 0.95 is used"),
+        ("ex2_clipped_loss", "hidden", "c"): failed("ex2_clipped_loss", "c", "wrong_clip_bounds", "bound 1.28"),
+        ("ex6_kl_reward", "hidden", "d"): failed("ex6_kl_reward", "d", "hyperparameter_value_wrong", "β = 0.1"),
+        ("ex6_kl_reward", "hidden", "e"): failed("ex6_kl_reward", "e", "hyperparameter_value_wrong", "β = 0.1"),
     }
     one_story(outcomes)
-    a, b, c = outcomes.values()
+    a, b, c, d, e = outcomes.values()
     assert (a.diagnosis, a.finding) == ("wrong_value", "the value differs at 3 of 4 compared positions.")
     assert (b.diagnosis, b.finding) == ("wrong_value", "")
-    assert c.diagnosis == "wrong_clip_bounds"
+    assert [x.diagnosis for x in (c, d, e)] == ["wrong_clip_bounds", *["hyperparameter_value_wrong"] * 2]
