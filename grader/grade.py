@@ -300,7 +300,7 @@ def _exercise_tests(stem: str, points: PointsConfig, outcomes: dict, profile: st
     """One ``TestResult`` per test of ``stem`` in ``points.yaml`` (the profile's), scored from its outcome.
 
     A test with no outcome did not run (``grader_error``); a passed public test's points count only with
-    its hidden twins (grader/points.yaml, issue 19 class 5).
+    its hidden twins (grader/points.yaml).
     """
     ex_points = points.exercises[stem]
     ex_tests = []
@@ -322,7 +322,7 @@ def _exercise_tests(stem: str, points: PointsConfig, outcomes: dict, profile: st
                 passed, diagnosis, doc, detail = False, "grader_error", "", "this test did not run"
             else:
                 passed, diagnosis, doc, detail = o.passed, o.diagnosis, o.doc, o.detail
-            # A public test's points count only with its hidden twins (grader/points.yaml, issue 19 class 5).
+            # A public test's points count only with its hidden twins (grader/points.yaml).
             counted = ex_points.counted(kind, name, passed, hidden_passed, hidden_worked)
             output = _test_output(kind, doc, passed, None if passed else diagnosis, detail,
                                   getattr(o, "finding", "") if o is not None else "")

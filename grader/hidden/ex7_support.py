@@ -1,7 +1,7 @@
 """Helpers of exercise 7's hidden graders (grader/hidden/test_ex7_ppo_step.py), apart to keep that file short.
 
 `Tracking`: the known-good table whose RolloutBuffer remembers what every buffer
-held (the purge test, issue 19 class 4); `_held_rollout`: whether a buffer held
+held (the purge test); `_held_rollout`: whether a buffer held
 the reference step's own rollout; `evaluate_mean_score`: the toy task's mean
 score of a policy (the training-run test); `deep_runs_agree`: the own-pieces report's
 gradient check. Book fig. 5.1, §5.5.

@@ -41,8 +41,8 @@ def _install_roots() -> tuple[str, ...]:
 def portable_paths(text: str) -> str:
     """`text` with every install root (`_install_roots`) cut from the paths it names: a traceback in
     feedback reads ``ppo_course/public_tests/test_ex5_rollout_buffer.py``, the same from any checkout
-    (red team a106: the grader's absolute checkout path made feedback differ by the folder the grader
-    lives in, and told students where it is)."""
+    (the grader's absolute checkout path would make feedback differ by the folder the grader
+    lives in, and tell students where it is)."""
     for root in _install_roots():
         text = text.replace(root, "")
     return text
@@ -185,7 +185,7 @@ class OutcomeCollector:
 
         A test that draws without a generator (``torch.randn(2, 3)`` in the hidden tests' malformed-input
         checks) otherwise got whatever the process's earlier work left: another student's grading in a
-        warm grader (hostile attack a83), or torch's random start-up seed in a fresh one. The seed comes
+        warm grader, or torch's random start-up seed in a fresh one. The seed comes
         from the test file's and function's names only, so every run on every machine draws the same.
         """
         from ppo_course.sandbox.seeding import seed_globals
