@@ -127,6 +127,8 @@ class Outcome:
     passed: bool = True
     diagnosis: str | None = None
     detail: str = ""  # expected vs got, the failing example: shown for public tests only
+    finding: str = ""  # a sentence with no input or expected value (Mismatch.finding): shown for hidden tests too
+    fitted: str = ""  # the fitted family's claim behind the diagnosis (Mismatch.fitted), "" when none
     items: int = 0
     failed_items: list[str] = field(default_factory=list)
     # `ppo-course check` only (the graders never show what student code printed):
@@ -152,6 +154,15 @@ def _leaves(group: BaseException) -> list[BaseException]:
     for member in group.exceptions:
         out += _leaves(member)
     return out
+
+
+def _finding(exc: BaseException, diagnosis: str | None) -> tuple[str, str]:
+    """(`Mismatch.finding`, `Mismatch.fitted`) of the failure that named `diagnosis` (in an exception group: its
+    first such member); ("", "") when none did."""
+    for leaf in _leaves(exc):
+        if isinstance(leaf, Mismatch) and leaf.diagnosis == diagnosis:
+            return leaf.finding, leaf.fitted
+    return "", ""
 
 
 class OutcomeCollector:
@@ -241,6 +252,7 @@ class OutcomeCollector:
                 outcome.passed = False
                 if call.excinfo is not None and not report.skipped:
                     outcome.diagnosis, outcome.detail = self.diagnose_exception(call.excinfo.value)
+                    outcome.finding, outcome.fitted = _finding(call.excinfo.value, outcome.diagnosis)
                 else:  # a skip never hides a failure: it earns nothing
                     outcome.diagnosis, outcome.detail = "grader_error", f"skipped: {report.longrepr}"
 
