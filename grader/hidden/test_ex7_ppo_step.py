@@ -21,7 +21,7 @@ from ppo_course.grading_kit import step_checks
 from ppo_course.grading_kit import step_trace as ppo_step_trace
 from grader.hidden.cache import cached
 from grader.hidden.ex7_payload import initial_state, make_payload, perturbed
-from grader.hidden.ex7_support import Tracking, _held_rollout, deep_runs_agree, evaluate_mean_score
+from grader.hidden.ex7_support import Tracking, deep_runs_agree, evaluate_mean_score, purge_diagnosis
 from grader.hidden.draws import draw_choice, draw_int
 from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.feedback import Mismatch
@@ -312,16 +312,16 @@ def test_ppo_step_purges_buffer(provider, runs, tracking):
     Points only with parity, and only buffers that held THIS step's rollout count:
     the responses the step generated, and the reference's logp_old and advantages for them. A buffer
     of made-up rows, or of zeros with as many rows as the batch, is not the step's rollout.
+    Every buffer the step created must end purged, also a trained one whose fields do not read as the
+    rollout: a purged copy of the rollout beside an unpurged training buffer earns nothing.
     """
     payload, got, want = _parity(provider, runs, tracking)
     _require_parity(runs, payload, got, want, "ppo_step's rollout buffer")
     rollout = runs.get(("reference_trace", "default"), lambda: reference_step(payload))
-    trained = [b for b in tracking.created if b.trained and _held_rollout(b, rollout)]
-    if not trained:
-        raise Mismatch("wrong_value", "no rollout buffer held this step's own rollout when training started",
-                       "ppo_step's rollout buffer")
-    if any(b.phase != "collect" or len(b) != 0 for b in trained):
-        raise Mismatch("ppo_step_no_purge", "", "ppo_step's rollout buffer after the step")
+    verdict = purge_diagnosis(tracking.created, rollout)  # every buffer the step made, not only the rollout's
+    if verdict is not None:
+        diagnosis, detail = verdict
+        raise Mismatch(diagnosis, detail, "ppo_step's rollout buffer" + ("" if detail else " after the step"))
 
 
 def test_ppo_step_with_own_pieces(provider, runs, tracking):
