@@ -1,9 +1,8 @@
 """``ppo-course quiz ...``: take, key, grade, grade-batch, status, validate, export-public
 (and, on an instructor install, ``serve``, ``tokens`` and ``export``: ``quiz_bank.instructor.server.cli``).
 
-Exit codes: 0 done (a grade was produced, whatever the score; the bank is
-valid), 1 the bank is invalid / a take ended before the stop was finished,
-2 a usage error or a malformed input file (the message says what and where).
+Exit codes: 0 done (a grade was produced, whatever the score; the bank is valid), 1 the bank is invalid / a take
+ended before the stop was finished, 2 a usage error or a malformed input file (the message says what and where).
 """
 
 from __future__ import annotations
@@ -11,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+from ppo_course.syllabus import STOPS
 
 HELP = "take, grade and report the stop 1–8 quiz (100% per stop to complete the chapter)"
 
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(dest="quiz_command", metavar="VERB")
 
     take = verbs.add_parser("take", parents=[common, store], help="take the quiz in the terminal (answers are read from stdin)")
-    take.add_argument("--stop", type=int, choices=range(1, 9), metavar="N", help="one stop (default: every stop not yet passed)")
+    take.add_argument("--stop", type=int, choices=STOPS, metavar="N", help="one stop (default: every stop not yet passed)")
     take.add_argument("--student", help="your student id (default: $PPO_COURSE_STUDENT, else asked)")
     take.add_argument("--out", type=Path, default=None, help="responses file to submit, written when no keys are installed (default: quiz_responses_<student>.json)")
     take.add_argument("--new-attempt", action="store_true", help="start a new attempt even where a stop is passed or recorded (a passed stop stays passed)")
@@ -82,10 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Dispatch to the verb; heavy imports happen here, not at ``--help`` time."""
     verb = getattr(args, "quiz_command", None)
-    handlers = {
-        "take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
-        "status": _status, "validate": _validate, "export-public": _export,
-    }
+    handlers = {"take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
+                "status": _status, "validate": _validate, "export-public": _export}
     if verb in ("serve", "tokens", "revoke", "export", "migrate", "backup", "restore"):
         from quiz_bank.instructor.server import cli as server_cli
 
@@ -211,6 +210,8 @@ def _print_report(data: dict) -> None:
     console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops passed)")
     if data.get("problem"):
         console.print(f"scored 0: {data['problem']}", markup=False)
+    if (data.get("exercises") or {}).get("faulted"):
+        console.print(f"exercises: {'; '.join(data['exercises']['problems'])}", markup=False)
     for name, claim in ((n, c) for n, s in data["stops"].items() if not s["passed"] for c in s["claims_missed"]):
         console.print(f"{name}: reread {claim['claim']} ({claim['cite']})", markup=False)
     if "graded_as_attempt" in data:
@@ -259,7 +260,7 @@ def _grade_batch(args) -> int:
             if data["unknown_question_ids"]:
                 row["message"] = "unknown question ids: " + " ".join(data["unknown_question_ids"])
             rows.append(row)
-    columns = ["student_id", *[f"stop{s}" for s in range(1, 9)], "total", "max_total", "stops_passed", "complete", "status", "message"]
+    columns = ["student_id", *[f"stop{s}" for s in STOPS], "total", "max_total", "stops_passed", "complete", "status", "message"]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns, restval="")
@@ -305,9 +306,8 @@ def _status(args) -> int:
 def _status_table(bank, store, sid: str, keyed: bool):
     """One student's progress: per stop, the latest attempt and, with keys, whether the stop is passed.
 
-    Truthful by construction (issue 20 item 7): "passed" is the stored completion, which no later
-    attempt removes; the latest attempt is shown as in progress, failed or passed.
-    """
+    Truthful by construction: "passed" is the stored completion, which no later
+    attempt removes; the latest attempt is shown as in progress, failed or passed."""
     from rich.table import Table
 
     done = store.completed_stops(sid)

@@ -2,7 +2,7 @@
 
 Built on ``quiz_bank.engine`` (variants and answer checking), which does not
 import this module: import these names from here. A responses file is bound to
-its student (issue 20 item 6): :func:`grade` takes the submitter and the
+its student: :func:`grade` takes the submitter and the
 grader's own attempt count (``quiz_bank.ledger``; Gradescope's metadata) and
 scores a file for someone else, or for another attempt, 0 with the reason.
 
@@ -23,9 +23,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ppo_course.syllabus import N_STOPS
 from quiz_bank.engine import Outcome, ResponsesError, check, expected_answer, load_policy, render
 from quiz_bank.loader import Bank
-from quiz_bank.models import N_STOPS, Responses
+from quiz_bank.models import Responses
 
 
 def load_responses(path: Path | str) -> Responses:
@@ -170,9 +171,13 @@ def exercises_from_results(path: Path | str) -> dict[str, Any]:
     ``full_marks`` is True only for a grade of the whole assignment: every exercise of the syllabus
     (``ppo_course.syllabus.EXERCISES``) present and at its full marks, ``extra_data.status`` "graded",
     ``extra_data.profile`` "full" and not out of time. A partial grading (``--exercises ex1_ratio``) or a
-    fast-profile preview at its own maxima is not (red team a104: two exercises, or the fast tier whose
-    exercise 7 never trained, completed the chapter while the export left it incomplete). The reasons are
+    fast-profile preview at its own maxima is not (two exercises, or the fast tier whose exercise 7
+    never trains, do not complete the chapter, as the export agrees). The reasons are
     in ``problems``.
+
+    A results.json of a grader fault (``extra_data.status`` "grader_fault": the grader itself failed, so no
+    exercise has a score) is no grade at all: ``full_marks`` False, ``faulted`` True, each exercise's ``score``
+    None, and ``problems`` says plainly that the exercises' grading faulted and will be rerun.
 
     Raises:
         ResponsesError: if the file is unreadable or lacks ``extra_data.exercises``.
@@ -184,6 +189,8 @@ def exercises_from_results(path: Path | str) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
         extra = data["extra_data"]
         exercises = extra["exercises"]
+        if extra.get("status") == GRADER_FAULT:
+            return _faulted_exercises(exercises)
         scores = {stem: (float(v["score"]), float(v["max_score"])) for stem, v in exercises.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ResponsesError(f"{path}: not a results.json with extra_data.exercises: {type(exc).__name__}: {exc}") from None
@@ -205,6 +212,23 @@ def exercises_from_results(path: Path | str) -> dict[str, Any]:
         "problems": problems,
         "scores": {stem: {"score": s, "max_score": m} for stem, (s, m) in scores.items()},
     }
+
+
+#: ``extra_data.status`` of a results.json whose grading failed in the grader itself (no score exists).
+GRADER_FAULT = "grader_fault"
+
+#: What a student and the quiz's reports read when the exercises' results.json is a grader fault.
+FAULTED_EXERCISES = ("the grading of your exercises faulted (the grader itself failed, not your code) and will be "
+                     "rerun by the course staff: it is no score, so the exercises are not counted yet and the "
+                     "chapter is not complete until the rerun grades them")
+
+
+def _faulted_exercises(exercises: Any) -> dict[str, Any]:
+    """:func:`exercises_from_results` of a grader fault: no score anywhere, never full marks, the plain reason."""
+    stems = list(exercises) if isinstance(exercises, dict) else []
+    maxima = {stem: exercises[stem].get("max_score") if isinstance(exercises[stem], dict) else None for stem in stems}
+    return {"full_marks": False, "faulted": True, "below_full_marks": [], "problems": [FAULTED_EXERCISES],
+            "scores": {stem: {"score": None, "max_score": m} for stem, m in maxima.items()}}
 
 
 def _answers_by_attempt(bank: Bank, responses: list[Responses]) -> tuple[dict[tuple[str, int], Any], set[str], set[int]]:
@@ -265,7 +289,7 @@ def grade(
     When several files are given (attempts) and the grader keeps no count, each
     declared attempt is judged on its own draw and a stop passes when one does.
 
-    Bound to its student (issue 20 item 6): with ``submitter`` (who handed the
+    Bound to its student: with ``submitter`` (who handed the
     file in, as the grader knows them) a file naming another student scores 0
     with the reason; with ``attempt`` (the count the grader keeps) every
     variant is drawn for that attempt, whatever the file says, and a file

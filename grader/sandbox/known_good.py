@@ -259,7 +259,7 @@ def callback_error_message(exc: BaseException) -> str:
     Kept (capped): the refusals of this module and the reference's own input checks (a ValueError
     or TypeError raised in a `ppo_reference` frame, whose messages describe the child's inputs).
     Anything else (e.g. an error deep inside torch, after the reference computed something) is
-    reported by its type name alone (issue 10, class 3).
+    reported by its type name alone.
     """
     if isinstance(exc, _Refused):
         return safe_message(str(exc))

@@ -98,7 +98,9 @@ def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None
     Raises:
         RuntimeError: when this Python cannot grade (``grader.environment.environment_problem``:
             a package such as torch cannot be imported): nbgrader then reports the autograde as failed for
-            the student instead of recording a 0 as if the modules were missing.
+            the student instead of recording a 0 as if the modules were missing; and when the grader itself
+            failed on a test (diagnosis ``grader_error``: a module the hidden tests import missing, the reference
+            raising, a sandbox that would not start), with the staff's reason: a grader fault is no score.
     """
     from grader.grade import grade_submission
     from grader.environment import environment_problem
@@ -116,8 +118,20 @@ def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None
             folder.mkdir()
             for stem, text in modules.items():
                 (folder / f"{stem}.py").write_text(text, encoding="utf-8")
-            _CACHE[key] = grade_submission(folder, profile=profile, submission_limits=limits)
+            result = grade_submission(folder, profile=profile, submission_limits=limits)
+        _refuse_grader_fault(result)
+        _CACHE[key] = result
     return _CACHE[key]
+
+
+def _refuse_grader_fault(result) -> None:
+    """Raise RuntimeError with the staff's reason when the grader itself failed on a test of ``result`` (never
+    cached: the autograde after the fix grades again)."""
+    from grader.records.outcome import grader_errors, grader_fault_message
+
+    if grader_errors(result):
+        raise RuntimeError(f"ppo-course's grader itself failed on this notebook (grader_fault): "
+                           f"{grader_fault_message(result)}")
 
 
 def exercise_feedback(result, stem: str) -> str:
