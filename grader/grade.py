@@ -88,14 +88,22 @@ def _uncounted_note(kind: str, prerequisites: list[str]) -> str:
             "right, or wrong with a value computed from its inputs); a function that computes nothing has it as well.")
 
 
-def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str) -> str:
-    """What the student reads for one test: hidden tests never show inputs or expected values."""
+def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str, finding: str = "") -> str:
+    """What the student reads for one test: hidden tests never show inputs or expected values.
+
+    ``finding`` (a grader-made sentence: a fitted parameter against the call's, or where the outputs
+    differ; no input or expected value) is shown for a hidden test; a public test's detail holds it.
+    """
     head = doc or "(no description)"
     if passed:
         return f"Passed: {head}"
     lines = [f"Failed: {head}"]
     if diagnosis:
         lines.append(f"Diagnosis [{diagnosis}]: {DIAGNOSES.get(diagnosis, DIAGNOSES['wrong_value'])}")
+    if kind == "hidden" and finding:
+        from ppo_course.text_safety import cap
+
+        lines.append(cap(finding.strip()))
     if kind == "public" and detail:
         from ppo_course.text_safety import cap
 
@@ -292,7 +300,7 @@ def _exercise_tests(stem: str, points: PointsConfig, outcomes: dict, profile: st
     """One ``TestResult`` per test of ``stem`` in ``points.yaml`` (the profile's), scored from its outcome.
 
     A test with no outcome did not run (``grader_error``); a passed public test's points count only with
-    its hidden twins (grader/points.yaml, issue 19 class 5).
+    its hidden twins (grader/points.yaml).
     """
     ex_points = points.exercises[stem]
     ex_tests = []
@@ -314,9 +322,10 @@ def _exercise_tests(stem: str, points: PointsConfig, outcomes: dict, profile: st
                 passed, diagnosis, doc, detail = False, "grader_error", "", "this test did not run"
             else:
                 passed, diagnosis, doc, detail = o.passed, o.diagnosis, o.doc, o.detail
-            # A public test's points count only with its hidden twins (grader/points.yaml, issue 19 class 5).
+            # A public test's points count only with its hidden twins (grader/points.yaml).
             counted = ex_points.counted(kind, name, passed, hidden_passed, hidden_worked)
-            output = _test_output(kind, doc, passed, None if passed else diagnosis, detail)
+            output = _test_output(kind, doc, passed, None if passed else diagnosis, detail,
+                                  getattr(o, "finding", "") if o is not None else "")
             if passed and not counted:
                 output += _uncounted_note(kind, entry.prerequisites)
             ex_tests.append(TestResult(
@@ -365,6 +374,9 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
     provider = None
     if present:
         outcomes, timing, provider = _run_tests(root, present, profile, limits)
+        from grader.hidden.evidence import one_story
+
+        one_story(outcomes)  # never two different fitted parameters for one exercise
     for stem in selected:
         if stem not in present:
             ex, ex_tests = _zero_exercise(stem, points, "missing", f"{stem}.py is not in the submission.",

@@ -1,5 +1,5 @@
 """What a batch publishes for one student: ``feedback.md`` and ``results.json`` from the one outcome, and the
-``no-submission`` record of a roster student with no folder (Book-independent; issue 21's "no grade is lost").
+``no-submission`` record of a roster student with no folder (Book-independent; no grade is lost).
 
 Called by ``grader.batch`` as each student finishes; every file is written atomically
 (``ppo_course.atomic_files``), the record (``batch.json``) last, as the commit marker.
