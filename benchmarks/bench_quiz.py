@@ -247,7 +247,7 @@ def _figures(students, latencies, wall, failures, acknowledged, cpu_s) -> dict:
 def _stored(db: str) -> tuple[int, int]:
     from sqlalchemy import text
 
-    from quiz_bank.instructor.server.database import engine_for
+    from lms.engine import engine_for
 
     engine = engine_for(db)
     with engine.connect() as conn:

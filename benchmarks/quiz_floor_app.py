@@ -5,7 +5,7 @@
 It answers the routes the benchmark's clients use, with the same forms: ``POST
 /stop/{n}/answer`` parses the form and inserts the answer, ``GET /stop/{n}``
 inserts a page view; each is one committed ``INSERT`` through the quiz store's own
-engine (``quiz_bank.instructor.server.database.engine_for``: the same driver, pool
+engine (``lms.engine.engine_for``: the same driver, pool
 and durability settings, SQLite or PostgreSQL), run in the thread pool as the quiz's
 blocking calls are, and each answers a few bytes of HTML ("Right."). Served by
 uvicorn with the quiz server's settings (log level, keep-alive). What it lacks,
@@ -29,7 +29,7 @@ floor_log = Table("floor_log", metadata, Column("id", Integer, primary_key=True)
 
 def create_floor_app(db: str) -> FastAPI:
     """The floor app on the store ``db`` (an SQLite path or a ``postgresql://`` URL); creates its one table."""
-    from quiz_bank.instructor.server.database import engine_for
+    from lms.engine import engine_for
 
     engine = engine_for(db)
     metadata.create_all(engine)

@@ -74,7 +74,7 @@ def required_modules(root: Path = _ROOT, sources: tuple[str, ...] = GRADING_SOUR
     for rel in sources:
         path = root / rel
         files += sorted(path.rglob("*.py")) if path.is_dir() else [path] if path.is_file() else []
-    own = {"grader", "ppo_course", "ppo_reference", "quiz_bank"}
+    own = {"grader", "lms", "ppo_course", "ppo_reference", "quiz_bank", "sandbox_child"}
     needed: set[str] = set()
     for file in files:
         for name in imported_modules(file.read_text(encoding="utf-8")):

@@ -16,7 +16,7 @@ from pathlib import Path
 # Paths relative to the grader package; a folder skips everything under it.
 _SKIP_FROM_FINGERPRINT = {"batch.py", "fingerprint.py", "records/gradebook.py", "records/outcome.py",
                           "records/batch_run.py", "records/out_folder.py", "records/faults.py", "records/points_change.py",
-                          "environment.py", "intake/roster.py", "intake/attempts.py",
+                          "environment.py", "intake/attempts.py",
                           "intake/class_list.py"}
 _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "runners", "reports", "platforms/gradescope"}
 
@@ -27,7 +27,7 @@ def grader_fingerprint() -> str:
 
     Hashes the source files of the ``grader`` package (minus the batch
     layer, the report and the CLI commands, which never change a score),
-    ``ppo_reference`` and ``ppo_course`` (the sandbox, the model), and the
+    ``ppo_reference``, ``ppo_course`` (the model, the step harness) and ``sandbox_child`` (the sandbox), and the
     digest of the course's grader secret (``grader.course_secret.secret_digest``,
     never the secret: it draws every hidden input). A change to any of them makes
     a rerun regrade every student.
@@ -38,7 +38,7 @@ def grader_fingerprint() -> str:
     from grader.course_secret import secret_digest
 
     h = hashlib.sha256()
-    for package in ("grader", "ppo_reference", "ppo_course"):
+    for package in ("grader", "ppo_reference", "ppo_course", "sandbox_child"):
         root = package_root(package)
         if root is None:
             h.update(f"missing:{package}".encode())

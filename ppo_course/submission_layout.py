@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ppo_course.submission_rules import (_JUNK_NAMES, Entry, Rejected, StagedSubmission, SubmissionLimits,
+from ppo_course.submission_rules import (JUNK_NAMES, Entry, Rejected, StagedSubmission, SubmissionLimits,
                                          is_tool_folder, stage_submission)
 from ppo_course.syllabus import EXERCISES
 
@@ -80,7 +80,7 @@ def locate_modules(folder: Path, stems: Iterable[str] = EXERCISES) -> ModuleLoca
     names = {f"{s}.py" for s in stems}
     holders: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in _JUNK_NAMES and not d.startswith(".") and not is_tool_folder(d))
+        dirnames[:] = sorted(d for d in dirnames if d not in JUNK_NAMES and not d.startswith(".") and not is_tool_folder(d))
         if names & set(filenames):
             holders.append(Path(dirpath))
     if not holders:

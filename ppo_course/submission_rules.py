@@ -42,7 +42,7 @@ from ppo_course.submission_names import collision, hidden_characters, unreadable
 from ppo_course.text_safety import cap
 
 # Files and folders that carry no student work: never staged (silently: every editor and OS leaves them).
-_JUNK_NAMES = frozenset({"__pycache__", "__MACOSX", ".DS_Store", ".git", ".ipynb_checkpoints"})
+JUNK_NAMES = frozenset({"__pycache__", "__MACOSX", ".DS_Store", ".git", ".ipynb_checkpoints"})
 #: Folders that tools write (a virtual environment, a pip build): skipped with a note (see ``is_tool_folder``).
 TOOL_FOLDER_NAMES = frozenset({".venv", "venv", "build"})
 #: A folder holding this file is a virtual environment, whatever its name (``python -m venv env``).
@@ -118,7 +118,7 @@ class StagedSubmission:
     n_python_files: int = 0
 
 
-def _display_name(raw: bytes) -> tuple[str, bool]:
+def display_name(raw: bytes) -> tuple[str, bool]:
     """(printable name, was it valid UTF-8) for a raw file name; bad bytes become ``\\xNN``."""
     try:
         return raw.decode("utf-8"), True
@@ -126,7 +126,7 @@ def _display_name(raw: bytes) -> tuple[str, bool]:
         return raw.decode("utf-8", "backslashreplace"), False
 
 
-def _walk_lstat(root: Path, tool_folders: list[str] | None = None) -> Iterable[tuple[bytes, os.stat_result]]:
+def walk_lstat(root: Path, tool_folders: list[str] | None = None) -> Iterable[tuple[bytes, os.stat_result]]:
     """(relative path as bytes, lstat) for everything under ``root``, sorted, never following links.
 
     Junk folders, tool folders (``is_tool_folder``) and symlinked folders are not entered; the relative
@@ -139,11 +139,11 @@ def _walk_lstat(root: Path, tool_folders: list[str] | None = None) -> Iterable[t
         for d in dirnames:
             full = os.path.join(dirpath, d)
             name = d.decode("utf-8", "replace")
-            if os.path.islink(full) or name in _JUNK_NAMES:
+            if os.path.islink(full) or name in JUNK_NAMES:
                 continue
             if is_tool_folder(name, os.path.isfile(os.path.join(full, os.fsencode(VENV_MARKER)))):
                 if tool_folders is not None:
-                    tool_folders.append(_display_name(os.path.relpath(full, root_b))[0].replace(os.sep, "/"))
+                    tool_folders.append(display_name(os.path.relpath(full, root_b))[0].replace(os.sep, "/"))
                 continue
             kept.append(d)
         for name in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
@@ -220,10 +220,10 @@ def _stage_dir(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
     plan: list[tuple[str, str]] = []  # (relative utf-8 name, path to read)
     total = 0
     tool_folders: list[str] = []
-    for rel_b, st in _walk_lstat(source, tool_folders):
-        rel, ok = _display_name(rel_b)
+    for rel_b, st in walk_lstat(source, tool_folders):
+        rel, ok = display_name(rel_b)
         full = os.path.join(os.fsencode(source), rel_b)
-        if any(part in _JUNK_NAMES for part in rel.split("/")):
+        if any(part in JUNK_NAMES for part in rel.split("/")):
             continue
         if stat.S_ISLNK(st.st_mode):
             target = os.path.realpath(full)
@@ -294,7 +294,7 @@ def _zip_venv_folders(infos: list[zipfile.ZipInfo]) -> set[str]:
 def _zip_tool_folder(parts: list[str], venvs: set[str]) -> str | None:
     """The outermost tool folder (``is_tool_folder``) above a zip entry's path ``parts``, or None."""
     for i, part in enumerate(parts[:-1]):
-        if part in _JUNK_NAMES:
+        if part in JUNK_NAMES:
             return None  # junk is skipped silently below
         prefix = "/".join(parts[: i + 1])
         if is_tool_folder(part, prefix in venvs):
@@ -335,7 +335,7 @@ def _stage_zip(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
                 raise Rejected(f"{source.name} is encrypted ({shown!r}); submit it without a password")
             if info.is_dir():
                 continue
-            if any(part in _JUNK_NAMES for part in parts):
+            if any(part in JUNK_NAMES for part in parts):
                 continue
             if name is None:
                 staged.notes.append(f"skipped the file {shown!r}: its name is not valid UTF-8; rename it")

@@ -1,5 +1,6 @@
 """``ppo-course quiz ...``: take, key, grade, grade-batch, status, validate, export-public
-(and, on an instructor install, ``serve``, ``tokens`` and ``export``: ``quiz_bank.instructor.server.cli``).
+(and, on an instructor install, the server's ``serve``, ``tokens``, ``export`` ...: added through
+``quiz_bank.extension_point``).
 
 Exit codes: 0 done (a grade was produced, whatever the score; the bank is valid), 1 the bank is invalid / a take
 ended before the stop was finished, 2 a usage error or a malformed input file (the message says what and where).
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ppo_course.syllabus import STOPS
+from quiz_bank.extension_point import instructor_extension
 
 HELP = "take, grade and report the stop 1–8 quiz (100% per stop to complete the chapter)"
 
@@ -70,12 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export = verbs.add_parser("export-public", help="write the key-less bank (what ships to students)")
     export.add_argument("out_dir", type=Path)
 
-    try:  # the server's verbs (serve, tokens, export); absent from the student bundle
-        from quiz_bank.instructor.server.cli import add_arguments as add_server_arguments
-    except ImportError:
-        add_server_arguments = None
-    if add_server_arguments is not None:
-        add_server_arguments(verbs)
+    extension = instructor_extension()  # the server's verbs (serve, tokens, export); absent from the student bundle
+    if extension is not None:
+        extension.add_server_arguments(verbs)
     if not (Path(__file__).resolve().parent / "instructor" / "keys.py").is_file():  # the student's bundle: no keys
         _hide_verbs(verbs, tuple(name for name in verbs.choices if name not in STUDENT_VERBS))
 
@@ -85,10 +84,9 @@ def run(args: argparse.Namespace) -> int:
     verb = getattr(args, "quiz_command", None)
     handlers = {"take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
                 "status": _status, "validate": _validate, "export-public": _export}
-    if verb in ("serve", "tokens", "revoke", "export", "migrate", "backup", "restore"):
-        from quiz_bank.instructor.server import cli as server_cli
-
-        handlers[verb] = getattr(server_cli, verb)
+    extension = instructor_extension()
+    if extension is not None:
+        handlers.update(extension.SERVER_VERBS)
     if verb not in handlers:
         print("usage: ppo-course quiz {take,key,grade,grade-batch,status,validate,export-public,serve,tokens,revoke,export,migrate,backup,restore} ...",
               file=sys.stderr)

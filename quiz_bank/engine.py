@@ -125,8 +125,8 @@ def expected_answer(variant: Variant) -> Any:
     """The key of a variant, in the responses-file format.
 
     Raises:
-        KeysUnavailable: if the bank has no fixed key or ``quiz_bank.instructor.keys`` /
-            ``ppo_reference`` is not installed.
+        KeysUnavailable: if the bank has no fixed key or the instructor side's keys
+            (``quiz_bank.extension_point``) / ``ppo_reference`` are not installed.
     """
     q = variant.question
     if q.is_parametric:
@@ -134,9 +134,9 @@ def expected_answer(variant: Variant) -> Any:
 
         if not keys_installed():
             raise KeysUnavailable(f"{q.id}: the answer keys are not installed (student bundle: submit your responses)")
-        from quiz_bank.instructor import keys
+        from quiz_bank.extension_point import instructor_extension
 
-        return keys.compute(q.parametric.key, variant.params)
+        return instructor_extension().compute(q.parametric.key, variant.params)
     if q.answer is None:
         raise KeysUnavailable(f"{q.id}: this bank has no answer key (student bundle)")
     return list(q.answer) if isinstance(q.answer, list) else q.answer

@@ -205,7 +205,7 @@ def _parametric_errors(q, file: str, line: int | None, keys_module) -> list[Bank
             return [err(f"prompt: fields {sorted(missing)} are not produced by {spec.generator} ({params.get('case', 'probe draw')})")]
         if keys_module is None:
             continue
-        if spec.key not in keys_module.KEYS:
+        if spec.key not in keys_module.key_names():
             return [err(f"parametric.key: unknown key function {spec.key!r}")]
         try:
             value = keys_module.compute(spec.key, params)
@@ -241,7 +241,9 @@ def _semantic_errors(bank: Bank, check_keys: bool) -> list[BankError]:
     errors: list[BankError] = []
     keys_module = None
     if check_keys:
-        from quiz_bank.instructor import keys as keys_module  # noqa: PLW0406 - instructor side only
+        from quiz_bank.extension_point import instructor_extension
+
+        keys_module = instructor_extension()
 
     for stop, stop_file in sorted(bank.stops.items()):
         file = f"stop{stop}.yaml"

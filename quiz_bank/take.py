@@ -64,9 +64,9 @@ def course_policy(path=None):
     Raises:
         ValueError: if the policy file is invalid.
     """
-    from quiz_bank.instructor.server.policy import load_policy
+    from quiz_bank.extension_point import instructor_extension
 
-    return load_policy(path)
+    return instructor_extension().load_policy(path)
 
 
 class Session:

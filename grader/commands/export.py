@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="FILE")
     parser.add_argument("--assignment", default="ppo", help="prefix of the grade columns (default: ppo)")
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
-                        help="the course roster (grader.intake.roster): student_id plus LMS identities (name, canvas_id, "
+                        help="the course roster (lms.roster): student_id plus LMS identities (name, canvas_id, "
                              "sis_user_id, sis_login_id, section, email, idnumber, username); students not on it, "
                              "or without the identifier the LMS matches on, are left out and listed")
     parser.add_argument("--strict", action="store_true",

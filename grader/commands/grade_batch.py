@@ -49,7 +49,7 @@ def add_attempt_arguments(parser: argparse.ArgumentParser) -> None:
     """``--roster`` and ``--attempts``: the TA's rule for which folders are one student's attempts
     (``grader.intake.attempts``), the same options for ``grade-batch`` and ``similarity``."""
     parser.add_argument("--roster", type=Path, default=None, metavar="CSV",
-                        help="the course roster (grader.intake.roster): student_id, and an 'attempts' column listing "
+                        help="the course roster (lms.roster): student_id, and an 'attempts' column listing "
                              "each student's folders oldest first (amy;amy_2)")
     parser.add_argument("--attempts", default=None, metavar="REGEX",
                         help="folder-name pattern with groups (?P<student>...) and optionally (?P<attempt>...), "

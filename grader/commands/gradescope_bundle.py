@@ -3,7 +3,7 @@
 The zip's root holds ``setup.sh`` and ``run_autograder`` (templates in
 ``grader/platforms/gradescope/``), ``gradescope_config.json`` (profile, hidden-test
 visibility, limits) and the grader's source: ``pyproject.toml``, ``README.md``
-and the packages ``ppo_course``, ``ppo_reference``, ``grader`` and ``quiz_bank``
+and the packages ``ppo_course``, ``sandbox_child``, ``ppo_reference``, ``lms``, ``grader`` and ``quiz_bank``
 (with ``--quiz`` the quiz responses file is graded too; hidden tests and quiz keys included: the zip goes to Gradescope, never to students). Gradescope
 unpacks it into ``/autograder/source``.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 HELP = "write a Gradescope autograder zip (setup.sh, run_autograder, the grader) that grades one submission"
 
-PACKAGES = ("ppo_course", "ppo_reference", "grader", "quiz_bank")  # quiz_bank with its keys: grading side only
+PACKAGES = ("ppo_course", "sandbox_child", "ppo_reference", "lms", "grader", "quiz_bank")  # quiz_bank with its keys
 TOP_FILES = ("pyproject.toml", "README.md")
 
 

@@ -1,4 +1,4 @@
-"""``ppo-course lti ...``: the LTI 1.3 tool's registrations, keys and grade passback (``grader.platforms.lti``).
+"""``ppo-course lti ...``: the LTI 1.3 tool's registrations, keys and grade passback (``lms.lti``).
 
 Verbs: ``register`` (a platform, from flags or ``--config FILE``), ``platforms``, ``remove``,
 ``urls`` (what to paste into the LMS), ``jwks``, ``rotate-keys``, ``retire-keys``,
@@ -80,8 +80,8 @@ def _course_arguments(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Carry out one verb; exit 0, 1 when scores stay pending, 2 on a usage error."""
-    from grader.platforms.lti.registry import PlatformRegistration, RegistryError
-    from grader.platforms.lti.tool import LtiTool
+    from lms.lti.registry import PlatformRegistration, RegistryError
+    from lms.lti.tool import LtiTool
 
     try:
         tool = LtiTool(args.dir, args.base_url)
@@ -173,7 +173,7 @@ def _course_for(tool, args: argparse.Namespace):
 
 
 def _post_grades(tool, args: argparse.Namespace) -> int:
-    from grader.platforms.lti.services import PlatformServices
+    from lms.lti.services import PlatformServices
 
     course, error = _course_for(tool, args)
     lineitems = getattr(args, "lineitems", None) or (course.lineitems if course else "")
@@ -198,8 +198,8 @@ def _post_grades(tool, args: argparse.Namespace) -> int:
 
 def _publish(tool, gradebook: Path, services, lineitems: str, memberships: str) -> int:
     """Post, write the report beside the gradebook, print the summary; exit 1 when scores stay pending."""
-    from grader.platforms.lti.publish import publish_gradebook
-    from grader.platforms.lti.services import ServiceError
+    from grader.platforms.lti_publish import publish_gradebook
+    from lms.lti.services import ServiceError
     from grader.points import load_points
     from ppo_course.atomic_files import atomic_write_text
 
@@ -226,12 +226,13 @@ def _publish(tool, gradebook: Path, services, lineitems: str, memberships: str) 
 
 def _use_quiz_store(tool, target: str) -> None:
     """Keep the tool's tables in the quiz store ``target`` (migrated first); say what a former lti.sqlite gave."""
+    from lms.engine import describe, engine_for
     from quiz_bank.instructor.server import database
 
-    engine = database.engine_for(target)
+    engine = engine_for(target)
     database.migrate(engine)
     imported = tool.use_store(engine)
     if imported is not None:
-        print(f"imported {tool.folder / 'lti.sqlite'} into {database.describe(target)}: "
+        print(f"imported {tool.folder / 'lti.sqlite'} into {describe(target)}: "
               + ", ".join(f"{n} {name}" for name, n in imported.items())
               + f" (the file is now {tool.folder / 'lti.sqlite.imported'})", flush=True)

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     except AttemptRuleError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except ValueError as exc:  # a roster that cannot be read (grader.intake.roster.RosterError)
+    except ValueError as exc:  # a roster that cannot be read (lms.roster.RosterError)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     shown = report.flagged[:SHOWN]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from grader.hidden.draws import draw_generator, draw_int
 from grader.hidden.support import hidden_batches, compare, compare_grads, expect_inputs_untouched, tol
-from ppo_course.grading_kit.inputs import grading_settings, randn, with_junk
+from ppo_course.grading_kit.inputs import grading_settings, randn
 
 EXERCISE = "ex1_ratio"
 KIND = "hidden"

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from grader.hidden.draws import draw_generator, draw_int, draw_seed
 from grader.hidden.support import hidden_batches, away_from_kinks, compare, compare_grads, expect_inputs_untouched, tol
-from ppo_course.grading_kit.feedback import Mismatch
 from ppo_course.grading_kit.inputs import grading_settings, randn, with_junk
 
 EXERCISE = "ex2_clipped_loss"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from grader.mistakes.variants_ex4_ex6 import adaptive_kl_candidates, adaptive_kl_values
 from grader.hidden.draws import draw_float, draw_int, draw_seed
 from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
-from ppo_course.grading_kit.feedback import Mismatch, expect_close
+from ppo_course.grading_kit.feedback import expect_close
 from ppo_course.grading_kit.inputs import Batch, grading_settings, randn
 
 EXERCISE = "ex6_kl_reward"

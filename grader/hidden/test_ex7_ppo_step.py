@@ -20,7 +20,7 @@ from grader.mistakes import buggy_ppo_step, ppo_step_diagnosis, ppo_step_stages
 from ppo_course.grading_kit import step_checks
 from ppo_course.grading_kit import step_trace as ppo_step_trace
 from grader.hidden.cache import cached
-from grader.hidden.ex7_payload import initial_state, make_payload, perturbed
+from grader.hidden.ex7_payload import initial_state, make_payload
 from grader.hidden.ex7_support import Tracking, deep_runs_agree, evaluate_mean_score, purge_diagnosis
 from grader.hidden.draws import draw_choice, draw_int
 from ppo_course.grading_kit import compare

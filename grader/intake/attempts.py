@@ -5,7 +5,7 @@ When a student has several submission folders, which ones belong together is
 never guessed from the names (a student named ``alice_2`` is not alice's second
 attempt unless the TA says so). The TA states the rule, one of:
 
-* a roster (``--roster CSV``, ``grader.intake.roster``) whose ``attempts`` column
+* a roster (``--roster CSV``, ``lms.roster``) whose ``attempts`` column
   lists each student's folders, oldest first (``amy;amy_2``); a folder named
   like a roster ``student_id`` is that student's own;
 * a pattern (``--attempts REGEX``), a Python regular expression that must
@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from grader.intake.roster import Roster
+from lms.roster import Roster
 
 ATTEMPTS_CSV = "attempts.csv"
 ATTEMPTS_MD = "attempts.md"
@@ -144,11 +144,11 @@ def rule_from_options(roster: Path | None, pattern: str | None) -> AttemptRule |
 
     Raises:
         AttemptRuleError: a pattern that does not compile or has no ``student`` group.
-        grader.intake.roster.RosterError (a ValueError): a roster that cannot be read.
+        lms.roster.RosterError (a ValueError): a roster that cannot be read.
     """
     if roster is None and pattern is None:
         return None
-    from grader.intake.roster import read_roster
+    from lms.roster import read_roster
 
     return AttemptRule(roster=read_roster(roster) if roster else None, pattern=pattern)
 

@@ -12,8 +12,8 @@ import os
 import unicodedata
 from pathlib import Path
 
-from grader.intake.submission import _JUNK_NAMES, Entry, _display_name
 from grader.records.gradebook import RESERVED_IDS
+from ppo_course.submission_rules import JUNK_NAMES, Entry, display_name
 
 
 def _entries_by_id(by_id: dict[str, list[tuple[Path, str, str | None]]]) -> tuple[list[Entry], list[str]]:
@@ -65,8 +65,8 @@ def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
     with os.scandir(os.fsencode(submissions_dir)) as it:
         raw_entries = sorted(it, key=lambda e: e.name)
     for de in raw_entries:
-        name, valid_utf8 = _display_name(de.name)
-        if name.startswith(".") or name in _JUNK_NAMES:
+        name, valid_utf8 = display_name(de.name)
+        if name.startswith(".") or name in JUNK_NAMES:
             continue
         path = Path(os.fsdecode(de.path))
         problem: str | None = None

@@ -12,8 +12,7 @@ this module adds what only the grader needs:
 * :func:`submission_hash`: the content hash a batch resumes by;
 * :func:`private_folder`: a batch's staging folders, 0700, so that no other
   user (a sandboxed child after its uid drop) reads a classmate's staged copy;
-* the rules' names, for the grader's modules (``stage_submission``,
-  :func:`already_staged`, :func:`staged`, :func:`locate_modules`, :class:`SubmissionLimits`, ...).
+* (until the batch's modules import them from their home) a few of the rules' names.
 """
 
 from __future__ import annotations
@@ -23,18 +22,8 @@ import os
 import stat
 from pathlib import Path
 
-from ppo_course.submission_layout import ModuleLocation, entry_for, locate_modules, staged  # noqa: F401
-from ppo_course.submission_rules import (  # noqa: F401 - the one set of rules, applied here
-    _JUNK_NAMES,
-    Entry,
-    Rejected,
-    StagedSubmission,
-    SubmissionLimits,
-    _display_name,
-    _walk_lstat,
-    already_staged,
-    stage_submission,
-)
+from ppo_course.submission_layout import locate_modules, staged
+from ppo_course.submission_rules import Entry, Rejected, SubmissionLimits, already_staged, stage_submission, walk_lstat
 
 #: The old name (``grade-batch``'s limits before there was one intake).
 BatchLimits = SubmissionLimits
@@ -63,7 +52,7 @@ def submission_hash(entry: Entry, limits: SubmissionLimits) -> str:
         elif stat.S_ISREG(st.st_mode):
             _hash_file(h, source, st, limits.max_bytes)
         elif stat.S_ISDIR(st.st_mode):
-            listing = list(_walk_lstat(source))
+            listing = list(walk_lstat(source))
             total = sum(s.st_size for _, s in listing if stat.S_ISREG(s.st_mode))
             for rel, s in listing:
                 h.update(b"\0" + rel + b"\0")
@@ -97,7 +86,7 @@ def private_folder(path: Path) -> Path:
     A batch stages each student under ``OUT_DIR/.batch/staging/<id>``, one folder per student, made just
     before that student is dispatched: the folder and ``staging/`` itself readable by the grader's user
     only. The sandbox's children read their own submission before they drop to a uid of their own
-    (``ppo_course.sandbox.isolate``) and then see a minimal root without the batch's folders; the modes
+    (``sandbox_child.isolate``) and then see a minimal root without the batch's folders; the modes
     are the second wall, for a machine where the kernel refuses the private mounts.
 
     Returns:

@@ -19,19 +19,20 @@ Variant = Callable[..., Any]
 
 
 # --------------------------------------------------------------------------- helpers
-def _m(mask: torch.Tensor) -> torch.Tensor:
+def bool_mask(mask: torch.Tensor) -> torch.Tensor:
+    """``mask`` ([B, T], any dtype, 1 = real token) as a bool tensor of the same shape."""
     return mask.to(torch.bool)
 
 
 def _mm(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Token-level masked mean (the correct reduction)."""
-    m = _m(mask)
+    m = bool_mask(mask)
     return torch.where(m, x, torch.zeros((), dtype=x.dtype)).sum() / m.sum().to(x.dtype)
 
 
 def _row_mean_then_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """per_row_mean: the mean of each row's masked mean."""
-    m = _m(mask)
+    m = bool_mask(mask)
     rows = torch.where(m, x, torch.zeros((), dtype=x.dtype)).sum(1) / m.sum(1).to(x.dtype)
     return rows.mean()
 
@@ -48,13 +49,13 @@ def _plain_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def _row_sums_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """per_row_sum: (x * mask).sum(1).mean(), per-row sums averaged over rows."""
-    m = _m(mask)
+    m = bool_mask(mask)
     return torch.where(m, x, torch.zeros((), dtype=x.dtype)).sum(1).mean()
 
 
 def _unmasked_sum_over_count(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """padding_in_mean: x.sum() / mask.sum(), junk in the numerator."""
-    return x.sum() / _m(mask).sum().to(x.dtype)
+    return x.sum() / bool_mask(mask).sum().to(x.dtype)
 
 
 _MEAN_MISTAKES: tuple[tuple[str, Callable], ...] = (
@@ -66,9 +67,9 @@ _MEAN_MISTAKES: tuple[tuple[str, Callable], ...] = (
 )
 
 
-def _last_index(mask: torch.Tensor) -> torch.Tensor:
+def last_index(mask: torch.Tensor) -> torch.Tensor:
     """[B] index of each row's last real token (masks are prefixes)."""
-    return _m(mask).sum(1) - 1
+    return bool_mask(mask).sum(1) - 1
 
 
 # --------------------------------------------------------------------------- ex1
@@ -142,7 +143,7 @@ RATIO_VARIANTS: list[tuple[str, Variant]] = [
 # --------------------------------------------------------------------------- ex2
 def _renormalised(advantages, mask):
     """SB3's normalize_advantage: (A − mean)/(std + 1e-8) over the real tokens of the mini-batch."""
-    real = advantages[_m(mask)]
+    real = advantages[bool_mask(mask)]
     return (advantages - real.mean()) / (real.std() + 1e-8)
 
 

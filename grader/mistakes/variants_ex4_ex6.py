@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.mistakes.variants_ex1_ex3 import Variant, _last_index, _m
+from grader.mistakes.variants_ex1_ex3 import Variant, bool_mask, last_index
 
 
 # --------------------------------------------------------------------------- ex4
@@ -24,7 +24,7 @@ def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=Tr
     """GAE with one mistake switched on (all switches off: the correct recursion)."""
     B, T = rewards.shape
     dt = rewards.dtype
-    m = _m(mask).to(dt) if use_mask else torch.ones_like(rewards)
+    m = bool_mask(mask).to(dt) if use_mask else torch.ones_like(rewards)
     r = rewards * m if use_mask else rewards
     v = values * m if (use_mask and mask_next_value) else values
     g_d = gamma if gamma_delta else 1.0
@@ -96,7 +96,7 @@ def _whiten(x, mask, shift_mean, *, unbiased=True, stats_over="real", eps_inside
             scale_only=False, eps_outside=False):
     """Whitening with one mistake switched on (all off: the correct masked whitening)."""
     xd = x.double()
-    m = _m(mask)
+    m = bool_mask(mask)
     if stats_over == "real":
         sel, n = xd[m], m.sum()
     elif stats_over == "all":
@@ -139,13 +139,13 @@ WHITEN_VARIANTS: list[tuple[str, Variant]] = [
 # --------------------------------------------------------------------------- ex6
 def _kl(logp, ref_logp, mask, *, direction=1.0, masked=True):
     kl = direction * (logp - ref_logp)
-    return torch.where(_m(mask), kl, torch.zeros((), dtype=kl.dtype)) if masked else kl
+    return torch.where(bool_mask(mask), kl, torch.zeros((), dtype=kl.dtype)) if masked else kl
 
 
 def _k3(logp, ref_logp, mask):
     log_ratio = ref_logp - logp
     k3 = torch.exp(log_ratio) - log_ratio - 1.0
-    return torch.where(_m(mask), k3, torch.zeros((), dtype=k3.dtype))
+    return torch.where(bool_mask(mask), k3, torch.zeros((), dtype=k3.dtype))
 
 
 KL_VARIANTS: list[tuple[str, Variant]] = [
@@ -165,12 +165,12 @@ def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, 
     exp(r) − r − 1 (r = ref_logp − logp) as the per-token KL.
     """
     B, T = logp.shape
-    m = _m(mask)
+    m = bool_mask(mask)
     dt = logp.dtype
     kc = kl_coef if coef_fixed is None else coef_fixed
     kl = _k3(logp, ref_logp, mask) if estimator == "k3" else direction * (logp - ref_logp)
     kl_m = torch.where(m, kl, torch.zeros((), dtype=dt)) if masked_kl else kl
-    last = _last_index(mask)
+    last = last_index(mask)
     if score_at in ("end", "first_pad") and placement != "per_token":  # the whole reward lands there
         last = torch.full_like(last, T - 1) if score_at == "end" else torch.clamp(last + 1, max=T - 1)
         score_at = "last"

@@ -34,7 +34,7 @@ from pathlib import Path
 MARKER = ".ppo-course-release"
 STUDENT_DISTRIBUTION = "ppo-course-student"
 # Top-level names that must never appear in a bundle (checked after writing it).
-FORBIDDEN_TOP_LEVEL = ("ppo_reference", "grader", "solutions", "tools", "tests", "benchmarks", "examples")
+FORBIDDEN_TOP_LEVEL = ("ppo_reference", "grader", "lms", "sandbox_child", "solutions", "tools", "tests", "benchmarks", "examples")
 # Copied verbatim from the public package; caches, compiled files and shipped runs lying there are not.
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache", "*.egg-info", "reference_runs.json")
 
@@ -268,7 +268,7 @@ def build_release(out_dir: str | Path, *, force: bool = False,
         raise ReleaseError(f"no solution modules in {solutions}: the stubs are generated from them")
     make = _load_make_exercises(root)
     out_dir = Path(out_dir).resolve()
-    source_folders = [root] + [root / name for name in ("ppo_course", "ppo_reference", "grader", "quiz_bank",
+    source_folders = [root] + [root / name for name in ("ppo_course", "ppo_reference", "grader", "lms", "quiz_bank", "sandbox_child",
                                                        "solutions", "exercises", "tools", "tests")]
     if any(out_dir == folder or (folder != root and folder in out_dir.parents) for folder in source_folders):
         # The repository root or one of its packages: --force could wipe source files, and a bundle

@@ -4,7 +4,7 @@
 here (:func:`export_batch`). The rows come from the batch's typed records
 (``grader.records.gradebook.read_records`` → ``StudentRecord``), one column per exercise
 (that exercise's score), then a chapter-completion column. The Canvas and
-Moodle files are written by the one LMS writer (``grader.reports.lms``, also used by
+Moodle files are written by the one LMS writer (``lms.gradebook_csv``, also used by
 the quiz's gradebook), which states the platforms' import rules.
 
 Layouts:
@@ -18,7 +18,7 @@ Layouts:
 * **csv**: ``student_id``, one column per exercise, ``total``, ``max_total``,
   ``chapter_complete``, ``status``.
 
-Identity (``grader.intake.roster``): with ``--roster``, every identifier comes from
+Identity (``lms.roster``): with ``--roster``, every identifier comes from
 the roster and nothing else: a student of the batch who is not on the roster,
 or whose roster entry lacks the identifier the platform matches on, is left
 out of the file and named on stderr (``--strict``: the command fails and
@@ -51,9 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from grader.reports import lms
-from grader.reports.lms import CANVAS_IDENTITY, CANVAS_POINTS_POSSIBLE, MOODLE_ID_COLUMNS  # noqa: F401 - the names of old
-from grader.intake.roster import Roster, RosterEntry, read_roster  # noqa: F401 - the one roster reader
+from lms import gradebook_csv
+from lms.roster import Roster, RosterEntry, read_roster
 from ppo_course.text_safety import csv_cell
 
 Format = Literal["canvas", "moodle", "csv"]
@@ -73,7 +72,7 @@ def neutralise_cell(text: object) -> str:
 
     The shared rule of every CSV this package writes (``ppo_course.text_safety.csv_cell``): text
     starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return gets a leading ``'``. Never used
-    on an identifier (that would change it: see ``grader.reports.lms``).
+    on an identifier (that would change it: see ``lms.gradebook_csv``).
     """
     return str(csv_cell(str(text)))
 
@@ -207,9 +206,9 @@ def _lms_table(records, assignment: str, done: dict[str, int] | None, canvas_ids
         name = f"{assignment} {key}"
         return f"{name} ({canvas_ids[key]})" if key in canvas_ids else name
 
-    columns = [lms.Column(s, title(s), _exercise_max(records, s)) for s in stems]
+    columns = [gradebook_csv.Column(s, title(s), _exercise_max(records, s)) for s in stems]
     if done is not None:
-        columns.append(lms.Column(COMPLETION, title(COMPLETION), 1.0))
+        columns.append(gradebook_csv.Column(COMPLETION, title(COMPLETION), 1.0))
 
     def values(r) -> dict[str, float | None]:
         from grader.records.gradebook import published_score
@@ -229,7 +228,7 @@ def _identities(records, roster: Roster | None, stand_in: str) -> dict[str, Rost
 
 
 def plain_csv(records, *, done: dict[str, int] | None, roster: Roster | None = None,
-              preview: bool = False) -> lms.Written:
+              preview: bool = False) -> gradebook_csv.Written:
     """``student_id``, one column per exercise, ``total``, ``max_total``, ``chapter_complete``, ``status``.
 
     ``max_total`` is the assignment's (``grader.records.gradebook.assignment_max_total``); with ``preview`` (a
@@ -239,18 +238,18 @@ def plain_csv(records, *, done: dict[str, int] | None, roster: Roster | None = N
 
     stems = _stems(records)
     max_total = max((assignment_max_total(r) for r in records), default=0.0)
-    out = lms.Written("")
+    out = gradebook_csv.Written("")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["student_id", *stems, "total", "max_total", COMPLETION, "status"])
     for r in records:
         why = ("not on the roster" if roster is not None and r.student_id not in roster
-               else lms.identity_problem(r.student_id, "student_id"))
+               else gradebook_csv.identity_problem(r.student_id, "student_id"))
         if why:
             out.left_out.append((r.student_id, why))
             continue
-        writer.writerow([r.student_id, *(lms.fmt(published_score(r, s)) for s in stems),
-                         lms.fmt(published_score(r)), lms.fmt(assignment_max_total(r) or max_total),
+        writer.writerow([r.student_id, *(gradebook_csv.fmt(published_score(r, s)) for s in stems),
+                         gradebook_csv.fmt(published_score(r)), gradebook_csv.fmt(assignment_max_total(r) or max_total),
                          "" if done is None or done[r.student_id] is None else str(done[r.student_id]),
                          f"{r.status} ({PREVIEW_LABEL})" if preview else r.status])
     out.text = buf.getvalue()
@@ -330,7 +329,7 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
     Raises:
         grader.records.gradebook.FastPreviewRefused: a fast-profile batch without ``allow_fast_preview`` (nothing written).
         grader.records.gradebook.GraderFaultRefused: grader faults without ``allow_grader_faults`` (nothing written).
-        ValueError: on an unknown format, an empty batch or a bad roster (``grader.intake.roster.RosterError``).
+        ValueError: on an unknown format, an empty batch or a bad roster (``lms.roster.RosterError``).
         ExportRefused: with ``strict``, when any student would be left out (nothing is written).
         FileNotFoundError / NotADirectoryError: for missing inputs.
     """
@@ -368,8 +367,8 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
                          "give --roster for the identities your LMS knows")
         columns, values = _lms_table(records, assignment, done, canvas_ids or {})
         who = _identities(records, people, stand_in)
-        rows = [lms.Row(r.student_id, who[r.student_id], values(r)) for r in records]
-        written = lms.canvas(columns, rows) if fmt == "canvas" else lms.moodle(columns, rows, moodle_id)
+        rows = [gradebook_csv.Row(r.student_id, who[r.student_id], values(r)) for r in records]
+        written = gradebook_csv.canvas(columns, rows) if fmt == "canvas" else gradebook_csv.moodle(columns, rows, moodle_id)
     if strict and written.left_out:
         raise ExportRefused(f"--strict: {len(written.left_out)} student(s) cannot be exported, nothing written: "
                             + "; ".join(f"{sid}: {why}" for sid, why in written.left_out))

@@ -156,7 +156,7 @@ def read_cohort(submissions_dir: Path, *, kind: str = "class", prefix: str = "",
         NotADirectoryError: if ``submissions_dir`` is not a folder.
     """
     from grader.intake.class_list import class_list
-    from grader.intake.submission import BatchLimits, Rejected, stage_submission
+    from ppo_course.submission_rules import Rejected, SubmissionLimits, stage_submission
 
     notes = notes if notes is not None else []
     entries, warnings, _ = class_list(Path(submissions_dir), latest_only(attempt_rule), attempt_rule)
@@ -167,7 +167,7 @@ def read_cohort(submissions_dir: Path, *, kind: str = "class", prefix: str = "",
         for entry in entries:
             dest = tmp / entry.student_id
             try:
-                stage_submission(entry, dest, BatchLimits())
+                stage_submission(entry, dest, SubmissionLimits())
             except Rejected as exc:
                 notes.append(f"{prefix}{entry.student_id}: not compared, the intake rejected it ({exc})")
                 continue

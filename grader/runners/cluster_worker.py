@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict
 
 from grader.records.results import GradeResult
 
-#: Features of the sandbox a grading node must grant (``ppo_course.sandbox.zygote.probe``).
+#: Features of the sandbox a grading node must grant (``sandbox_child.zygote.probe``).
 REQUIRED_ISOLATION: tuple[str, ...] = ("network_namespace", "mount_namespace")
 
 # Per worker process: probed once, reused by every task (a test may pre-set it, see tests/cluster).
@@ -164,7 +164,7 @@ def worker_fingerprint() -> str:
 def node_isolation() -> dict[str, bool]:
     """Which sandbox features this node grants, probed once per process.
 
-    Runs ``ppo_course.sandbox.zygote.probe`` in a fresh Python
+    Runs ``sandbox_child.zygote.probe`` in a fresh Python
     process (as the fork server that forks the students' children would), so
     the answer is the kernel's, for this user. A probe that cannot run counts
     as granting nothing.
@@ -172,7 +172,7 @@ def node_isolation() -> dict[str, bool]:
     global _ISOLATION
     with _STATE_LOCK:
         if _ISOLATION is None:
-            code = "import json; from ppo_course.sandbox.zygote import probe; print(json.dumps(probe()))"
+            code = "import json; from sandbox_child.zygote import probe; print(json.dumps(probe()))"
             try:
                 done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                                       stdin=subprocess.DEVNULL)

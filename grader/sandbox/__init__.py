@@ -5,9 +5,9 @@ Public API (fixed in docs/ARCHITECTURE.md, "The sandbox")::
     from grader.sandbox import Sandbox, Limits, StudentError, StudentTimeout, StudentCrash, StudentImportError
 
 Student code runs in a child process forked from a clean fork server
-(``ppo_course.sandbox.zygote``), one per exercise, confined by
-``ppo_course.sandbox.isolate``; values cross as data only
-(``ppo_course.sandbox.codec``). The threat model is docs/threat_model.md.
+(``sandbox_child.zygote``), one per exercise, confined by
+``sandbox_child.isolate``; values cross as data only
+(``sandbox_child.codec``). The threat model is docs/threat_model.md.
 """
 
 from grader.sandbox.errors import (

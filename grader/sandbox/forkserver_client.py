@@ -1,4 +1,4 @@
-"""The grader's handle on the fork server (trusted, parent side; the server is ``ppo_course.sandbox.zygote``).
+"""The grader's handle on the fork server (trusted, parent side; the server is ``sandbox_child.zygote``).
 
 One fork server per grader process is started lazily (``ForkServerClient.shared()``)
 and reused by every ``Sandbox``: it is exec'd fresh (``python -I``), with a
@@ -31,11 +31,11 @@ from pathlib import Path
 
 from grader.sandbox.errors import SandboxError
 
-#: Stage 1 of the server (``ppo_course.sandbox.fixed_root.launch``): SRC_ROOT VENV CTL_FD PARENT_PID warm|cold LISTEN.
+#: Stage 1 of the server (``sandbox_child.fixed_root.launch``): SRC_ROOT VENV CTL_FD PARENT_PID warm|cold LISTEN.
 _LAUNCH = (
     "import sys, importlib.util\n"
     "if importlib.util.find_spec('ppo_course') is None: sys.path.append(sys.argv[1])\n"
-    "from ppo_course.sandbox.fixed_root import launch\n"
+    "from sandbox_child.fixed_root import launch\n"
     "launch(sys.argv[1:])\n"
 )
 
@@ -48,7 +48,7 @@ def _src_root_and_venv() -> tuple[str, str]:
 
 
 def _fixed_layout() -> dict[str, str]:
-    from ppo_course.sandbox import fixed_root
+    from sandbox_child import fixed_root
 
     return fixed_root.layout(*_src_root_and_venv())
 
@@ -239,7 +239,7 @@ class ForkServerClient:
     def spawn(self, config: dict, fds: list[int]) -> int:
         """Fork a child with ``config``; ``fds`` = [protocol socket, stdout w, stderr w]. Returns its pid."""
         if self.fixed_layout:
-            from ppo_course.sandbox import fixed_root
+            from sandbox_child import fixed_root
 
             config = dict(config)
             for key in ("needed_paths", "hide_paths"):

@@ -2,7 +2,7 @@
 
 For exercise 7 the student's ``ppo_step`` must be graded on its own, with
 correct building blocks underneath. The child gets proxy modules
-(``ppo_course.sandbox.proxies``) whose calls come back here as callbacks; this
+(``sandbox_child.proxies``) whose calls come back here as callbacks; this
 module runs ``ppo_reference`` on the decoded data and sends back data only:
 values, VJPs, handles to objects kept here, and error type + message (never a
 traceback: it would show reference source lines).
@@ -25,8 +25,8 @@ from typing import Any, Mapping
 import torch
 
 from grader.sandbox.errors import safe_message, safe_type_name
-from ppo_course.sandbox import codec
-from ppo_course.sandbox.proxies import replace_tensor_leaves, tensor_leaves
+from sandbox_child import codec
+from sandbox_child.proxies import replace_tensor_leaves, tensor_leaves
 
 #: Contract names of exercises 1-6 (CONTRACT.md "Exercises"), by module.
 CONTRACT_NAMES: dict[str, dict[str, list[str]]] = {

@@ -23,7 +23,7 @@ class Limits(pydantic.BaseModel):
         "process whose address space is this less tmp_size_mb and 1 MiB"))
     cpu_time_s: int = pydantic.Field(120, gt=0, description="CPU seconds for the child's whole life (RLIMIT_CPU; SIGXCPU then SIGKILL)")
     cpu_cores: float = pydantic.Field(1.0, gt=0, le=64, description=(
-        "CPUs the child's processes may use together at any moment (a CPU cgroup's CFS quota, ppo_course.sandbox."
+        "CPUs the child's processes may use together at any moment (a CPU cgroup's CFS quota, sandbox_child."
         "cpucg), so that a busy child cannot starve a sibling graded at the same time; without a cgroup, "
         "RLIMIT_CPU and max_processes only"))
     max_processes: int = pydantic.Field(16, gt=0, description="tasks (processes + threads) of the child's private uid (RLIMIT_NPROC)")

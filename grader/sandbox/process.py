@@ -32,7 +32,7 @@ from grader.sandbox.forkserver_client import ForkServerClient
 from grader.sandbox.limits import Limits
 from grader.sandbox.output_capture import OutputCapture
 from grader.sandbox.shared_args import SharedArgs
-from ppo_course.sandbox import codec, frames
+from sandbox_child import codec, frames
 
 
 class _Died(Exception):
@@ -48,7 +48,7 @@ class _Died(Exception):
 
 
 class ChildProcess:
-    """A forked child serving one module (see ``ppo_course.sandbox.worker``).
+    """A forked child serving one module (see ``sandbox_child.worker``).
 
     Args:
         server: the fork server to fork from.

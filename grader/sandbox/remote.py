@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import torch
 
-from grader.sandbox.errors import StudentCrash, StudentError, StudentImportError, StudentProtocolError
+from grader.sandbox.errors import StudentCrash, StudentImportError, StudentProtocolError
 from grader.sandbox.remote_object import RemoteObject
 
 if TYPE_CHECKING:  # pragma: no cover

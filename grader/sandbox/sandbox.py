@@ -8,7 +8,7 @@ Usage (the hidden graders)::
 
 Each ``load`` forks one child from the shared fork server; the child copies
 the submission into its private temp folder, confines itself
-(``ppo_course.sandbox.isolate``) and imports the module. ``close`` (or leaving
+(``sandbox_child.isolate``) and imports the module. ``close`` (or leaving
 the ``with``) kills every child with everything it started.
 """
 
@@ -27,9 +27,9 @@ from grader.sandbox.limits import Limits
 from grader.sandbox.process import ChildProcess
 from grader.sandbox.remote import RemoteModule
 from grader.sandbox.remote_object import RemoteObject
-from ppo_course.sandbox import codec
+from sandbox_child import codec
 
-_INSTRUCTOR_PACKAGES = ("grader", "ppo_reference", "quiz_bank", "solutions")
+_INSTRUCTOR_PACKAGES = ("grader", "lms", "ppo_reference", "quiz_bank", "solutions")
 _INHERIT = object()
 
 
@@ -108,7 +108,7 @@ def needed_paths() -> list[str]:
         p = sysconfig.get_paths().get(key)
         if p:
             paths.add(p)
-    for name in ("ppo_course", "torch", "numpy", "pydantic", "pydantic_core", "typing_extensions"):
+    for name in ("ppo_course", "sandbox_child", "torch", "numpy", "pydantic", "pydantic_core", "typing_extensions"):
         s = importlib.util.find_spec(name)
         if s is not None and s.origin:
             paths.add(str(Path(s.origin).resolve().parent) if s.submodule_search_locations else str(Path(s.origin).resolve()))

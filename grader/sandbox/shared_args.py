@@ -7,7 +7,7 @@ itself. Here the parent writes every buffer of a request
 (tensor bytes, generator states) into one sealed ``memfd``, passes its
 descriptor to the child with the request (SCM_RIGHTS), and the child builds
 its argument tensors directly on a ``MAP_SHARED`` mapping of it
-(``torch.frombuffer``, no copy; ``ppo_course.sandbox.channel.Channel.shared_buffers``).
+(``torch.frombuffer``, no copy; ``sandbox_child.channel.Channel.shared_buffers``).
 After the reply the *parent* reads the bytes back with ``os.pread`` and compares
 them with what it sent: an in-place change of an argument is seen whatever the
 student's code did in its process (``torch.no_grad()``, a patched worker, ...),
@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from ppo_course.sandbox import codec, frames
+from sandbox_child import codec, frames
 
 _SEALS = fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
 

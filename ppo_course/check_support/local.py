@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ppo_course.check_support.guard import CALL_CPU_SECONDS, EX7_CPU_SECONDS, CallGuard, CallTimedOut, PrintFlood  # noqa: F401
+from ppo_course.check_support.guard import EX7_CPU_SECONDS, CallGuard, CallTimedOut, PrintFlood
 from ppo_course.check_support.results import ModuleReport
 from ppo_course.grading_kit.mask_dtype import name_mask_dtype_failure
 from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error

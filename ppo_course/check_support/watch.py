@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ppo_course.check_support.imports import import_closure
-from ppo_course.submission_rules import _JUNK_NAMES, is_tool_folder
+from ppo_course.submission_rules import JUNK_NAMES, is_tool_folder
 
 #: Seconds between two looks at the files.
 POLL_SECONDS = 0.1
@@ -37,7 +37,7 @@ def snapshot(folder: Path) -> Snapshot:
     found: Snapshot = {}
     for path in folder.rglob("*.py"):
         rel = path.relative_to(folder)
-        if any(p.startswith(".") or p in _JUNK_NAMES or is_tool_folder(p) for p in rel.parts[:-1]):
+        if any(p.startswith(".") or p in JUNK_NAMES or is_tool_folder(p) for p in rel.parts[:-1]):
             continue
         try:
             st = path.stat()

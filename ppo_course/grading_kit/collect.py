@@ -25,7 +25,7 @@ from ppo_course.grading_kit.feedback import Mismatch
 
 #: Parts of a file path that mark test machinery, left out of any traceback shown in feedback.
 FRAMEWORK_FILES = ("pluggy", "_pytest", "/inspect.py", "hypothesis", "/grader/sandbox/", "/ppo_course/sandbox/",
-                   "/check_support/", "/grading_kit/", "/site-packages/torch/")
+                   "/sandbox_child/", "/check_support/", "/grading_kit/", "/site-packages/torch/")
 
 
 def _install_roots() -> tuple[str, ...]:

@@ -22,7 +22,8 @@ from grader.records import outcome
 from grader.batch import run_batch
 from grader.intake.class_list import discover
 from grader.records.out_folder import BatchBusy, lock_out_dir
-from grader.intake.submission import BatchLimits, Rejected, stage_submission
+from grader.intake.submission import BatchLimits
+from ppo_course.submission_rules import Rejected, stage_submission
 from grader.points import load_points
 from grader.records.gradebook import CONTRACT_STEMS, NBGRADER_COLUMNS, STATE_DIR
 

@@ -13,14 +13,14 @@ import pytest
 from grader.fingerprint import _skipped
 
 TA_SIDE = ["batch.py", "fingerprint.py", "records/gradebook.py", "records/outcome.py", "records/batch_run.py",
-           "records/out_folder.py", "intake/roster.py", "intake/attempts.py", "intake/class_list.py",
+           "records/out_folder.py", "intake/attempts.py", "intake/class_list.py",
            "runners/workers.py", "runners/warm.py", "runners/request.py", "runners/cluster.py",
-           "reports/report.py", "reports/similarity.py", "reports/lms.py", "commands/grade_batch.py",
+           "reports/report.py", "reports/similarity.py", "reports/export.py", "commands/grade_batch.py",
            "platforms/gradescope/run.py", "platforms/gradescope/setup.sh"]
 GRADE_DECIDING = ["grade.py", "points.py", "points.yaml", "records/results.py", "intake/submission.py",
                   "mistakes/buggy_variants.py", "mistakes/variants_ex1_ex3.py", "mistakes/variants_ex4_ex6.py",
                   "mistakes/behaviours.yaml", "mistakes/diagnose.py",
-                  "hidden/support.py", "sandbox/sandbox.py", "platforms/release.py", "platforms/lti/tool.py",
+                  "hidden/support.py", "sandbox/sandbox.py", "platforms/release.py", "platforms/lti_publish.py",
                   "platforms/nbgrader_course/autograde.py", "figure_runs.py"]
 
 

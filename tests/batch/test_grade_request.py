@@ -119,7 +119,8 @@ def test_the_parent_stages_once_into_a_private_folder_and_the_worker_grades_that
 def test_already_staged_gives_the_notes_restaging_would(tmp_path):
     """Grading the parent's copy where it is tells the student what restaging it told: the NUL-byte notes (and the
     count of .py files), the same strings, and nothing of the original's skipped files (the parent told those)."""
-    from grader.intake.submission import already_staged, entry_for, stage_submission
+    from ppo_course.submission_layout import entry_for
+    from ppo_course.submission_rules import already_staged, stage_submission
 
     src = tmp_path / "src"
     (src / ".venv").mkdir(parents=True)

@@ -154,7 +154,7 @@ class _Killed(KeyboardInterrupt):
 
 def _batch(cohort: Cohort, **kw) -> None:
     from grader.intake.attempts import AttemptRule
-    from grader.intake.roster import read_roster
+    from lms.roster import read_roster
 
     cohort.files()
     rule = AttemptRule(roster=read_roster(cohort.base / "roster.csv")) if cohort.with_roster else None

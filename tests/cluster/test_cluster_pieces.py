@@ -90,7 +90,7 @@ def test_node_without_namespaces_refuses_to_grade(monkeypatch):
 
 def test_node_isolation_is_the_kernels_answer():
     """The worker's probe (a fresh Python process) says what the sandbox's own probe says here."""
-    from ppo_course.sandbox.zygote import probe
+    from sandbox_child.zygote import probe
 
     granted = cluster_worker.node_isolation()
     assert set(cluster_worker.REQUIRED_ISOLATION) <= set(granted)

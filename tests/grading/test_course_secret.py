@@ -65,7 +65,7 @@ def test_the_repository_holds_no_secret_file():
     assert tracked, "git ls-files listed nothing: the check would be vacuous"
     secretish = [p for p in tracked if "grader_secret" in Path(p).name or Path(p).suffix in {".secret", ".key", ".pem"}]
     assert secretish == []
-    for package in ("grader", "ppo_course", "ppo_reference", "quiz_bank"):
+    for package in ("grader", "lms", "ppo_course", "ppo_reference", "quiz_bank", "sandbox_child"):
         on_disk = [p for p in (REPO / package).rglob("*grader_secret*")]
         assert on_disk == [], on_disk
 
@@ -125,7 +125,7 @@ def test_fingerprint_follows_the_secret_and_never_holds_it(course):
 
 def test_no_secret_is_a_grader_fault_before_anything_is_graded(course, tmp_path):
     from grader.grade import grade_submission
-    from grader.platforms.gradescope.environment import environment_problem
+    from grader.environment import environment_problem
 
     missing = course(None)
     (tmp_path / "sub").mkdir()

@@ -6,7 +6,7 @@ reduction with `random`, exercise 5 shuffles with all three global RNGs and orde
 order, exercise 7 samples without the given generator). It is graded three times, each by a fresh
 `ppo-course grade` process (a fresh fork server: a fresh Python hash seed, fresh `random`/numpy states),
 and nothing but `extra_data.timing` may differ. The child seeds the global RNGs before every call from
-the test's own seed (`ppo_course.sandbox.worker.seed_globals`) and the fork server runs with
+the test's own seed (`sandbox_child.worker.seed_globals`) and the fork server runs with
 PYTHONHASHSEED=0.
 """
 

@@ -30,9 +30,9 @@ from hostile_helpers import CANARY, MARKER, REPO, SENTINEL_MTIME
 INSTRUCTOR_DIRS = ("solutions", "ppo_reference", "grader", "quiz_bank", "ppo_course", "exercises", "tests/hostile/canary")
 #: World-writable folders of the machine (a channel that would outlive a child).
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
-#: uids the fork server hands to children (ppo_course.sandbox.reaper.UID_BASE/UID_COUNT).
+#: uids the fork server hands to children (sandbox_child.reaper.UID_BASE/UID_COUNT).
 SANDBOX_UIDS = range(61000, 62000)
-FORKSERVER_MARK = b"ppo_course.sandbox.zygote"
+FORKSERVER_MARK = b"sandbox_child.zygote"
 
 
 def _tree_digest(root: Path) -> dict[str, tuple]:

@@ -14,7 +14,7 @@ a109, the checkout's folder: the fork server's command line (``sys.argv``,
 named the folder the grader is checked out in, so a module could score
 differently in ``/work/main`` and in a TA's checkout. Now the fork server is
 exec'd in a private mount namespace with the venv at ``/opt/ppo/venv`` and the
-package at ``/opt/ppo/src/ppo_course`` (``ppo_course.sandbox.fixed_root``), and
+package at ``/opt/ppo/src/ppo_course`` (``sandbox_child.fixed_root``), and
 every child sees only those. (Where the machine refuses the mount namespace the
 checkout stays visible; ``/proc/self/mountinfo`` names each bind's source: see
 docs/threat_model.md.)

@@ -341,7 +341,8 @@ def test_class6_a_non_root_grader_keeps_its_venv(tmp_path):
 def test_intake_a_zip_bomb_beside_honest_modules_is_rejected_everywhere(tmp_path):
     """The bomb gains nothing on any path: rejected by `grade` as by the batch (it was graded by `grade`)."""
     from grader.grade import grade_submission
-    from grader.intake.submission import Rejected, entry_for, stage_submission, SubmissionLimits
+    from ppo_course.submission_layout import entry_for
+    from ppo_course.submission_rules import Rejected, SubmissionLimits, stage_submission
 
     bomb = tmp_path / f"{MARKER}.zip"
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:

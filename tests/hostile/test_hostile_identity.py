@@ -84,7 +84,7 @@ def test_a98_a_classmate_named_like_an_attempt_drops_nobody(cohort_root, monkeyp
     from grader import batch
     from grader.intake.attempts import AttemptRule
     from grader.reports.export import export_batch
-    from grader.intake.roster import read_roster
+    from lms.roster import read_roster
 
     monkeypatch.setattr(batch, "grader_fingerprint", lambda: "pinned")
     subs, out = cohort_root / "submissions", cohort_root / "out"

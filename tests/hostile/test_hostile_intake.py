@@ -51,7 +51,8 @@ UNREADABLE = {
 
 @pytest.mark.parametrize("case", sorted(UNREADABLE))
 def test_an_unpackable_zip_is_rejected_not_a_crash(case, tmp_path):
-    from grader.intake.submission import Rejected, SubmissionLimits, entry_for, stage_submission
+    from ppo_course.submission_layout import entry_for
+    from ppo_course.submission_rules import Rejected, SubmissionLimits, stage_submission
 
     bundle = _zip(tmp_path / f"{MARKER}.zip", UNREADABLE[case])
     messages = set()

@@ -1,7 +1,6 @@
 """House rule (issue 22 item 3): no module above about 400 lines, no function above about 60.
 
-Scans every ``.py`` file of the three packages that ship or grade (``grader/``,
-``ppo_course/``, ``quiz_bank/``) by reading the source, and counts a function
+Scans every ``.py`` file of the packages that ship or grade (``PACKAGES``) by reading the source, and counts a function
 from its ``def`` line to its last line (``ast`` line numbers, decorators and
 docstring included). The allow-lists name what is over the line today and is
 being split: each entry is a ceiling (its current size), so an entry may only
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("grader", "ppo_course", "quiz_bank")
+PACKAGES = ("grader", "lms", "ppo_course", "quiz_bank", "sandbox_child")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 

@@ -9,8 +9,8 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 from fastapi.testclient import TestClient
 
-from grader.platforms.lti.registry import PlatformRegistration
-from grader.platforms.lti.tool import LtiTool, lti_router
+from lms.lti.registry import PlatformRegistration
+from lms.lti.tool import LtiTool, lti_router
 from tests.lti.mini_lms import MiniLMS
 
 TOOL_URL = "https://127.0.0.1:9200"  # the tool over https, as deployed (its state cookie is Secure)

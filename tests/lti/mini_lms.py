@@ -9,7 +9,7 @@ each returned ``ltiResourceLink`` to the course (with its line item, DL 2.0 §3.
 and a course page (``/course/{user}``) whose links start launches the way an LMS
 does, for a real browser.
 Written from the specifications (LTI Core 1.3, Security Framework 1.0, AGS 2.0,
-NRPS 2.0, DL 2.0), independently of ``grader.platforms.lti``: it imports only the claim
+NRPS 2.0, DL 2.0), independently of ``lms.lti``: it imports only the claim
 names' strings from nowhere and spells them out itself.
 """
 

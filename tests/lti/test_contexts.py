@@ -12,7 +12,7 @@ import base64
 import json
 import re
 
-from grader.platforms.lti import claims as C
+from lms.lti import claims as C
 
 OTHER_COURSE = {"id": "course-2", "title": "Databases 201"}
 DL_SETTINGS = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
@@ -75,13 +75,13 @@ def test_deep_linking_by_the_first_instructor_binds_the_course(fresh_lti):
 
 
 def test_two_first_instructors_at_once_bind_one_course(fresh_lti):
-    from grader.platforms.lti.launch import LaunchData, LaunchError
+    from lms.lti.launch import LaunchData, LaunchError
 
     def launch(context: str) -> LaunchData:
         return LaunchData(issuer=fresh_lti.lms.base_url, client_id=fresh_lti.lms.client_id, deployment_id="dep-1",
                           message_type=C.RESOURCE_LINK_REQUEST, user_id="u-prof", roles=(C.ROLE_INSTRUCTOR,),
                           context_id=context)
-    from grader.platforms.lti import tables
+    from lms.lti import tables
 
     store = fresh_lti.tool.contexts
     # both saw "nothing bound" before either wrote: the unique "first" slot lets one insert in, not two
@@ -139,7 +139,7 @@ def test_a_launch_for_another_url_is_refused(lti):
 def test_target_link_uri_is_compared_as_a_url_not_as_text():
     import pytest
 
-    from grader.platforms.lti.launch import LaunchError, check_target_link_uri
+    from lms.lti.launch import LaunchError, check_target_link_uri
 
     own = "https://quiz.example.edu/lti/launch"
     for same in (own, "https://QUIZ.example.edu:443/lti/launch", own + "?x=1"):

@@ -12,7 +12,7 @@ import json
 
 from joserfc.jwk import RSAKey
 
-from grader.platforms.lti import claims as C
+from lms.lti import claims as C
 
 
 def _refused(response, words: str) -> None:
@@ -155,7 +155,7 @@ def test_state_cookie_is_secure_samesite_none_so_it_rides_the_platforms_cross_si
 
 
 def test_state_cookie_flags_follow_the_tools_base_url():
-    from grader.platforms.lti.tool import cross_site_launches, state_cookie_flags
+    from lms.lti.tool import cross_site_launches, state_cookie_flags
 
     for url in ("https://quiz.example.edu", "http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000"):
         assert state_cookie_flags(url) == {"secure": True, "samesite": "none"} and cross_site_launches(url), url
@@ -168,7 +168,7 @@ def test_plain_http_platform_urls_are_accepted_only_on_a_loopback_host():
     import pydantic
     import pytest
 
-    from grader.platforms.lti.registry import PlatformRegistration
+    from lms.lti.registry import PlatformRegistration
 
     def registration(url: str) -> PlatformRegistration:
         return PlatformRegistration(issuer=url, client_id="c", deployment_ids=("d",), auth_login_url=url + "/auth",
@@ -184,7 +184,7 @@ def test_plain_http_platform_urls_are_accepted_only_on_a_loopback_host():
 def test_tool_base_url_is_the_root_of_a_host(tmp_path):
     import pytest
 
-    from grader.platforms.lti.tool import LtiTool
+    from lms.lti.tool import LtiTool
 
     tool = LtiTool(tmp_path / "a", "https://quiz.example.edu/")
     assert (tool.login_url, tool.launch_url) == ("https://quiz.example.edu/lti/login", "https://quiz.example.edu/lti/launch")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from grader.platforms.lti.passback import Passback
-from grader.platforms.lti.publish import publish_gradebook
-from grader.platforms.lti.services import PlatformServices
+from lms.lti.passback import Passback
+from grader.platforms.lti_publish import publish_gradebook
+from lms.lti.services import PlatformServices
 
 LINEITEMS = "http://127.0.0.1:9100/courses/1/lineitems"
 MEMBERS = "http://127.0.0.1:9100/courses/1/memberships"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader.platforms.lti.passback import Passback
-from grader.platforms.lti.services import LineItem, PlatformServices
+from lms.lti.passback import Passback
+from lms.lti.services import LineItem, PlatformServices
 
 
 @pytest.fixture

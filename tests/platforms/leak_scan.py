@@ -23,7 +23,7 @@ import yaml
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 DATA_SUFFIXES = {".json", ".pt", ".pth", ".npy", ".npz", ".pkl", ".pickle", ".csv", ".sqlite3", ".db"}
-FORBIDDEN_IMPORTS = ("ppo_reference", "grader", "solutions")
+FORBIDDEN_IMPORTS = ("ppo_reference", "grader", "lms", "sandbox_child", "solutions")
 #: The data files a bundle may hold (each one's reason where it is checked).
 ALLOWED_DATA = ("ppo_course/grading_kit/known_mistakes.json", "ppo_course/training/reference_runs.json")
 

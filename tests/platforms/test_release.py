@@ -36,6 +36,18 @@ def test_bundle_layout(bundle: Path):
         "# Only the public side", "")
 
 
+def test_bundle_holds_no_grader_child_code(bundle: Path):
+    """The grader's sandbox child (``sandbox_child/``: fork server, isolation, request loop) is not shipped;
+    the student keeps only what ``check`` and ``train --mine`` run in-process (the exercise-7 harness and
+    what it imports: tied_grad, observe, seeding)."""
+    child_modules = {p.name for p in (REPO / "sandbox_child").glob("*.py") if p.name != "__init__.py"}
+    assert len(child_modules) >= 15  # the package is where this test looks (not an empty glob)
+    assert not (bundle / "sandbox_child").exists()
+    assert sorted(p.name for p in bundle.rglob("*.py") if p.name in child_modules) == []
+    assert sorted(p.name for p in (bundle / "ppo_course" / "sandbox").glob("*.py")) == [
+        "__init__.py", "harness.py", "observe.py", "seeding.py", "tied_grad.py"]
+
+
 def test_bundle_leaks_nothing(bundle: Path):
     """No solution body, hidden test, reference code, expected value or answer key anywhere in the bundle."""
     assert scan(bundle, REPO) == []

@@ -17,7 +17,7 @@ import sys
 import httpx
 from fastapi.testclient import TestClient
 
-from grader.platforms.lti.tool import STATE_COOKIE, LtiTool
+from lms.lti.tool import STATE_COOKIE, LtiTool
 from quiz_bank.instructor.server.app import create_app
 from quiz_bank.loader import load_bank
 

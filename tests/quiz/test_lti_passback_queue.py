@@ -20,9 +20,9 @@ from fastapi.testclient import TestClient
 
 from quiz_server_support import SERVER_SECRET, answer_stop
 
-from grader.platforms.lti import tables
-from grader.platforms.lti.registry import PlatformRegistration
-from grader.platforms.lti.tool import LtiTool
+from lms.lti import tables
+from lms.lti.registry import PlatformRegistration
+from lms.lti.tool import LtiTool
 
 STORES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.xdist_group("postgres"))]
 TOOL_URL = "https://127.0.0.1:9200"
@@ -174,8 +174,8 @@ def test_a_queued_score_is_posted_once_however_often_it_is_queued_and_a_refusal_
         kind, store_target, tmp_path):
     from quiz_bank.instructor.server.db import QuizDB
 
-    from grader.platforms.lti.outbox import PassbackWorker, ScoreOutbox
-    from grader.platforms.lti.services import ServiceError
+    from lms.lti.outbox import PassbackWorker, ScoreOutbox
+    from lms.lti.services import ServiceError
 
     db = QuizDB(store_target(kind))
     outbox = ScoreOutbox(db.engine)
@@ -207,8 +207,8 @@ def test_a_queued_score_is_posted_once_however_often_it_is_queued_and_a_refusal_
 def test_a_retryable_failure_backs_off_exponentially_and_a_claimed_row_is_not_taken_twice(kind, store_target):
     from quiz_bank.instructor.server.db import QuizDB
 
-    from grader.platforms.lti.outbox import PassbackWorker, ScoreOutbox
-    from grader.platforms.lti.services import ServiceError
+    from lms.lti.outbox import PassbackWorker, ScoreOutbox
+    from lms.lti.services import ServiceError
 
     db = QuizDB(store_target(kind))
     outbox = ScoreOutbox(db.engine)

@@ -17,8 +17,8 @@ from fastapi.testclient import TestClient
 
 from quiz_server_support import SERVER_SECRET, answer_stop
 
-from grader.platforms.lti.registry import PlatformRegistration
-from grader.platforms.lti.tool import LtiTool
+from lms.lti.registry import PlatformRegistration
+from lms.lti.tool import LtiTool
 from tests.lti.mini_lms import MiniLMS
 
 LTI_CONTEXT = "https://purl.imsglobal.org/spec/lti/claim/context"

@@ -24,9 +24,10 @@ from quiz_server_support import SERVER_SECRET
 
 from joserfc.jwk import KeySet
 
-from grader.platforms.lti.launch import LaunchError, LaunchStore
-from grader.platforms.lti.registry import PlatformRegistration
-from grader.platforms.lti.tool import STATE_COOKIE, LtiTool
+from lms.lti.launch import LaunchError, LaunchStore
+from lms.lti.registry import PlatformRegistration
+from lms.lti.tool import STATE_COOKIE, LtiTool
+from lms.engine import engine_for
 from quiz_bank.instructor.server import database
 from tests.lti.mini_lms import MiniLMS
 
@@ -115,7 +116,7 @@ def _race(n: int, fn) -> list:
 def test_racing_processes_use_a_nonce_and_a_state_once(kind, store_target):
     """Two engines (as two server processes hold) race: one winner for a nonce, one for a state."""
     target = store_target(kind)
-    engines = [database.engine_for(target), database.engine_for(target)]
+    engines = [engine_for(target), engine_for(target)]
     database.migrate(engines[0])
     stores = [LaunchStore(e) for e in engines]
     used = _race(8, lambda i: stores[i % 2].use_nonce("nonce-1"))
@@ -153,7 +154,7 @@ def test_a_tool_folders_former_file_is_imported_once(kind, store_target, tmp_pat
     folder.mkdir()
     with sqlite3.connect(folder / "lti.sqlite") as old:
         old.executescript(_OLD_LTI_SQLITE)
-    engine = database.engine_for(target)
+    engine = engine_for(target)
     database.migrate(engine)
     tool = LtiTool(folder, TOOL_URL)
     imported = tool.use_store(engine)
@@ -182,7 +183,7 @@ def test_the_lti_command_with_db_imports_the_folder_once_and_reads_the_store(tmp
     assert "imported" in out and "1 lti_score" not in out and "2 lti_score" in out and "u-ben" in out
     assert main(argv) == 1 and "imported" not in capsys.readouterr().out  # the second run imports nothing
     assert (folder / "lti.sqlite.imported").exists() and database.current_revision(
-        database.engine_for(store)) == database.head_revision()
+        engine_for(store)) == database.head_revision()
 
 
 @pytest.mark.parametrize("kind", STORES)
@@ -191,10 +192,10 @@ def test_registrations_and_a_rotation_made_at_one_machine_are_what_another_uses(
     published until a token it signed has expired (its 300 s lifetime plus 60 s of leeway), then drops it."""
     from joserfc import jwt as jose_jwt
 
-    from grader.platforms.lti import stored
+    from lms.lti import stored
 
     target = store_target(kind)
-    engines = [database.engine_for(target), database.engine_for(target)]
+    engines = [engine_for(target), engine_for(target)]
     database.migrate(engines[0])
     lms = MiniLMS()
     first = _tool(tmp_path / "a", lms, None)  # registered and keyed in folder a's files

@@ -78,7 +78,7 @@ RACES = [pytest.param("sqlite", 2, 50, id="sqlite-2proc-50"),
 def _count(server: ServerProcess, sql: str) -> list[tuple]:
     from sqlalchemy import text
 
-    from quiz_bank.instructor.server.database import engine_for
+    from lms.engine import engine_for
 
     engine = engine_for(server.db)
     try:

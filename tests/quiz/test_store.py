@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, text
 
+from lms.engine import engine_for
 from quiz_bank.instructor.server import database
-from grader.platforms.lti import tables as lti_tables
+from lms.lti import tables as lti_tables
 from quiz_bank.instructor.server.backup import BackupError, backup, restore
 from quiz_bank.instructor.server.db import Conflict, QuizDB
 
@@ -76,7 +77,7 @@ def test_a_fresh_store_is_migrated_to_the_head_revision(kind, store_target, run_
     code, out, err = run_cli(["quiz", "migrate", "--db", target])
     assert code == 0, err
     assert f"upgraded from an empty store to schema revision {database.head_revision()}" in out
-    with database.engine_for(target).connect() as conn:
+    with engine_for(target).connect() as conn:
         assert conn.execute(text("SELECT value FROM meta WHERE key = 'schema_version'")).scalar() == "1"
 
 

@@ -42,7 +42,7 @@ def sandbox_processes() -> list[tuple[int, int, str]]:
 
 def in_child(server, path) -> str:
     """Where the child sees the host path ``path``: under /opt/ppo when the fork server runs there (a109)."""
-    from ppo_course.sandbox import fixed_root
+    from sandbox_child import fixed_root
 
     return fixed_root.translate([str(path)], server.fixed_layout)[0]
 
@@ -85,7 +85,7 @@ def fork_server_pid(pid: int, uid: int | None) -> int:
     """The pid the fork server knows a child by (its ``spawn`` reply), from the worker's own ``pid``.
 
     In a pid namespace the worker (2) is a child of the namespace's reaper (1), a child of the holder
-    that the fork server forked (``ppo_course.sandbox.pidns``); without one the worker is that child.
+    that the fork server forked (``sandbox_child.pidns``); without one the worker is that child.
     """
     host = host_pid(pid, uid)
     if uid is None:

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppo_course.sandbox import codec, frames
+from sandbox_child import codec, frames
 
 
 def roundtrip(value, **dec_kwargs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ppo_course.sandbox import fixed_root
+from sandbox_child import fixed_root
 
 
 def test_translate_rewrites_only_paths_under_a_mapped_folder(tmp_path):
@@ -19,17 +19,21 @@ def test_translate_rewrites_only_paths_under_a_mapped_folder(tmp_path):
                    str(tmp_path / "co" / "grader"), str(tmp_path / "co" / ".venv2")]
 
 
-def test_layout_maps_the_package_and_the_venv(tmp_path):
+def test_layout_maps_the_packages_and_the_venv(tmp_path):
     (tmp_path / "ppo_course").mkdir()
     (tmp_path / "venv").mkdir()
+    assert fixed_root.layout(str(tmp_path), str(tmp_path / "venv")) == {}  # the child's package missing
+    (tmp_path / "sandbox_child").mkdir()
     assert fixed_root.layout(str(tmp_path), str(tmp_path / "venv")) == {
         str((tmp_path / "ppo_course").resolve()): "/opt/ppo/src/ppo_course",
+        str((tmp_path / "sandbox_child").resolve()): "/opt/ppo/src/sandbox_child",
         str((tmp_path / "venv").resolve()): "/opt/ppo/venv"}
     assert fixed_root.layout(str(tmp_path / "nowhere"), "") == {}  # no package folder: no fixed paths
 
 
 def test_layout_refuses_folders_the_opt_tmpfs_would_hide(tmp_path, monkeypatch):
     (tmp_path / "ppo_course").mkdir()
+    (tmp_path / "sandbox_child").mkdir()
     assert fixed_root.layout(str(tmp_path), "/opt/some/venv") == {}
     monkeypatch.setattr(sys, "base_prefix", "/opt/python3.11")
     assert fixed_root.layout(str(tmp_path), "") == {}

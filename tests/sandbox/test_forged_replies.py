@@ -11,7 +11,7 @@ from grader.sandbox import StudentCrash
 
 FORGER = '''
 import torch
-from ppo_course.sandbox import codec
+from sandbox_child import codec
 
 _plain = codec.Encoder.encode
 FORGE = {}

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.intake import submission as intake
+from ppo_course import submission_layout as intake
+from ppo_course.submission_rules import Rejected
 
 REPO = Path(__file__).resolve().parents[2]
 CORRECT_EX1 = (REPO / "solutions" / "ex1_ratio.py").read_text(encoding="utf-8")
@@ -96,7 +97,7 @@ def test_locate_modules_finds_the_one_folder_at_any_depth(tmp_path):
     found = intake.locate_modules(tmp_path)
     assert found.root == tmp_path / "a" / "b" / "c" and found.where == "a/b/c"
     (tmp_path / "ex1_ratio.py").write_text("Z = 3\n")
-    with pytest.raises(intake.Rejected, match=r"2 different folders \('\./', 'a/b/c/'\)"):
+    with pytest.raises(Rejected, match=r"2 different folders \('\./', 'a/b/c/'\)"):
         intake.locate_modules(tmp_path)
 
 

@@ -131,8 +131,8 @@ def test_instructor_folders_are_unreadable(probe, server):
     assert probe.can_read(str(REPO / "solutions" / "ex4_gae.py")) == "FileNotFoundError"
     for name in ("ppo_reference", "grader", "solutions", "quiz_bank"):
         assert probe.try_import(name) == "ModuleNotFoundError"
-    if server.fixed_layout:  # a109: the package alone is bound at /opt/ppo/src, nothing else of the checkout
-        assert probe.listing("/opt/ppo/src") == ["ppo_course"]
+    if server.fixed_layout:  # a109: the packages alone are bound at /opt/ppo/src, nothing else of the checkout
+        assert probe.listing("/opt/ppo/src") == ["ppo_course", "sandbox_child"]
     # What the child needs stays readable: the public package and torch.
     assert probe.can_read(in_child(server, REPO / "ppo_course" / "model.py")) is True
     assert probe.try_import("ppo_course.toy_task") == "imported"
@@ -190,7 +190,7 @@ def test_runs_as_an_unprivileged_uid_when_root(probe, server):
 def test_dropped_capabilities_forbid_undoing_the_mounts():
     """After drop_capabilities (the non-root path) a process can no longer mount or unmount."""
 
-    from ppo_course.sandbox import linux
+    from sandbox_child import linux
 
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the forked process
@@ -265,7 +265,7 @@ def test_unprivileged_confinement_uses_a_user_namespace(server, tmp_path):
     import resource
     import socket
 
-    from ppo_course.sandbox import isolate, submission_files
+    from sandbox_child import isolate, submission_files
     from grader.sandbox import Limits
     from grader.sandbox.sandbox import instructor_paths, needed_paths
 

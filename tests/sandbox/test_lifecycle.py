@@ -141,7 +141,7 @@ def test_children_die_with_a_killed_fork_server(submission):
         assert _alive(grandchild)
         import socket
 
-        from ppo_course.sandbox.zygote import ForkServer
+        from sandbox_child.zygote import ForkServer
 
         a, b = socket.socketpair()
         try:

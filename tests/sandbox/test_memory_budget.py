@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from grader.sandbox import StudentCrash
-from ppo_course.sandbox import memcg, syscall_filter
+from sandbox_child import memcg, syscall_filter
 from sandbox_helpers import FAST
 
 BUDGET = FAST.model_copy(update={"memory_mb": 256, "max_respawns": 0})
@@ -149,7 +149,7 @@ def test_the_fallback_address_space_leaves_room_for_the_tmpfs():
     """RLIMIT_AS without a cgroup: memory_mb less tmp_size_mb and 1 MiB (hand computation: 2048 - 64 - 1 = 1983 MiB)."""
     import resource
 
-    from ppo_course.sandbox import isolate
+    from sandbox_child import isolate
 
     r, w = os.pipe()
     pid = os.fork()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ppo_course.sandbox.covers import plan_covers
+from sandbox_child.covers import plan_covers
 
 
 def tree(root: Path, *dirs: str) -> None:

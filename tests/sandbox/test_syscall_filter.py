@@ -184,7 +184,7 @@ def test_two_gradings_cannot_relay_through_kernel_objects(load):
 
 def _confine_in_fork(config: dict, before=None, after=None) -> dict:
     """Run ``isolate.confine`` in a forked copy of this process; returns its JSON report."""
-    from ppo_course.sandbox import isolate, submission_files
+    from sandbox_child import isolate, submission_files
 
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -222,7 +222,7 @@ def _config(tmp_path: Path, needed: list[str] | None = None) -> dict:
 
 def test_a_child_that_cannot_load_the_filter_refuses_to_run(tmp_path):
     """Fail closed: with the binding missing, confine raises before returning to run student code."""
-    from ppo_course.sandbox import syscall_filter
+    from sandbox_child import syscall_filter
 
     def break_binding():
         syscall_filter._seccomp = None

@@ -18,7 +18,7 @@ from ta_support import write_student
 from grader.intake.attempts import AttemptRule
 from grader.reports.analytics import graded_students, per_test_stats
 from grader.batch import run_batch
-from grader.intake.roster import read_roster
+from lms.roster import read_roster
 
 COHORT = {"ann": "BUG_GRAD", "ann_2": "ok", "ben": "BUG_VALUE", "cy": "BUG_VALUE BUG_GRAD", "dee": "ok"}
 

@@ -1,4 +1,4 @@
-"""Identity from the roster: one reader (grader/intake/roster.py) and attempts grouped only by a stated rule (grader/intake/attempts.py).
+"""Identity from the roster: one reader (lms/roster.py) and attempts grouped only by a stated rule (grader/intake/attempts.py).
 
 Issue 19 class 8 / issue 21 item 2: ``--latest-only`` used to group folders by a naming rule, so a
 student named ``alice_2`` made alice's own submission disappear, and rows were ``amy_2``. Scores by
@@ -17,7 +17,7 @@ from ta_support import write_student
 from grader.intake.attempts import AttemptRule, AttemptRuleError, select
 from grader.batch import run_batch
 from grader.intake.class_list import discover
-from grader.intake.roster import RosterError, read_roster
+from lms.roster import RosterError, read_roster
 
 
 def _roster(path: Path, text: str) -> Path:

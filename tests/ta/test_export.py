@@ -1,6 +1,6 @@
 """``ppo-course export``: each file read back by the platform's own import rules (issue 21 items 2, 7).
 
-The readers below implement what each platform documents, independently of ``grader.reports.lms``:
+The readers below implement what each platform documents, independently of ``lms.gradebook_csv``:
 
 * Canvas, Instructor Guide "How do I import grades in the Gradebook?"
   (community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807)
@@ -30,7 +30,8 @@ import pytest
 
 from ta_support import write_student
 from grader.batch import run_batch
-from grader.reports.export import CANVAS_IDENTITY, ExportRefused, export_batch, neutralise_cell
+from grader.reports.export import ExportRefused, export_batch, neutralise_cell
+from lms.gradebook_csv import CANVAS_IDENTITY
 from grader.points import EXERCISES
 
 ALL_OK = {f"{stem}.py": "ok" for stem in EXERCISES}

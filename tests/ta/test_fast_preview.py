@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader.reports.export import export_batch
-from grader.platforms.lti.publish import publish_gradebook
+from grader.platforms.lti_publish import publish_gradebook
 from grader.records.gradebook import RECORD, FastPreviewRefused, StudentRecord, gradebook_csv
 from grader.points import EXERCISES
 

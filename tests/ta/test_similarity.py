@@ -17,7 +17,7 @@ import pytest
 
 from ta_support import ROOT, write_student
 from grader.intake.attempts import AttemptRule
-from grader.intake.roster import read_roster
+from lms.roster import read_roster
 from grader.reports.similarity import run_similarity
 from similarity_calibration import disguise
 

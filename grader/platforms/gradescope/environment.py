@@ -19,8 +19,6 @@ unexplained.
 
 from __future__ import annotations
 
-from grader.environment import environment_problem  # noqa: F401 - the check this package's runner uses
-
 
 class AutograderFault(RuntimeError):
     """The grader itself failed on this submission: Gradescope must show a failed run, never a score."""

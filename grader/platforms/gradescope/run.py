@@ -41,7 +41,8 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from grader.platforms.gradescope.environment import AutograderFault, environment_problem, state_tier
+from grader.environment import environment_problem
+from grader.platforms.gradescope.environment import AutograderFault, state_tier
 from grader.points import Visibility
 
 
@@ -117,7 +118,7 @@ def hidden_visibility_for(config: BundleConfig, metadata: SubmissionMetadata | N
 
 def _find_entry(submission: Path):
     """A batch ``Entry`` for Gradescope's submission folder (a lone uploaded .zip is opened as a zip)."""
-    from grader.intake.submission import Entry
+    from ppo_course.submission_rules import Entry
 
     files = [p for p in submission.iterdir() if not p.name.startswith(".")] if submission.is_dir() else []
     if len(files) == 1 and files[0].is_file() and files[0].suffix.lower() == ".zip":
@@ -159,7 +160,7 @@ def grade_for_gradescope(submission: Path, config: BundleConfig,
             or the grader itself failed on the submission (status ``grader_fault``): no score exists.
     """
     from grader.records.outcome import grade_entry
-    from grader.intake.submission import SubmissionLimits
+    from ppo_course.submission_rules import SubmissionLimits
 
     profile = choose_profile(config, metadata)
     broken = environment_problem()  # before any student code: a broken autograder never grades (environment.py)

@@ -104,7 +104,7 @@ def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None
     """
     from grader.grade import grade_submission
     from grader.environment import environment_problem
-    from grader.intake.submission import SubmissionLimits
+    from ppo_course.submission_rules import SubmissionLimits
 
     problem = environment_problem()
     if problem:

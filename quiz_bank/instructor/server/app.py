@@ -79,10 +79,10 @@ def create_app(bank: Bank, db_path: Path | str, secret: bytes, *, roster: list[d
         policy: attempt policies (default: the course's file). checker: a SymbolicChecker (optional).
         trust_proxy: believe ``X-Forwarded-Proto``/``-Host`` (only behind your own reverse proxy).
         session_hours: lifetime of the session cookie.
-        lti_tool: a ``grader.platforms.lti.tool.LtiTool``: the LMS launches the quiz (``/lti/...``) and receives the
+        lti_tool: a ``lms.lti.tool.LtiTool``: the LMS launches the quiz (``/lti/...``) and receives the
             passed stops (``quiz_bank.instructor.server.lti_glue``); None: sign-in by token only.
         passback_options: keyword arguments of the passback worker
-            (``grader.platforms.lti.outbox.PassbackWorker``: intervals and back-off in seconds).
+            (``lms.lti.outbox.PassbackWorker``: intervals and back-off in seconds).
     """
     app = FastAPI(title="PPO chapter quiz", docs_url=None, redoc_url=None, openapi_url=None)
     db = QuizDB(db_path)

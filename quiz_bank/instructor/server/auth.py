@@ -29,7 +29,7 @@ from pathlib import Path
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from grader.intake.roster import MAX_ID_LENGTH  # the one roster's limit (grader.intake.roster)
+from lms.roster import MAX_ID_LENGTH  # the one roster's limit (lms.roster)
 
 SALT = "ppo-course/quiz-server/v2"
 DEFAULT_TOKEN_DAYS = 120.0
@@ -144,7 +144,7 @@ class TokenSigner:
 
 
 def read_roster(path: Path | str) -> list[dict[str, str]]:
-    """Rows of a roster CSV, read by the course's one roster reader (``grader.intake.roster.read_roster``).
+    """Rows of a roster CSV, read by the course's one roster reader (``lms.roster.read_roster``).
 
     Returns:
         one dict per student holding exactly ``ROSTER_COLUMNS`` (``""`` for an absent field).
@@ -153,8 +153,8 @@ def read_roster(path: Path | str) -> list[dict[str, str]]:
         AuthError: if the file is unreadable, lacks ``student_id``, has an
             empty, overlong or repeated id (the message gives the line).
     """
-    from grader.intake.roster import RosterError
-    from grader.intake.roster import read_roster as read_course_roster
+    from lms.roster import RosterError
+    from lms.roster import read_roster as read_course_roster
 
     try:
         return read_course_roster(path).rows(ROSTER_COLUMNS)

@@ -4,7 +4,7 @@ One dialect-neutral format for SQLite and PostgreSQL (a backup of either
 restores into either): a JSON object ``{"format": FORMAT, "revision": …,
 "tables": {name: {"columns": [...], "rows": [[...], ...]}}, "counts": {...}}``
 with every row of every table of ``quiz_bank.instructor.server.schema`` and of the LTI tool's tables
-(``grader.platforms.lti.tables``: the passback record, the links to the LMS's line items, the used
+(``lms.lti.tables``: the passback record, the links to the LMS's line items, the used
 nonces, the courses served, the registrations and the tool's private signing keys), so that a restored
 store neither posts a score twice nor accepts a replayed launch. The file holds private keys and
 students' answers: it is written mode 0600 (the owner only).
@@ -35,7 +35,7 @@ from sqlalchemy import delete, func, select, text
 
 from quiz_bank.instructor.server import database
 from quiz_bank.instructor.server.db import QuizDB
-from grader.platforms.lti import tables as lti_tables
+from lms.lti import tables as lti_tables
 from quiz_bank.instructor.server.schema import TABLES as QUIZ_TABLES
 from quiz_bank.instructor.server.schema import answers, stop_attempts
 

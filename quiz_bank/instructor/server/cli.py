@@ -5,7 +5,7 @@ the store's schema up to date, back it up and restore it. Defaults keep them
 in step: the database ``quiz.sqlite`` and the secret ``quiz.secret`` in the
 working directory (override with ``--db`` and ``--secret-file``). ``--db``
 takes an SQLite file (the embedded default) or a ``postgresql://`` URL
-(``quiz_bank.instructor.server.database``).
+(``quiz_bank.instructor.server.database``, over ``lms.engine``).
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def _server_missing() -> int:
 def serve(args: argparse.Namespace) -> int:
     """Migrate the store, load the roster, then run ``--workers`` uvicorn processes until Ctrl-C."""
     try:
-        from quiz_bank.instructor.server import database, serving
+        from lms.engine import describe
+        from quiz_bank.instructor.server import serving
         from quiz_bank.instructor.server.auth import AuthError, load_secret, read_roster
         from quiz_bank.instructor.server.policy import load_policy
     except ImportError:
@@ -111,14 +112,14 @@ def serve(args: argparse.Namespace) -> int:
         removed: list[str] = []
         before, after = serving.prepare(config, roster, removed)
     except Exception as exc:  # noqa: BLE001 - an unreachable or foreign database: say so, exit 2
-        print(f"error: cannot open the quiz store {database.describe(args.db)}: {type(exc).__name__}: {exc}",
+        print(f"error: cannot open the quiz store {describe(args.db)}: {type(exc).__name__}: {exc}",
               file=sys.stderr)
         return 2
     if removed:
         print(f"note: {len(removed)} student(s) no longer on the roster, their sign-in tokens no longer work: "
               + ", ".join(removed[:20]) + (" ..." if len(removed) > 20 else ""), flush=True)
     schema = f"schema {after}" + (f", upgraded from {before}" if before != after else "")
-    print(f"quiz server on http://{args.host}:{args.port}/ (database {database.describe(args.db)}, {schema}, "
+    print(f"quiz server on http://{args.host}:{args.port}/ (database {describe(args.db)}, {schema}, "
           f"{args.workers} worker(s)); Ctrl-C stops it", flush=True)
     serving.run(config, args.host, args.port, args.workers)
     return 0
@@ -128,10 +129,10 @@ def _announce_lti(args: argparse.Namespace) -> bool:
     """Load ``--lti``'s tool registry and print its endpoints (a warning where launches cannot keep their
     state cookie); False, with the error printed, when the install or the registry does not allow it."""
     try:
-        from grader.platforms.lti.registry import RegistryError
-        from grader.platforms.lti.tool import LtiTool, cross_site_launches
+        from lms.lti.registry import RegistryError
+        from lms.lti.tool import LtiTool, cross_site_launches
     except ImportError:
-        print("error: --lti needs the instructor install (grader.platforms.lti)", file=sys.stderr)
+        print("error: --lti needs the instructor install (lms.lti)", file=sys.stderr)
         return False
     try:
         lti_tool = LtiTool(args.lti, args.base_url or f"http://{args.host}:{args.port}")
@@ -219,7 +220,7 @@ def export(args: argparse.Namespace) -> int:
     left_out: list[tuple[str, str]] = []
     text = gradebook.render(load_bank(args.bank), db, args.format, left_out=left_out)
     atomic_write_text(args.out, text)
-    for sid, why in left_out:  # Canvas: a student the roster gives no Canvas identifier (grader.reports.lms)
+    for sid, why in left_out:  # Canvas: a student the roster gives no Canvas identifier (lms.gradebook_csv)
         print(f"left out {sid!r}: {why}", file=sys.stderr)
     if left_out:
         print(f"warning: {len(left_out)} student(s) are not in {args.out} (listed above); add canvas_id, "
@@ -232,7 +233,7 @@ def export(args: argparse.Namespace) -> int:
 
 def _missing_store(target: str) -> int | None:
     """Exit code 2 with a message when ``--db`` names an SQLite file that does not exist (None otherwise)."""
-    from quiz_bank.instructor.server.database import is_url
+    from lms.engine import is_url
 
     if not is_url(target) and not Path(target).exists():
         print(f"error: {target} does not exist (the server's --db)", file=sys.stderr)
@@ -242,20 +243,21 @@ def _missing_store(target: str) -> int | None:
 
 def migrate(args: argparse.Namespace) -> int:
     """Upgrade the store's schema to the newest Alembic revision (the server also does it at start)."""
+    from lms.engine import describe, engine_for, is_url
     from quiz_bank.instructor.server import database
 
-    if not database.is_url(args.db) and not Path(args.db).exists():
+    if not is_url(args.db) and not Path(args.db).exists():
         print(f"note: {args.db} does not exist; creating it")
-    before, after = database.migrate(database.engine_for(args.db))
+    before, after = database.migrate(engine_for(args.db))
     word = "already at" if before == after else f"upgraded from {before or 'an empty store'} to"
-    print(f"quiz store {database.describe(args.db)}: {word} schema revision {after}")
+    print(f"quiz store {describe(args.db)}: {word} schema revision {after}")
     return 0
 
 
 def backup(args: argparse.Namespace) -> int:
     """Write the whole store to FILE (one consistent snapshot, written atomically)."""
     from quiz_bank.instructor.server.backup import backup as write_backup
-    from quiz_bank.instructor.server.database import describe
+    from lms.engine import describe
     from quiz_bank.instructor.server.db import QuizDB
 
     if (missing := _missing_store(args.db)) is not None:
@@ -270,7 +272,7 @@ def restore(args: argparse.Namespace) -> int:
     """Load FILE into an empty store (``--force``: replace what it holds)."""
     from quiz_bank.instructor.server.backup import BackupError
     from quiz_bank.instructor.server.backup import restore as load_backup
-    from quiz_bank.instructor.server.database import describe
+    from lms.engine import describe
     from quiz_bank.instructor.server.db import QuizDB
 
     try:

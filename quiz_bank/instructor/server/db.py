@@ -35,6 +35,7 @@ from sqlalchemy import Connection, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from lms.engine import WRITE, engine_for
 from quiz_bank.instructor.server import database
 from quiz_bank.instructor.server.schema import completions as C
 from quiz_bank.instructor.server.schema import revocations as R
@@ -99,7 +100,7 @@ class QuizDB:
         target: an SQLite file (created with its folder when missing) or a ``postgresql://`` URL.
         migrate: bring the schema to the newest revision first (default; cheap when it is there).
         pool_size: connections kept open per process.
-        durable: False only for throw-away benchmark stores (no flush per commit; ``database.engine_for``).
+        durable: False only for throw-away benchmark stores (no flush per commit; ``engine_for``).
 
     Raises:
         sqlalchemy.exc.DatabaseError: if ``target`` exists but is not a database.
@@ -108,7 +109,7 @@ class QuizDB:
 
     def __init__(self, target: Path | str, *, migrate: bool = True, pool_size: int = 8, durable: bool = True) -> None:
         self.target = target
-        self.engine = database.engine_for(target, pool_size=pool_size, durable=durable)
+        self.engine = engine_for(target, pool_size=pool_size, durable=durable)
         self.dialect = self.engine.dialect.name
         if migrate:
             database.migrate(self.engine)
@@ -122,7 +123,7 @@ class QuizDB:
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         """One write transaction: committed on exit, rolled back on any exception."""
-        with self.engine.connect().execution_options(**database.WRITE) as conn:
+        with self.engine.connect().execution_options(**WRITE) as conn:
             with conn.begin():
                 yield conn
 

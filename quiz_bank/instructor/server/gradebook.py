@@ -11,15 +11,16 @@ column per stop and one for chapter completion:
   ID or SIS Login ID), then one column per assignment, ``PPO quiz stop N`` and
   ``PPO quiz complete``, and a ``Points Possible`` row under the header (100 per
   stop, 1 for completion). Written by the course's one Canvas writer
-  (``grader.reports.lms``, shared with ``ppo-course export``): identities come from the
+  (``lms.gradebook_csv``, shared with ``ppo-course export``): identities come from the
   roster only, and a student it gives no Canvas identifier is left out.
 - ``moodle``: Moodle's "Import grades: CSV file": an identifier column
   (``ID number``, mapped to the user field *ID number* in the import's
   "Map from / Map to" step; ``Email address`` beside it maps to *Email*), then
   one grade column per stop and ``PPO quiz complete``.
 
-Values are written with the csv module (quoted where needed), and cells that a
-spreadsheet would run as a formula (starting with = + - @) get a leading quote.
+Values are written with the csv module (quoted where needed), and text cells pass through the
+project's one CSV cell rule (``ppo_course.text_safety.csv_cell``: a cell that a spreadsheet would
+run as a formula gets a leading quote).
 """
 
 from __future__ import annotations
@@ -28,13 +29,9 @@ import csv
 import io
 
 from ppo_course.syllabus import N_STOPS
+from ppo_course.text_safety import csv_cell
 
 FORMATS = ("csv", "canvas", "moodle")
-
-
-def _cell(value) -> str:
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def student_scores(bank, db) -> list[dict]:
@@ -58,14 +55,14 @@ def student_scores(bank, db) -> list[dict]:
 
 
 def _canvas(rows: list[dict]):
-    """Canvas's import file by ``grader.reports.lms.canvas``: identities only from the roster, never the student id."""
-    from grader.reports import lms
-    from grader.intake.roster import RosterEntry
+    """Canvas's import file by ``lms.gradebook_csv.canvas``: identities only from the roster, never the student id."""
+    from lms import gradebook_csv
+    from lms.roster import RosterEntry
 
-    columns = [lms.Column(f"stop{s}", f"PPO quiz stop {s}", 100.0) for s in range(1, N_STOPS + 1)]
-    columns.append(lms.Column("complete", "PPO quiz complete", 1.0))
-    return lms.canvas(columns, [
-        lms.Row(r["student_id"], RosterEntry(**{k: v for k, v in r.items() if isinstance(v, str)}),
+    columns = [gradebook_csv.Column(f"stop{s}", f"PPO quiz stop {s}", 100.0) for s in range(1, N_STOPS + 1)]
+    columns.append(gradebook_csv.Column("complete", "PPO quiz complete", 1.0))
+    return gradebook_csv.canvas(columns, [
+        gradebook_csv.Row(r["student_id"], RosterEntry(**{k: v for k, v in r.items() if isinstance(v, str)}),
                 {**{f"stop{s}": float(r["best"][s]) for s in range(1, N_STOPS + 1)}, "complete": float(r["complete"])})
         for r in rows])
 
@@ -74,7 +71,7 @@ def render(bank, db, fmt: str, left_out: list | None = None) -> str:
     """The gradebook in ``fmt`` (one of FORMATS) as CSV text.
 
     ``left_out``, when given, receives ``(student_id, why)`` for each student the Canvas
-    file could not include (no Canvas identifier on the roster: ``grader.reports.lms``).
+    file could not include (no Canvas identifier on the roster: ``lms.gradebook_csv``).
 
     Raises:
         ValueError: for an unknown format.
@@ -88,8 +85,8 @@ def render(bank, db, fmt: str, left_out: list | None = None) -> str:
     if fmt == "csv":
         writer.writerow(["student_id", *[f"stop{s}" for s in stops], "stops_passed", "complete"])
         for r in rows:
-            writer.writerow([_cell(r["student_id"]), *[r["best"][s] for s in stops], len(r["passed"]), int(r["complete"])])
-    elif fmt == "canvas":  # the course's one Canvas writer (grader.reports.lms), shared with `ppo-course export`
+            writer.writerow([csv_cell(r["student_id"] or ""), *[r["best"][s] for s in stops], len(r["passed"]), int(r["complete"])])
+    elif fmt == "canvas":  # the course's one Canvas writer (lms.gradebook_csv), shared with `ppo-course export`
         written = _canvas(rows)
         if left_out is not None:
             left_out.extend(written.left_out)
@@ -97,5 +94,5 @@ def render(bank, db, fmt: str, left_out: list | None = None) -> str:
     else:
         writer.writerow(["ID number", "Email address", *[f"PPO quiz stop {s}" for s in stops], "PPO quiz complete"])
         for r in rows:
-            writer.writerow([_cell(r["student_id"]), _cell(r["email"]), *[r["best"][s] for s in stops], int(r["complete"])])
+            writer.writerow([csv_cell(r["student_id"] or ""), csv_cell(r["email"] or ""), *[r["best"][s] for s in stops], int(r["complete"])])
     return out.getvalue()

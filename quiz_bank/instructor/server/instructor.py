@@ -4,8 +4,8 @@ Behind an instructor token (``ppo-course quiz tokens --instructor NAME``); a
 student token gets 403 with a message. ``GET /instructor`` shows per-stop
 completion, per-question first-try rate and discrimination and the most-missed
 distractors (``quiz_bank.instructor.server.stats``), and, for an LTI tool, the LMS courses it serves with
-their line items and memberships URLs (``grader.platforms.lti.contexts``) and the quiz scores still waiting
-for the LMS (``grader.platforms.lti.outbox``); ``GET /instructor/gradebook.{csv,canvas,moodle}``
+their line items and memberships URLs (``lms.lti.contexts``) and the quiz scores still waiting
+for the LMS (``lms.lti.outbox``); ``GET /instructor/gradebook.{csv,canvas,moodle}``
 downloads the gradebook in that layout (``quiz_bank.instructor.server.gradebook``).
 """
 

@@ -1,6 +1,6 @@
 """The quiz server as an LTI 1.3 tool: a valid launch signs the student in; a passed stop is posted to the LMS.
 
-``install_lti(app, tool, ...)`` mounts ``grader.platforms.lti.tool.lti_router`` and gives it
+``install_lti(app, tool, ...)`` mounts ``lms.lti.tool.lti_router`` and gives it
 the quiz's answer to a resource-link launch:
 
 - **who:** with a roster, the launch must match one roster row by SIS id
@@ -14,7 +14,7 @@ the quiz's answer to a resource-link launch:
 - **grades:** the launch's AGS line item is remembered per student and resource
   link; when an answer closes an attempt, 1.0 for a stop link whose stop is passed, and
   passed stops / 8 for a chapter link, is *queued* in the quiz store and the server's
-  passback worker posts it (``grader.platforms.lti.outbox``: durable, retried with
+  passback worker posts it (``lms.lti.outbox``: durable, retried with
   back-off, posted once, never on the student's request).
 """
 
@@ -25,9 +25,9 @@ from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment
 from sqlalchemy import Engine, select
 
-from grader.platforms.lti import tables
-from grader.platforms.lti.launch import LaunchData
-from grader.platforms.lti.tool import LtiTool, launch_summary, lti_router
+from lms.lti import tables
+from lms.lti.launch import LaunchData
+from lms.lti.tool import LtiTool, launch_summary, lti_router
 
 _PAGES = Environment(autoescape=True)
 _SIGNED_IN = _PAGES.from_string(
@@ -88,7 +88,7 @@ def install_lti(app: FastAPI, tool: LtiTool, *, store, sign_in, completed_stops,
 
     ``post_progress(student_id)`` queues the student's scores (a few reads and at most one short write per
     link; nothing waits for the LMS) and wakes ``worker``, the process's
-    ``grader.platforms.lti.outbox.PassbackWorker``, which posts them.
+    ``lms.lti.outbox.PassbackWorker``, which posts them.
 
     Args:
         store: the quiz store's SQLAlchemy engine; the tool keeps its states, nonces, links and passback
@@ -98,8 +98,8 @@ def install_lti(app: FastAPI, tool: LtiTool, *, store, sign_in, completed_stops,
         roster: ``() -> list[dict]`` (the quiz's roster rows; empty when it has none).
         worker_options: keyword arguments of ``PassbackWorker`` (intervals and back-off, in seconds).
     """
-    from grader.platforms.lti.outbox import PassbackWorker, ScoreOutbox
-    from grader.platforms.lti.services import PlatformServices
+    from lms.lti.outbox import PassbackWorker, ScoreOutbox
+    from lms.lti.services import PlatformServices
 
     tool.use_store(store)
     links = LinkStore(tool.engine)

@@ -78,8 +78,8 @@ def prepare(config: ServeConfig, roster: list[dict[str, str]] | None,
     try:
         revisions = database.migrate(db.engine)
         if config.lti is not None:  # a tool folder's former files: into the store once, before any worker
-            from grader.platforms.lti.stored import import_folder
-            from grader.platforms.lti.tables import import_folder_file
+            from lms.lti.stored import import_folder
+            from lms.lti.tables import import_folder_file
 
             import_folder_file(config.lti, db.engine)
             import_folder(config.lti, db.engine)
@@ -108,7 +108,7 @@ def app_from_env() -> FastAPI:
     config = ServeConfig.from_env()
     lti_tool = None
     if config.lti is not None:
-        from grader.platforms.lti.tool import LtiTool
+        from lms.lti.tool import LtiTool
 
         lti_tool = LtiTool(Path(config.lti), config.base_url)
     checker = SymbolicChecker()

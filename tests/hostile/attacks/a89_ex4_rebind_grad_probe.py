@@ -4,7 +4,7 @@ Tries: ``test_gae_carries_no_gradient`` asks the child to backpropagate through
 ``compute_gae`` (the worker's ``call_with_grad``) and fails a function whose outputs
 carry a gradient into ``rewards``/``values``. The attack keeps the twin's undetached
 GAE and, at import, rebinds ``Worker.call_with_grad`` and ``Worker.handle`` of
-``ppo_course.sandbox.worker`` (class attributes, reached through ``sys.modules``) so that
+``sandbox_child.worker`` (class attributes, reached through ``sys.modules``) so that
 every gradient the child reports is None, and makes ``torch.autograd.backward``,
 ``torch.autograd.grad`` and ``torch.Tensor.backward`` do nothing.
 
@@ -26,7 +26,7 @@ import twin_code
 compute_gae = twin_code.compute_gae
 whiten = twin_code.whiten
 
-_worker = sys.modules.get("ppo_course.sandbox.worker")
+_worker = sys.modules.get("sandbox_child.worker")
 if _worker is not None:
     _Worker = _worker.Worker
     _real = _Worker.call_with_grad

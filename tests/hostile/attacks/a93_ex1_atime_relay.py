@@ -9,7 +9,7 @@ with ``os.utime``; a later grading that reads the pattern back would switch
 to answers relayed from an earlier run (here: the twin's answers made finite,
 a few more points).
 Must achieve: nothing. The child sees a minimal root of read-only, noatime
-binds (``ppo_course/sandbox/rootfs.py``): no read changes an atime, utime
+binds (``sandbox_child/rootfs.py``): no read changes an atime, utime
 fails, locks die with the child, so every grading sees the same metadata and
 three gradings give the same grade.
 """

@@ -2,7 +2,7 @@
 
 Tries: the codec and the worker run in the student's process, so their
 replies are the student's to write. This submission rewrites the child's
-encoder (`ppo_course.sandbox.codec.Encoder.encode`) so that every ratio comes
+encoder (`sandbox_child.codec.Encoder.encode`) so that every ratio comes
 back as an empty tensor of shape [0, 2**70] (torch raised TypeError while the
 grader decoded it) and every gradient request's reply is a string where a
 `{"output", "grads"}` dict belongs (the grader indexed it: TypeError). Both
@@ -23,7 +23,7 @@ TWIN = "ex1_unstable.py"
 import torch
 
 import twin_code
-from ppo_course.sandbox import codec
+from sandbox_child import codec
 
 _plain_encode = codec.Encoder.encode
 

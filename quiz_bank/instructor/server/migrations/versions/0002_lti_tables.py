@@ -3,8 +3,8 @@
 Before this revision the tool kept them in ``lti.sqlite`` in its folder, one file per
 machine; here every server process behind one database shares them, and the nonce
 table's primary key makes "a nonce is used once" hold across processes and machines.
-The tables are those of ``grader.platforms.lti.tables`` (same columns as the former
-file, which ``grader.platforms.lti.tables.import_folder_file`` copies in once).
+The tables are those of ``lms.lti.tables`` (same columns as the former
+file, which ``lms.lti.tables.import_folder_file`` copies in once).
 
 Revision ID: 0002
 Revises: 0001

@@ -4,12 +4,12 @@ One row per (issuer, client id, context id): the first instructor launch (or dee
 linking) of a registration binds its context; an administrator binds more with
 ``ppo-course lti bind-context``. The row keeps the course's line items and memberships
 URLs from its latest launch, so that grades reach the course without a URL copied by
-hand. The table is ``grader.platforms.lti.tables.lti_context``.
+hand. The table is ``lms.lti.tables.lti_context``.
 
 ``lti_platform`` and ``lti_tool_key`` hold the platform registrations and the tool's
 signing keys (formerly only ``platforms.json`` and ``tool_keys.json`` in each machine's
 tool folder), so that every server process behind one store serves the same course
-(``grader.platforms.lti.stored``).
+(``lms.lti.stored``).
 
 Revision ID: 0003
 Revises: 0002

@@ -2,7 +2,7 @@
 
 One row per (issuer, client id, line item, user): the latest score to post, its status
 (``pending``: tried again at ``next_try``; ``failed``: refused for good), the attempts so far
-and the last error. The table is ``grader.platforms.lti.tables.lti_outbox``.
+and the last error. The table is ``lms.lti.tables.lti_outbox``.
 
 Revision ID: 0004
 Revises: 0003

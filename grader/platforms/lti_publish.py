@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.platforms.lti.passback import Passback, PostOutcome
-from grader.platforms.lti.services import LineItem, Member, PlatformServices
+from lms.lti.passback import Passback, PostOutcome
+from lms.lti.services import LineItem, Member, PlatformServices
 
 
 POSTED_STATUS = "graded"  # the one gradebook status whose scores are published to the LMS

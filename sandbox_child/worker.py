@@ -52,13 +52,13 @@ from typing import Any
 
 import torch
 
-from ppo_course.sandbox import codec
-from ppo_course.sandbox.channel import Channel
+from sandbox_child import codec
+from sandbox_child.channel import Channel
 from ppo_course.sandbox.seeding import seed_globals
 
 #: Packages that never hold anything a student may import (instructor side).
 #: Best effort only: the real barrier is the mount namespace + uid drop.
-BLOCKED_PACKAGES = ("ppo_reference", "grader", "solutions", "quiz_bank", "tests")
+BLOCKED_PACKAGES = ("ppo_reference", "grader", "lms", "solutions", "quiz_bank", "tests")
 MAX_TEXT = 8000
 
 
@@ -276,7 +276,7 @@ def _python_std_streams() -> None:
 def _confined(channel: Channel, config: dict) -> Any:
     """Read the submission, then ``isolate.confine``; returns its ``Isolation``. On failure sends a
     ``setup_error`` (``student``: whether the submission is at fault) and exits the child."""
-    from ppo_course.sandbox import isolate, submission_files
+    from sandbox_child import isolate, submission_files
 
     try:
         files = submission_files.read_submission(config["submission_dir"], int(config["limits"]["max_submission_bytes"]))
@@ -298,7 +298,7 @@ def _prepare_imports(channel: Channel, config: dict, workdir: str) -> None:
     sys.meta_path.insert(0, _BlockInstructorImports)  # type: ignore[arg-type]
     importlib.invalidate_caches()
     if config.get("known_good"):
-        from ppo_course.sandbox import proxies
+        from sandbox_child import proxies
 
         proxies.install(channel, config["known_good"])
 

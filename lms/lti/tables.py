@@ -8,15 +8,15 @@ folder's file is imported unchanged (:func:`import_folder_file`):
 - ``lti_nonce_used``: the nonces of accepted id_tokens; the primary key makes "a nonce is
   used once" one ``INSERT`` that a second process cannot also win (LTI Security Framework
   1.0 §5.1.3 step 9; OpenID Connect Core 1.0 §3.1.3.7 item 11).
-- ``lti_score``: the passback record (``grader.platforms.lti.passback``).
+- ``lti_score``: the passback record (``lms.lti.passback``).
 - ``lti_pending_link``: deep linking launches waiting for the instructor's pick (DL 2.0 §4.4).
 - ``lti_link``: per student and resource link, the AGS line item the quiz posts to.
 - ``lti_context``: the courses (LTI contexts) each registration serves, with the course's AGS line
-  items and NRPS memberships URLs from its latest launch (``grader.platforms.lti.contexts``).
+  items and NRPS memberships URLs from its latest launch (``lms.lti.contexts``).
 - ``lti_platform`` and ``lti_tool_key``: the platform registrations and the tool's signing keys, so
-  that every server machine behind one store has the same ones (``grader.platforms.lti.stored``).
+  that every server machine behind one store has the same ones (``lms.lti.stored``).
 - ``lti_outbox``: scores waiting to reach the platform, one row per (platform, client, line item, user),
-  drained by the server's passback worker (``grader.platforms.lti.outbox``).
+  drained by the server's passback worker (``lms.lti.outbox``).
 
 The quiz store (``quiz_bank.instructor.server``) creates them by its Alembic revisions
 ``0002``, ``0003`` and ``0004``; a tool folder used without a quiz store (``ppo-course lti`` on its own) keeps them
@@ -30,6 +30,8 @@ from contextlib import closing
 from pathlib import Path
 
 from sqlalchemy import Column, Engine, Float, Integer, MetaData, PrimaryKeyConstraint, Table, Text, UniqueConstraint
+
+from lms.engine import WRITE, engine_for
 
 metadata = MetaData()
 
@@ -113,7 +115,6 @@ lti_outbox = Table(
 FOLDER_TABLES = (lti_state, lti_nonce_used, lti_score, lti_pending_link, lti_link)  # the former folder file's
 TABLES = (*FOLDER_TABLES, lti_context, lti_platform, lti_tool_key, lti_outbox)
 FOLDER_FILE = "lti.sqlite"  # the tool folder's own store, when no quiz store holds the tables
-WRITE = {"quiz_write": True}  # a write transaction (the quiz store's SQLite engine: BEGIN IMMEDIATE)
 
 
 def engine_of(target: Engine | Path | str) -> Engine:
@@ -124,8 +125,6 @@ def engine_of(target: Engine | Path | str) -> Engine:
     """
     if isinstance(target, Engine):
         return target
-    from quiz_bank.instructor.server.database import engine_for
-
     engine = engine_for(Path(target), pool_size=2)
     metadata.create_all(engine)
     return engine

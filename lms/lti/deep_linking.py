@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import secrets
 
-from grader.platforms.lti import claims as C
-from grader.platforms.lti.launch import LaunchData
-from grader.platforms.lti.tool_keys import ToolKeys
+from lms.lti import claims as C
+from lms.lti.launch import LaunchData
+from lms.lti.tool_keys import ToolKeys
 from ppo_course.syllabus import STOPS
 
 #: What an instructor can add: ``None`` = the whole chapter quiz, else one stop (1-8).

@@ -3,9 +3,9 @@
 ``LtiTool(folder, base_url)`` keeps its files in one folder: ``platforms.json``
 (registrations), ``tool_keys.json`` (the tool's private JWKS, mode 0600); once given the
 quiz store (:meth:`LtiTool.use_store`) it imports them and keeps both there instead
-(``grader.platforms.lti.stored``), so every machine behind the store has the same ones. Login states,
+(``lms.lti.stored``), so every machine behind the store has the same ones. Login states,
 used nonces, the passback record, pending deep links and the students' line items are
-tables of the quiz store (``grader.platforms.lti.tables``), shared by every server
+tables of the quiz store (``lms.lti.tables``), shared by every server
 process on every machine; the quiz server hands its engine to :meth:`LtiTool.use_store`.
 A tool used without a quiz store keeps those tables in ``lti.sqlite`` in the folder.
 :func:`lti_router` mounts ``/lti/...`` on the quiz server; the quiz server decides
@@ -28,15 +28,15 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from jinja2 import Environment
 from sqlalchemy import Engine, delete, insert
 
-from grader.platforms.lti import claims as C
-from grader.platforms.lti import deep_linking, tables
-from grader.platforms.lti.contexts import ContextStore
-from grader.platforms.lti.launch import LaunchData, LaunchError, LaunchStore, PlatformKeys, login_redirect, validate_launch
-from grader.platforms.lti.passback import Passback
-from grader.platforms.lti.registry import Registry, is_loopback_url
-from grader.platforms.lti.services import PlatformServices
-from grader.platforms.lti.stored import StoreRegistry, StoreToolKeys, import_folder
-from grader.platforms.lti.tool_keys import ToolKeys
+from lms.lti import claims as C
+from lms.lti import deep_linking, tables
+from lms.lti.contexts import ContextStore
+from lms.lti.launch import LaunchData, LaunchError, LaunchStore, PlatformKeys, login_redirect, validate_launch
+from lms.lti.passback import Passback
+from lms.lti.registry import Registry, is_loopback_url
+from lms.lti.services import PlatformServices
+from lms.lti.stored import StoreRegistry, StoreToolKeys, import_folder
+from lms.lti.tool_keys import ToolKeys
 from ppo_course.syllabus import STOPS
 
 STATE_COOKIE = "ppo_lti_state"
@@ -92,7 +92,7 @@ class LtiTool:
         """Keep the tool's tables, registrations and keys in the quiz store ``engine`` (migrated to 0003 or later).
 
         The folder's former ``lti.sqlite``, ``platforms.json`` and ``tool_keys.json``, if any, are
-        imported into it once (then renamed ``*.imported``; ``grader.platforms.lti.stored``). Returns the
+        imported into it once (then renamed ``*.imported``; ``lms.lti.stored``). Returns the
         rows imported per table from ``lti.sqlite``, or None when there was no such file.
         """
         imported = tables.import_folder_file(self.folder, engine)

@@ -4,7 +4,7 @@ A student's request only *queues* a score (:meth:`ScoreOutbox.enqueue`: one shor
 the quiz store, table ``lti_outbox``); the server's own :class:`PassbackWorker` (a thread
 in each server process) posts what is due to the platform (AGS 2.0 §3.4), so an LMS that
 hangs or fails never delays a student. Each score is posted once: a score the platform
-already acknowledged (``lti_score``, ``grader.platforms.lti.passback``) or already queued is
+already acknowledged (``lti_score``, ``lms.lti.passback``) or already queued is
 not queued again, and a worker *claims* a row before posting it (a conditional update),
 so two server processes never post the same row at once. A retryable failure (5xx, 429,
 network) is tried again after an exponential back-off (``base_delay_s`` · 2^(attempts−1),
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, delete, select, update
 
-from grader.platforms.lti import tables
-from grader.platforms.lti.services import PlatformServices, ServiceError
+from lms.lti import tables
+from lms.lti.services import PlatformServices, ServiceError
 
 _KEY = ("issuer", "client_id", "lineitem", "user_id")
 

@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 import httpx
 import pydantic
 
-from grader.platforms.lti import claims as C
-from grader.platforms.lti.registry import PlatformRegistration
-from grader.platforms.lti.tool_keys import ToolKeys
+from lms.lti import claims as C
+from lms.lti.registry import PlatformRegistration
+from lms.lti.tool_keys import ToolKeys
 
 
 class ServiceError(Exception):

@@ -15,7 +15,7 @@ quiz store's ``lti_context`` table:
 - an administrator binds further contexts (``ppo-course lti bind-context``), or
   unbinds one;
 - a launch from any other context, or one with no context claim, is refused with a
-  reason (:class:`~grader.platforms.lti.launch.LaunchError`); a student's launch before
+  reason (:class:`~lms.lti.launch.LaunchError`); a student's launch before
   any binding is refused (an instructor must open the activity first).
 
 Roles in an admitted launch are therefore the person's roles *in this course*, and
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, delete, select, update
 
-from grader.platforms.lti import tables
-from grader.platforms.lti.launch import LaunchData, LaunchError
+from lms.lti import tables
+from lms.lti.launch import LaunchData, LaunchError
 
 FIRST = "first"
 
@@ -72,7 +72,7 @@ class ContextStore:
     """The ``lti_context`` table of the quiz store (or the tool folder's SQLite file).
 
     Args:
-        target: the engine holding the tool's tables (``grader.platforms.lti.tables.engine_of``).
+        target: the engine holding the tool's tables (``lms.lti.tables.engine_of``).
     """
 
     def __init__(self, target) -> None:

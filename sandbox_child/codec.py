@@ -1,10 +1,10 @@
 """The data-only wire format between the grader and an untrusted child process.
 
 Both sides of the sandbox speak it: the trusted parent (``grader.sandbox``) and
-the child that runs student code (``ppo_course.sandbox.worker``). Nothing here
+the child that runs student code (``sandbox_child.worker``). Nothing here
 ever unpickles, evaluates or imports anything chosen by the other side: a
 message is one JSON header plus raw byte buffers (framed by
-``ppo_course.sandbox.frames``), and decoding builds only
+``sandbox_child.frames``), and decoding builds only
 plain Python values and plain ``torch.Tensor`` objects.
 
 Value encoding inside the JSON header:

@@ -38,7 +38,7 @@ import select
 import signal
 from typing import Callable, NoReturn
 
-from ppo_course.sandbox.linux import CLONE_NEWPID, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, unshare
+from sandbox_child.linux import CLONE_NEWPID, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, unshare
 
 #: The status length on the reaper's pipe (``waitpid``'s status, little-endian int32).
 _STATUS_BYTES = 4

@@ -4,7 +4,7 @@ Both gradebooks that a TA imports go through here: the exercises'
 (``ppo-course export``, ``grader.reports.export``) and the quiz's
 (``ppo-course quiz export`` / ``/instructor/gradebook.canvas``,
 ``quiz_bank.instructor.server.gradebook``). The callers give columns (title and maximum)
-and, per student, a roster entry (``grader.intake.roster.RosterEntry``) and values.
+and, per student, a roster entry (``lms.roster.RosterEntry``) and values.
 
 Rules the writer enforces, from the platforms' own import code and guides:
 
@@ -39,7 +39,7 @@ import io
 import math
 from dataclasses import dataclass, field
 
-from grader.intake.roster import RosterEntry
+from lms.roster import RosterEntry
 from ppo_course.text_safety import FORMULA_START, csv_cell
 
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")

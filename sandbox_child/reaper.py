@@ -8,7 +8,7 @@ uid's processes until none is left. Without root there is no private uid,
 and the child's descendants (and the fork server's orphans, which it adopts
 as a child subreaper) are found through the process table instead.
 
-Used by ``ppo_course.sandbox.zygote``, which owns the table of its children
+Used by ``sandbox_child.zygote``, which owns the table of its children
 (``{pid: Child}``) and passes it in.
 """
 
@@ -20,7 +20,7 @@ import signal
 import tempfile
 import time
 
-from ppo_course.sandbox import isolate
+from sandbox_child import isolate
 
 UID_BASE = 61000
 UID_COUNT = 1000

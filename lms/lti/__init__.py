@@ -10,8 +10,10 @@ Instructor side only (never in the student bundle). One module per concern:
 - ``deep_linking``  the signed LtiDeepLinkingResponse (an instructor adds the quiz or one stop);
 - ``services``      OAuth 2 client-credentials tokens, Assignment and Grade Services, Names and Role Provisioning;
 - ``passback``      an idempotent, retried record of every score posted to the platform;
-- ``publish``       a graded batch's published scores to the course's line items, with a report;
-- ``tables``        the tool's tables in the quiz store.
+- ``tables``        the tool's tables in the course store (``lms.engine``).
+
+A graded batch's scores are published to the course's line items by the grader
+(``grader.platforms.lti_publish``); the quiz server mounts the tool (``quiz_bank.instructor.server.lti_glue``).
 
 JOSE (JWS/JWT/JWK) is joserfc's; no cryptography is written here. Sources:
 LTI Core 1.3 (https://www.imsglobal.org/spec/lti/v1p3/), 1EdTech Security Framework 1.0,

@@ -43,7 +43,7 @@ _ATIME_FLAGS = 1024 | 2048 | (1 << 21)
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
 
-def _mount_points_under(path: str) -> list[str]:
+def mount_points_under(path: str) -> list[str]:
     """Mount points at or below ``path`` in this mount namespace (from /proc/self/mountinfo)."""
     points = []
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
@@ -77,7 +77,7 @@ def make_read_only(paths: list[str], extra_flags: int = 0, bound: bool = False) 
             continue
         if not bound:
             _mount(path, path, MS_BIND | MS_REC)
-        for point in _mount_points_under(path):
+        for point in mount_points_under(path):
             try:
                 flags = os.statvfs(point).f_flag
             except OSError:

@@ -38,7 +38,8 @@ import ctypes
 import ctypes.util
 import os
 
-from ppo_course.sandbox.readonly import _mount_points_under, make_read_only
+from sandbox_child.covers import is_within
+from sandbox_child.readonly import make_read_only, mount_points_under
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -78,17 +79,13 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
     _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
 
 
-def _is_within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
 class _Builder:
     """Places host paths into the new root under the same absolute paths (see ``place``)."""
 
     def __init__(self, new_root: str) -> None:
         self.new_root = new_root
         self.bound: list[str] = []  # host paths bound so far (real paths)
-        self.host_mounts = _mount_points_under("/")  # read once: most binds have no mount below them
+        self.host_mounts = mount_points_under("/")  # read once: most binds have no mount below them
 
     def inside(self, path: str) -> str:
         return self.new_root + path
@@ -101,7 +98,7 @@ class _Builder:
         parts = [p for p in os.path.normpath(path).split("/") if p]
         for i, part in enumerate(parts):
             host = os.path.join(cur, part)
-            if any(_is_within(host, b) for b in self.bound):
+            if any(is_within(host, b) for b in self.bound):
                 return  # already visible through an earlier bind
             rest = "/".join(parts[i + 1:])
             if os.path.islink(host):
@@ -130,7 +127,7 @@ class _Builder:
                 os.close(os.open(target, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
         _mount(host, target, None, MS_BIND | MS_REC)
         flags = MS_NOATIME | MS_NOSUID | MS_NODEV
-        if any(p != host and _is_within(p, host) for p in self.host_mounts):
+        if any(p != host and is_within(p, host) for p in self.host_mounts):
             make_read_only([target], extra_flags=flags, bound=True)  # each mount below it too
         else:
             try:

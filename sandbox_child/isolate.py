@@ -43,9 +43,9 @@ import resource
 import signal
 from dataclasses import dataclass, field
 
-from ppo_course.sandbox import cpucg, memcg, rootfs, syscall_filter
-from ppo_course.sandbox.covers import _is_within, apply_covers, plan_covers
-from ppo_course.sandbox.linux import (
+from sandbox_child import cpucg, memcg, rootfs, syscall_filter
+from sandbox_child.covers import is_within, apply_covers, plan_covers
+from sandbox_child.linux import (
     CLONE_NEWCGROUP,
     CLONE_NEWIPC,
     CLONE_NEWNET,
@@ -61,7 +61,7 @@ from ppo_course.sandbox.linux import (
     prctl,
     unshare,
 )
-from ppo_course.sandbox.submission_files import SubmissionFile, write_submission
+from sandbox_child.submission_files import SubmissionFile, write_submission
 
 def scrubbed_env(home: str) -> dict[str, str]:
     """The complete environment of a child: no token, no path to instructor files.
@@ -231,7 +231,7 @@ def _build_minimal_root(iso: Isolation, config: dict, limits: dict, uid: int | N
         os.makedirs(new_root, mode=0o700, exist_ok=True)
         iso.notes.extend(rootfs.build(new_root, needed, int(limits["tmp_size_mb"]), fresh_proc=uid is not None))
         # An instructor path inside a needed one (results under the venv, say) is covered too.
-        hide = [h for h in config.get("hide_paths", []) if any(_is_within(os.path.realpath(h), n) and os.path.realpath(h) != n for n in needed)]
+        hide = [h for h in config.get("hide_paths", []) if any(is_within(os.path.realpath(h), n) and os.path.realpath(h) != n for n in needed)]
         covers, notes = plan_covers(needed, hide, unprivileged=uid is not None)
         iso.notes.extend(notes)
         apply_covers(covers)

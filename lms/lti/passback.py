@@ -1,13 +1,13 @@
 """Grade passback with a record: every score the tool posts, posted once, retried, never lost.
 
 A row per (platform, client, line item, user) in the quiz store's ``lti_score`` table
-(``grader.platforms.lti.tables``) holds the last score the
+(``lms.lti.tables``) holds the last score the
 platform acknowledged. :meth:`Passback.post` skips a score the platform already
 has (idempotent: a rerun of ``post-grades`` or a student reopening a completed stop
 posts nothing new), retries a retryable failure (5xx, 429, network) with
 exponential back-off, and leaves a failed row ``pending`` with its error:
 ``ppo-course lti retry`` lists them, and the next ``post-grades`` run posts them
-again (quiz scores take the server's queue instead: ``grader.platforms.lti.outbox``) (AGS 2.0 §3.4: the
+again (quiz scores take the server's queue instead: ``lms.lti.outbox``) (AGS 2.0 §3.4: the
 platform keeps the latest score by timestamp, so a retry is safe).
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
-from grader.platforms.lti import tables
-from grader.platforms.lti.services import PlatformServices, ServiceError
+from lms.lti import tables
+from lms.lti.services import PlatformServices, ServiceError
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from ppo_course.sandbox.linux import MS_BIND, MS_NODEV, MS_NOSUID, MS_REC, mount
+from sandbox_child.linux import MS_BIND, MS_NODEV, MS_NOSUID, MS_REC, mount
 
 
 def _traversable_by_others(path: str) -> bool:
@@ -22,7 +22,8 @@ def _traversable_by_others(path: str) -> bool:
     return bool(mode & stat.S_IXOTH) and bool(mode & stat.S_IROTH)
 
 
-def _is_within(path: str, root: str) -> bool:
+def is_within(path: str, root: str) -> bool:
+    """Whether absolute ``path`` is ``root`` or lies below it (by path text: neither is resolved)."""
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
@@ -30,7 +31,7 @@ def _outermost(paths: list[str]) -> list[str]:
     """The paths not inside another path of the list (sorted)."""
     out: list[str] = []
     for p in sorted(set(paths)):
-        if not any(_is_within(p, q) for q in out):
+        if not any(is_within(p, q) for q in out):
             out.append(p)
     return out
 
@@ -76,9 +77,9 @@ def plan_covers(needed: list[str], hide: list[str], unprivileged: bool) -> tuple
     covers: list[tuple[str, list[str]]] = []
     for t in sorted(targets, key=lambda p: (p.count("/"), p)):
         # Already out of sight: inside an earlier cover and not inside what it binds back.
-        if any(_is_within(t, c) and not any(_is_within(t, r) for r in rex) for c, rex in covers):
+        if any(is_within(t, c) and not any(is_within(t, r) for r in rex) for c, rex in covers):
             continue
-        rexpose = _outermost([n for n in needed if _is_within(n, t) and n != t]) if os.path.isdir(t) else []
+        rexpose = _outermost([n for n in needed if is_within(n, t) and n != t]) if os.path.isdir(t) else []
         covers.append((t, rexpose))
     return covers, notes
 

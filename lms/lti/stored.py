@@ -3,7 +3,7 @@
 :class:`StoreRegistry` and :class:`StoreToolKeys` have the interface of the folder's
 ``Registry`` (``platforms.json``) and ``ToolKeys`` (``tool_keys.json``) and keep their
 rows in the tables ``lti_platform`` and ``lti_tool_key``
-(``grader.platforms.lti.tables``), read on every use, so a registration or a key
+(``lms.lti.tables``), read on every use, so a registration or a key
 rotation made by ``ppo-course lti --db STORE`` on one machine is what every server
 process uses at its next launch, without files copied between machines.
 
@@ -15,7 +15,7 @@ plus the platforms' usual clock leeway. Key generation and signatures are joserf
 
 :func:`import_folder` copies a tool folder's ``platforms.json`` and ``tool_keys.json``
 into the store once (then renames them ``*.imported``), as the folder's ``lti.sqlite``
-is imported (``grader.platforms.lti.tables.import_folder_file``).
+is imported (``lms.lti.tables.import_folder_file``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 from sqlalchemy import Engine, delete, or_, select, update
 
-from grader.platforms.lti import tables
-from grader.platforms.lti.registry import PlatformRegistration, RegistryError
+from lms.lti import tables
+from lms.lti.registry import PlatformRegistration, RegistryError
 
 ALGORITHM = "RS256"
 MAX_TOKEN_LIFETIME_S = 300  # a client assertion or deep linking response is valid at most this long
@@ -199,8 +199,8 @@ def import_folder(folder: Path | str, engine: Engine) -> dict[str, int]:
     Raises:
         RegistryError / ValueError: a file that is not a valid registration list or key set (nothing renamed).
     """
-    from grader.platforms.lti.registry import Registry
-    from grader.platforms.lti.tool_keys import ToolKeys
+    from lms.lti.registry import Registry
+    from lms.lti.tool_keys import ToolKeys
 
     folder, counts = Path(folder), {"platforms": 0, "keys": 0}
     platforms, keys = folder / "platforms.json", folder / "tool_keys.json"

@@ -2,8 +2,8 @@
 
 Both sides of the sandbox cut their byte streams into frames with this module:
 the trusted parent (``grader.sandbox``) and the child that runs student code
-(``ppo_course.sandbox.worker``). What goes inside the JSON header (tensors,
-tuples, handles) is ``ppo_course.sandbox.codec``'s concern; a frame only
+(``sandbox_child.worker``). What goes inside the JSON header (tensors,
+tuples, handles) is ``sandbox_child.codec``'s concern; a frame only
 carries bytes, and every length is checked against a limit before anything
 is allocated.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import struct
 
-from ppo_course.sandbox.codec import ProtocolError
+from sandbox_child.codec import ProtocolError
 
 MAGIC = b"PPOS"
 _HEADER = struct.Struct("<4sII")

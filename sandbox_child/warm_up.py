@@ -1,6 +1,6 @@
 """What the fork server imports and runs once, before its first fork (untrusted side).
 
-Every child of ``ppo_course.sandbox.zygote`` is a ``fork`` of the server, so
+Every child of ``sandbox_child.zygote`` is a ``fork`` of the server, so
 whatever the server has imported and initialised is already there in each
 child: torch, the public model and toy task, the sandbox's own child-side
 modules, and torch's lazy set-up of autograd and Adam (paid here once on the
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from ppo_course.sandbox import isolate
+from sandbox_child import isolate
 
 
 def warm_up() -> None:
@@ -25,7 +25,8 @@ def warm_up() -> None:
             __import__(name)
         except Exception as exc:  # noqa: BLE001 - a missing public module is not fatal here
             isolate.warn(f"fork server could not import {name}: {type(exc).__name__}: {exc}")
-    from ppo_course.sandbox import harness, proxies, worker  # noqa: F401
+    from ppo_course.sandbox import harness  # noqa: F401
+    from sandbox_child import proxies, worker
 
     # One tiny forward/backward/Adam step/generate on the toy model, so that
     # torch's lazy set-up (its first backward alone imports ~800 modules,

@@ -3,7 +3,7 @@
 Grades must not depend on the folder a checkout lives in. A child is a fork of
 the fork server, so it inherits the server's command line
 (``/proc/self/cmdline``, ``sys.argv``), ``sys.path`` and the ``__file__`` of
-every module the server imported (torch, ``ppo_course``). Exec'd straight from
+every module the server imported (torch, ``ppo_course``, ``sandbox_child``). Exec'd straight from
 the checkout's venv, all of them named the checkout's folder, and a submission
 could branch on it.
 
@@ -12,9 +12,9 @@ So the grader starts the server in two stages (``grader.sandbox.forkserver_clien
 1. ``launch`` (the checkout's own interpreter, briefly): a private mount
    namespace (``unshare(CLONE_NEWNS)``, ``/`` made private, so nothing leaks
    back to the machine), a small tmpfs on ``/opt`` (that namespace only), the
-   venv bound at ``/opt/ppo/venv`` and the package folder at
-   ``/opt/ppo/src/ppo_course``; then ``execve`` of ``/opt/ppo/venv/bin/python
-   -S -P -c BOOT ...``, which replaces the command line;
+   venv bound at ``/opt/ppo/venv`` and the package folders at
+   ``/opt/ppo/src/ppo_course`` and ``/opt/ppo/src/sandbox_child``; then ``execve`` of
+   ``/opt/ppo/venv/bin/python -S -P -c BOOT ...``, which replaces the command line;
 2. ``BOOT``: ``sys.path`` is the interpreter's standard library, then
    ``/opt/ppo/src`` and the venv's site-packages under ``/opt/ppo/venv`` (no
    ``site``: the editable install's ``.pth`` and finder, which name the
@@ -39,13 +39,15 @@ FIXED_TOP = "/opt"
 FIXED_VENV = "/opt/ppo/venv"
 FIXED_SRC = "/opt/ppo/src"
 FIXED_PYTHON = FIXED_VENV + "/bin/python"
+#: The packages the fork server imports from the source folder, each bound at ``FIXED_SRC/<name>``.
+PACKAGES = ("ppo_course", "sandbox_child")
 
 #: Stage 2 (``python -S -P -c BOOT CTL_FD PARENT_PID warm|cold LISTEN_PATH``): fixed sys.path, then the zygote.
 BOOT = (
     "import sys, glob\n"
     "sys.path[:0] = ['/opt/ppo/src']\n"
     "sys.path += sorted(glob.glob('/opt/ppo/venv/lib/python%d.%d/site-packages' % sys.version_info[:2]))\n"
-    "from ppo_course.sandbox.zygote import main\n"
+    "from sandbox_child.zygote import main\n"
     "main(sys.argv[1:])\n"
 )
 
@@ -53,7 +55,7 @@ BOOT = (
 FALLBACK = (
     "import sys, importlib.util\n"
     "if importlib.util.find_spec('ppo_course') is None: sys.path.append(sys.argv[3])\n"
-    "from ppo_course.sandbox.zygote import main\n"
+    "from sandbox_child.zygote import main\n"
     "main([sys.argv[1], sys.argv[2], sys.argv[4], sys.argv[5]])\n"
 )
 
@@ -64,16 +66,16 @@ def active() -> bool:
 
 
 def layout(src_root: str, venv: str) -> dict[str, str]:
-    """Host folder -> fixed folder for the package (``src_root/ppo_course``) and the venv (``venv``; '' for none).
+    """Host folder -> fixed folder for the packages (``src_root/<name>`` for each of ``PACKAGES``) and the venv
+    (``venv``; '' for none).
 
-    Returns ``{}`` when the fixed paths cannot be used: no package folder, or
-    the package, the venv or the base interpreter under ``/opt`` (the tmpfs
+    Returns ``{}`` when the fixed paths cannot be used: a package folder missing, or
+    a package, the venv or the base interpreter under ``/opt`` (the tmpfs
     there would hide them).
     """
-    package = os.path.realpath(os.path.join(src_root, "ppo_course")) if src_root else ""
-    if not package or not os.path.isdir(package):
+    out = {os.path.realpath(os.path.join(src_root, name)): f"{FIXED_SRC}/{name}" for name in PACKAGES} if src_root else {}
+    if not out or not all(os.path.isdir(package) for package in out):
         return {}
-    out = {package: FIXED_SRC + "/ppo_course"}
     if venv:
         out[os.path.realpath(venv)] = FIXED_VENV
     base = os.path.realpath(sys.base_prefix)
@@ -96,7 +98,7 @@ def translate(paths: list[str], mapping: dict[str, str]) -> list[str]:
 
 
 def _bind_fixed(mapping: dict[str, str]) -> None:
-    from ppo_course.sandbox import linux
+    from sandbox_child import linux
 
     linux.unshare(linux.CLONE_NEWNS)
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE, None)

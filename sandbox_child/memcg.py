@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 
-from ppo_course.sandbox import cpucg
+from sandbox_child import cpucg
 
 #: MiB above ``memory_mb`` for pages the interpreter itself copies after the fork (refcounts, GC).
 HEADROOM_MB = 64

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ppo_course.sandbox import codec, frames
+from sandbox_child import codec, frames
 
 
 class Channel:
@@ -42,7 +42,7 @@ class Channel:
     # -- encoding ---------------------------------------------------------
     def register(self, obj: Any) -> dict:
         """Keep ``obj`` in the object table and return its handle node."""
-        from ppo_course.sandbox.proxies import ParentObject
+        from sandbox_child.proxies import ParentObject
 
         if isinstance(obj, ParentObject):  # an object of the parent's goes back as itself
             return obj._handle_node()
@@ -92,7 +92,7 @@ class Channel:
             if hid not in self.objects:
                 raise codec.ProtocolError(f"unknown object handle {hid}")
             return self.objects[hid]
-        from ppo_course.sandbox.proxies import ParentObject
+        from sandbox_child.proxies import ParentObject
 
         return ParentObject._from_handle(self, hid, type_name)
 

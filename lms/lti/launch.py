@@ -15,7 +15,7 @@ authorization endpoint; the platform form-posts a signed ``id_token`` and the
    launch URLs (:func:`check_target_link_uri`; also checked at the login initiation);
 7. the message's own required claims (resource link id; deep-linking return URL).
 
-Which course the launch comes from is checked next, by ``grader.platforms.lti.contexts``.
+Which course the launch comes from is checked next, by ``lms.lti.contexts``.
 
 Anything else is a :class:`LaunchError` whose message is shown to the person on a
 plain error page. Roles are read only from the signed LIS roles claim.
@@ -37,9 +37,9 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from sqlalchemy import Engine, delete, insert
 
-from grader.platforms.lti import claims as C
-from grader.platforms.lti import tables
-from grader.platforms.lti.registry import PlatformRegistration, Registry
+from lms.lti import claims as C
+from lms.lti import tables
+from lms.lti.registry import PlatformRegistration, Registry
 
 LEEWAY_S = 60
 STATE_TTL_S = 600
@@ -129,7 +129,7 @@ class LaunchStore:
     exactly one succeeds (no read-then-write).
 
     Args:
-        target: the quiz store's engine, or an SQLite file path (``grader.platforms.lti.tables.engine_of``).
+        target: the quiz store's engine, or an SQLite file path (``lms.lti.tables.engine_of``).
     """
 
     def __init__(self, target: Engine | Path | str) -> None:

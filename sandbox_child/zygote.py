@@ -45,8 +45,8 @@ import sys
 import tempfile
 import time
 
-from ppo_course.sandbox import cpucg, fixed_root, isolate, linux, memcg, pidns, reaper, warm_up
-from ppo_course.sandbox.reaper import Child
+from sandbox_child import cpucg, fixed_root, isolate, linux, memcg, pidns, reaper, warm_up
+from sandbox_child.reaper import Child
 
 
 def describe_status(status: int | None) -> str:
@@ -358,7 +358,7 @@ def _child_main(config: dict, fds: list[int], server_pid: int) -> None:
     sock_fd = isolate.reset_descriptors(*fds)
 
     def body(private: bool, parent_pid: int) -> None:
-        from ppo_course.sandbox import worker  # seeds the global RNGs before the import and every call (seeding.py)
+        from sandbox_child import worker  # seeds the global RNGs before the import and every call (seeding.py)
 
         worker.run_child(sock_fd, dict(config, server_pid=parent_pid, pid_namespace=private))
 
@@ -389,7 +389,8 @@ def main(argv: list[str] | None = None) -> None:
     if warm:
         warm_up.warm_up()
     else:
-        from ppo_course.sandbox import harness, proxies, worker  # noqa: F401
+        from ppo_course.sandbox import harness  # noqa: F401
+        from sandbox_child import proxies, worker
     ForkServer(ctl, parent_pid, listen_path).serve()
 
 
