@@ -70,7 +70,7 @@ from grader.records.out_folder import (
     set_aside_removed,
     sweep_stale_temporaries,
 )
-from grader.records.outcome import grade_entry, zero_outcome
+from grader.student import grade_entry, zero_outcome
 from grader.records.publish import publish, write_no_submission
 from grader.reports import regrade
 from grader.runners.progress import progress_bar

@@ -198,7 +198,7 @@ def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None
                 found = f"Found your exercise modules in '{where}/' and graded them from there."
             result.message = " ".join(filter(None, [found, *notes, result.message]))
     except Unreadable as exc:
-        result = _rejected(path, selected, points, profile, str(exc))
+        result = unreadable_result(path, selected, points, profile, str(exc))
     result.timing["total_s"] = round(time.perf_counter() - started, 3)
     return result
 
@@ -243,7 +243,14 @@ def _submitted_place(root: Path, failure) -> tuple[int | None, str | None]:
     return failure.lineno, failure.filename
 
 
-def _rejected(path: Path, selected: list[str], points: PointsConfig, profile: str, why: str) -> GradeResult:
+def unreadable_result(path: Path, selected: list[str], points: PointsConfig, profile: str, why: str) -> GradeResult:
+    """The result of a submission that cannot be read: status ``rejected``, every test of ``selected`` scored 0.
+
+    Args:
+        path: the submission (its name is the result's ``submission``).
+        selected: the module stems graded; points: ``grader/points.yaml``; profile: ``"full"`` or ``"fast"``.
+        why: the reason, quoted in the result's message.
+    """
     exercises, tests = {}, []
     for stem in selected:
         ex, ex_tests = _zero_exercise(stem, points, "missing", "not graded: the submission could not be read",

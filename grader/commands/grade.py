@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         result = grade_submission(args.submission, exercises=exercises, profile=args.profile)
     except Exception as exc:  # noqa: BLE001 - whatever the grader raises is the grader's fault, never a score
         return _grader_fault(args, f"the grading raised {type(exc).__name__}: {exc}")
-    from grader.records.outcome import grader_errors, grader_fault_message
+    from grader.student import grader_errors, grader_fault_message
 
     if grader_errors(result):
         return _grader_fault(args, grader_fault_message(result))

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from grader.records.batch_run import BatchRun
 from grader.records.gradebook import RECORD, StudentRecord, atomic_write_json, record_of
-from grader.records.outcome import StudentOutcome, no_submission_outcome
+from grader.records.outcome import StudentOutcome
+from grader.student import no_submission_outcome
 from ppo_course.atomic_files import atomic_write_text
 
 

@@ -2,7 +2,7 @@
 
 TA side, trusted. The parent stages a submission once (``grader.intake.submission``,
 into a 0700 folder of its own) and builds one :class:`GradeRequest` with ``staged=True``
-(``grader.records.outcome.grade_entry``); the worker grades that copy as it is;
+(``grader.student.grade_entry``); the worker grades that copy as it is;
 every runner carries that object, serialized one way (``model_dump_json`` /
 ``model_validate_json``):
 
@@ -34,7 +34,7 @@ class GradeRequest(BaseModel):
         submission: the submission folder (absolute path on the machine that grades it; a cluster
             node replaces it by the folder it unpacked the bytes into).
         staged: True when ``submission`` is the parent's staged copy (``grade-batch`` stages each student
-            once, in ``grader.records.outcome.grade_entry``): the worker grades it where it is, no second
+            once, in ``grader.student.grade_entry``): the worker grades it where it is, no second
             copy. False (a folder or zip nobody checked): the worker stages it first, as ``ppo-course grade``.
         student_id: whose submission (a folder or zip name; names a cluster node's folder, logs).
         profile: ``"full"`` or ``"fast"`` (``grader.grade.grade_submission``).

@@ -78,7 +78,7 @@ def test_the_parent_stages_once_into_a_private_folder_and_the_worker_grades_that
     import stat
 
     from grader.intake.submission import Entry
-    from grader.records.outcome import grade_entry, zero_result
+    from grader.student import grade_entry, zero_result
 
     src = tmp_path / "subs" / "ada"
     (src / "pkg").mkdir(parents=True)

@@ -13,7 +13,8 @@ import pytest
 
 from grader.grade import grade_submission
 from grader.intake.submission import BatchLimits, Entry
-from grader.records.outcome import exercise_reasons, grade_entry, grader_errors
+from grader.records.outcome import exercise_reasons
+from grader.student import grade_entry, grader_errors
 from grader.records.results import ExerciseResult, GradeResult
 from grader.runners.workers import WorkerOutcome
 

@@ -1,7 +1,7 @@
 """Hostile students against the out-of-time rule (a submission that uses up its clock is timed-out, 0).
 
 ``a86``: a correct ex1 and an ex2 that loops for ever. ``grade-batch`` (and
-Gradescope, through the same `grader.records.outcome.grade_entry`) records it as
+Gradescope, through the same `grader.student.grade_entry`) records it as
 timed-out with 0: which calls the clock cuts short depends on the machine's load,
 so no partial score is published. nbgrader's autograde (``IsolatedGrade``) read
 the same ``grade_submission`` result's exercise scores directly and gave ex1's

@@ -1,7 +1,7 @@
 """Entry point of the Gradescope autograder: ``python -m grader.platforms.gradescope.run``.
 
 Grades ``/autograder/submission`` exactly as one student of a batch is graded
-(``grader.records.outcome.grade_entry``: the one intake of ``grader.intake.submission``, a fresh
+(``grader.student.grade_entry``: the one intake of ``grader.intake.submission``, a fresh
 isolated worker process, one wall-clock limit) and writes Gradescope's results.json:
 the contract's schema plus ``stdout_visibility: "hidden"`` (the log may show
 what student code printed), ``execution_time`` (seconds), and every hidden
@@ -158,7 +158,7 @@ def grade_for_gradescope(submission: Path, config: BundleConfig,
         AutograderFault: this Python cannot import what the graders import (checked before any student code),
             or the grader itself failed on the submission (status ``grader_fault``): no score exists.
     """
-    from grader.records.outcome import grade_entry
+    from grader.student import grade_entry
     from grader.intake.submission import SubmissionLimits
 
     profile = choose_profile(config, metadata)

@@ -145,7 +145,7 @@ def exercise_points(result, stem: str, timeout_s: float) -> tuple[float, str]:
 
     A result whose submission ran out of its grading time (``GradeResult.out_of_time``) scores 0
     with the reason, as ``grade-batch`` and Gradescope record it (status ``timed-out``,
-    `grader.records.outcome.grade_entry`): which calls a clock cuts short depends on the machine's load,
+    `grader.student.grade_entry`): which calls a clock cuts short depends on the machine's load,
     so no partial score is published (else the same notebook could earn points here that the
     other paths give 0, and a different number on a busier machine).
     """
