@@ -45,12 +45,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.batch_run import BatchRun, write_no_submission
 from grader.course_secret import ensure_secret
 from grader.fingerprint import grader_fingerprint
 from grader.intake.attempts import record_selection
 from grader.intake.class_list import class_list
 from grader.intake.submission import BatchLimits, Entry, submission_hash
-from grader.records.batch_run import BatchRun
 from grader.records.gradebook import (
     RECORD,
     STATUSES,
@@ -71,7 +71,7 @@ from grader.records.out_folder import (
     sweep_stale_temporaries,
 )
 from grader.student import grade_entry, zero_outcome
-from grader.records.publish import publish, write_no_submission
+from grader.records.publish import write_student
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
 from grader.runners.warm import WarmPool, warm_workers_enabled
@@ -83,7 +83,6 @@ from grader.runners.workers import (
     disk_full,
     run_worker,
 )
-from ppo_course.atomic_files import atomic_write_text
 
 
 @dataclass
@@ -310,9 +309,8 @@ def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
     if run.never_lower and not outcome.fault:
         outcome = regrade.apply_never_lower(run.out_dir, sid, h, run.fingerprint, outcome)
     student_dir.mkdir(parents=True, exist_ok=True)
-    publish(student_dir, outcome)
     record = record_of(outcome, {"submission_hash": h, **run.key_common}, entry.sources)
-    atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
+    write_student(outcome, results=student_dir / "results.json", feedback=student_dir / "feedback.md", record=record)
     with run._lock:
         run.records[sid] = record
         run.typed[sid] = outcome.result  # the report reads it from here, not from disk
