@@ -75,14 +75,8 @@ from grader.records.publish import write_student
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
 from grader.runners.warm import WarmPool, warm_workers_enabled
-from grader.runners.workers import (
-    BatchAborted,
-    WorkerOutcome,
-    check_one_grader,
-    default_jobs,
-    disk_full,
-    run_worker,
-)
+from grader.runners.runner import BatchAborted, Runner
+from grader.runners.workers import check_one_grader, default_jobs, disk_full, run_worker
 
 
 @dataclass
@@ -274,7 +268,7 @@ def _plan(run: BatchRun, entries: list[Entry], force: bool) -> tuple[list[tuple[
     return todo, skipped
 
 
-def _runner(run: BatchRun, jobs: int | None) -> Callable[..., WorkerOutcome]:
+def _runner(run: BatchRun, jobs: int | None) -> Runner:
     """The one swap of a batch: a Dask cluster's tasks, warm workers, or a fresh worker per student."""
     if run.cluster_runner is not None:  # each staged submission is graded as a Dask task
         runner = run.cluster_runner

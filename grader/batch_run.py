@@ -21,7 +21,8 @@ from grader.records.gradebook import (GRADEBOOK, NBGRADER_CSV, RECORD, STATE_DIR
                                       nbgrader_csv, record_of)
 from grader.records.publish import earlier_record, write_student
 from grader.records.results import GradeResult
-from grader.runners.workers import WorkerOutcome, _Workers, run_worker
+from grader.runners.runner import Runner, Workers
+from grader.runners.workers import run_worker
 from grader.student import no_submission_outcome
 from ppo_course.atomic_files import atomic_write_text
 
@@ -45,8 +46,8 @@ class BatchRun:
     say: Callable[[str], None]
     records: dict[str, StudentRecord] = field(default_factory=dict)
     typed: dict[str, GradeResult] = field(default_factory=dict)  # results graded now, for the class report
-    workers: _Workers = field(default_factory=_Workers)
-    runner: Callable[..., WorkerOutcome] = run_worker
+    workers: Workers = field(default_factory=Workers)
+    runner: Runner = run_worker
     absent: list[str] = field(default_factory=list)  # roster students with no submission folder
     cluster_runner: Any = None  # a connected grader.runners.cluster.ClusterRunner with --cluster (connected before any write)
     _lock: threading.Lock = field(default_factory=threading.Lock)

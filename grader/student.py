@@ -13,7 +13,6 @@ rule (a test diagnosed ``grader_error``, or a worker lost, publishes no score) l
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 from grader.grade import unreadable_result
@@ -23,7 +22,8 @@ from grader.records.gradebook import Status
 from grader.records.outcome import StudentOutcome
 from grader.records.results import GradeResult
 from grader.runners.request import GradeRequest
-from grader.runners.workers import WorkerOutcome, _Workers, run_worker, time_out_message
+from grader.runners.runner import Runner, WorkerOutcome, Workers, time_out_message
+from grader.runners.workers import run_worker
 from ppo_course.syllabus import EXERCISES
 from ppo_course.text_safety import cap
 
@@ -36,8 +36,8 @@ def grade_entry(
     limits: BatchLimits,
     profile: str,
     exercises: list[str] | None,
-    workers: _Workers | None = None,
-    runner: Callable[..., WorkerOutcome] | None = None,
+    workers: Workers | None = None,
+    runner: Runner | None = None,
     fingerprint: str | None = None,
 ) -> StudentOutcome:
     """Check, stage and grade one submission in a worker process; never raises for a bad submission.

@@ -116,7 +116,8 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
     from grader.course_secret import GraderSecretError
     from grader.intake.submission import BatchLimits
     from grader.records.out_folder import BatchBusy
-    from grader.runners.workers import BatchAborted, GraderMismatch, disk_full
+    from grader.runners.runner import BatchAborted
+    from grader.runners.workers import GraderMismatch, disk_full
 
     limits = BatchLimits(timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
     try:

@@ -11,7 +11,7 @@ every runner carries that object, serialized one way (``model_dump_json`` /
 - a Dask cluster node (``grader.runners.cluster`` → ``grader.runners.cluster_worker.grade_task``):
   the submission's bytes and the request's JSON;
 
-and the worker side grades it with ``grader.runners.workers.grade_request``.
+and the worker side grades it with ``grader.runners.worker_process.grade_request``.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class WarmRequest(BaseModel):
     Attributes:
         request: the :class:`GradeRequest`.
         out: the scratch folder the worker writes ``result.json`` into.
-        env: the variables naming the batch's fork server (``grader.runners.workers._shared_forkserver_env``).
+        env: the variables naming the batch's fork server (``grader.runners.workers.shared_forkserver_env``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

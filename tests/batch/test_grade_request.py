@@ -8,7 +8,8 @@ import pydantic
 import pytest
 
 from grader.intake.submission import SubmissionLimits
-from grader.runners import workers
+from grader.runners import worker_process, workers
+from grader.runners.runner import read_result
 from grader.runners.request import GradeRequest, WarmRequest
 
 
@@ -60,8 +61,8 @@ def test_a_fresh_worker_gets_the_request_as_its_one_argument(monkeypatch, tmp_pa
             return 3
 
     monkeypatch.setattr(workers.subprocess, "Popen", FakeProc)
-    monkeypatch.setattr(workers, "_kill_group", lambda proc: None)
-    monkeypatch.setattr(workers, "_worker_env", lambda shared_server=True: {})
+    monkeypatch.setattr(workers, "kill_group", lambda proc: None)
+    monkeypatch.setattr(workers, "worker_environment", lambda shared_server=True: {})
     monkeypatch.setattr(workers.time, "monotonic", lambda: 500.0)
     outcome = workers.run_worker(_request(submission=Path("rel/ada")), tmp_path / "scratch")
     assert outcome.status == "crashed" and "exit status 3" in outcome.message
@@ -94,12 +95,12 @@ def test_the_parent_stages_once_into_a_private_folder_and_the_worker_grades_that
         seen["modes"] = [stat.S_IMODE(os.stat(p).st_mode) for p in (folder, folder.parent)]
         seen["files"] = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
         graded: dict = {}
-        monkeypatch.setattr(workers_mod, "grading_function",
+        monkeypatch.setattr(worker_process, "grading_function",
                             lambda: lambda path, **kw: graded.update(path=Path(path), **kw) or
                             zero_result("fast", ["ex1_ratio"], "stand-in"))
-        workers_mod.grade_request(request, scratch_dir)
+        worker_process.grade_request(request, scratch_dir)
         seen["graded"] = graded
-        return workers_mod.read_result(scratch_dir, 0.1)
+        return read_result(scratch_dir, 0.1)
 
     workers_mod = workers
     scratch_dir = tmp_path / "scratch"

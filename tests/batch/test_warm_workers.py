@@ -22,7 +22,7 @@ from grader.batch import run_batch
 from grader.intake.submission import BatchLimits
 from grader.runners.request import GradeRequest
 from grader.runners.warm import WarmPool
-from grader.runners.workers import _Workers
+from grader.runners.runner import Workers
 
 COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissions"
 
@@ -96,7 +96,7 @@ def test_workers_are_recycled_after_max_students(stand_in, tmp_path):
 
 def test_close_and_ctrl_c_leave_no_worker_behind(stand_in, tmp_path):
     write_student(tmp_path / "subs", "a", {"ex1_ratio.py": "x = 1\n"})
-    registry = _Workers()
+    registry = Workers()
     pool = WarmPool(tmp_path / "warm", workers=registry)
     assert _pool_run(pool, tmp_path / "subs" / "a", tmp_path / "out" / "a").status == "graded"
     pid = next(iter(pool._all)).proc.pid
