@@ -10,7 +10,7 @@
    out of the submission, zip bombs, non-UTF-8 names, NUL bytes) and copies
    the acceptable files into a clean staging folder. A bad submission raises
    :class:`Rejected` with a message a TA can act on.
-3. Each staged submission becomes one ``grader.runners.request.GradeRequest``, which a runner
+3. Each staged submission becomes one ``grader.intake.request.GradeRequest``, which a runner
    (``grader.runners``: a warm worker, a fresh worker or a Dask node) carries to a worker process
    (``python -I``, an empty working folder, an allow-listed environment, a new session/process
    group) that grades it with ``grader.grade.grade_submission``, with a hard per-submission time-out

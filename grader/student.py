@@ -13,6 +13,7 @@ rule (a test diagnosed ``grader_error``, or a worker lost, publishes no score) l
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 from grader.grade import unreadable_result
@@ -21,7 +22,7 @@ from grader.points import load_points
 from grader.records.gradebook import Status
 from grader.records.outcome import StudentOutcome
 from grader.records.results import GradeResult
-from grader.runners.request import GradeRequest
+from grader.intake.request import GradeRequest
 from grader.runners.runner import Runner, WorkerOutcome, Workers, time_out_message
 from grader.runners.workers import run_worker
 from ppo_course.syllabus import EXERCISES
@@ -40,7 +41,7 @@ def grade_entry(
     runner: Runner | None = None,
     fingerprint: str | None = None,
 ) -> StudentOutcome:
-    """Check, stage and grade one submission in a worker process; never raises for a bad submission.
+    """Check, stage and grade one submission with a runner; never raises for a bad submission.
 
     Status: ``rejected`` (failed a check, or ``grade_submission`` could not read it),
     ``empty`` (no Python file), ``timed-out``, ``grader_fault`` (the worker died, or the grader
@@ -48,8 +49,9 @@ def grade_entry(
     ``staging`` (made 0700, as its parent: ``grader.intake.submission.private_folder``); the worker grades
     that copy as it is (``GradeRequest.staged``). The staging and scratch folders
     are removed afterwards. The staged folder becomes one ``GradeRequest`` (with ``fingerprint``, the
-    grader version that must grade it), which ``runner`` carries: :func:`run_worker` by default, or
-    ``grader.runners.cluster.ClusterRunner``, ``grader.runners.warm.WarmPool.run`` (the same signature).
+    grader version that must grade it), which ``runner`` (a ``grader.runners.runner.Runner``) carries:
+    ``grader.runners.workers.run_worker`` by default, ``grader.runners.warm.WarmPool``,
+    ``grader.runners.cluster.ClusterRunner`` or ``grader.runners.in_process.InProcessRunner``.
     """
     sid = entry.student_id
     try:
@@ -66,6 +68,22 @@ def grade_entry(
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
     return _classify(sid, outcome, staged.n_python_files, staged.notes, limits, profile, exercises)
+
+
+def grade_alone(entry: Entry, *, limits: BatchLimits, profile: str, exercises: list[str] | None,
+                runner: Runner) -> StudentOutcome:
+    """:func:`grade_entry` for one student outside a batch, its staging and scratch in a private temporary folder.
+
+    The step of ``ppo-course grade`` and nbgrader's autograde (``grader.runners.in_process.InProcessRunner``) and
+    of the Gradescope runner (a fresh worker, ``grader.runners.workers.run_worker``). The folder is removed
+    afterwards; never raises for a bad submission (see :func:`grade_entry`).
+    """
+    work = Path(tempfile.mkdtemp(prefix="ppo-course-grade-"))
+    try:
+        return grade_entry(entry, work / "staging", work / "scratch", limits=limits, profile=profile,
+                           exercises=exercises, runner=runner)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _classify(sid: str, outcome: WorkerOutcome, n_python_files: int, notes: list[str], limits: BatchLimits,

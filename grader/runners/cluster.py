@@ -56,7 +56,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.runners.request import GradeRequest
+from grader.intake.request import GradeRequest
 from grader.runners.runner import BatchAborted, WorkerOutcome, Workers
 from grader.runners.cluster_worker import (
     REQUIRED_ISOLATION,

@@ -45,7 +45,7 @@ import threading
 import zipfile
 from pathlib import Path
 
-from grader.runners.request import GradeRequest
+from grader.intake.request import GradeRequest
 from grader.runners.runner import Runner
 
 #: Features of the sandbox a grading node must grant (``ppo_course.sandbox.zygote.probe``).
@@ -280,7 +280,7 @@ def grade_task(archive: bytes, request_json: str) -> str:
 
     Args:
         archive: :func:`pack_submission` bytes of the staged submission.
-        request_json: the client's ``grader.runners.request.GradeRequest`` as JSON: its ``student_id``
+        request_json: the client's ``grader.intake.request.GradeRequest`` as JSON: its ``student_id``
             starts the folder name the submission is unpacked under (``<id>.<random>``: two batches may
             grade the same id on one node at once); its ``fingerprint`` (the client's
             ``grader_fingerprint()``) must be this node's; profile, exercises, ``timeout_s`` and the

@@ -25,7 +25,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from grader.records.results import GradeResult
-from grader.runners.request import GradeRequest
+from grader.intake.request import GradeRequest
 
 
 class BatchAborted(RuntimeError):

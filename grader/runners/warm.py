@@ -29,7 +29,7 @@ Protocol (newline-delimited JSON on the worker's stdin/stdout; its own prints
 and the grader's log go to stderr, a log file):
 
 - worker → ``{"ready": pid}`` once imports and warm-up are done;
-- parent → one ``grader.runners.request.WarmRequest`` (``model_dump_json``): the ``GradeRequest``, its clock
+- parent → one ``grader.intake.request.WarmRequest`` (``model_dump_json``): the ``GradeRequest``, its clock
   started, the scratch folder, and ``env`` (where the batch's fork server listens,
   ``grader.runners.workers.shared_forkserver_env``);
 - worker (``grader.runners.worker_process.serve_main``) → ``{"ok": true}`` once ``out/result.json`` (the typed ``GradeResult``) is written,
@@ -46,7 +46,7 @@ import threading
 import time
 from pathlib import Path
 
-from grader.runners.request import GradeRequest, WarmRequest
+from grader.intake.request import GradeRequest, WarmRequest
 from grader.runners.runner import WorkerOutcome, Workers, kill_group, read_result, time_out_message
 from grader.runners import workers as fresh  # fresh.worker_command: the one command line of a worker
 

@@ -10,7 +10,7 @@ TA side, trusted. The parent (``grader.runners.workers.worker_command``) starts 
 Both modes grade with :func:`grade_request`: ``grader.grade.grade_submission`` on the request, the typed
 result written to ``result.json`` (``grader.runners.runner.RESULT_FILE``). The student's code never runs
 here, only in the sandbox's children. Protocol of ``serve`` (newline-delimited JSON): ``{"ready": pid}``
-once warm; then per ``grader.runners.request.WarmRequest`` line, ``{"ok": true}`` once ``result.json`` is
+once warm; then per ``grader.intake.request.WarmRequest`` line, ``{"ok": true}`` once ``result.json`` is
 written, or ``{"ok": false, "error": "..."}`` and exit 1 (a grader fault).
 """
 
@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.runners.request import GradeRequest, WarmRequest
+from grader.intake.request import GradeRequest, WarmRequest
 from grader.runners.runner import RESULT_FILE
 from ppo_course.atomic_files import atomic_write_text
 
@@ -62,17 +62,12 @@ def grade_request(request: GradeRequest, out: Path) -> None:
         whatever the grader raises (a grader fault: the batch reports ``crashed``).
     """
     grade = grading_function()
-    kwargs = {}
-    if request.limits is not None:
-        limits = request.limits
-        if request.deadline is not None:  # what is left of the batch's clock for this student
-            limits = limits.model_copy(update={"timeout_s": max(request.deadline - time.monotonic(), 0.001)})
-        kwargs["submission_limits"] = limits
-    if request.staged:  # the parent's staged copy, graded where it is (staged once, by the parent)
-        kwargs["staged"] = True
-    result = grade(request.submission, exercises=request.exercises, profile=request.profile, **kwargs)
-    # The typed result only: the batch (and a cluster node's client, grader/runners/cluster_worker.py) validates
-    # it back into GradeResult and writes results.json and feedback.md from it, in one place.
+    if request.limits is not None and request.deadline is not None:  # what is left of the batch's clock
+        left = max(request.deadline - time.monotonic(), 0.001)
+        request = request.model_copy(update={"limits": request.limits.model_copy(update={"timeout_s": left})})
+    result = grade(request)
+    # The typed result only: the parent (or a cluster node's runner) validates it back into GradeResult, and the
+    # per-student step writes results.json and feedback.md from it, in one place.
     atomic_write_text(out / RESULT_FILE, result.model_dump_json())
 
 
@@ -154,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["serve"]:
         return serve_main(argv[1:])
     print("usage: python -m grader.runners.worker_process {worker,serve} ... (worker: --request JSON --out DIR "
-          "[--parent-pid N]; JSON: a grader.runners.request.GradeRequest)", file=sys.stderr)
+          "[--parent-pid N]; JSON: a grader.intake.request.GradeRequest)", file=sys.stderr)
     return 2
 
 

@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from grader.runners.request import GradeRequest
+from grader.intake.request import GradeRequest
 from grader.runners.runner import RESULT_FILE, WorkerOutcome, Workers, kill_group, read_result, time_out_message
 
 def default_jobs() -> int:

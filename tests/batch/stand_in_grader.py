@@ -93,9 +93,13 @@ def install(spec: str = STAND_IN, monkeypatch=None) -> None:
         os.environ[workers.OWN_FORKSERVER_ENV] = "1"
 
 
-def grade_submission(path, *, exercises=None, profile="full", submission_limits=None, staged=False) -> GradeResult:
-    """Grade ``path`` with the stand-in rules of the module docstring."""
-    path = Path(path)
+def grade_submission(request, *, exercises=None, profile="full", **kw) -> GradeResult:
+    """Grade ``request`` (a ``GradeRequest``, as a worker passes it, or a path) with the stand-in rules of the
+    module docstring."""
+    if hasattr(request, "submission"):
+        path, exercises, profile = Path(request.submission), request.exercises, request.profile
+    else:
+        path = Path(request)
     root = _root(path)
     stems = [s for s in EXERCISES if not exercises or s in exercises]
     results: dict[str, ExerciseResult] = {}

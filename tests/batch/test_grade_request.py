@@ -1,4 +1,4 @@
-"""The one request model every runner carries (grader/runners/request.py, issue 22 item 2)."""
+"""The one request model every runner carries (grader/intake/request.py, issue 22 item 2)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from grader.intake.submission import SubmissionLimits
 from grader.runners import worker_process, workers
 from grader.runners.runner import read_result
-from grader.runners.request import GradeRequest, WarmRequest
+from grader.intake.request import GradeRequest, WarmRequest
 
 
 def _request(**kw) -> GradeRequest:
@@ -96,7 +96,8 @@ def test_the_parent_stages_once_into_a_private_folder_and_the_worker_grades_that
         seen["files"] = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
         graded: dict = {}
         monkeypatch.setattr(worker_process, "grading_function",
-                            lambda: lambda path, **kw: graded.update(path=Path(path), **kw) or
+                            lambda: lambda request: graded.update(path=Path(request.submission),
+                                                                  staged=request.staged) or
                             zero_result("fast", ["ex1_ratio"], "stand-in"))
         worker_process.grade_request(request, scratch_dir)
         seen["graded"] = graded

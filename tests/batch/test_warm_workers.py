@@ -20,7 +20,7 @@ from conftest import STAND_IN, write_student
 
 from grader.batch import run_batch
 from grader.intake.submission import BatchLimits
-from grader.runners.request import GradeRequest
+from grader.intake.request import GradeRequest
 from grader.runners.warm import WarmPool
 from grader.runners.runner import Workers
 
@@ -158,7 +158,7 @@ def test_a_killed_batch_leaves_no_warm_worker(stand_in, tmp_path):
     write_student(tmp_path / "subs", "a", {"ex1_ratio.py": "STANDIN_HANG\n"})
     code = (
         "import sys; from pathlib import Path; from grader.runners.warm import WarmPool\n"
-        "from grader.runners.request import GradeRequest\n"
+        "from grader.intake.request import GradeRequest\n"
         f"import stand_in_grader; stand_in_grader.install({STAND_IN!r})\n"
         f"pool = WarmPool(Path({str(tmp_path / 'warm')!r}))\n"
         f"pool.run(GradeRequest(submission=Path({str(tmp_path / 'subs' / 'a')!r}), timeout_s=600),"
