@@ -152,17 +152,14 @@ def grade_submission(submission: GradeRequest | str | os.PathLike, *, exercises:
     """Grade one submission (a folder or a .zip) with the hidden and public graders.
 
     Args:
-        submission: the ``grader.intake.request.GradeRequest`` every runner carries (its submission, profile,
-            exercises, ``staged`` and ``SubmissionLimits``: what the submission may be, and its one wall-clock
-            limit, which every sandboxed call, known-good callbacks included, counts against; None: the
-            defaults every path uses). A path is the shorthand for a request of that folder or .zip (holding
-            module files, ``ex1_ratio.py`` ..., at its root or under one top folder; helper modules allowed)
-            with ``exercises``, ``profile`` and ``staged`` (given with a request, they must be left out).
-        exercises: module stems to grade (default: all seven).
-        profile: "full", or "fast" to skip the slow exercise-7 training run (load tests;
-            that test is then left out of score and max score).
+        submission: the ``grader.intake.request.GradeRequest`` every runner carries (submission, profile,
+            exercises, ``staged``, and the ``SubmissionLimits`` whose one wall-clock limit every sandboxed call,
+            known-good callbacks included, counts against; None: the defaults). A path (a folder or .zip holding
+            ``ex1_ratio.py`` ... at its root or under one top folder) is the shorthand for a request with
+            ``exercises`` (default: all seven), ``profile`` ("fast" skips the slow exercise-7 training run,
+            left out of score and max score) and ``staged`` (the intake staged it already); with a request
+            these three must be left out.
         limits: ``grader.sandbox.Limits`` for the children (default limits otherwise).
-        staged: True when the path is a folder the intake staged already (``GradeRequest.staged``).
 
     Returns:
         A `GradeResult` (status "graded" whatever the score; "rejected" with a message
@@ -201,11 +198,7 @@ def grade_submission(submission: GradeRequest | str | os.PathLike, *, exercises:
 
 
 def _as_request(submission, exercises: Iterable[str] | None, profile: str, staged: bool) -> GradeRequest:
-    """The ``GradeRequest`` of :func:`grade_submission`'s arguments, its profile and stems checked.
-
-    Raises:
-        ValueError: an unknown profile or exercise stem, or keywords given beside a request.
-    """
+    """The ``GradeRequest`` of :func:`grade_submission`'s arguments, its profile and stems checked (ValueError)."""
     if isinstance(submission, GradeRequest):
         if exercises is not None or profile != "full" or staged:
             raise ValueError("grade_submission: give the exercises, profile and staged in the GradeRequest, "
