@@ -70,13 +70,14 @@ from grader.records.out_folder import (
     set_aside_removed,
     sweep_stale_temporaries,
 )
-from grader.student import grade_entry, zero_outcome
+from grader.records.points_change import check_batch_points
 from grader.records.publish import write_student
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
 from grader.runners.warm import WarmPool, warm_workers_enabled
 from grader.runners.runner import BatchAborted, Runner
 from grader.runners.workers import check_one_grader, default_jobs, disk_full, run_worker
+from grader.student import grade_entry, zero_outcome
 
 
 @dataclass
@@ -111,21 +112,19 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
               profile: str = "full", exercises: list[str] | None = None, limits: BatchLimits | None = None,
               formats: Iterable[str] = (), assignment: str = "ppo", progress: bool = True, report: bool = True,
               log: Callable[[str], None] | None = None, never_lower: bool = False, latest_only: bool = False,
-              cluster: str | None = None, attempt_rule=None) -> BatchSummary:
+              cluster: str | None = None, attempt_rule=None, accept_points_change: bool = False) -> BatchSummary:
     """Grade every student of ``submissions_dir`` into ``out_dir``; resumable, crash-isolated, parallel.
 
     Args:
         submissions_dir: one sub-folder or ``.zip`` per student (the name is the id).
         out_dir: receives ``<student>/results.json``, ``<student>/feedback.md``, ``<student>/batch.json``,
             ``gradebook.csv`` (and ``grades.csv`` with ``formats=("nbgrader",)``), ``report.md`` and ``report.png``.
-        jobs: parallel workers (default: the usable CPU cores).
-        force: regrade students whose record says they are up to date.
+        jobs: parallel workers (default: the usable CPU cores); force: regrade students up to date too.
         profile: ``"full"`` or ``"fast"``, passed to ``grade_submission``; exercises: module stems to grade
             (default: all); limits: per-submission :class:`BatchLimits`.
         formats: extra gradebook formats (``"nbgrader"`` writes nbgrader's export CSV, whose assignment name
             is ``assignment``).
-        progress: show a rich progress bar (stderr); report: write the class report when done; log: where
-            warnings go (default: stderr).
+        progress: show a progress bar (stderr); report: write the class report; log: warnings (default: stderr).
         never_lower: after a grader change, keep each exercise's published score where the regrade gives less
             (``grader.reports.regrade.never_lower``); a changed submission is regraded in full, and regrade.md
             and the student's feedback say so.
@@ -134,6 +133,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
             to students: never a rule guessed from folder names).
         cluster: a Dask scheduler's address: each submission is graded as a task there
             (``grader.runners.cluster``; ``jobs`` is then the tasks in flight) instead of a local worker.
+        accept_points_change: grade although an exercise's maximum moved (else ``PointsChanged``, nothing graded).
 
     A student regraded because the grader fingerprint changed has the published results kept first;
     ``regrade.md`` and ``regrade.csv`` then say what moved and why (``grader.reports.regrade``). The folder
@@ -159,7 +159,8 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
     present = {e.student_id for e in entries} | set(absent)
     cluster_runner, fingerprint = _grader_of_the_batch(cluster, say)
     run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
-                   fingerprint, say, absent=absent, cluster_runner=cluster_runner)
+                   fingerprint, say, absent=absent, cluster_runner=cluster_runner,
+                   accept_points_change=accept_points_change)
     graded_now, skipped, records = _lock_and_run(run, selection, entries, warnings, present, force, jobs, progress)
     clean_scratch(run.state)
     if report:
@@ -228,6 +229,7 @@ def _locked_run(run: BatchRun, entries: list[Entry], warnings: list[str], presen
     for w in warnings:
         run.say(f"warning: {w}")
     todo, skipped = _plan(run, entries, force)
+    check_batch_points(run)
     for sid in run.absent:  # nothing to grade: their records join the class before any grading, so that every
         write_no_submission(run, sid)  # gradebook written from here on (paced, or after a kill) has their rows
     if todo:

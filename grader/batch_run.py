@@ -50,6 +50,7 @@ class BatchRun:
     runner: Runner = run_worker
     absent: list[str] = field(default_factory=list)  # roster students with no submission folder
     cluster_runner: Any = None  # a connected grader.runners.cluster.ClusterRunner with --cluster (connected before any write)
+    accept_points_change: bool = False  # an exercise's maximum may differ from the published one (points_change.py)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _written_at: float = -1e9
     _write_cost: float = 0.0

@@ -1,9 +1,8 @@
 """``ppo-course quiz ...``: take, key, grade, grade-batch, status, validate, export-public
 (and, on an instructor install, ``serve``, ``tokens`` and ``export``: ``quiz_bank.instructor.server.cli``).
 
-Exit codes: 0 done (a grade was produced, whatever the score; the bank is
-valid), 1 the bank is invalid / a take ended before the stop was finished,
-2 a usage error or a malformed input file (the message says what and where).
+Exit codes: 0 done (a grade was produced, whatever the score; the bank is valid), 1 the bank is invalid / a take
+ended before the stop was finished, 2 a usage error or a malformed input file (the message says what and where).
 """
 
 from __future__ import annotations
@@ -211,6 +210,8 @@ def _print_report(data: dict) -> None:
     console.print(f"chapter complete: {'yes' if data['complete'] else 'no'} ({data['stops_passed']}/8 stops passed)")
     if data.get("problem"):
         console.print(f"scored 0: {data['problem']}", markup=False)
+    if (data.get("exercises") or {}).get("faulted"):
+        console.print(f"exercises: {'; '.join(data['exercises']['problems'])}", markup=False)
     for name, claim in ((n, c) for n, s in data["stops"].items() if not s["passed"] for c in s["claims_missed"]):
         console.print(f"{name}: reread {claim['claim']} ({claim['cite']})", markup=False)
     if "graded_as_attempt" in data:

@@ -174,6 +174,10 @@ def exercises_from_results(path: Path | str) -> dict[str, Any]:
     exercise 7 never trained, completed the chapter while the export left it incomplete). The reasons are
     in ``problems``.
 
+    A results.json of a grader fault (``extra_data.status`` "grader_fault": the grader itself failed, so no
+    exercise has a score) is no grade at all: ``full_marks`` False, ``faulted`` True, each exercise's ``score``
+    None, and ``problems`` says plainly that the exercises' grading faulted and will be rerun.
+
     Raises:
         ResponsesError: if the file is unreadable or lacks ``extra_data.exercises``.
     """
@@ -184,6 +188,8 @@ def exercises_from_results(path: Path | str) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
         extra = data["extra_data"]
         exercises = extra["exercises"]
+        if extra.get("status") == GRADER_FAULT:
+            return _faulted_exercises(exercises)
         scores = {stem: (float(v["score"]), float(v["max_score"])) for stem, v in exercises.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ResponsesError(f"{path}: not a results.json with extra_data.exercises: {type(exc).__name__}: {exc}") from None
@@ -205,6 +211,23 @@ def exercises_from_results(path: Path | str) -> dict[str, Any]:
         "problems": problems,
         "scores": {stem: {"score": s, "max_score": m} for stem, (s, m) in scores.items()},
     }
+
+
+#: ``extra_data.status`` of a results.json whose grading failed in the grader itself (no score exists).
+GRADER_FAULT = "grader_fault"
+
+#: What a student and the quiz's reports read when the exercises' results.json is a grader fault.
+FAULTED_EXERCISES = ("the grading of your exercises faulted (the grader itself failed, not your code) and will be "
+                     "rerun by the course staff: it is no score, so the exercises are not counted yet and the "
+                     "chapter is not complete until the rerun grades them")
+
+
+def _faulted_exercises(exercises: Any) -> dict[str, Any]:
+    """:func:`exercises_from_results` of a grader fault: no score anywhere, never full marks, the plain reason."""
+    stems = list(exercises) if isinstance(exercises, dict) else []
+    maxima = {stem: exercises[stem].get("max_score") if isinstance(exercises[stem], dict) else None for stem in stems}
+    return {"full_marks": False, "faulted": True, "below_full_marks": [], "problems": [FAULTED_EXERCISES],
+            "scores": {stem: {"score": None, "max_score": m} for stem, m in maxima.items()}}
 
 
 def _answers_by_attempt(bank: Bank, responses: list[Responses]) -> tuple[dict[tuple[str, int], Any], set[str], set[int]]:

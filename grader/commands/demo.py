@@ -136,12 +136,14 @@ def run(args: argparse.Namespace) -> int:
         console = Console(width=120)  # logs and CI: wide enough for one line per student
     console.print(f"Grading the demo cohort in {submissions} with the hidden graders ({args.profile} profile)...")
     from grader.course_secret import GraderSecretError
+    from grader.records.points_change import PointsChanged
 
     try:
         summary = run_batch(submissions, out, jobs=args.jobs, force=force, profile=args.profile,
-                            exercises=exercises, progress=not args.no_progress,
+                            exercises=exercises, progress=not args.no_progress, accept_points_change=force,
                             log=lambda m: console.print(f"[dim]{m}[/dim]"))
-    except GraderSecretError as exc:  # no course secret and none can be made: nothing was graded
+    except (GraderSecretError, PointsChanged) as exc:  # no course secret and none can be made; a points change
+        # against an --out graded before, without --force (which grades afresh): nothing was graded
         print(f"error: {exc}", file=sys.stderr)
         return 1
     console.print(gradebook_table(out))

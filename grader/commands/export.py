@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for note in done.notes:
         print(f"note: {note}", file=sys.stderr)
+    for warning in done.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for sid, why in done.left_out:
         print(f"left out {sid!r}: {why}", file=sys.stderr)
     if done.left_out:

@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest unpacked submission accepted (default: 20 MB)")
     parser.add_argument("--never-lower", action="store_true",
                         help="after a grader change, never lower a published exercise score (keep it, and say so)")
+    parser.add_argument("--accept-points-change", action="store_true",
+                        help="grade even when grader/points.yaml moved an exercise's maximum against the batch's "
+                             "published grades (without it the batch is refused, naming each change)")
     parser.add_argument("--latest-only", action="store_true",
                         help="grade only each student's latest submission, under the student id; which folders "
                              "are one student's attempts comes from --roster's attempts column or --attempts")
@@ -54,7 +57,8 @@ def add_attempt_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Grade the batch, print where the files are; exit 0 when the batch ran, 1 when it stopped, 2 on a usage error,
+    """Grade the batch, print where the files are; exit 0 when the batch ran, 1 when it stopped (or was refused: an
+    exercise's maximum moved against the published batch without --accept-points-change), 2 on a usage error,
     3 when the grader itself failed for some students (the others are graded; the faulted ones are named and have
     no score: :data:`FAULT_EXIT`)."""
     import sys
@@ -116,6 +120,7 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
     from grader.course_secret import GraderSecretError
     from grader.intake.submission import BatchLimits
     from grader.records.out_folder import BatchBusy
+    from grader.records.points_change import PointsChanged
     from grader.runners.runner import BatchAborted
     from grader.runners.workers import GraderMismatch, disk_full
 
@@ -134,8 +139,9 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (BatchBusy, BatchAborted, GraderMismatch, GraderSecretError) as exc:  # another batch writes there; the
-        # cluster is gone or refuses; the workers would import another grader than this process; no usable secret
+    except (BatchBusy, BatchAborted, GraderMismatch, GraderSecretError, PointsChanged) as exc:  # another batch writes
+        # there; the cluster is gone or refuses; the workers would import another grader than this process; no usable
+        # secret; an exercise's maximum moved against the published batch without --accept-points-change
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except ImportError as exc:
@@ -205,4 +211,5 @@ def _run(args, limits, exercises):
         latest_only=args.latest_only,
         attempt_rule=getattr(args, "attempt_rule", None),
         cluster=resolve_address(getattr(args, "cluster", None)),
+        accept_points_change=getattr(args, "accept_points_change", False),
     )

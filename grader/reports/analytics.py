@@ -36,9 +36,13 @@ HEATMAP = "report_tests.png"
 class TestStats:
     """Class numbers of one hidden test.
 
-    ``pass_rate`` and ``mean_credit`` (mean of score / max_score) are fractions
-    0–1 over the ``n`` graded students (the gradebook's graded rows);
-    ``top_diagnosis`` is (id, students) or None.
+    ``pass_rate`` (passed with all its points: the full-marks rate) and ``mean_credit`` (mean of
+    score / max_score) are fractions 0–1 over the ``n`` graded students (the gradebook's graded rows).
+    ``passed``, ``gated`` and ``failed`` count students in the states results.json and feedback.md give the
+    test (:func:`published_state`): passed with points, "passed, 0 points for now" (its twins or required tests
+    have not passed), failed; they sum to ``n``. ``top_diagnosis`` is (id, students) of the first of
+    ``top_diagnoses``, or None; ``top_diagnoses`` holds every diagnosis id sharing the top count among the
+    failing students, in id order (a tie is a tie, never one name picked).
     """
 
     __test__ = False
@@ -48,6 +52,40 @@ class TestStats:
     pass_rate: float
     mean_credit: float
     top_diagnosis: tuple[str, int] | None
+    passed: int = 0
+    gated: int = 0
+    failed: int = 0
+    top_diagnoses: tuple[str, ...] = ()
+
+    def diagnosis_text(self) -> str:
+        """The "most common diagnosis" cell: "`a` (3 of 4 failing)", a tie as "`a`, `b` (2 each of 4 failing)",
+        "–" without one."""
+        if not self.top_diagnosis:
+            return "–"
+        names = self.top_diagnoses or (self.top_diagnosis[0],)
+        each = " each" if len(names) > 1 else ""
+        return f"{', '.join(f'`{d}`' for d in names)} ({self.top_diagnosis[1]}{each} of {self.failed} failing)"
+
+
+#: The states of a test in results.json and feedback.md, in the report's column order.
+PUBLISHED_STATES = ("passed", "gated", "failed")
+
+
+def published_state(t) -> str:
+    """The state a typed ``TestResult`` worth points is published in: "passed" (status passed with points),
+    "gated" (status passed, 0 points: feedback.md's "passed, 0 points for now", its twins or required tests
+    have not passed) or "failed" (any other status)."""
+    if t.status != "passed":
+        return "failed"
+    return "gated" if t.score <= 0 < t.max_score else "passed"
+
+
+def top_diagnoses(diagnoses: Counter) -> tuple[tuple[str, ...], int]:
+    """(every id with the highest count, in id order; that count), or ((), 0) for no diagnosis."""
+    if not diagnoses:
+        return (), 0
+    top = max(diagnoses.values())
+    return tuple(sorted(d for d, n in diagnoses.items() if n == top)), top
 
 
 def graded_students(out_dir: Path, records, results: dict | None = None) -> dict:
@@ -76,11 +114,13 @@ def per_test_stats(out_dir: Path, records, results: dict | None = None) -> list[
     for key in sorted(per_test, key=order.__getitem__):
         tests = per_test[key]
         diagnoses = Counter(t.diagnosis for t in tests if t.status != "passed" and t.diagnosis)
-        top = min(diagnoses.items(), key=lambda kv: (-kv[1], kv[0])) if diagnoses else None
+        names, count = top_diagnoses(diagnoses)
         credit = statistics.fmean(t.score / t.max_score if t.max_score > 0 else float(t.status == "passed")
                                   for t in tests)
+        states = Counter(published_state(t) for t in tests)
         stats.append(TestStats(key[0], key[1], len(tests), sum(_full_marks(t) for t in tests) / len(tests), credit,
-                               top))
+                               (names[0], count) if names else None, *(states[k] for k in PUBLISHED_STATES),
+                               top_diagnoses=names))
     return stats
 
 
@@ -95,17 +135,20 @@ def analytics_markdown(stats: list[TestStats], png_name: str | None = HEATMAP) -
     if not stats:
         return "\n".join(lines + ["No hidden test was graded.", ""])
     if png_name:
-        lines += [f"![pass rate per hidden test, one heat map per exercise]({png_name})", ""]
+        lines += [f"![full-marks rate per hidden test, one heat map per exercise]({png_name})", ""]
     students = max((s.n for s in stats), default=0)
     lines += [f"Rates over the gradebook's {students} graded students, one per row (a student's attempts are grouped "
               "by the rule stated to grade-batch, see attempts.md; 0-point tests, which only inform, are not "
-              "listed).", "",
-              "| exercise | hidden test | students | pass rate | mean credit | most common diagnosis |",
-              "| --- | --- | ---: | ---: | ---: | --- |"]
+              "listed). The states are those of results.json and feedback.md: *passed* (with points), *passed, 0 "
+              "points for now* (its twins or required tests have not passed yet) and *failed*; *full marks* is "
+              "passed with all its points.", "",
+              "| exercise | hidden test | students | passed | passed, 0 points for now | failed | full marks "
+              "| mean credit | most common diagnosis |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for s in stats:
-        failed = s.n - round(s.pass_rate * s.n)
-        diag = f"`{s.top_diagnosis[0]}` ({s.top_diagnosis[1]} of {failed} failing)" if s.top_diagnosis else "–"
-        lines.append(f"| `{s.exercise}` | `{s.test}` | {s.n} | {s.pass_rate:.0%} | {s.mean_credit:.0%} | {diag} |")
+        counts = " | ".join(f"{n} ({n / s.n:.0%})" for n in (s.passed, s.gated, s.failed))
+        lines.append(f"| `{s.exercise}` | `{s.test}` | {s.n} | {counts} | {s.pass_rate:.0%} | {s.mean_credit:.0%} "
+                     f"| {s.diagnosis_text()} |")
     return "\n".join(lines) + "\n"
 
 
@@ -133,7 +176,7 @@ def plot_heatmap(stats: list[TestStats], path: Path) -> Path | None:
         ax.set_title(exercise, fontsize=9, loc="left")
         for i, s in enumerate(rows):
             ax.text(0, i, f"{s.pass_rate:.0%}", ha="center", va="center", fontsize=7)
-    fig.colorbar(image, ax=axes[:, 0].tolist(), label="pass rate", shrink=0.6)
+    fig.colorbar(image, ax=axes[:, 0].tolist(), label="full-marks rate", shrink=0.6)
     from ppo_course.atomic_files import atomic_path
 
     try:

@@ -191,11 +191,13 @@ def completion(records, quiz: dict[str, bool] | None) -> dict[str, int | None]:
 
 @dataclass
 class Export:
-    """What :func:`export_batch` wrote: the file, the students left out (``(id, why)``) and notes for the TA."""
+    """What :func:`export_batch` wrote: the file, the students left out (``(id, why)``), notes for the TA and
+    warnings (an item whose maximum changed since the batch was published: its LMS item needs new points)."""
 
     path: Path | None
     left_out: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _lms_table(records, assignment: str, done: dict[str, int] | None, canvas_ids: dict[str, str]):
@@ -304,6 +306,14 @@ def _fault_notes(faulted: list[str]) -> list[str]:
             f"are left empty: {', '.join(faulted)}; rerun grade-batch to grade them, then export again"]
 
 
+def _maximum_notes(batch_dir: Path, records) -> list[str]:
+    """A warning per exported exercise whose maximum differs from the one the batch published before an accepted
+    points change (``grader.records.points_change.export_warnings``)."""
+    from grader.records.points_change import export_warnings
+
+    return export_warnings(batch_dir, {stem: _exercise_max(records, stem) for stem in _stems(records)})
+
+
 def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo", roster: Path | None = None,
                  quiz_db: Path | None = None, quiz_results: Path | None = None, moodle_id: str = "idnumber",
                  canvas_ids: dict[str, str] | None = None, strict: bool = False,
@@ -314,7 +324,8 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
     ``allow_fast_preview``, which writes it labelled (:data:`PREVIEW_LABEL`) with ``chapter_complete`` never
     marked. Every maximum is the assignment's (the full profile's), never the fast tier's. A batch holding grader
     faults (status ``grader_fault``: no score) is refused, unless ``allow_grader_faults``, which writes the others
-    and leaves every cell of a faulted student empty, never 0 (a note names them).
+    and leaves every cell of a faulted student empty, never 0 (a note names them). An item whose maximum moved
+    since the batch was published gets a warning naming both (``grader.records.points_change``).
 
     Raises:
         grader.records.gradebook.FastPreviewRefused: a fast-profile batch without ``allow_fast_preview`` (nothing written).
@@ -362,4 +373,4 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
     if strict and written.left_out:
         raise ExportRefused(f"--strict: {len(written.left_out)} student(s) cannot be exported, nothing written: "
                             + "; ".join(f"{sid}: {why}" for sid, why in written.left_out))
-    return Export(atomic_write_text(out, written.text), written.left_out, notes)
+    return Export(atomic_write_text(out, written.text), written.left_out, notes, _maximum_notes(batch_dir, records))

@@ -1,7 +1,7 @@
 """Confinement of one child process before it runs any student code.
 
-Runs inside the child right after the fork server forked it (as the fork
-server's user, normally root), in this order (first of all, when the fork
+Runs in the child's worker (pid 2 of its own pid namespace where the fork server
+is root, ``pidns``), as the fork server's user, in this order (first of all, when the fork
 server made them, the child joins its memory cgroup, ``memcg``, and its CPU
 cgroup, ``cpucg``, which holds all its processes to ``Limits.cpu_cores``):
 
@@ -151,7 +151,7 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     # Counted before any user namespace: inside one, every unmapped uid shows as "nobody".
     tasks_before = 0 if is_root else _count_user_tasks(os.getuid())
     in_user_namespace = not is_root and _enter_user_namespace(iso)
-    _unshare_namespaces(iso)
+    _unshare_namespaces(iso, bool(config.get("pid_namespace")))
     if _private_mount_namespace(iso):
         _build_minimal_root(iso, config, limits, uid)
     if not iso.mounts_private and not is_root:
@@ -195,8 +195,11 @@ def _enter_user_namespace(iso: Isolation) -> bool:
     return True
 
 
-def _unshare_namespaces(iso: Isolation) -> None:
-    """Private network, cgroup and IPC namespaces, each where the kernel allows it (a refusal is noted)."""
+def _unshare_namespaces(iso: Isolation, config_pid_namespace: bool) -> None:
+    """Private network, cgroup and IPC namespaces, each where the kernel allows it (a refusal is noted);
+    ``config_pid_namespace``: whether the fork server made this child a pid namespace (``pidns``; noted if not)."""
+    if not config_pid_namespace:
+        iso.notes.append("no pid namespace: the child sees the machine's pid counter (its new pids, /proc/self/stat)")
     iso.network_isolated = _unshare_or_note(iso, CLONE_NEWNET, "no network namespace ({}): student code can reach the network")
     # /proc/self/cgroup then reads "/" instead of the grader's memory cgroup path ".../ppo-sandbox-<pid>/c<n>",
     # whose c<n> counted the children made before this one: the order a submission is graded in (red team a108).

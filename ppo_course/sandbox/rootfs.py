@@ -17,8 +17,10 @@ private mount namespace and before any student code:
   where the kernel lets us set it);
 * ``/dev/null``, ``/dev/zero``, ``/dev/full``, ``/dev/random``,
   ``/dev/urandom`` (binds of the nodes, noatime, nosuid, noexec) and a fresh
-  ``/proc`` whose machine-wide tables of shared kernel objects (``PROC_MASKED``:
-  the lock table ``/proc/locks``) read empty: ``/dev/null`` is bound over them;
+  ``/proc`` (of the child's own pid namespace, ``pidns``) whose machine-wide
+  tables and counts (``PROC_MASKED``: the lock table ``/proc/locks``, the task
+  counts of ``/proc/loadavg`` and ``/proc/stat``) read empty: ``/dev/null`` is
+  bound over them;
 * everything writable private to the child and gone with its mount
   namespace: ``/tmp`` (``Limits.tmp_size_mb``, the working folder inside),
   ``/dev/shm`` and ``/var/tmp`` (small tmpfs);
@@ -57,9 +59,12 @@ SYSTEM_PATHS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/lib", "/lib64", "/lib3
 ETC_PATHS = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 #: Device nodes every child gets (binds of the machine's nodes).
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-#: Files of /proc that list kernel objects of the whole machine which no namespace covers, so that a
-#: child would see what its siblings (and the grader) hold: read as empty (``/dev/null`` bound over them).
-PROC_MASKED = ("/proc/locks",)
+#: Files of /proc that list kernel objects or counts of the whole machine which no namespace covers, so
+#: that a child would see what its siblings (and the grader) hold or do: read as empty (``/dev/null``
+#: bound over them). The lock table; the load averages with the machine's running and total task
+#: counts; the forks since boot and running tasks (``processes``, ``procs_running``); pressure stalls.
+PROC_MASKED = ("/proc/locks", "/proc/loadavg", "/proc/stat", "/proc/pressure/cpu", "/proc/pressure/memory",
+               "/proc/pressure/io")
 
 
 def _check(ret: int, what: str) -> None:

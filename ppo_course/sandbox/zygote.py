@@ -27,7 +27,10 @@ protocol; each connection may only finish its own children, and its EOF
 kills them. Only the owner's EOF stops the server.
 
 It is a child subreaper, so processes orphaned by a student's fork stay its
-descendants and are found and killed.
+descendants and are found and killed. Where it is root, the process it forks
+for a child (whose pid it replies) holds a pid namespace of its own, whose pid
+1 reaps and whose pid 2 runs the student's code (``pidns``); the holder ends
+the way the worker did, so ``finish`` reads the worker's status.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import sys
 import tempfile
 import time
 
-from ppo_course.sandbox import cpucg, fixed_root, isolate, linux, memcg, reaper, warm_up
+from ppo_course.sandbox import cpucg, fixed_root, isolate, linux, memcg, pidns, reaper, warm_up
 from ppo_course.sandbox.reaper import Child
 
 
@@ -328,7 +331,8 @@ def probe(memory: bool = True) -> dict:
                 os._exit(1)
         _, status = os.waitpid(pid, 0)
         result["memory_cgroup"] = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    for name, flags in (("network_namespace", linux.CLONE_NEWNET), ("mount_namespace", linux.CLONE_NEWNS)):
+    for name, flags in (("network_namespace", linux.CLONE_NEWNET), ("mount_namespace", linux.CLONE_NEWNS),
+                        ("pid_namespace", linux.CLONE_NEWPID)):
         pid = os.fork()
         if pid == 0:
             try:
@@ -344,7 +348,7 @@ def probe(memory: bool = True) -> dict:
 
 
 def _child_main(config: dict, fds: list[int], server_pid: int) -> None:
-    """Runs in the forked child: confine, then serve the protocol (never returns normally)."""
+    """Runs in the forked child: a pid namespace (``pidns``), then confine and serve the protocol (never returns normally)."""
     os.setsid()
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server_pid:  # the server died between fork and prctl
@@ -352,9 +356,13 @@ def _child_main(config: dict, fds: list[int], server_pid: int) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     sock_fd = isolate.reset_descriptors(*fds)
-    from ppo_course.sandbox import worker  # seeds the global RNGs before the import and every call (seeding.py)
 
-    worker.run_child(sock_fd, config)
+    def body(private: bool, parent_pid: int) -> None:
+        from ppo_course.sandbox import worker  # seeds the global RNGs before the import and every call (seeding.py)
+
+        worker.run_child(sock_fd, dict(config, server_pid=parent_pid, pid_namespace=private))
+
+    pidns.run(body)  # the worker runs as pid 2 of a pid namespace of its own, where the kernel allows one
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -154,3 +154,23 @@ def test_a_python_without_torch_fails_the_autograde_instead_of_scoring_zero(monk
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(RuntimeError, match="cannot import torch"):
         grade_modules({"ex1_ratio": "x = 1\n"}, "fast")
+
+
+def test_a_grader_fault_fails_the_autograde_instead_of_scoring_zero(monkeypatch):
+    """Issue 30, nbgrader's path: a result where the grader itself failed (a test with diagnosis grader_error: a
+    module the hidden tests import missing, the reference raising) gave the exercise cell its 0 points. Now the
+    autograde fails for the student with the staff's reason (nbgrader records no grade), and nothing is cached."""
+    import grader.grade
+    from grader.platforms.nbgrader_course import autograde
+    from grader.records.results import ExerciseResult, GradeResult, TestResult
+
+    faulted = GradeResult(submission="s", status="graded", grader_version="t", profile="fast", exercises={
+        "ex1_ratio": ExerciseResult(score=0.0, max_score=2.0)}, tests=[TestResult(
+            exercise="ex1_ratio", kind="hidden", test="test_ratio_value", score=0.0, max_score=2.0, status="failed",
+            output="No module named 'hypothesis'", visibility="visible", diagnosis="grader_error")])
+    calls = []
+    monkeypatch.setattr(grader.grade, "grade_submission", lambda *a, **k: calls.append(1) or faulted)
+    for _ in range(2):  # not cached: the same notebook is graded again (after the fix)
+        with pytest.raises(RuntimeError, match="grader itself failed.*grader_error"):
+            autograde.grade_modules({"ex1_ratio": "x = 2\n"}, "fast")
+    assert len(calls) == 2

@@ -261,3 +261,43 @@ def test_grade_batch_by_folder_refuses_a_file_in_another_students_folder(bank, r
     rows = {r["student_id"]: r for r in csv.DictReader(out.open())}
     assert rows["alice"]["complete"] == "True" and rows["carl"]["status"] == "rejected"
     assert "is 'alice''s responses file, handed in by 'carl'" in rows["carl"]["message"]
+
+
+def _faulted_results(tmp_path):
+    """The results.json ``grade-batch`` publishes for a grader fault (``grader.records.outcome.fault_results_json``,
+    the one writer of that shape): no score anywhere, ``extra_data.status`` ``grader_fault``."""
+    from grader.records.outcome import fault_results_json
+    from grader.records.results import ExerciseResult, GradeResult
+    from ppo_course.syllabus import EXERCISES
+
+    result = GradeResult(submission="ivan", status="graded", grader_version="t", profile="full", tests=[],
+                         exercises={stem: ExerciseResult(score=0.0, max_score=10.0) for stem in EXERCISES})
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(fault_results_json(result, "No module named 'hypothesis'")))
+    assert "score" not in json.loads(path.read_text())  # the shape the readers must take: no score field
+    return path
+
+
+def test_a_faulted_results_json_says_the_grading_will_be_rerun_and_completes_nothing(bank, key_of, checker, tmp_path,
+                                                                                     run_cli, write_json):
+    """Issue 30: a results.json whose grading faulted raised ResponsesError ("not a results.json"), crashing
+    `quiz grade --results`. Now it is read as what it is: not full marks, never a 0, every exercise score None,
+    and the reason says the exercises' grading faulted and will be rerun; the chapter is not complete."""
+    from quiz_bank.grading import exercises_from_results
+
+    faulted = _faulted_results(tmp_path)
+    seen = exercises_from_results(faulted)
+    assert seen["faulted"] is True and seen["full_marks"] is False
+    assert all(s["score"] is None for s in seen["scores"].values()) and seen["below_full_marks"] == []
+    assert "faulted" in seen["problems"][0] and "rerun" in seen["problems"][0]
+    responses = [Responses.model_validate(key_of("ivan"))]
+    report = grade(bank, responses, checker=checker, results=faulted, require_exercises=True)
+    assert not report.complete and report.exercises_full_marks is False
+    assert grade(bank, responses, checker=checker, results=faulted).complete  # quiz alone, as the policy says
+    answers = write_json(tmp_path / "ivan.json", key_of("ivan"))
+    code, out, err = run_cli(["quiz", "grade", answers, "--results", faulted, "--require-exercises",
+                              "--out", tmp_path / "report.json"])
+    assert code == 0, err
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["complete"] is False and data["exercises"]["faulted"] is True
+    assert "will be rerun" in out and "chapter complete: no" in out

@@ -45,3 +45,51 @@ def in_child(server, path) -> str:
     from ppo_course.sandbox import fixed_root
 
     return fixed_root.translate([str(path)], server.fixed_layout)[0]
+
+
+def host_pid(pid: int, uid: int | None) -> int:
+    """The machine's pid of the process that a child running as ``uid`` sees as ``pid``.
+
+    A child in a pid namespace of its own (root fork server) sees its own pids (the worker is 2);
+    ``/proc/<pid>/status``'s ``NSpid`` line ends with that number. Without a private uid there is no
+    pid namespace either, and ``pid`` is returned as it is.
+
+    Raises:
+        LookupError: no live process of ``uid`` has that pid in its namespace.
+    """
+    if uid is None:
+        return pid
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/status") as fh:
+                nspid = next(line for line in fh if line.startswith("NSpid:")).split()[1:]
+        except (OSError, StopIteration):
+            continue
+        if int(nspid[-1]) == pid:
+            return int(entry)
+    raise LookupError(f"no process of uid {uid} is pid {pid} in its namespace")
+
+
+def parent_pid(pid: int) -> int:
+    """The machine's parent pid of the machine's pid ``pid`` (from ``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        data = fh.read()
+    return int(data[data.rindex(b")") + 2 :].split()[1])
+
+
+def fork_server_pid(pid: int, uid: int | None) -> int:
+    """The pid the fork server knows a child by (its ``spawn`` reply), from the worker's own ``pid``.
+
+    In a pid namespace the worker (2) is a child of the namespace's reaper (1), a child of the holder
+    that the fork server forked (``ppo_course.sandbox.pidns``); without one the worker is that child.
+    """
+    host = host_pid(pid, uid)
+    if uid is None:
+        return host
+    with open(f"/proc/{host}/status") as fh:
+        nested = len(next(line for line in fh if line.startswith("NSpid:")).split()) > 2
+    return parent_pid(parent_pid(host)) if nested else host

@@ -76,8 +76,10 @@ HOSTILE = {
         def ok(x):
             return x + 1
 
+        _BORN = os.urandom(8).hex()  # one per process: in a pid namespace of its own every child is pid 2
+
         def pid():
-            return os.getpid()
+            return os.getpid(), _BORN
 
         def raises():
             raise KeyError("student bug")
@@ -279,4 +281,12 @@ def test_child_cannot_signal_the_grader(hostile, server):
         pytest.skip("without a private uid the child runs as the grader's user (see docs/threat_model.md)")
     with pytest.raises(StudentError) as err:
         hostile.kill_parent(os.getpid())
-    assert err.value.type_name == "PermissionError"
+    # In its own pid namespace the grader's pid names no process the child can see (or another one of its own).
+    if server.probe.get("pid_namespace"):
+        assert err.value.type_name == "PermissionError" or "No such process" in err.value.message
+    else:
+        assert err.value.type_name == "PermissionError"
+    if server.probe.get("pid_namespace"):
+        with pytest.raises(StudentError) as err:
+            hostile.kill_parent(1)  # its namespace's reaper: root, never the student's uid
+        assert err.value.type_name == "PermissionError"

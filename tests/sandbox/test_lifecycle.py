@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from sandbox_helpers import sandbox_processes
+from sandbox_helpers import fork_server_pid, host_pid, sandbox_processes
 
 GRADER_SCRIPT = textwrap.dedent('''
     import sys, time
@@ -56,8 +56,9 @@ def test_no_child_is_left_from_earlier_tests(server):
 
 def test_closing_kills_the_child_and_what_it_started(load):
     mod = load(STUDENT, "ex1_ratio")
-    grandchild = mod.grandchild()
-    child = mod.info["pid"]
+    uid = mod.info.get("uid")
+    grandchild = host_pid(mod.grandchild(), uid)
+    child = host_pid(mod.info["pid"], uid)
     assert _alive(child) and _alive(grandchild)
     mod.close()
     assert not _alive(child) and not _alive(grandchild)
@@ -70,7 +71,8 @@ def test_a_killed_grader_takes_its_fork_server_and_children_with_it(submission):
     try:
         line = grader.stdout.readline()
         server_pid, child_pid, uid, grandchild_pid = line.split()
-        pids = [int(server_pid), int(child_pid), int(grandchild_pid)]
+        owner = None if uid == "None" else int(uid)
+        pids = [int(server_pid), host_pid(int(child_pid), owner), host_pid(int(grandchild_pid), owner)]
         assert all(_alive(p) for p in pids)
         grader.send_signal(signal.SIGKILL)
         grader.wait()
@@ -123,8 +125,9 @@ def test_children_die_with_a_killed_fork_server(submission):
     private = ForkServerClient(warm_up=False)
     with Sandbox(submission(STUDENT), server=private) as sb:
         mod = sb.load("ex1_ratio")
-        child, uid = mod.info["pid"], mod.info["uid"]
-        grandchild = mod.grandchild()
+        uid = mod.info["uid"]
+        child = host_pid(mod.info["pid"], uid)
+        grandchild = host_pid(mod.grandchild(), uid)
         assert _alive(child) and _alive(grandchild)
         os.kill(private.pid, signal.SIGKILL)
         private.proc.wait()
@@ -159,7 +162,8 @@ def test_other_processes_share_the_fork_server_and_own_their_children(server, su
         server = ForkServerClient(share=True)
     env = server.share_env()
     owner_box = Sandbox(submission(STUDENT, name="owner"), server=server)
-    owner_child = owner_box.load("ex1_ratio").info["pid"]
+    owner_info = owner_box.load("ex1_ratio").info
+    owner_child = fork_server_pid(owner_info["pid"], owner_info.get("uid"))
     # What a batch worker does: shared() with the parent's variable connects instead of starting.
     monkeypatch.setenv(SHARE_ENV, env[SHARE_ENV])
     monkeypatch.setattr(ForkServerClient, "_shared", None)
@@ -175,7 +179,8 @@ def test_other_processes_share_the_fork_server_and_own_their_children(server, su
                 worker.finish(owner_child)  # a connection may only stop its own children
         worker = ForkServerClient.connect(env[SHARE_ENV])
         with Sandbox(submission(STUDENT, name="worker2"), server=worker) as sb:
-            worker_child = sb.load("ex1_ratio").info["pid"]
+            info = sb.load("ex1_ratio").info
+            worker_child = host_pid(info["pid"], info.get("uid"))
             worker.close()  # the worker dies: its children go, the owner's stay
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline and _alive(worker_child):

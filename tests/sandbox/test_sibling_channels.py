@@ -9,8 +9,11 @@ carried the bit (a classmate's answers were relayed through byte-range locks far
 the end of a torch file); the CPU budget test checks that a child whose processes
 spin cannot take a sibling's CPU.
 
-Not covered here (docs/threat_model.md, "Live channels"): the machine's pid counter
-(no pid namespace) and timing (load, page cache).
+The pid counter has its own test: a sender starting processes or not, a receiver reading
+its next pid, ``ns_last_pid``, ``/proc/loadavg`` and ``/proc/stat`` (on main every one of
+them carried the bit; now each child has a pid namespace and the machine-wide counts read
+empty). Not covered here (docs/threat_model.md, "Live channels"): ``sysinfo(2)``'s task
+count and timing (load, page cache).
 """
 
 from __future__ import annotations
@@ -211,3 +214,143 @@ def test_a_child_uses_at_most_its_cpu_quota(load, server):
             assert int((leaf / "cpu.cfs_period_us").read_text()) == 100_000
         periods = [(leaf / "cpu.stat").read_text().split() for leaf in live]
         assert any(int(p[p.index("nr_periods") + 1]) > 0 for p in periods)
+
+
+PID_RELAY = {
+    "pids.py": r'''
+        import os, signal, time
+
+        _held = []
+        _mark = {}
+
+        def _fork_pid():
+            """The pid a fresh process gets now (it exits at once and is reaped)."""
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+            return pid
+
+        def _read(path):
+            try:
+                with open(path) as fh:
+                    return fh.read()
+            except OSError as exc:
+                return f"error {exc.errno}"
+
+        def _processes(stat):
+            for line in stat.splitlines():
+                if line.startswith("processes "):
+                    return int(line.split()[1])
+            return None
+
+        def send(bit, count=8):
+            """Bit 1: start ``count`` processes (pids taken) that stay busy until release(); bit 0: nothing."""
+            for _ in range(count if bit else 0):
+                pid = os.fork()
+                if pid == 0:
+                    while True:
+                        pass
+                _held.append(pid)
+            return len(_held)
+
+        def release():
+            while _held:
+                pid = _held.pop()
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+        def mark():
+            """Before the sender acts: the pid counter as this child sees it."""
+            _mark["pid"] = _fork_pid()
+            _mark["processes"] = _processes(_read("/proc/stat"))
+
+        def receive():
+            """What this child reads of the machine's pid counter and task counts since mark()."""
+            time.sleep(0.05)  # the sender's processes are scheduled
+            processes = _processes(_read("/proc/stat"))
+            last = _read("/proc/sys/kernel/ns_last_pid").strip()
+            return {
+                "ns_last_pid_delta": int(last) - _mark["pid"] if last.isdigit() else last,
+                "new_pid_delta": _fork_pid() - _mark["pid"],
+                "loadavg": _read("/proc/loadavg"),
+                "stat_processes_delta": None if processes is None else processes - _mark["processes"],
+                "stat_running": [l for l in _read("/proc/stat").splitlines() if l.startswith("procs_")],
+            }
+
+        def my_pid():
+            return os.getpid(), os.getppid()
+    ''',
+}
+
+
+def test_two_children_alive_together_cannot_move_a_bit_through_the_pid_counter(load, server):
+    """The sender starts 8 busy processes (1) or none (0) while the receiver, alive too, reads every pid
+    count it can reach: its next pid, ``/proc/loadavg``, ``/proc/stat``, ``ns_last_pid``.
+
+    With the machine's one pid counter (no pid namespace) bit 1 moves the receiver's next pid by at least
+    8 and ``/proc/loadavg``'s task count by 8, and the machine's other processes move them too; in a pid
+    namespace of its own the receiver's next pid is its previous one + 1 whatever happens outside, and the
+    machine-wide counts read empty.
+    """
+    if not server.probe.get("pid_namespace"):
+        pytest.skip("the kernel grants no pid namespace here (docs/threat_model.md: what remains)")
+    limits = Limits(call_timeout_s=30.0, import_timeout_s=30.0)
+    sender = load(PID_RELAY, "pids", limits=limits)
+    receiver = load(PID_RELAY, "pids", limits=limits)
+    # The worker is pid 2 of its own namespace; its parent (pid 1) is the reaper.
+    assert receiver.my_pid() == [2, 1] or receiver.my_pid() == (2, 1)
+    seen, sent = [], []
+    for bit in (0, 1, 0, 1):
+        receiver.mark()
+        sent.append(sender.send(bit))
+        seen.append(receiver.receive())
+        sender.release()
+    assert sent == [0, 8, 0, 8], f"the sender did not start its processes: {sent}"
+    carried = {key: [s[key] for s in seen] for key in seen[0] if len({repr(s[key]) for s in seen}) > 1}
+    assert not carried, f"a bit moved between siblings through the pid counter: {carried}"
+    assert seen[0]["new_pid_delta"] == 1  # only its own fork in between, counted in its own namespace
+    assert seen[0]["loadavg"] == "" and seen[0]["stat_running"] == [] and seen[0]["stat_processes_delta"] is None
+
+
+ZOMBIES = {
+    "zombies.py": r'''
+        import os, signal, time
+
+        def orphans(count=3):
+            """Start ``count`` grandchildren whose parent exits first; returns the zombies left after they end."""
+            for _ in range(count):
+                pid = os.fork()
+                if pid == 0:
+                    if os.fork() == 0:
+                        time.sleep(0.05)
+                        os._exit(0)
+                    os._exit(0)
+                os.waitpid(pid, 0)
+            time.sleep(0.5)
+            states = []
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    with open(f"/proc/{entry}/stat", "rb") as fh:
+                        data = fh.read()
+                    states.append(data[data.rindex(b")") + 2 :].split()[0].decode())
+            return states.count("Z")
+
+        def kill_myself(sig):
+            os.kill(os.getpid(), sig)
+            time.sleep(5)
+    ''',
+}
+
+
+def test_orphans_are_reaped_and_a_signal_to_itself_ends_the_child(load, server):
+    """Pid 1 of the child's namespace is a reaper: orphaned grandchildren leave no zombies; the worker is
+    not pid 1, so ``kill(getpid(), SIGTERM)`` ends it and the grader reads "killed by SIGTERM"."""
+    from grader.sandbox import StudentCrash
+
+    if not server.probe.get("pid_namespace"):
+        pytest.skip("the kernel grants no pid namespace here")
+    child = load(ZOMBIES, "zombies", limits=Limits(call_timeout_s=10.0, import_timeout_s=30.0))
+    assert child.orphans() == 0
+    with pytest.raises(StudentCrash, match="killed by SIGTERM"):
+        child.kill_myself(15)

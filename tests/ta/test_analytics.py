@@ -49,7 +49,8 @@ def test_report_has_the_section_and_the_heat_map(batch):
     md = (out / "report.md").read_text()
     assert "## Per hidden test" in md and "attempts to full marks" not in md
     assert "Rates over the gradebook's 5 graded students, one per row" in md
-    assert "| `ex2_clipped_loss` | `test_value` | 5 | 60% | 60% | `max_instead_of_min` (2 of 2 failing) |" in md
+    assert ("| `ex2_clipped_loss` | `test_value` | 5 | 3 (60%) | 0 (0%) | 2 (40%) | 60% | 60% "
+            "| `max_instead_of_min` (2 of 2 failing) |") in md
     png = (out / "report_tests.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
 
@@ -135,3 +136,58 @@ def test_a_pass_without_full_marks_is_not_counted_as_a_pass(tmp_path):
     records, results = _typed({"b": (1.0, True)})
     (s,) = per_test_stats(tmp_path, records, results)
     assert s.pass_rate == 0.0 and s.mean_credit == 0.5
+
+
+def _typed_states(rows: dict[str, tuple[float, str, str | None]]):
+    """(records, results): one 2-point hidden test per student as (score, status, diagnosis)."""
+    from grader.records.gradebook import StudentRecord
+    from grader.records.results import ExerciseResult, GradeResult, TestResult
+
+    results, records = {}, []
+    for sid, (score, status, diagnosis) in rows.items():
+        tests = [TestResult(exercise="ex4_gae", kind="hidden", test="test_gae", score=score, max_score=2.0,
+                            status=status, output="", visibility="visible", diagnosis=diagnosis)]
+        results[sid] = GradeResult(submission=sid, status="graded", grader_version="t", profile="full", tests=tests,
+                                   exercises={"ex4_gae": ExerciseResult(score=score, max_score=2.0)})
+        records.append(StudentRecord(student_id=sid, status="graded", submission_hash="h", grader_fingerprint="f",
+                                     profile="full", score=score, max_score=2.0,
+                                     exercise_scores={"ex4_gae": {"score": score, "max_score": 2.0}}))
+    return records, results
+
+
+def test_the_report_counts_the_states_results_json_gives(tmp_path):
+    """Issue 30.6: report.md counted "passed, 0 points for now" as failed (62% where results.json gave 75%).
+    By hand, four students on one 2-point hidden test: a and d passed 2/2, b passed 0/2 (waiting on its required
+    tests: "passed, 0 points for now" in feedback.md), c failed. Columns: passed 2 (50%), passed 0 points for now
+    1 (25%), failed 1 (25%); results.json's passed statuses are 3 = 2 + 1, so no state is folded into another.
+    Issue 21's rule stays: full marks 2/4 = 50%."""
+    from grader.reports.analytics import analytics_markdown
+
+    records, results = _typed_states({"a": (2.0, "passed", None), "b": (0.0, "passed", None),
+                                      "c": (0.0, "failed", "gae_no_bootstrap"), "d": (2.0, "passed", None)})
+    (s,) = per_test_stats(tmp_path, records, results)
+    assert (s.passed, s.gated, s.failed, s.pass_rate) == (2, 1, 1, 0.5)
+    in_results = sum(t.status == "passed" for r in results.values() for t in r.tests)
+    assert s.passed + s.gated == in_results == 3
+    text = analytics_markdown([s])
+    assert "| passed | passed, 0 points for now | failed | full marks |" in text
+    assert "| 4 | 2 (50%) | 1 (25%) | 1 (25%) | 50% | 50% | `gae_no_bootstrap` (1 of 1 failing) |" in text
+
+
+def test_a_tied_most_common_diagnosis_is_shown_as_a_tie(tmp_path):
+    """Issue 30.6: a tie was broken by name (one id shown). By hand: five failing students, zeta_mistake 2,
+    alpha_mistake 2, mid_mistake 1: the cell names both tied ids in id order with "2 each of 5 failing", in
+    whichever order the students come."""
+    from grader.reports.analytics import analytics_markdown
+
+    rows = {"s1": "zeta_mistake", "s2": "alpha_mistake", "s3": "zeta_mistake", "s4": "mid_mistake",
+            "s5": "alpha_mistake"}
+    for order in (list(rows), list(reversed(rows))):
+        records, results = _typed_states({sid: (0.0, "failed", rows[sid]) for sid in order})
+        (s,) = per_test_stats(tmp_path, records, results)
+        assert s.top_diagnoses == ("alpha_mistake", "zeta_mistake") and s.top_diagnosis == ("alpha_mistake", 2)
+        assert "| `alpha_mistake`, `zeta_mistake` (2 each of 5 failing) |" in analytics_markdown([s])
+    records, results = _typed_states({"s1": (0.0, "failed", "zeta_mistake"), "s2": (0.0, "failed", "zeta_mistake"),
+                                      "s3": (0.0, "failed", "alpha_mistake")})
+    (s,) = per_test_stats(tmp_path, records, results)
+    assert s.top_diagnoses == ("zeta_mistake",) and s.diagnosis_text() == "`zeta_mistake` (2 of 3 failing)"
