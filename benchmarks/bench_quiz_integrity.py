@@ -9,7 +9,7 @@ Bots take the quiz against the real engine and the server's own policy code,
 in process: ``quiz_bank.instructor.server.quiz.QuizService`` on a temporary database,
 the same calls the routes make (start an attempt, answer the next question,
 read the verdict or, under mastery, the claims missed). A simulated clock
-skips each cooldown. The bots (issue 20, "A measurement, in the project"):
+skips each cooldown. The bots:
 
 - ``always-a``: the first option shown (true; the first number of the stem).
 - ``longest``: the longest option (for a multi, every option at least as long as the mean).
@@ -24,7 +24,7 @@ skips each cooldown. The bots (issue 20, "A measurement, in the project"):
   again and a known-right answer is always repeated; parametric questions
   come back with new numbers, where memory does not help: there it guesses
   (a random option, true/false at random, a number of the stem at random).
-- ``variant-memory`` (red team a136): ``elimination`` that also remembers each
+- ``variant-memory``: ``elimination`` that also remembers each
   parametric *variant* (question and prompt): a small grid repeats a statement
   word for word a few attempts later, and then it answers from memory.
 - ``understanding``: answers from the keys (``quiz_bank.instructor.keys``, instructor side).
@@ -49,6 +49,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from ppo_course.syllabus import STOPS
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
@@ -155,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--students", type=int, default=3)
     parser.add_argument("--cap", type=int, default=60)
-    parser.add_argument("--stops", type=int, nargs="+", default=list(range(1, 9)))
+    parser.add_argument("--stops", type=int, nargs="+", default=list(STOPS))
     parser.add_argument("--bots", nargs="+", choices=BOTS, default=list(BOTS))
     parser.add_argument("--policy", type=Path, default=None, help="attempt policy YAML (default: the course's)")
     parser.add_argument("--chapter", type=Path, default=None)

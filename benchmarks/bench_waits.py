@@ -2,7 +2,7 @@
 
     python benchmarks/bench_waits.py [--repeat N] [--skip-demo]
 
-Issue 22 item 5's goals, each measured as the user types the command (``.venv/bin/ppo-course``), every
+The command-wait goals, each measured as the user types the command (``.venv/bin/ppo-course``), every
 process start included, on the trusted files of this repository:
 
 1. ``ppo-course grade examples/cohort/submissions/ada --profile full``: wall seconds (goal <= 4 s on an

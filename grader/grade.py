@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.intake.request import GradeRequest
+from grader.intake.request import GradeRequest, request_of
 from grader.intake.submission import SubmissionLimits
 from grader.points import PointsConfig, load_points, shows_work
 from grader.records.results import ExerciseResult, GradeResult, TestResult
@@ -90,14 +90,22 @@ def _uncounted_note(kind: str, prerequisites: list[str]) -> str:
             "right, or wrong with a value computed from its inputs); a function that computes nothing has it as well.")
 
 
-def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str) -> str:
-    """What the student reads for one test: hidden tests never show inputs or expected values."""
+def _test_output(kind: str, doc: str, passed: bool, diagnosis: str | None, detail: str, finding: str = "") -> str:
+    """What the student reads for one test: hidden tests never show inputs or expected values.
+
+    ``finding`` (a grader-made sentence: a fitted parameter against the call's, or where the outputs
+    differ; no input or expected value) is shown for a hidden test; a public test's detail holds it.
+    """
     head = doc or "(no description)"
     if passed:
         return f"Passed: {head}"
     lines = [f"Failed: {head}"]
     if diagnosis:
         lines.append(f"Diagnosis [{diagnosis}]: {DIAGNOSES.get(diagnosis, DIAGNOSES['wrong_value'])}")
+    if kind == "hidden" and finding:
+        from ppo_course.text_safety import cap
+
+        lines.append(cap(finding.strip()))
     if kind == "public" and detail:
         from ppo_course.text_safety import cap
 
@@ -171,7 +179,7 @@ def grade_submission(submission: GradeRequest | str | os.PathLike, *, exercises:
         grader.course_secret.GraderSecretError: no usable course secret to draw the hidden inputs from
             (a grader fault: raised before anything is graded, never a score).
     """
-    request = _as_request(submission, exercises, profile, staged)
+    request = request_of(submission, exercises, profile, staged)
     selected = list(EXERCISES) if request.exercises is None else [s for s in EXERCISES if s in request.exercises]
     from grader.hidden.draws import draws_key
 
@@ -195,25 +203,6 @@ def grade_submission(submission: GradeRequest | str | os.PathLike, *, exercises:
         result = unreadable_result(path, selected, points, request.profile, str(exc))
     result.timing["total_s"] = round(time.perf_counter() - started, 3)
     return result
-
-
-def _as_request(submission, exercises: Iterable[str] | None, profile: str, staged: bool) -> GradeRequest:
-    """The ``GradeRequest`` of :func:`grade_submission`'s arguments, its profile and stems checked (ValueError)."""
-    if isinstance(submission, GradeRequest):
-        if exercises is not None or profile != "full" or staged:
-            raise ValueError("grade_submission: give the exercises, profile and staged in the GradeRequest, "
-                             "not beside it")
-        profile, exercises = submission.profile, submission.exercises
-    if profile not in ("full", "fast"):
-        raise ValueError(f"profile must be 'full' or 'fast', got {profile!r}")
-    selected = list(EXERCISES) if exercises is None else list(exercises)
-    unknown = [s for s in selected if s not in EXERCISES]
-    if unknown:
-        raise ValueError(f"unknown exercise(s) {unknown}; known: {list(EXERCISES)}")
-    if isinstance(submission, GradeRequest):
-        return submission
-    return GradeRequest(submission=Path(submission), staged=staged, profile=profile,
-                        exercises=None if exercises is None else selected, timeout_s=SubmissionLimits().timeout_s)
 
 
 def _exercise_state(tests: list[TestResult], failure) -> ExerciseState:
@@ -312,7 +301,7 @@ def _exercise_tests(stem: str, points: PointsConfig, outcomes: dict, profile: st
     """One ``TestResult`` per test of ``stem`` in ``points.yaml`` (the profile's), scored from its outcome.
 
     A test with no outcome did not run (``grader_error``); a passed public test's points count only with
-    its hidden twins (grader/points.yaml, issue 19 class 5).
+    its hidden twins (grader/points.yaml).
     """
     ex_points = points.exercises[stem]
     ex_tests = []
@@ -334,9 +323,10 @@ def _exercise_tests(stem: str, points: PointsConfig, outcomes: dict, profile: st
                 passed, diagnosis, doc, detail = False, "grader_error", "", "this test did not run"
             else:
                 passed, diagnosis, doc, detail = o.passed, o.diagnosis, o.doc, o.detail
-            # A public test's points count only with its hidden twins (grader/points.yaml, issue 19 class 5).
+            # A public test's points count only with its hidden twins (grader/points.yaml).
             counted = ex_points.counted(kind, name, passed, hidden_passed, hidden_worked)
-            output = _test_output(kind, doc, passed, None if passed else diagnosis, detail)
+            output = _test_output(kind, doc, passed, None if passed else diagnosis, detail,
+                                  getattr(o, "finding", "") if o is not None else "")
             if passed and not counted:
                 output += _uncounted_note(kind, entry.prerequisites)
             ex_tests.append(TestResult(
@@ -385,6 +375,9 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
     provider = None
     if present:
         outcomes, timing, provider = _run_tests(root, present, profile, limits)
+        from grader.hidden.evidence import one_story
+
+        one_story(outcomes)  # never two different fitted parameters for one exercise
     for stem in selected:
         if stem not in present:
             ex, ex_tests = _zero_exercise(stem, points, "missing", f"{stem}.py is not in the submission.",

@@ -10,7 +10,7 @@ by kind ("hidden": `grader/hidden/test_<stem>.py`; "public":
 In the YAML a test is either a number (its points, default visibility for its
 kind) or a mapping `{points: 2, visibility: visible, tags: [...], twins: [...], requires: [...]}`.
 
-Points rest on inputs no student has seen (issue 19, class 5): a public test's
+Points rest on inputs no student has seen: a public test's
 inputs are shown, so a table of its answers would pass it. Every public test
 worth points names its hidden `twins` (the same property on inputs drawn from
 the grader's secret, `grader.hidden.draws`), and its points count only when it
@@ -21,7 +21,7 @@ inputs left untouched, no gradient into constants) names the value tests it
 `requires`: its points count when each of them passed or failed while the
 function computes (`shows_work`: by behaviour, never by whether the mistake is
 catalogued), so a module whose functions return None, zeros or an input does
-not earn them (hostile attack a100) and a student with any computing mistake,
+not earn them, and a student with any computing mistake,
 named or not, keeps them.
 Visibility values are Gradescope's: hidden, after_due_date, after_published,
 visible. Hidden tests default to "after_published": the student sees their
@@ -62,7 +62,7 @@ class TestPoints(BaseModel):
     twins: list[str] = Field(default_factory=list)
     #: Hidden tests of the same exercise whose passing a hidden *property* test's points need (hidden tests
     #: only): a property that a function computing nothing has (it leaves its inputs untouched, it keeps
-    #: copies) is worth points only beside the values (hostile attack a100).
+    #: copies) is worth points only beside the values.
     requires: list[str] = Field(default_factory=list)
 
     @property
@@ -128,7 +128,7 @@ class ExercisePoints(BaseModel):
             worked_of: hidden test name -> whether the function did the work there: it passed or it failed
                 with a computed value (`grader.points.shows_work`); default `passed_of`. A student with any
                 computing mistake, catalogued or not, keeps the property's points (the promise of the points
-                table); a function returning None, zeros or its input does not (a100).
+                table); a function returning None, zeros or its input does not.
         """
         worked_of = worked_of or passed_of
 

@@ -1,4 +1,4 @@
-"""File and folder names of a submission that a TA can read as they are (red team a138).
+"""File and folder names of a submission that a TA can read as they are.
 
 Part of the intake's rules (``ppo_course.submission_rules``: ``ppo-course submit`` and the grader apply
 the same functions). Two kinds of name are not staged:

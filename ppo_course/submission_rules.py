@@ -1,4 +1,4 @@
-"""The rules a submission must meet, on the student's side and the grader's alike (issue 21 item 8).
+"""The rules a submission must meet, on the student's side and the grader's alike.
 
 ``ppo-course submit`` (the student's own machine) and the grader's intake
 (``grader/intake/submission.py``: ``grade``, ``grade-batch``, Gradescope, nbgrader) apply
@@ -54,7 +54,7 @@ def is_tool_folder(name: str, holds_venv_marker: bool = False) -> bool:
 
     Tool folders: ``.venv``, ``venv``, ``build``, ``*.egg-info`` and any folder holding ``pyvenv.cfg``
     (``holds_venv_marker``). The bundle folder after ``./install.sh`` holds ``.venv`` (27,000 files and
-    symlinks to the system's Python) and ``build/``; neither is the student's work (issue 21 item 8).
+    symlinks to the system's Python) and ``build/``; neither is the student's work.
     """
     return name in TOOL_FOLDER_NAMES or name.endswith(".egg-info") or holds_venv_marker
 
@@ -243,7 +243,7 @@ def _stage_dir(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
         if not ok:
             staged.notes.append(f"skipped the file {rel!r}: its name is not valid UTF-8; rename it")
             continue
-        if hidden_characters(rel):  # a name a TA cannot read as it is (a138)
+        if hidden_characters(rel):  # a name a TA cannot read as it is
             staged.notes.append(unreadable_note(rel))
             continue
         total += st.st_size
@@ -340,7 +340,7 @@ def _stage_zip(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
             if name is None:
                 staged.notes.append(f"skipped the file {shown!r}: its name is not valid UTF-8; rename it")
                 continue
-            if hidden_characters(name):  # a name a TA cannot read as it is (a138)
+            if hidden_characters(name):  # a name a TA cannot read as it is
                 staged.notes.append(unreadable_note(name))
                 continue
             declared += info.file_size

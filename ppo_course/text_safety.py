@@ -1,6 +1,6 @@
 """Student-derived text made safe for the TA's files: caps, Markdown fences, escapes, CSV formulas.
 
-Issue 10, class 7: an unbounded name made an 18.9 MB results.json and a 3 MB
+Why: an unbounded name made an 18.9 MB results.json and a 3 MB
 gradebook cell; a message closed the Markdown fence of feedback.md and forged a
 total line and a remote image; a file name put a leading `=` into a gradebook
 cell. Every writer of a file a TA or a student opens (results.json,
@@ -11,8 +11,8 @@ file and folder names, student ids) through this module:
 * `cap`: at most `MAX_CHARS` characters (bytes are decoded as UTF-8 with
   replacement), every control, format, surrogate, private-use and line/paragraph
   separator character (Unicode categories Cc, Cf, Cs, Co, Zl, Zp) other than
-  newline and tab replaced by "?", "… (truncated)" appended when cut (red team
-  a137: a list of ranges let U+061C, U+FEFF, U+2060-U+2064 and the invisible
+  newline and tab replaced by "?", "… (truncated)" appended when cut (a list of
+  ranges would let U+061C, U+FEFF, U+2060-U+2064 and the invisible
   tag characters U+E0000-U+E007F through);
 * `fenced`: a Markdown code block whose backtick fence is longer than any run
   of backticks in the text (so the text cannot close it);
@@ -116,7 +116,7 @@ def csv_text(rows: Iterable[Iterable[object]], limit: int = MAX_CHARS) -> str:
     """CSV text (``\\n`` line ends) of `rows` with every cell passed through `csv_cell`.
 
     The one way to build a TA's CSV from student-derived cells (folder names, ids, reasons): a
-    writer that must remember `csv_cell` cell by cell forgets one (red team a103: ``attempts.csv``
+    writer that must remember `csv_cell` cell by cell forgets one (``attempts.csv`` once
     held folder names such as ``=HYPERLINK(...)`` as live formulas). Numbers pass unchanged.
     """
     buf = io.StringIO()

@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ppo_course.syllabus import STOPS
+
 HELP = "take, grade and report the stop 1–8 quiz (100% per stop to complete the chapter)"
 
 
@@ -35,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(dest="quiz_command", metavar="VERB")
 
     take = verbs.add_parser("take", parents=[common, store], help="take the quiz in the terminal (answers are read from stdin)")
-    take.add_argument("--stop", type=int, choices=range(1, 9), metavar="N", help="one stop (default: every stop not yet passed)")
+    take.add_argument("--stop", type=int, choices=STOPS, metavar="N", help="one stop (default: every stop not yet passed)")
     take.add_argument("--student", help="your student id (default: $PPO_COURSE_STUDENT, else asked)")
     take.add_argument("--out", type=Path, default=None, help="responses file to submit, written when no keys are installed (default: quiz_responses_<student>.json)")
     take.add_argument("--new-attempt", action="store_true", help="start a new attempt even where a stop is passed or recorded (a passed stop stays passed)")
@@ -81,10 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Dispatch to the verb; heavy imports happen here, not at ``--help`` time."""
     verb = getattr(args, "quiz_command", None)
-    handlers = {
-        "take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
-        "status": _status, "validate": _validate, "export-public": _export,
-    }
+    handlers = {"take": _take, "key": _key, "grade": _grade, "grade-batch": _grade_batch,
+                "status": _status, "validate": _validate, "export-public": _export}
     if verb in ("serve", "tokens", "revoke", "export", "migrate", "backup", "restore"):
         from quiz_bank.instructor.server import cli as server_cli
 
@@ -260,7 +260,7 @@ def _grade_batch(args) -> int:
             if data["unknown_question_ids"]:
                 row["message"] = "unknown question ids: " + " ".join(data["unknown_question_ids"])
             rows.append(row)
-    columns = ["student_id", *[f"stop{s}" for s in range(1, 9)], "total", "max_total", "stops_passed", "complete", "status", "message"]
+    columns = ["student_id", *[f"stop{s}" for s in STOPS], "total", "max_total", "stops_passed", "complete", "status", "message"]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns, restval="")
@@ -306,9 +306,8 @@ def _status(args) -> int:
 def _status_table(bank, store, sid: str, keyed: bool):
     """One student's progress: per stop, the latest attempt and, with keys, whether the stop is passed.
 
-    Truthful by construction (issue 20 item 7): "passed" is the stored completion, which no later
-    attempt removes; the latest attempt is shown as in progress, failed or passed.
-    """
+    Truthful by construction: "passed" is the stored completion, which no later
+    attempt removes; the latest attempt is shown as in progress, failed or passed."""
     from rich.table import Table
 
     done = store.completed_stops(sid)

@@ -1,4 +1,4 @@
-"""Items generated from other items (issue 20): one statement or one pair per draw.
+"""Items generated from other items: one statement or one pair per draw.
 
 A multiple-select question with a ``statements`` template ("The chapter says … :
 {statement}") also yields a true/false item ``<id>-tf`` that shows *one* of its

@@ -246,7 +246,7 @@ def _feedback(question, status: str, detail: str = "") -> str:
         return f"Could not read your answer: {detail}. Nothing was marked wrong; answer again. ({cite})"
     if status == "undecided":
         return f"Your expression could not be checked: {detail}. Try a simpler equivalent form. ({cite})"
-    # Never the explanation here: it states the key (issue 20 item 6). It is shown once the stop is passed.
+    # Never the explanation here: it states the key. It is shown once the stop is passed.
     return f"Not right. Reread {cite}."
 
 

@@ -2,7 +2,7 @@
 
 Built on ``quiz_bank.engine`` (variants and answer checking), which does not
 import this module: import these names from here. A responses file is bound to
-its student (issue 20 item 6): :func:`grade` takes the submitter and the
+its student: :func:`grade` takes the submitter and the
 grader's own attempt count (``quiz_bank.ledger``; Gradescope's metadata) and
 scores a file for someone else, or for another attempt, 0 with the reason.
 
@@ -23,9 +23,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ppo_course.syllabus import N_STOPS
 from quiz_bank.engine import Outcome, ResponsesError, check, expected_answer, load_policy, render
 from quiz_bank.loader import Bank
-from quiz_bank.models import N_STOPS, Responses
+from quiz_bank.models import Responses
 
 
 def load_responses(path: Path | str) -> Responses:
@@ -170,8 +171,8 @@ def exercises_from_results(path: Path | str) -> dict[str, Any]:
     ``full_marks`` is True only for a grade of the whole assignment: every exercise of the syllabus
     (``ppo_course.syllabus.EXERCISES``) present and at its full marks, ``extra_data.status`` "graded",
     ``extra_data.profile`` "full" and not out of time. A partial grading (``--exercises ex1_ratio``) or a
-    fast-profile preview at its own maxima is not (red team a104: two exercises, or the fast tier whose
-    exercise 7 never trained, completed the chapter while the export left it incomplete). The reasons are
+    fast-profile preview at its own maxima is not (two exercises, or the fast tier whose exercise 7
+    never trains, do not complete the chapter, as the export agrees). The reasons are
     in ``problems``.
 
     A results.json of a grader fault (``extra_data.status`` "grader_fault": the grader itself failed, so no
@@ -288,7 +289,7 @@ def grade(
     When several files are given (attempts) and the grader keeps no count, each
     declared attempt is judged on its own draw and a stop passes when one does.
 
-    Bound to its student (issue 20 item 6): with ``submitter`` (who handed the
+    Bound to its student: with ``submitter`` (who handed the
     file in, as the grader knows them) a file naming another student scores 0
     with the reason; with ``attempt`` (the count the grader keeps) every
     variant is drawn for that attempt, whatever the file says, and a file

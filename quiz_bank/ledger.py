@@ -1,6 +1,6 @@
 """The grader's own record of quiz submissions: the attempt count and the stops already passed.
 
-Issue 20 item 6: a responses file's variants must come from the student's
+Why: a responses file's variants must come from the student's
 identity and an attempt count the *grader* keeps, not a number the student
 writes (a student who could resubmit the same attempt could flip, one by one,
 the answers the feedback called wrong). ``quiz grade`` keeps this ledger (a

@@ -16,11 +16,12 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
-from quiz_bank.models import N_STOPS, StopFile
+from ppo_course.syllabus import N_STOPS
+from quiz_bank.models import StopFile
 from quiz_bank.paths import BANK_DIR
 
 MIN_QUESTIONS_PER_STOP = 8
-MIN_PARAMETRIC_FRACTION = 0.6  # issue 20: most items drawn per (student, attempt): parametric or derived
+MIN_PARAMETRIC_FRACTION = 0.6  # most items drawn per (student, attempt): parametric or derived
 MIN_ITEMS_PER_CLAIM = 2  # or one parametric item: a retry meets another question on a missed claim
 MIN_UNDERSTAND_PER_STOP = 2
 # Any fixed student id works: validation draws one variant per parametric
@@ -216,7 +217,7 @@ def _parametric_errors(q, file: str, line: int | None, keys_module) -> list[Bank
 
 
 def _claim_errors(bank: Bank) -> list[BankError]:
-    """Issue 20's coverage rules: each claim asked by ≥ 2 items (or ≥ 1 parametric), ≥ 2 understanding items per stop."""
+    """The bank's coverage rules: each claim asked by ≥ 2 items (or ≥ 1 parametric), ≥ 2 understanding items per stop."""
     errors: list[BankError] = []
     for stop, stop_file in sorted(bank.stops.items()):
         file = f"stop{stop}.yaml"

@@ -3,7 +3,7 @@
 The chapter's rule is "100% to complete". Asked as "every question of the
 stop right", it can be met by elimination: a fixed question comes back word
 for word, so a student who remembers what was marked wrong passes without
-understanding (issue 20, items 1 and 7). The mastery policy closes that:
+understanding. The mastery policy closes that:
 
 - **Claims.** Each stop lists the chapter's claims; each question asks one
   claim (``question.claim``; a question without one is its own claim) and
@@ -24,8 +24,8 @@ understanding (issue 20, items 1 and 7). The mastery policy closes that:
 - **Feedback.** No right/wrong verdict during an attempt; after it, the claims
   missed and the section to reread, never which option was right.
 
-``seen`` is a map of *facts* shown in the student's earlier attempts (issue 20
-follow-up, bot "memory"): a fixed question is one fact; a parametric item shows one
+``seen`` is a map of *facts* shown in the student's earlier attempts (what
+the "memory" bot exploits): a fixed question is one fact; a parametric item shows one
 fact per draw: its case (``pick_case``), its option (``judge_option``, either polarity),
 its pair (``ordered_pair``, either order) or its exact parameters. A draw whose fact was
 shown before is seen: the verdict told after that attempt (one item per claim, so the
@@ -295,7 +295,7 @@ def exhausted_claims(bank, stop: int, last_seen: Mapping[str, int], student_id: 
     """Claims with no unseen item left: the next attempt cannot establish them.
 
     Spent: a fixed item shown; a finite draw (case, option, pair) whose every fact was shown; a draw of numbers
-    (red team a136: often a small grid, so its variants repeat) with no new fact in the :data:`LOOKAHEAD`
+    (often a small grid, so its variants repeat) with no new fact in the :data:`LOOKAHEAD`
     attempts from ``next_attempt`` for ``student_id`` (the id its variants are drawn for). Without them a draw of
     numbers is never spent.
     """

@@ -17,12 +17,13 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ppo_course.syllabus import N_STOPS
+
 QUESTION_ID = re.compile(r"^stop([1-8])\.[a-z0-9]+(?:-[a-z0-9]+)*$")
 CLAIM_ID = QUESTION_ID  # claims are named like questions: stop<N>.<slug>
 LEVELS = ("recall", "apply", "understand")
 OPTION_ID = re.compile(r"^[a-z0-9_-]+$")
 SYMBOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-N_STOPS = 8
 
 
 class _Strict(BaseModel):
@@ -41,7 +42,7 @@ class Source(_Strict):
 
 
 class Claim(_Strict):
-    """One claim of the chapter, asked by several interchangeable items (issue 20).
+    """One claim of the chapter, asked by several interchangeable items.
 
     ``text`` is a short topic label shown in feedback ("the claims you missed"); it
     names what the claim is about without stating it, so that it cannot answer an
@@ -270,7 +271,7 @@ Question = Annotated[
 
 
 class StopFile(_Strict):
-    """One ``stop<N>.yaml``: its stop number, title, its claims and at least 8 questions (issues 5, 20)."""
+    """One ``stop<N>.yaml``: its stop number, title, its claims and at least 8 questions."""
 
     stop: int = Field(ge=1, le=N_STOPS)
     title: str = Field(min_length=3)

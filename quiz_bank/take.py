@@ -298,7 +298,7 @@ class Session:
         attempt = self._target_attempt()
         done = {qid for qid, s in self._recorded(stop).items() if attempt in s}
         if len(done) == len(questions):
-            # Never a silent new attempt (issue 20 item 7): a new one needs --new-attempt or --attempt N.
+            # Never a silent new attempt: a new one needs --new-attempt or --attempt N.
             self.console.print(f"Stop {stop} is already recorded for attempt {attempt}; nothing changed. To answer it "
                                f"again for your next submission, run `ppo-course quiz take --attempt N` with the attempt "
                                "number your grader's feedback gives (or --new-attempt).")

@@ -83,7 +83,7 @@ def generator(name: str):
 
 # Share of draws in which the clip binds (the clipped term is the min) for the draws of
 # clipped quantities: an answer that ignores the clip, or takes the max, then differs
-# from the key in most draws (issue 20); the rest keep r outside [1 − ε, 1 + ε] on the
+# from the key in most draws; the rest keep r outside [1 − ε, 1 + ε] on the
 # side where the unclipped term is the min, so that max and min still differ.
 BINDING_SHARE = 0.85
 

@@ -7,6 +7,8 @@ Each public test module may define ``MISTAKE_CASES = {case: (function, args_thun
 ``quantity`` is ``"output"``, ``"output[i]"`` or ``"grad:<parameter>"``; for ``"AdaptiveKLController"`` the
 arguments are (init_kl_coef, target, horizon, [(current_kl, n_steps), ...]) and the candidates are the
 controller's values after each update (``grader.mistakes.variants_ex4_ex6.adaptive_kl_candidates``).
+An output case of a function with a public probe (`ppo_course.grading_kit.public_probe.probe_args`) also gets
+``"<case>@probe"``: the variants on that probe with the case's hyper-parameters (the public tests' evidence rule).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def build() -> dict:
     import ppo_reference
     from grader.mistakes import buggy_variants
     from grader.mistakes.variants_ex4_ex6 import adaptive_kl_candidates
+    from ppo_course.grading_kit.public_probe import PROBE_SUFFIX, probe_args
 
     table: dict[str, list] = {}
     for stem in PUBLIC:
@@ -48,16 +51,25 @@ def build() -> dict:
                 index = int(quantity[7:-1]) if quantity.startswith("output[") else None
                 pick = (lambda out, i=index: out[i]) if index is not None else (lambda out: out)
                 pairs = buggy_variants.candidates(function, args, kwargs, signature_of=ref, pick=pick)
-            rows = []
-            for diagnosis, thunk in pairs:
-                try:
-                    value = thunk() if callable(thunk) else thunk
-                except Exception:  # noqa: BLE001 - a variant undefined on this input offers nothing
-                    continue
-                if isinstance(value, torch.Tensor) and value.is_floating_point():
-                    rows.append([diagnosis, *_encode(value)])
-            table[case] = rows
+            table[case] = _rows(pairs)
+            probe = probe_args(function)
+            if probe is not None and quantity.startswith("output"):  # the evidence rule's second input
+                table[case + PROBE_SUFFIX] = _rows(buggy_variants.candidates(function, probe, kwargs, signature_of=ref,
+                                                                              pick=pick))
     return table
+
+
+def _rows(pairs) -> list:
+    """[[diagnosis, dtype, shape, values], ...] of the (diagnosis, thunk or tensor) pairs that give a float tensor."""
+    rows = []
+    for diagnosis, thunk in pairs:
+        try:
+            value = thunk() if callable(thunk) else thunk
+        except Exception:  # noqa: BLE001 - a variant undefined on this input offers nothing
+            continue
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            rows.append([diagnosis, *_encode(value)])
+    return rows
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""Write the "claims and items" table of docs/quiz_audit.md from the bank (issue 20).
+"""Write the "claims and items" table of docs/quiz_audit.md from the bank.
 
 Usage: ``python tools/quiz_claims_table.py [--check]``. The table is rebuilt from
 ``quiz_bank.loader.load_bank()`` and placed between the two marker comments of

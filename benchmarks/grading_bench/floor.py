@@ -58,9 +58,9 @@ def _hidden_dir() -> Path:
 
 
 def _public_dir() -> Path:
-    from grader.public import public_tests_dir
+    from ppo_course.public_tests import PUBLIC_TESTS_DIR
 
-    return public_tests_dir()
+    return PUBLIC_TESTS_DIR
 
 
 def _slow_tests() -> set:
@@ -298,8 +298,8 @@ def scores(outcomes: dict, stems: list[str], profile: str) -> dict[str, dict[str
                 outcome = outcomes.get((stem, kind, name))
                 ok = outcome is not None and outcome.passed
                 max_score += entry.points
-                # a public test's points count only when its hidden twins pass (grader.points, issue 19 class 5)
-                # ... and a property test's points only when the value tests it requires show work (a100)
+                # a public test's points count only when its hidden twins pass (grader.points)
+                # ... and a property test's points only when the value tests it requires show work
                 counts = points.exercises[stem].counted(kind, name, ok, lambda twin, stem=stem: (
                     outcomes.get((stem, "hidden", twin)) is not None and outcomes[(stem, "hidden", twin)].passed),
                     lambda req, stem=stem: (outcomes.get((stem, "hidden", req)) is not None

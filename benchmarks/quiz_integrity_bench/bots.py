@@ -230,7 +230,7 @@ class Elimination(Bot):
 
 
 class VariantMemory(Elimination):
-    """Elimination that also remembers parametric variants (red team a136).
+    """Elimination that also remembers parametric variants.
 
     A parametric question draws its parameters from a small grid (often one statement of 4-8), so the
     same variant (same question, same parameters, hence the same prompt) comes back a few attempts

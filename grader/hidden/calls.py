@@ -3,7 +3,7 @@
 The reference's answers are cached per grader version and the call's exact contents
 (``grader.hidden.cache``): the hidden inputs are the same for every student, so a warm
 worker computes each answer once. The student's gradients come through the provider's
-``call_with_grad`` (the child's probe, bound before the student's import, issue 19).
+``call_with_grad`` (the child's probe, bound before the student's import).
 Used by ``grader.hidden.support`` (comparisons) and ``grader.hidden.tie_break``
 (the second look that separates catalogued mistakes), which import nothing of each other's.
 """

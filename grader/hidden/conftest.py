@@ -3,8 +3,8 @@
 `grader.grade` registers the provider (a plugin with `is_student_provider =
 True`); the fixtures below only ask it for modules. Each test module declares
 `EXERCISE` (the module stem) and `KIND = "hidden"`. Their `@given` tests draw their examples from a seed
-drawn from the grader's secret and `grader_version` (`pytest_collection_modifyitems` below; issue 19,
-class 5), and run on examples replayed from one recording per grader version (`pytest_pyfunc_call`).
+drawn from the grader's secret and `grader_version` (`pytest_collection_modifyitems`
+below), and run on examples replayed from one recording per grader version (`pytest_pyfunc_call`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,11 @@ reproduces the student's probe output too. When none does, the test reports the
 generic `wrong_value` (or `not_finite`): a statement that is always true, rather
 than a name that would send the student to fix code that is right.
 
+`explain_unnamed` takes over where no catalogued variant is confirmed: a parametrised family of
+`grader.mistakes.families` fitted on the failing input (`grader.mistakes.fit`) names the mistake with
+its parameter when it alone reproduces the student's output there and on the probe; otherwise the
+finding says where the outputs differ (`ppo_course.grading_kit.where`), which is always true.
+
 `computes_nothing` is the behavioural test behind the points rule of
 `grader/points.yaml` (`requires:`): a failed value test shows work unless the
 function's output is an input returned unchanged or one constant (zeros
@@ -30,10 +35,16 @@ from typing import Any
 
 import torch
 
+import ppo_reference
 from grader.hidden.tie_break import probe_like
-from grader.mistakes import buggy_variants
+from grader.mistakes import buggy_variants, fit
+from grader.mistakes.families import FAMILIES
 from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.feedback import matching
+from ppo_course.grading_kit.where import where_they_differ
+
+#: How a finding that names a fitted family starts (`explain_unnamed`, `one_story`).
+FITTED = "Fitted to your output:"
 
 #: The diagnosis of a value test whose function returned nothing computed (zero or an input unchanged).
 COMPUTES_NOTHING = "computes_nothing"
@@ -160,3 +171,87 @@ def value_consistent(diagnosis_id: str, student_out: Any, reference, name: str, 
         if isinstance(value, torch.Tensor) and compare.same_values(got.detach(), value, rtol, atol, real):
             return True
     return False
+
+
+def explain_unnamed(generic: str, student, name: str, got_part: Any, want: torch.Tensor, args: tuple,
+                    kwargs: dict | None, pick: Callable[[Any], Any], variant_pick: Callable[[Any], Any],
+                    rtol: float, atol: float, mask: torch.Tensor | None) -> tuple[str, str, str]:
+    """(diagnosis, finding, fitted) for a failed comparison that no catalogued mistake explains.
+
+    Args:
+        generic: the generic id reported so far (`wrong_value` or `not_finite`).
+        student, name: the provider's module proxy and the contract name.
+        got_part, want: the compared parts of the student's and the reference's output (failing input).
+        args, kwargs, pick, variant_pick, rtol, atol, mask: the failing comparison's (`pick` selects the
+            compared part of the student's output, `variant_pick` that of a model's).
+
+    Returns:
+        A fitted family's (id, its sentence and then where the outputs differ, "id: claim") when exactly
+        one family reproduces the student's output on the failing input and on the probe
+        (`grader.mistakes.fit.explain`); else (``generic``, where the outputs differ, ""): a sentence that
+        is always true ("" when it cannot say).
+    """
+    try:
+        a = fit.bind(name, args, kwargs)
+    except (TypeError, AttributeError):  # not a call of a contract function's signature: nothing to fit
+        a = None
+    if a is not None and name in FAMILIES and isinstance(got_part, torch.Tensor):
+        def probe():
+            found = probe_like(ppo_reference, name, args, kwargs)
+            if found is None:
+                return None
+            probe_call, probe_mask, extra = found
+            try:
+                got2 = pick(getattr(student, name)(*probe_call, **extra))
+            except Exception:  # the student's code fails on the probe: no evidence for a name
+                return None
+            if not isinstance(got2, torch.Tensor):
+                return None
+            return fit.bind(name, probe_call, extra), got2.detach(), probe_mask if mask is not None else None
+
+        named = fit.explain(name, a, got_part.detach(), want, variant_pick, mask, rtol, atol, probe)
+    else:
+        named = None
+    bound = a or {}
+    structure = bound.get("mask") if isinstance(bound.get("mask"), torch.Tensor) else mask
+    advantages = bound.get("advantages") if isinstance(bound.get("advantages"), torch.Tensor) else None
+    where = where_they_differ(got_part, want, rtol=rtol, atol=atol, mask=mask, structure=structure,
+                              advantages=advantages, what="the value")
+    if named is not None:
+        return (named.diagnosis, f"{FITTED} {named.sentence}" + (f"\n{where}" if where else ""),
+                f"{named.diagnosis}: {named.claim}")
+    return generic, where, ""
+
+
+def one_story(outcomes: dict) -> None:
+    """Never two different fitted parameters for one exercise: demote them all to the generic id, in place.
+
+    ``outcomes``: {(exercise, kind, test): Outcome} of one grading. A fitted name rests on one test's
+    inputs; when two failed tests of one exercise fit different models or parameters (γ = 0.99 on one,
+    γ = 0.95 on another: their `Outcome.fitted` claims differ), neither is the student's mistake: each
+    keeps only its "where" sentence (the finding's later lines) under `wrong_value`.
+    """
+    by_exercise: dict[str, list] = {}
+    for (exercise, _kind, _test), o in outcomes.items():
+        if not o.passed and getattr(o, "fitted", ""):
+            by_exercise.setdefault(exercise, []).append(o)
+    for fitted in by_exercise.values():
+        if len({o.fitted for o in fitted}) > 1:
+            for o in fitted:
+                o.diagnosis = "wrong_value"
+                o.finding = o.finding.split("\n", 1)[1] if "\n" in o.finding else ""
+                o.fitted = ""
+
+
+def where_grads_differ(got: torch.Tensor, want: torch.Tensor, reference, name: str, args: tuple,
+                       kwargs: dict | None, label: str, rtol: float, atol: float, mask: torch.Tensor | None) -> str:
+    """Where a student's gradient differs from the reference's (`ppo_course.grading_kit.where`), read against
+    the call's own mask and advantages; "" when it cannot say (another shape, not a contract call)."""
+    try:
+        bound = inspect.signature(getattr(reference, name)).bind(*args, **(kwargs or {})).arguments
+    except (TypeError, AttributeError):  # not a call of a contract function's signature
+        bound = {}
+    structure = bound.get("mask") if isinstance(bound.get("mask"), torch.Tensor) else mask
+    advantages = bound.get("advantages") if isinstance(bound.get("advantages"), torch.Tensor) else None
+    return where_they_differ(got, want, rtol=rtol, atol=atol, mask=mask, structure=structure,
+                             advantages=advantages, what=label)

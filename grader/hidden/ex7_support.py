@@ -1,8 +1,8 @@
 """Helpers of exercise 7's hidden graders (grader/hidden/test_ex7_ppo_step.py), apart to keep that file short.
 
 `Tracking`: the known-good table whose RolloutBuffer remembers what every buffer
-held (the purge test, issue 19 class 4); `_held_rollout`: whether a buffer held
-the reference step's own rollout; `evaluate_mean_score`: the toy task's mean
+held (the purge test); `purge_diagnosis`: the purge test's verdict on those
+buffers (`_held_rollout`: whether a buffer held the reference step's own rollout); `evaluate_mean_score`: the toy task's mean
 score of a policy (the training-run test); `deep_runs_agree`: the own-pieces report's
 gradient check. Book fig. 5.1, §5.5.
 """
@@ -65,6 +65,28 @@ def _held_rollout(buf, rollout: dict) -> bool:
     return all(got[k].shape == want[k].shape and compare.close(got[k].double(), want[k].double(), rtol=1e-4,
                                                                atol=1e-4, mask=mask)
                for k in ("logp_old", "advantages"))
+
+
+def purge_diagnosis(created: list, rollout: dict) -> tuple[str, str] | None:
+    """The purge test's verdict on the buffers a step created: None when it passes, else (diagnosis, detail).
+
+    A buffer that started training must have held this step's own rollout (`_held_rollout`), and every
+    buffer the step created must end empty, in the collect phase (Book eq. 5.13's purge). A trained buffer
+    whose fields do not read as the rollout (another field name, extra rows) must end purged too, so that a
+    purged copy of the rollout beside it earns nothing.
+
+    Args:
+        created: the step's `Tracking` buffers (`Tracking.created`), in creation order.
+        rollout: the reference step's result with its ``trace`` (the ``add`` event's fields).
+
+    Returns:
+        None, ``("wrong_value", why)`` when no trained buffer held the rollout, or ``("ppo_step_no_purge", "")``.
+    """
+    if not any(b.trained and _held_rollout(b, rollout) for b in created):
+        return "wrong_value", "no rollout buffer held this step's own rollout when training started"
+    if any(b.phase != "collect" or len(b) != 0 for b in created):
+        return "ppo_step_no_purge", ""
+    return None
 
 
 def deep_runs_agree(run_student, own, trusted, payload: dict) -> bool:

@@ -9,7 +9,7 @@ three facts read through ``torch._C.TensorBase``'s descriptors. This module
 draws the probe's plan from the grader's secret (``grader.hidden.draws``) and
 decides the verdict in the trusted process: the reply is validated against a
 schema (pydantic), the rows that came back must be rows of the drawn input
-(recomputed here), and only then are the graph facts read (issue 19, class 3).
+(recomputed here), and only then are the graph facts read.
 
 The child is the student's process: a submission can reach the probe there (its
 closure cells through ``gc``) or recognise it as its caller, so the verdict is

@@ -96,8 +96,14 @@ def compare(student, reference, name: str, args: tuple, kwargs: dict | None = No
         except Mismatch as exc:
             refined = _on_evidence(exc.diagnosis, student, reference, name, pick(got), want, candidates, args,
                                    kwargs, pick, variant_pick or pick, rtol, atol, mask)
-            if refined != exc.diagnosis:
-                raise Mismatch(refined, exc.detail, exc.what) from None
+            finding, fitted = exc.finding, ""
+            if refined in ("wrong_value", "not_finite"):  # no catalogued name: a fitted family, or where
+                from grader.hidden.evidence import explain_unnamed
+
+                refined, finding, fitted = explain_unnamed(refined, student, name, pick(got), want, args, kwargs,
+                                                           pick, variant_pick or pick, rtol, atol, mask)
+            if refined != exc.diagnosis or finding != exc.finding:
+                raise Mismatch(refined, exc.detail, exc.what, finding=finding, fitted=fitted) from None
             raise
     except Exception as exc:  # a failure with an int/float mask that a bool mask cures names the mask
         if isinstance(exc, Mismatch) and exc.diagnosis == "mask_dtype_unsupported":
@@ -264,8 +270,13 @@ def compare_grads(student, reference, name: str, args: tuple, kwargs: dict | Non
                 if not value_consistent(refined, out, reference, name, args, kwargs, max(rtol, 1e-9),
                                         max(atol, 1e-9), mask):
                     refined = "wrong_value"  # the gradient fits a mistake whose value does not: no name
-            if refined != exc.diagnosis:
-                raise Mismatch(refined, exc.detail, exc.what) from None
+            finding = exc.finding
+            if refined in ("wrong_value", "not_finite"):  # no name: where the gradients differ, always true
+                from grader.hidden.evidence import where_grads_differ
+
+                finding = where_grads_differ(got, ref, reference, name, args, kwargs, label, rtol, atol, mask)
+            if refined != exc.diagnosis or finding != exc.finding:
+                raise Mismatch(refined, exc.detail, exc.what, finding=finding) from None
             raise
     return grads
 

@@ -21,7 +21,7 @@ from ppo_course.grading_kit import step_checks
 from ppo_course.grading_kit import step_trace as ppo_step_trace
 from grader.hidden.cache import cached
 from grader.hidden.ex7_payload import initial_state, make_payload, perturbed
-from grader.hidden.ex7_support import Tracking, _held_rollout, deep_runs_agree, evaluate_mean_score
+from grader.hidden.ex7_support import Tracking, deep_runs_agree, evaluate_mean_score, purge_diagnosis
 from grader.hidden.draws import draw_choice, draw_int
 from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.feedback import Mismatch
@@ -46,7 +46,7 @@ MIN_SCORE_GAIN = 0.15
 
 def run_student(module, payload: dict, observe: str | None = None) -> dict:
     """The student's step through the harness (RemoteModule in grading, LocalModule in `check`), validated
-    (`ppo_course.grading_kit.step_trace.validate_result`) before any other code here reads it (issue 19, class 6).
+    (`ppo_course.grading_kit.step_trace.validate_result`) before any other code here reads it.
     `observe="deep"`: the observer's deep mode (`ppo_course.sandbox.observe`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -56,7 +56,7 @@ def run_student(module, payload: dict, observe: str | None = None) -> dict:
         try:
             raw = module.ppo_step_harness(payload["model_config"], payload["state_dict"], payload["queries"],
                                           payload["ppo_config"], payload["seed"], **extra)
-        except Exception as exc:  # an earlier exercise's stub is named, not "not implemented" (issue 21, item 10)
+        except Exception as exc:  # an earlier exercise's stub is named, not "not implemented"
             found = step_checks.unimplemented_dependency(exc)
             if found is None:
                 raise
@@ -103,7 +103,7 @@ def diagnose_step(got: dict, payload: dict, reference_trace: dict | None = None)
     trace (`grader.mistakes.ppo_step_diagnosis`), else the known buggy variant whose parameters match
     (`diagnose_params`), else the first stage that departs from the reference (`grader.mistakes.ppo_step_stages`),
     else "wrong_value". `got` is a validated result (`run_student`); an exception anywhere in here is a
-    diagnosis that found nothing, never a grader error (issue 19, class 6)."""
+    diagnosis that found nothing, never a grader error."""
     try:
         want = reference_trace if reference_trace is not None else reference_step(payload)
         found = _safely(ppo_step_diagnosis.diagnose, got, want, payload["ppo_config"])
@@ -167,7 +167,7 @@ def tracking():
 # keeps the controller's error KL/target − 1 = +0.06 inside its ±0.2 clip in per-sequence units, while
 # per-token units give −0.93 → −0.2: kl_coef 0.1000098 vs 0.0999680 (ppo_step_kl_units is visible).
 # The main configs also run at a temperature ≠ 1, with non-default loss coefficients and 2 accumulation
-# steps (issue 16), so that a mistake in any of them shows in the parameters of more than one test.
+# steps, so that a mistake in any of them shows in the parameters of more than one test.
 DEFAULT_CONFIG = {"init_kl_coef": 0.1, "target_kl": 1.5, "temperature": 0.9, "vf_coef": 0.2, "ent_coef": 0.02,
                   "cliprange": 0.15}
 REF_NOISE = 0.05
@@ -201,7 +201,7 @@ def _named(runs, key: str, payload: dict, got: dict) -> str:
 
 
 def _require_parity(runs, payload: dict, got: dict, want: dict, what: str) -> None:
-    """No exercise-7 point before parity (issue 19, class 4): the step's parameters must be the reference's
+    """No exercise-7 point before parity: the step's parameters must be the reference's
     on the same weights and seed, or this test fails with the step's diagnosis."""
     if not compare.params_close(got["state_dict"], want["state_dict"], atol=PARAM_ATOL):
         raise Mismatch(_named(runs, "default", payload, got), "", f"{what} (the parameters differ)")
@@ -309,24 +309,24 @@ def test_ppo_step_scales_accumulated_gradient(provider, runs):
 def test_ppo_step_purges_buffer(provider, runs, tracking):
     """Every rollout buffer the step creates is purged at the end (collect → train → purge).
 
-    Points only with parity, and only buffers that held THIS step's rollout count (issue 19, class 4):
+    Points only with parity, and only buffers that held THIS step's rollout count:
     the responses the step generated, and the reference's logp_old and advantages for them. A buffer
-    of made-up rows (a38), or of zeros with as many rows as the batch (a88), is not the step's rollout.
+    of made-up rows, or of zeros with as many rows as the batch, is not the step's rollout.
+    Every buffer the step created must end purged, also a trained one whose fields do not read as the
+    rollout: a purged copy of the rollout beside an unpurged training buffer earns nothing.
     """
     payload, got, want = _parity(provider, runs, tracking)
     _require_parity(runs, payload, got, want, "ppo_step's rollout buffer")
     rollout = runs.get(("reference_trace", "default"), lambda: reference_step(payload))
-    trained = [b for b in tracking.created if b.trained and _held_rollout(b, rollout)]
-    if not trained:
-        raise Mismatch("wrong_value", "no rollout buffer held this step's own rollout when training started",
-                       "ppo_step's rollout buffer")
-    if any(b.phase != "collect" or len(b) != 0 for b in trained):
-        raise Mismatch("ppo_step_no_purge", "", "ppo_step's rollout buffer after the step")
+    verdict = purge_diagnosis(tracking.created, rollout)  # every buffer the step made, not only the rollout's
+    if verdict is not None:
+        diagnosis, detail = verdict
+        raise Mismatch(diagnosis, detail, "ppo_step's rollout buffer" + ("" if detail else " after the step"))
 
 
 def test_ppo_step_with_own_pieces(provider, runs, tracking):
     """(0 points, reported) The step with YOUR ex1-ex6 gives the same parameters as the same step with
-    trusted ex1-ex6 (issue 21, item 13: a wrong step is charged by the other tests, not blamed on your
+    trusted ex1-ex6 (a wrong step is charged by the other tests, not blamed on your
     pieces here).
 
     A failure here means an earlier exercise differs; its own tests say how. It costs nothing here.
@@ -356,7 +356,7 @@ def test_training_run_raises_mean_score(provider):
     """Five seeded PPO steps (lr 3e-3, β 0.01) raise the toy task's mean score by ≥ 0.15 (or as much as the
     reference's steps do on the drawn seeds; the reference: +0.2 ... +0.5 on most draws).
 
-    Points only together with parity (issue 10, class 2): every step must give the reference's
+    Points only together with parity: every step must give the reference's
     parameters from the same weights and seed, and its stats must be the reference's (the mean score
     of the batch it generated, the KL of that batch), so that weights set by hand or made-up stats
     earn nothing. Seeds come from the grader's secret.

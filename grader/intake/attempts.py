@@ -109,7 +109,7 @@ class Selection:
 
         Folder names, ids and reasons are the student's text: every CSV cell goes through
         ``text_safety.csv_text`` (no formula) and every Markdown piece through ``md_inline`` (no HTML,
-        link, image or code span it could close; red team a103).
+        link, image or code span it could close).
         """
         from ppo_course.atomic_files import atomic_write_text
         from ppo_course.text_safety import csv_text, md_inline

@@ -113,7 +113,7 @@ def id_problem(student_id: str) -> str | None:
     """Why a folder's name cannot be a student id, or None.
 
     A name with invisible characters or spaces at its ends, or letters of two scripts ("аlice" with a
-    Cyrillic a), shows in the gradebook exactly like a classmate's id (red-team attack a102): the
+    Cyrillic a), shows in the gradebook exactly like a classmate's id: the
     submission is rejected with the code points named, so the TA renames it. Ids in one script (any
     script) with inner plain spaces are fine.
     """

@@ -16,12 +16,15 @@ and the worker side grades it with ``grader.runners.worker_process.grade_request
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from grader.intake.submission import SubmissionLimits
+from ppo_course.syllabus import EXERCISES
 
 #: The most a worker keeps, before its hard time-out, to write its results (seconds; 10% of shorter limits).
 RESULT_MARGIN_S = 30.0
@@ -92,3 +95,28 @@ class WarmRequest(BaseModel):
     request: GradeRequest
     out: Path
     env: dict[str, str] = Field(default_factory=dict)
+
+
+def request_of(submission: GradeRequest | str | os.PathLike, exercises: Iterable[str] | None = None,
+               profile: str = "full", staged: bool = False) -> GradeRequest:
+    """The ``GradeRequest`` of ``grader.grade.grade_submission``'s arguments: ``submission`` itself when it is one
+    (then the other arguments must be left at their defaults), else a request of that path with default limits.
+
+    Raises:
+        ValueError: an unknown profile or exercise stem, or keywords given beside a request.
+    """
+    if isinstance(submission, GradeRequest):
+        if exercises is not None or profile != "full" or staged:
+            raise ValueError("grade_submission: give the exercises, profile and staged in the GradeRequest, "
+                             "not beside it")
+        profile, exercises = submission.profile, submission.exercises
+    if profile not in ("full", "fast"):
+        raise ValueError(f"profile must be 'full' or 'fast', got {profile!r}")
+    selected = list(EXERCISES) if exercises is None else list(exercises)
+    unknown = [s for s in selected if s not in EXERCISES]
+    if unknown:
+        raise ValueError(f"unknown exercise(s) {unknown}; known: {list(EXERCISES)}")
+    if isinstance(submission, GradeRequest):
+        return submission
+    return GradeRequest(submission=Path(submission), staged=staged, profile=profile,
+                        exercises=None if exercises is None else selected, timeout_s=SubmissionLimits().timeout_s)

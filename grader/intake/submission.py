@@ -1,4 +1,4 @@
-"""One intake for every path that grades a submission (issue 10, "Also").
+"""One intake for every path that grades a submission.
 
 ``ppo-course grade``, ``grade-batch`` (its workers), the Gradescope runner and
 nbgrader's autograde all read a submission through this module, so that the
@@ -98,7 +98,7 @@ def private_folder(path: Path) -> Path:
     before that student is dispatched: the folder and ``staging/`` itself readable by the grader's user
     only. The sandbox's children read their own submission before they drop to a uid of their own
     (``ppo_course.sandbox.isolate``) and then see a minimal root without the batch's folders; the modes
-    are the second wall, for a machine where the kernel refuses the private mounts (issue 22 item 2).
+    are the second wall, for a machine where the kernel refuses the private mounts.
 
     Returns:
         ``path``.

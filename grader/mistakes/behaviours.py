@@ -1,4 +1,4 @@
-"""The promises of the exercise docstrings, extracted by rule, and the hidden tests that grade them (issue 16).
+"""The promises of the exercise docstrings, extracted by rule, and the hidden tests that grade them.
 
 A *promise* is a sentence of a public function's, class's or method's
 docstring in ``solutions/ex*.py`` (the generated ``exercises/`` stubs carry the

@@ -1,4 +1,4 @@
-"""The stage where a student's PPO step first departs from the reference (issue 21, item 13).
+"""The stage where a student's PPO step first departs from the reference.
 
 The last resort of exercise 7's diagnosis, after the named mistakes
 (``grader.mistakes.ppo_step_diagnosis``) and the known buggy steps

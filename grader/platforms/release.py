@@ -81,7 +81,7 @@ include = ["ppo_course*", "quiz_bank*"]
 #: PYTHON, VENV, VENV_ARGS, PIP_ARGS and TORCH_INDEX_URL may be set (README: "Install"). torch comes from the
 #: pip index the machine is configured with (PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX, ``pip config``,
 #: PIP_ARGS naming an index) when there is one, and from PyTorch's CPU index only when that fails or none is
-#: configured: a mirror-only network never waits on download.pytorch.org (issue 21 item 11). pip's in-tree
+#: configured: a mirror-only network never waits on download.pytorch.org. pip's in-tree
 #: build leaves ``build/`` and ``*.egg-info`` in the bundle folder; install.sh removes the ones it made.
 INSTALL_SH = """\
 #!/bin/sh

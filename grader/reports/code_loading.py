@@ -2,7 +2,7 @@
 
 ``similarity`` fingerprints ``.py`` text, while the sandbox copies and runs
 every file of a submission. A solution stored compressed in a data file and
-executed from a one-line module (issue 19, class 7) runs in full and shows 0 %
+executed from a one-line module runs in full and shows 0 %
 similarity. So every staged submission is also scanned here, with Python's own
 parser (:mod:`ast`, never regular expressions), and flagged for a human when
 it loads code from data:

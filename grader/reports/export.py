@@ -104,7 +104,7 @@ def quiz_completion(quiz_db: Path | None, student_ids: Iterable[str]) -> QuizCom
         raise FileNotFoundError(f"--quiz-db {quiz_db} does not exist")
     import sqlite3
 
-    from quiz_bank.models import N_STOPS
+    from ppo_course.syllabus import N_STOPS
 
     ids = list(student_ids)
     every_stop = set(range(1, N_STOPS + 1))

@@ -323,7 +323,7 @@ def regrade_markdown(regrades: list[StudentRegrade], fingerprint: str, never_low
     if not moved:
         lines += ["No score moved.", ""]
     for s in moved:
-        head = f"### {md_inline(s.student_id)}: {_fmt(s.old_total)} → {_fmt(s.new_total)}"  # a folder name (a103)
+        head = f"### {md_inline(s.student_id)}: {_fmt(s.old_total)} → {_fmt(s.new_total)}"  # a folder name: escaped
         if s.submission_changed and s.old_fingerprint == fingerprint:
             head += " (the submission changed: regraded in full, never lower applies to a grader change only)"
         elif s.submission_changed:

@@ -1,8 +1,7 @@
 """Exceptions the sandbox raises to the graders (the student's own exception classes never cross).
 
 The child is hostile, so what it reports about an exception is decoded here, in
-the parent, through a fixed filter (issue 10, class 3: a covert channel through
-exception text):
+the parent, through a fixed filter (exception text must not become a covert channel):
 
 * the type name is one of `ALLOWED_EXCEPTION_NAMES` (built-in exceptions); any other
   name becomes the child's reported built-in base if that is allowed, else "Exception";
@@ -50,7 +49,7 @@ def safe_type_name(name: object, base: object = None) -> str:
 
 def safe_message(text: object, limit: int = MAX_MESSAGE_CHARS) -> str:
     """A child's message, capped at `limit` characters ("… (truncated)") without control or format characters
-    (``ppo_course.text_safety.cap``: the one list of what is replaced, red team a137)."""
+    (``ppo_course.text_safety.cap``: the one list of what is replaced)."""
     if not isinstance(text, str):
         return ""
     return cap(unicodedata.normalize("NFC", text.encode("utf-8", "replace").decode("utf-8", "replace")), limit)
@@ -116,7 +115,7 @@ class StudentProtocolError(StudentError, TypeError):
     """The student's object broke a Python protocol the grader relies on (``len()`` of something that is not
     an int from 0 to ``sys.maxsize``). A ``StudentError`` (the student's, never ``grader_error``) and a
     ``TypeError`` (so that ``list()``'s length probe treats the object as unsized, as Python does).
-    Red-team attack a101: Python's own ``len()`` raised TypeError/OverflowError inside a test before."""
+    Without it, Python's own ``len()`` would raise TypeError/OverflowError inside a test."""
 
     def __init__(self, message: str) -> None:
         super().__init__("TypeError", message)

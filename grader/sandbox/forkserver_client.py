@@ -106,7 +106,7 @@ class ForkServerClient:
             self.proc: subprocess.Popen | None = subprocess.Popen(
                 # -P -s and a fixed environment (-I's isolation) without -E, so that PYTHONHASHSEED
                 # applies: str hashes, hence set order, are the same in every child on every run.
-                # Stage 1 re-execs the server with the venv and the package at fixed paths (a109).
+                # Stage 1 re-execs the server with the venv and the package at fixed paths.
                 [sys.executable, "-P", "-s", "-c", _LAUNCH, root, venv, str(child_sock.fileno()), str(os.getpid()),
                  "warm" if warm_up else "cold", self.listen_path or ""],
                 pass_fds=[child_sock.fileno()],
@@ -157,7 +157,7 @@ class ForkServerClient:
         self.pid = int(hello["pid"])
         self.root = bool(hello["root"])
         self.probe = dict(hello.get("probe", {}))
-        # The server sees the venv and the package at fixed paths: the paths sent with a spawn are rewritten (a109).
+        # The server sees the venv and the package at fixed paths: the paths sent with a spawn are rewritten.
         self.fixed_layout = _fixed_layout() if hello.get("fixed_root") else {}
         if self.proc is not None:
             for feature, ok in self.probe.items():

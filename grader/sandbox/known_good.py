@@ -209,6 +209,10 @@ class KnownGoodSession:
             obj, name = self._object(f.get("handle")), str(f.get("name"))
             if name.startswith("_") and name != "__len__":
                 raise _Refused(f"method {name!r} is not available")
+            if name == "__len__" and not hasattr(type(obj), "__len__"):
+                # Python's own answer for an object without a length (a mini-batch generator): `list(it)` and
+                # `operator.length_hint` take a TypeError as "no hint", as they do outside the sandbox.
+                raise TypeError(f"object of type {type(obj).__name__!r} has no len()")
             method = getattr(obj, name)
             if not callable(method):
                 raise _Refused(f"{name!r} is not a method")
@@ -255,7 +259,7 @@ def callback_error_message(exc: BaseException) -> str:
     Kept (capped): the refusals of this module and the reference's own input checks (a ValueError
     or TypeError raised in a `ppo_reference` frame, whose messages describe the child's inputs).
     Anything else (e.g. an error deep inside torch, after the reference computed something) is
-    reported by its type name alone (issue 10, class 3).
+    reported by its type name alone.
     """
     if isinstance(exc, _Refused):
         return safe_message(str(exc))

@@ -40,7 +40,7 @@ class _Died(Exception):
 
     def __init__(self, why: str) -> None:
         # The grader's words only: a protocol error's own text (in parentheses) quotes what the hostile
-        # child sent, and a crash's detail reaches feedback (issue 10, class 3).
+        # child sent, and a crash's detail reaches feedback.
         if why.startswith("the submission's process sent"):
             why = why.split(" (", 1)[0]
         super().__init__(why)

@@ -108,7 +108,7 @@ class RemoteModule:
     def _malformed(self, op: str) -> StudentCrash:
         """Stop the child that answered ``op`` with a structure the worker never sends (a forged reply: the
         codec and the worker are the student's to rewrite), and say so in the grader's words. Trusted code
-        reads a structured reply only after this check (issue 19 class 6; red-team attack a99)."""
+        reads a structured reply only after this check."""
         if self._child is not None:
             self._child.close()
         return StudentCrash(f"the submission's process answered a {op!r} request with a malformed reply "
@@ -138,7 +138,7 @@ class RemoteModule:
 
         Every call's shared-memory arguments are checked by the parent (``last_modified``), so a
         grader's in-place test can count every call of the grading, not only its own probe: a
-        function that recognises the probe's input (hostile attack a39) still fails.
+        function that recognises the probe's input still fails.
         """
         return sorted(self._modified_history.get(name, ()))
 
@@ -154,7 +154,7 @@ class RemoteModule:
             StudentProtocolError: the call gave a plain value (an int, None, a tensor, a list...), not an
                 object of the child: the student's ``ClassName`` is a function, or its ``__new__`` returns
                 something else. Test code that uses the instance (``buf.add``, ``ctl.value``) raised
-                AttributeError inside the grader before, diagnosed ``grader_error`` (red team a105).
+                AttributeError inside the grader, diagnosed ``grader_error``, without this check.
         """
         obj = self.call(class_name, args, kwargs)
         if not isinstance(obj, RemoteObject):

@@ -43,7 +43,7 @@ class RemoteObject:
         self._generation = generation
         self._released = False
         #: Names the stub declares methods (set by ``GuardedModule.new``): always called in the child, never
-        #: read back as data, so a student's ``update = 5`` is the student's TypeError (red team a107).
+        #: read back as data, so a student's ``update = 5`` is the student's TypeError.
         self.methods: frozenset[str] = frozenset()
 
     def _sandbox_handle_node(self) -> dict:

@@ -82,7 +82,7 @@ def data_folders() -> list[str]:
     """Every top-level folder that is not the system's own (/srv, /opt, /home, /var, /work, /mnt, ...).
 
     Submissions, batch output and course material live there, wherever a TA
-    put them (the hostile suite's a30 stole a classmate's module from a batch
+    put them (a child that saw them could read a classmate's module from a batch
     cohort under /srv): a child sees none of it, except what the interpreter
     needs, which ``plan_covers`` binds back (e.g. a virtualenv under /work).
     """

@@ -3,7 +3,7 @@
 Why: a check made inside the child (e.g. "the argument requires grad, so
 autograd refuses an in-place change") can be detected and dodged by the
 student's code, which runs in the same process and may patch the worker
-itself (hostile attack a31). Here the parent writes every buffer of a request
+itself. Here the parent writes every buffer of a request
 (tensor bytes, generator states) into one sealed ``memfd``, passes its
 descriptor to the child with the request (SCM_RIGHTS), and the child builds
 its argument tensors directly on a ``MAP_SHARED`` mapping of it

@@ -4,7 +4,7 @@ Used by ``ppo-course submit`` (the submission holds the exercise modules and the
 import, transitively) and ``ppo-course check --watch`` (a saved helper re-runs the exercises that
 import it). Only files under the exercises folder count: ``import torch`` names no local file.
 
-Source: issue 21 item 8 ("the exercise modules and any helper ``.py`` files they import").
+A submission is the exercise modules and any helper ``.py`` files they import.
 """
 
 from __future__ import annotations

@@ -155,11 +155,11 @@ def _test_doc(nodeid: str) -> str:
     """The first docstring line of the public test `nodeid` ("test_ex1_ratio.py::test_x[...]"), read with ast."""
     import ast
 
-    from ppo_course.check_support.runner import PUBLIC_TESTS
+    from ppo_course.public_tests import PUBLIC_TESTS_DIR
 
     file, _, name = nodeid.partition("::")
     try:
-        tree = ast.parse((PUBLIC_TESTS / Path(file).name).read_text(encoding="utf-8"))
+        tree = ast.parse((PUBLIC_TESTS_DIR / Path(file).name).read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
         return ""
     for node in tree.body:

@@ -11,7 +11,7 @@ for the grader's workers:
 
 What comes back is the child's typed report (``runner``'s OUT_JSON, ``results``'
 ``TestOutcome`` and ``ModuleReport``), never parsed from its printed output.
-Source: issue 22 item 2 ("one request model ... carried by every runner and by ``check``'s child").
+One request model, carried by every runner and by ``check``'s child.
 """
 
 from __future__ import annotations

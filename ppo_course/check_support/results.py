@@ -5,7 +5,7 @@ classes and never parses a traceback: the state of each module is the grader's o
 (``ppo_course.grading_kit.states.ExerciseState``), filled from the exception objects where they
 were raised (``check_support.local.LocalProvider``).
 
-Source: issue 22 item 1 ("``check`` uses the same typed states as ``grade``, with no regex over output").
+``check`` uses the same typed states as ``grade``, with no regex over output.
 """
 
 from __future__ import annotations

@@ -27,14 +27,13 @@ from pathlib import Path
 
 from ppo_course.atomic_files import atomic_write_text
 from ppo_course.check_support.request import CheckRequest
+from ppo_course.public_tests import PUBLIC_TESTS_DIR
 from ppo_course.syllabus import EXERCISES
-
-PUBLIC_TESTS = Path(__file__).resolve().parent.parent / "public_tests"
 
 
 def public_test_files(stems: list[str] | tuple[str, ...] = EXERCISES) -> list[Path]:
     """The public test modules for the given exercise stems (those that exist)."""
-    return [PUBLIC_TESTS / f"test_{stem}.py" for stem in stems if (PUBLIC_TESTS / f"test_{stem}.py").is_file()]
+    return [PUBLIC_TESTS_DIR / f"test_{stem}.py" for stem in stems if (PUBLIC_TESTS_DIR / f"test_{stem}.py").is_file()]
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -104,7 +103,7 @@ def run(request: CheckRequest) -> int:
     collector = OutcomeCollector(provider.classify_and_record)
     progress = _Progress(guard, collector, request.out_json, provider)
     files = public_test_files(request.stems or EXERCISES)
-    args = pytest_args(files, PUBLIC_TESTS, request.deselect)
+    args = pytest_args(files, PUBLIC_TESTS_DIR, request.deselect)
     log = io.StringIO()
     # pytest's own report is noise to a student: the parent prints the collected outcomes.
     with contextlib.redirect_stdout(log):

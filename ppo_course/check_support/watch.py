@@ -12,8 +12,8 @@ dependency (``watchfiles`` would add a compiled wheel for no gain at this size).
 once the files stop changing for one poll (editors save in several writes).
 
 Which exercises re-run: those whose module, or a local file it imports (``check_support.imports``),
-changed. Source: issue 22 item 5 ("a ``check --watch`` that re-runs the changed exercise's public
-tests on save in a warm process and answers in under 1 s after the first run").
+changed. Goal: re-run the changed exercise's public tests on save in a warm process and answer in
+under 1 s after the first run.
 """
 
 from __future__ import annotations

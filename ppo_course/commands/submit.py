@@ -16,7 +16,7 @@ Exit status: 0 written; 1 no exercise module found, or the intake rules reject t
 2 a usage error. A module with a syntax error is written all the same (that exercise scores 0; the
 others are graded), with a warning.
 
-Source: issue 21 item 8; the contract's command table.
+Source: the contract's command table.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ iterator of mini-batches, each a dict ``{field name: tensor}`` (Book eq. 5.13,
 string, None, a list of tuples) made the test code itself raise (``mb["ids"]``
 on a str: TypeError), which the grader reported as its own failure
 (``grader_error``: "fix the grader") instead of the student's mistake
-(red-team attack a101). Every read goes through here and a wrong structure is
+Every read goes through here and a wrong structure is
 ``Mismatch("wrong_type")``.
 """
 

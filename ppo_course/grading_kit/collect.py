@@ -41,8 +41,8 @@ def _install_roots() -> tuple[str, ...]:
 def portable_paths(text: str) -> str:
     """`text` with every install root (`_install_roots`) cut from the paths it names: a traceback in
     feedback reads ``ppo_course/public_tests/test_ex5_rollout_buffer.py``, the same from any checkout
-    (red team a106: the grader's absolute checkout path made feedback differ by the folder the grader
-    lives in, and told students where it is)."""
+    (the grader's absolute checkout path would make feedback differ by the folder the grader
+    lives in, and tell students where it is)."""
     for root in _install_roots():
         text = text.replace(root, "")
     return text
@@ -127,6 +127,8 @@ class Outcome:
     passed: bool = True
     diagnosis: str | None = None
     detail: str = ""  # expected vs got, the failing example: shown for public tests only
+    finding: str = ""  # a sentence with no input or expected value (Mismatch.finding): shown for hidden tests too
+    fitted: str = ""  # the fitted family's claim behind the diagnosis (Mismatch.fitted), "" when none
     items: int = 0
     failed_items: list[str] = field(default_factory=list)
     # `ppo-course check` only (the graders never show what student code printed):
@@ -154,6 +156,15 @@ def _leaves(group: BaseException) -> list[BaseException]:
     return out
 
 
+def _finding(exc: BaseException, diagnosis: str | None) -> tuple[str, str]:
+    """(`Mismatch.finding`, `Mismatch.fitted`) of the failure that named `diagnosis` (in an exception group: its
+    first such member); ("", "") when none did."""
+    for leaf in _leaves(exc):
+        if isinstance(leaf, Mismatch) and leaf.diagnosis == diagnosis:
+            return leaf.finding, leaf.fitted
+    return "", ""
+
+
 class OutcomeCollector:
     """pytest plugin (register under any name) collecting `Outcome`s in `self.outcomes`.
 
@@ -174,7 +185,7 @@ class OutcomeCollector:
 
         A test that draws without a generator (``torch.randn(2, 3)`` in the hidden tests' malformed-input
         checks) otherwise got whatever the process's earlier work left: another student's grading in a
-        warm grader (hostile attack a83), or torch's random start-up seed in a fresh one. The seed comes
+        warm grader, or torch's random start-up seed in a fresh one. The seed comes
         from the test file's and function's names only, so every run on every machine draws the same.
         """
         from ppo_course.sandbox.seeding import seed_globals
@@ -241,6 +252,7 @@ class OutcomeCollector:
                 outcome.passed = False
                 if call.excinfo is not None and not report.skipped:
                     outcome.diagnosis, outcome.detail = self.diagnose_exception(call.excinfo.value)
+                    outcome.finding, outcome.fitted = _finding(call.excinfo.value, outcome.diagnosis)
                 else:  # a skip never hides a failure: it earns nothing
                     outcome.diagnosis, outcome.detail = "grader_error", f"skipped: {report.longrepr}"
 

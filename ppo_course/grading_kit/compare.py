@@ -5,8 +5,8 @@ Shared by the hidden graders (`grader/hidden/`) and the public tests
 
 Why a module of its own: IEEE comparisons with NaN are all False, so a check
 written `abs(got - want) > tol` or `max(worst, diff)` lets NaN through (a step
-that wrote NaN into the policy once got full marks on exercise 7, issue 10
-class 1). Every test here is written the safe way round, `diff <= tol` must be
+that wrote NaN into the policy would get full marks on exercise 7). Every test
+here is written the safe way round, `diff <= tol` must be
 True to pass, and non-finite values are checked explicitly:
 
 * a NaN or ±inf in `got` where the reference is finite always fails;

@@ -266,4 +266,26 @@ EX1_TO_EX6: dict[str, str] = {
         "add() stores tensors that still carry the caller's autograd graph; store detached copies "
         "(value.detach().clone())."
     ),
+    # --- parametrised families (a fitted parameter; the feedback's finding names its value) ---
+    "hyperparameter_value_wrong": (
+        "Your code uses another value of a hyper-parameter (clip_eps, clip_range_value, vf_coef, ent_coef, "
+        "gamma, lam or kl_coef) than the one passed: the finding says which and the value that fits your "
+        "output. Use the argument, never a constant of your own."
+    ),
+    "wrong_reduction": (
+        "Your loss reduces its per-token terms another way than the token-level masked mean "
+        "(sum over real tokens / number of real tokens, Book eq. 5.1); the finding says which."
+    ),
+    "off_by_one_token": (
+        "A quantity is one token off: it lands at position t-1 or t+1 instead of t (the finding says "
+        "which); check the index where it is stored or read."
+    ),
+    "gae_no_bootstrap": (
+        "Your GAE drops the bootstrap term: delta_t = r_t + gamma*V_{t+1} - V_t, with V = 0 past each row's "
+        "last real token (Book §5.5)."
+    ),
+    "whiten_per_row": (
+        "Your whitening takes the mean and variance per row; whiten over the real tokens of the whole "
+        "batch at once (Book §5.5)."
+    ),
 }

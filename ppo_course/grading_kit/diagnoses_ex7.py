@@ -2,7 +2,7 @@
 
 Part of the one table `ppo_course.grading_kit.diagnoses.DIAGNOSES` (see its docstring for the rules:
 stable ids, generic hints, no hidden input or expected value): the named step mistakes, the stage
-ids of the diagnosis by stage (`grader/mistakes/ppo_step_stages.py`, issue 21 item 13) and the
+ids of the diagnosis by stage (`grader/mistakes/ppo_step_stages.py`) and the
 earlier exercises a step needs.
 
 Sources: Book fig. 5.1, §5.5-5.8 (chapter 5 · PPO); TRL's `PPOTrainer` for the stats and units.
@@ -139,7 +139,7 @@ EX7: dict[str, str] = {
         "Your PPO step matches the reference with trusted building blocks, but not with your own "
         "earlier exercises; the difference comes from those modules (see their feedback)."
     ),
-    # --- exercise 7, by stage: the first intermediate that departs from the stub's step (issue 21, item 13) ---
+    # --- exercise 7, by stage: the first intermediate that departs from the stub's step ---
     "ppo_step_params_outside_optimizer": (
         "Your PPO step changes the weights outside optimizer.step() (by hand, or after the last step); every "
         "update must come from the optimizer on the accumulated, clipped gradient (step 7 of the stub)."

@@ -25,6 +25,7 @@ import torch
 
 from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.diagnoses import message
+from ppo_course.grading_kit.where import where_they_differ
 
 # A candidate is (diagnosis id, the buggy variant's output or a thunk computing it).
 Candidate = tuple[str, Any]
@@ -40,12 +41,18 @@ class Mismatch(AssertionError):
         diagnosis: an id of `DIAGNOSES` (e.g. "max_instead_of_min", "wrong_value").
         detail: expected vs got, shapes, the worst position; shown for public tests only.
         what: what was compared, e.g. "clipped_surrogate_loss(...)" or "stats['clipfrac']".
+        finding: one sentence that holds no input or expected value (a fitted parameter against the
+            call's, or where the outputs differ): shown for hidden tests too.
+        fitted: what a fitted mistake family claims, with its parameter ("" when none was fitted): two
+            failures of one exercise that name different claims tell no single story.
     """
 
-    def __init__(self, diagnosis: str, detail: str = "", what: str = "output"):
+    def __init__(self, diagnosis: str, detail: str = "", what: str = "output", finding: str = "", fitted: str = ""):
         self.diagnosis = diagnosis
         self.detail = detail
         self.what = what
+        self.finding = finding
+        self.fitted = fitted
         super().__init__(f"{what}: [{diagnosis}] {message(diagnosis)}" + (f"\n{detail}" if detail else ""))
 
 
@@ -129,9 +136,14 @@ def matching(got: Any, want: torch.Tensor, candidates: Iterable[Candidate], mask
     return found
 
 
+def _confirmed(found: str | None, probe: Callable[[str], bool] | None) -> str | None:
+    """`found` when there is no probe or the probe confirms it, else None (no evidence for the name)."""
+    return found if found is None or probe is None or probe(found) else None
+
+
 def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask: torch.Tensor | None = None,
                  what: str = "output", candidates: Sequence[Candidate] = (), inputs: str = "",
-                 check_dtype: bool = True) -> None:
+                 check_dtype: bool = True, probe: Callable[[str], bool] | None = None) -> None:
     """Raise `Mismatch` unless `got` equals `want` (same shape, dtype, device; values within tolerance).
 
     Args:
@@ -146,6 +158,8 @@ def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask
             names the mistake.
         inputs: a description of the input, shown in public feedback only.
         check_dtype: compare dtypes (off for stats or integer outputs).
+        probe: the evidence rule's second input (`ppo_course.grading_kit.public_probe.Probe`):
+            a candidate's name stands only when ``probe(name)`` confirms it; else the result is generic.
 
     Raises:
         Mismatch: with diagnosis `not_scalar`, `wrong_shape`, `wrong_dtype`, `wrong_device`,
@@ -158,7 +172,7 @@ def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask
                        what)
     if tuple(got.shape) != tuple(want.shape):
         # A candidate with a different shape (e.g. a shifted gather) may still name the mistake.
-        found = diagnose(got, want, candidates, mask, rtol, atol)
+        found = _confirmed(diagnose(got, want, candidates, mask, rtol, atol), probe)
         diagnosis = found or ("not_scalar" if want.dim() == 0 else "wrong_shape")
         raise Mismatch(diagnosis, f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}{where}", what)
     if check_dtype and got.dtype != want.dtype:
@@ -167,14 +181,18 @@ def expect_close(got: Any, want: torch.Tensor, *, rtol: float, atol: float, mask
         raise Mismatch("wrong_device", f"expected device {want.device}, got {got.device}{where}", what)
     if close(got, want, mask, rtol, atol):
         return
-    found = diagnose(got, want, candidates, mask, rtol, atol)
+    found = _confirmed(diagnose(got, want, candidates, mask, rtol, atol), probe)
     if found is None:
         found = "wrong_value" if compare.all_finite(_real(got, mask)) else "not_finite"
     padding = mask is not None and tuple(mask.shape) == tuple(want.shape) and not bool(mask.to(torch.bool).all())
     legend = f"\n  ({PADDING_SHOWN} = padding: its value is unspecified and not compared)" if padding else ""
+    finding = ""
+    if found in ("wrong_value", "not_finite"):  # no known mistake: say what is always true
+        finding = where_they_differ(got, want, rtol=rtol, atol=atol, mask=mask, structure=mask, what="the value")
     detail = (f"  expected: {_fmt(want, mask)}\n  got:      {_fmt(got, mask)}\n"
-              f"  {compare.describe_difference(got, want, mask)} (rtol={rtol:g}, atol={atol:g}){legend}{where}")
-    raise Mismatch(found, detail, what)
+              f"  {compare.describe_difference(got, want, mask)} (rtol={rtol:g}, atol={atol:g}){legend}{where}"
+              + (f"\n  {finding}" if finding else ""))
+    raise Mismatch(found, detail, what, finding=finding)
 
 
 def expect_raises(call: Callable[[], Any], error_names: Sequence[str], diagnosis: str, *, what: str,

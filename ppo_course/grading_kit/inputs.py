@@ -43,10 +43,10 @@ def no_local_constants() -> None:
     "local" (not site-packages) module currently in ``sys.modules``, and caches them under
     ``.hypothesis/constants/`` in the working folder. The examples then depend on which modules the
     process had imported when the test ran (a warm grader that graded an exercise-7 submission
-    before had more: the next student got other examples and another grade, hostile attack a82), on
+    before had more: the next student got other examples and another grade), on
     whether the package is an editable install, and on files in the working folder. Grading
-    examples must depend on the test and its settings only (issue 10 "Grading is deterministic";
-    issue 11 warm graders), so the local pool is empty here; hypothesis's own fixed global constants
+    examples must depend on the test and its settings only (grading is deterministic,
+    also in warm graders), so the local pool is empty here; hypothesis's own fixed global constants
     stay. Idempotent; hypothesis is pinned (pyproject.toml), and
     ``tests/hostile/test_hostile_warm.py`` checks that the hook still exists.
 

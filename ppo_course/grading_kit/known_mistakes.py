@@ -1,4 +1,4 @@
-"""What the catalogued mistakes return on the PUBLIC tests' fixed inputs (issue 21, item 12).
+"""What the catalogued mistakes return on the PUBLIC tests' fixed inputs.
 
 One variant-matching path for public and hidden tests: the hidden graders run
 the known buggy variants (`grader/mistakes/buggy_variants.py`) on their inputs; the

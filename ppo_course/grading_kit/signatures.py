@@ -124,8 +124,8 @@ def stub_methods(stem: str, class_name: str) -> frozenset[str]:
     """The public methods the stub's class `class_name` of module `stem` defines (``__init__`` aside).
 
     Test code calls these on a student's object; `GuardedModule.new` hands them to the `RemoteObject`,
-    which then always calls them in the child (red team a107: an attribute ``update = 5`` was read back
-    as data and the test's own ``ctl.update(...)`` raised TypeError in the grader: ``grader_error``).
+    which then always calls them in the child (read back as data, an attribute ``update = 5`` would make
+    the test's own ``ctl.update(...)`` raise TypeError in the grader: ``grader_error``).
     """
     prefix = f"{class_name}."
     names = {n[len(prefix):] for n in STUB_SIGNATURES.get(stem, {}) if n.startswith(prefix)}

@@ -10,7 +10,7 @@ never the reverse. An exercise module is in exactly one of these states:
 * ``import_error``: importing it failed otherwise (an exception, exit, crash or time-out at import);
 * ``not_implemented``: it imported, and every one of its tests failed with ``NotImplementedError``.
 
-Source: issue 11 ("typed results end to end"); the words follow the gradebook's message column
+Typed results end to end; the words follow the gradebook's message column
 (``grader.records.outcome.exercise_reasons``) and ``ppo-course check``'s summary table.
 """
 

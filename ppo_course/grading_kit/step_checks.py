@@ -1,4 +1,4 @@
-"""Exercise 7's stub rules, checked stage by stage on the observed trace, without any reference (issue 21, item 9).
+"""Exercise 7's stub rules, checked stage by stage on the observed trace, without any reference.
 
 The public test of exercise 7 (run by ``ppo-course check``, student side) must
 catch the step mistakes of the catalogue without the trusted implementation:
@@ -353,7 +353,7 @@ _STUB_PLACE = re.compile(r"^(?:NotImplementedError: )?(ex[1-6]_[a-z0-9_]+)\.([A-
 
 def unimplemented_dependency(exc: BaseException) -> tuple[str, str] | None:
     """(diagnosis id, detail) when ``exc`` is an earlier exercise's stub raising inside exercise 7, else None
-    (issue 21, item 10: a finished step is not reported "not implemented" because ex5 is still a stub).
+    (a finished step is not reported "not implemented" because ex5 is still a stub).
 
     Reads the exception's type name and message only: a ``NotImplementedError`` from ``ppo-course check``, or
     the sandbox's ``StudentError`` (``type_name``, ``message``) in grading, whose message starts with the

@@ -1,4 +1,4 @@
-"""Exercise 7's harness result, validated before any trusted code reads it (issue 19, class 6).
+"""Exercise 7's harness result, validated before any trusted code reads it.
 
 The child's harness (``ppo_course.sandbox.harness.run_ppo_step``) returns
 ``{"state_dict", "stats", "kl_coef", "trace"}``; the trace is the observer's

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
 from ppo_course.grading_kit.inputs import batches, grading_settings, show
 from ppo_course.grading_kit.known_mistakes import known_mistakes
+from ppo_course.grading_kit.public_probe import Probe
 
 EXERCISE = "ex1_ratio"
 KIND = "public"
@@ -64,6 +65,7 @@ def test_logprobs_hand_case(student):
     got = student.logprobs_from_logits(logits, tokens)
     # float64 arithmetic on 2 numbers: 1e-12 is far above rounding, far below any mistake.
     expect_close(got, want, rtol=1e-12, atol=1e-12, what="logprobs_from_logits(logits, tokens)",
+                 probe=Probe(student, "ex1.logprobs.hand", MISTAKE_CASES),
                  candidates=[("logprobs_misaligned", shifted), *known_mistakes("ex1.logprobs.hand")],
                  inputs="logits=[[[0, ln 3], [5, 5]]], tokens=[[1, 0]]")
 
@@ -78,6 +80,7 @@ def test_logprobs_stable_for_huge_logits(student):
     # float32 at magnitude 1000 has a spacing of 6e-5; 1e-3 absolute leaves room for the
     # log-sum-exp's rounding.
     expect_close(got, want, rtol=0, atol=1e-3, what="logprobs_from_logits(1e3-sized logits)",
+                 probe=Probe(student, "ex1.logprobs.huge", MISTAKE_CASES),
                  candidates=[("log_of_softmax", torch.tensor([[-math.inf, 0.0]])),
                              *known_mistakes("ex1.logprobs.huge")],
                  inputs="logits=[[[0, 1000], [0, 1000]]] float32, tokens=[[0, 1]]")
@@ -91,6 +94,7 @@ def test_logprobs_keeps_dtype(student):
         # uniform over 4 tokens: log(1/4) everywhere (normalised over the 3 steps instead: log(1/3)).
         want = torch.full((2, 3), LN(0.25), dtype=dtype)
         expect_close(got, want, rtol=1e-6, atol=1e-6, what=f"logprobs_from_logits({dtype} zeros)",
+                     probe=Probe(student, f"ex1.logprobs.zeros.{str(dtype).removeprefix('torch.')}", MISTAKE_CASES),
                      candidates=known_mistakes(f"ex1.logprobs.zeros.{str(dtype).removeprefix('torch.')}"))
 
 
@@ -102,6 +106,7 @@ def test_ratio_hand_cases(student):
     want = torch.tensor([[2.0, 1.0, 0.5]], dtype=torch.float64)
     got = student.probability_ratio(logp_new, logp_old)
     expect_close(got, want, rtol=1e-12, atol=1e-12, what="probability_ratio(logp_new, logp_old)",
+                 probe=Probe(student, "ex1.ratio.hand", MISTAKE_CASES),
                  candidates=[("ratio_in_probability_space", torch.tensor([[2.0, math.nan, 0.5]], dtype=torch.float64)),
                              ("ratio_inverted", torch.tensor([[0.5, 1.0, 2.0]], dtype=torch.float64)),
                              *known_mistakes("ex1.ratio.hand")],

@@ -9,6 +9,7 @@ from ppo_course.grading_kit.compare import close, close_scalar
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
 from ppo_course.grading_kit.inputs import batches, grading_settings, show
 from ppo_course.grading_kit.known_mistakes import known_mistakes
+from ppo_course.grading_kit.public_probe import Probe
 
 EXERCISE = "ex2_clipped_loss"
 KIND = "public"
@@ -77,6 +78,7 @@ def test_surrogate_hand_case(student):
         try:
             expect_close(got, _scalar(-0.85), rtol=1e-10, atol=1e-10,
                          what=f"clipped_surrogate_loss(hand case, {mask_kind} mask)",
+                         probe=Probe(student, f"ex2.hand.{mask_kind}", MISTAKE_CASES),
                          candidates=[(d, _scalar(v)) for d, v in HAND_MISTAKES] + known_mistakes(f"ex2.hand.{mask_kind}"),
                          inputs=f"r={RATIOS}, A={ADVANTAGES}, lengths={LENGTHS}, clip_eps=0.2")
         except Mismatch as exc:
@@ -93,6 +95,7 @@ def test_surrogate_uses_clip_eps(student):
     # the max instead of the min gives (1.5 - 0.5 + 0.7 + 2.2 + 3 - 0.65) / 6 = 6.25 / 6.
     got = student.clipped_surrogate_loss(*_hand_inputs(), clip_eps=0.3)
     expect_close(got, _scalar(-5.3 / 6), rtol=1e-10, atol=1e-10, what="clipped_surrogate_loss(..., clip_eps=0.3)",
+                 probe=Probe(student, "ex2.clip_eps_0.3", MISTAKE_CASES),
                  candidates=[("ignores_hyperparameter", _scalar(-0.85)), ("max_instead_of_min", _scalar(-6.25 / 6)),
                              ("loss_sign_flipped", _scalar(5.3 / 6)), *known_mistakes("ex2.clip_eps_0.3")],
                  inputs="the hand case with clip_eps=0.3")

@@ -9,6 +9,7 @@ import torch
 from ppo_course.grading_kit.compare import close_scalar
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
 from ppo_course.grading_kit.known_mistakes import known_mistakes
+from ppo_course.grading_kit.public_probe import Probe
 
 EXERCISE = "ex3_full_loss"
 KIND = "public"
@@ -59,6 +60,7 @@ def test_value_loss_hand_case(student):
     # Known mistakes on the same numbers: min instead of max (0.01 + 0.49 + 0.25)/3 = 0.25; a ½ factor
     # 0.315; no clip (or a clip around the returns) (0.01 + 1 + 0.25)/3 = 0.42; padding counted 1.89/4.
     expect_close(got, _scalar(0.63), rtol=1e-10, atol=1e-10, what="clipped_value_loss(hand case)",
+                 probe=Probe(student, "ex3.value_loss.hand", MISTAKE_CASES),
                  candidates=[("value_loss_min_instead_of_max", _scalar(0.25)), ("value_loss_half_factor", _scalar(0.315)),
                              ("value_clip_around_returns", _scalar(0.42)), ("padding_in_mean", _scalar(1.89 / 4)),
                              *known_mistakes("ex3.value_loss.hand")],
@@ -73,6 +75,7 @@ def test_entropy_hand_case(student):
     want = (LN(2.0) + (0.25 * LN(4.0) + 0.75 * LN(4.0 / 3.0)) + 0.0) / 3
     got = student.entropy_from_logits(logits, mask)
     expect_close(got, _scalar(want), rtol=1e-10, atol=1e-10, what="entropy_from_logits(hand case)",
+                 probe=Probe(student, "ex3.entropy.hand", MISTAKE_CASES),
                  candidates=[("entropy_sign", _scalar(-want)), ("entropy_unstable", _scalar(math.nan)),
                              *known_mistakes("ex3.entropy.hand")],
                  inputs="logits=[[0,0], [0, ln 3], [0, 1000], padding]")
@@ -91,6 +94,7 @@ def test_ppo_loss_hand_case(student):
     want = -0.85 - 0.01 * LN(2.0)
     expect_close(loss, _scalar(want), rtol=1e-10, atol=1e-10, what="ppo_loss(hand case)[0]",
                  # max instead of min: max(1.5, 1.2) = 1.5 and max(0.5, 0.8) = 0.8 -> surrogate loss −1.15.
+                 probe=Probe(student, "ex3.ppo_loss.hand", MISTAKE_CASES),
                  candidates=[("entropy_sign", _scalar(-0.85 + 0.01 * LN(2.0))),
                              ("max_instead_of_min", _scalar(-1.15 - 0.01 * LN(2.0))),
                              *known_mistakes("ex3.ppo_loss.hand")],

@@ -6,6 +6,7 @@ import torch
 
 from ppo_course.grading_kit.feedback import Mismatch, expect_close, expect_raises
 from ppo_course.grading_kit.known_mistakes import known_mistakes
+from ppo_course.grading_kit.public_probe import Probe
 
 EXERCISE = "ex4_gae"
 KIND = "public"
@@ -56,10 +57,12 @@ def test_gae_hand_case(student):
     # Without γ (γ = 1): A = (0.225, 0.25, 0.3). Shifted by one (A_t stored before its update): (0.165, 0.3, 0),
     # returns (0.665, 0.9, 0.7).
     expect_close(adv, _t([[0.11425, 0.165, 0.3]]), rtol=1e-10, atol=1e-10, what="advantages (γ=0.9, λ=0.5)",
+                 probe=Probe(student, "ex4.hand.advantages", MISTAKE_CASES),
                  candidates=[("gae_missing_gamma", _t([[0.225, 0.25, 0.3]])),
                              ("gae_shifted_by_one", _t([[0.165, 0.3, 0.0]])), *known_mistakes("ex4.hand.advantages")],
                  inputs="rewards=[0, 0, 1], values=[0.5, 0.6, 0.7]")
     expect_close(ret, _t([[0.61425, 0.765, 1.0]]), rtol=1e-10, atol=1e-10, what="returns (γ=0.9, λ=0.5)",
+                 probe=Probe(student, "ex4.hand.returns", MISTAKE_CASES),
                  candidates=[("returns_not_a_plus_v", _t([[0.11425, 0.165, 0.3]])),
                              ("gae_shifted_by_one", _t([[0.665, 0.9, 0.7]])), *known_mistakes("ex4.hand.returns")],
                  inputs="rewards=[0, 0, 1], values=[0.5, 0.6, 0.7]")
@@ -79,6 +82,7 @@ def test_gae_stops_at_last_real_token(student):
     mask = torch.tensor([[1.0, 1.0, 0.0, 0.0]])
     adv, ret = _pair(student.compute_gae(rewards, values, mask), "compute_gae")
     expect_close(adv, _t([[0.48, 0.4, 0.0, 0.0]]), mask=mask, rtol=1e-10, atol=1e-10, what="advantages with padding",
+                 probe=Probe(student, "ex4.padding.advantages", MISTAKE_CASES),
                  candidates=[("gae_bootstraps_from_padding", _t([[5.23, 5.4, 0.0, 0.0]])),
                              ("gae_bootstraps_from_padding", _t([[0.401625, 0.3175, 0.0, 0.0]])),
                              ("gae_ignores_mask", _t([[6.538625, 6.7775, 1.45, 11.0]])),
@@ -87,6 +91,7 @@ def test_gae_stops_at_last_real_token(student):
                  inputs="rewards=[0, 1 | 3, 4], values=[0.5, 0.6 | 5, -7], 2 real tokens")
     # Shifted by one: A = (0.4, 0), returns (0.9, 0.6).
     expect_close(ret, _t([[0.98, 1.0, 0.0, 0.0]]), mask=mask, rtol=1e-10, atol=1e-10, what="returns with padding",
+                 probe=Probe(student, "ex4.padding.returns", MISTAKE_CASES),
                  candidates=[("gae_shifted_by_one", _t([[0.9, 0.6, 0.0, 0.0]])), *known_mistakes("ex4.padding.returns")])
 
 
@@ -96,11 +101,13 @@ def test_whiten_hand_case(student):
     mask = torch.tensor([[True, True, True, False]])
     # (x − 2)/sqrt(1 + 1e-8) differs from (−1, 0, 1) by 5e-9; biased variance 2/3 gives ±1.2247.
     expect_close(student.whiten(x, mask), _t([[-1.0, 0.0, 1.0, 0.0]]), mask=mask, rtol=1e-7, atol=1e-7,
-                 what="whiten(x, mask)", candidates=[("whiten_biased_variance", _t([[-1.5 ** 0.5, 0.0, 1.5 ** 0.5, 0.0]])),
+                 what="whiten(x, mask)", probe=Probe(student, "ex4.whiten", MISTAKE_CASES),
+                 candidates=[("whiten_biased_variance", _t([[-1.5 ** 0.5, 0.0, 1.5 ** 0.5, 0.0]])),
                                                           *known_mistakes("ex4.whiten")],
                  inputs="x=[1, 2, 3 | 50]")
     expect_close(student.whiten(x, mask, shift_mean=False), _t([[1.0, 2.0, 3.0, 0.0]]), mask=mask, rtol=1e-7, atol=1e-7,
                  what="whiten(x, mask, shift_mean=False)",
+                 probe=Probe(student, "ex4.whiten.no_shift", MISTAKE_CASES),
                  candidates=[("whiten_shift_mean_ignored", _t([[-1.0, 0.0, 1.0, 0.0]])), *known_mistakes("ex4.whiten.no_shift")],
                  inputs="x=[1, 2, 3 | 50]")
 

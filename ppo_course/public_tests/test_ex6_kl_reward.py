@@ -6,6 +6,7 @@ import torch
 
 from ppo_course.grading_kit.feedback import expect_close
 from ppo_course.grading_kit.known_mistakes import known_mistakes
+from ppo_course.grading_kit.public_probe import Probe
 
 EXERCISE = "ex6_kl_reward"
 KIND = "public"
@@ -36,7 +37,8 @@ def _t(rows) -> torch.Tensor:
 def test_per_token_kl_hand_case(student):
     """logp − ref_logp = (0.5, −1) on real tokens, exactly 0 on padding."""
     expect_close(student.per_token_kl(LOGP, REF_LOGP, MASK), _t([[0.5, -1.0, 0.0]]), rtol=1e-12, atol=1e-12,
-                 what="per_token_kl", candidates=[("kl_wrong_direction", _t([[-0.5, 1.0, 0.0]])),
+                 what="per_token_kl", probe=Probe(student, "ex6.kl.hand", MISTAKE_CASES),
+                 candidates=[("kl_wrong_direction", _t([[-0.5, 1.0, 0.0]])),
                                                   ("kl_unmasked", _t([[0.5, -1.0, 13.0]])),
                                                   *known_mistakes("ex6.kl.hand")],
                  inputs="logp=[-1, -2 | 4], ref_logp=[-1.5, -1 | -9]")
@@ -47,6 +49,7 @@ def test_shaped_rewards_hand_case(student):
     got = student.kl_shaped_rewards(SCORES, LOGP, REF_LOGP, MASK, kl_coef=0.1, placement="per_token")
     expect_close(got, _t([[-0.05, 2.1, 0.0]]), rtol=1e-12, atol=1e-12, what="kl_shaped_rewards(per_token)",
                  # An unmasked KL leaves −0.1·(4 − (−9)) = −1.3 on the padding position.
+                 probe=Probe(student, "ex6.shaped.per_token", MISTAKE_CASES),
                  candidates=[("score_on_padding", _t([[-0.05, 0.1, 2.0]])), ("kl_penalty_sign", _t([[0.05, 1.9, 0.0]])),
                              ("rewards_not_zero_on_padding", _t([[-0.05, 2.1, -1.3]])),
                              *known_mistakes("ex6.shaped.per_token")],
@@ -54,6 +57,7 @@ def test_shaped_rewards_hand_case(student):
     got = student.kl_shaped_rewards(SCORES, LOGP, REF_LOGP, MASK, kl_coef=0.1, placement="last_token")
     # The sum instead of the mean gives 2 − 0.1·(−0.5) = 2.05.
     expect_close(got, _t([[0.0, 2.025, 0.0]]), rtol=1e-12, atol=1e-12, what="kl_shaped_rewards(last_token)",
+                 probe=Probe(student, "ex6.shaped.last_token", MISTAKE_CASES),
                  candidates=[("last_token_sum_instead_of_mean", _t([[0.0, 2.05, 0.0]])),
                              *known_mistakes("ex6.shaped.last_token")],
                  inputs="scores=[2], kl=(0.5, -1 | pad), kl_coef=0.1")

@@ -68,7 +68,7 @@ def _run(student, payload) -> dict:
                                            payload["ppo_config"], payload["seed"],
                                            ref_state_dict=payload["ref_state_dict"], observe="deep",
                                            kl_coef=payload["kl_coef"])
-        except Exception as exc:  # say which earlier exercise is still a stub (issue 21, item 10)
+        except Exception as exc:  # say which earlier exercise is still a stub
             found = step_checks.unimplemented_dependency(exc)
             if found is None:
                 raise

@@ -41,7 +41,7 @@ MAX_DEPTH = 64
 #: Most dimensions of a tensor.
 MAX_NDIM = 16
 #: Largest product of a tensor's non-zero dimensions, also for an empty tensor (``[0, 2**70]`` made
-#: torch raise TypeError, and ``[0, 2**62, 2**62]`` RuntimeError, inside the grader: red-team attack a99).
+#: torch raise TypeError, and ``[0, 2**62, 2**62]`` RuntimeError, inside the grader).
 MAX_DIM_PRODUCT = 2**48
 
 #: dtypes that may cross the channel, by wire name.

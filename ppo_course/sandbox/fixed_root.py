@@ -1,4 +1,4 @@
-"""The fork server's fixed paths: the venv and the package seen at ``/opt/ppo``, not in the checkout (attack a109).
+"""The fork server's fixed paths: the venv and the package seen at ``/opt/ppo``, not in the checkout.
 
 Grades must not depend on the folder a checkout lives in. A child is a fork of
 the fork server, so it inherits the server's command line
@@ -27,7 +27,7 @@ or the interpreter living under ``/opt``), it execs the old command (the
 checkout's paths stay visible; the server's hello says ``fixed_root: false``).
 
 Not hidden: ``/proc/self/mountinfo`` names each bind's source folder within
-its file system (see docs/threat_model.md, a109).
+its file system (see docs/threat_model.md).
 """
 
 from __future__ import annotations

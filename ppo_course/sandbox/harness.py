@@ -85,7 +85,7 @@ def _make_buffer_graph_probe() -> Any:
     torch functions, the ``TensorBase`` descriptors of ``requires_grad``/``grad_fn`` (a C type, which no
     code can change) and the torch-function switch in its closure, so that rebinding a module
     attribute afterwards (``harness.buffer_graph_probe = ...``, ``torch.Tensor.requires_grad = ...``,
-    ``torch.rand = ...``) changes nothing it does. Class 3 of issue 19.
+    ``torch.rand = ...``) changes nothing it does.
     """
     base = torch._C.TensorBase.__dict__
     requires_grad, grad_fn = base["requires_grad"].__get__, base["grad_fn"].__get__
@@ -142,7 +142,7 @@ def _make_grad_runner() -> Any:
     Made before the student's import (:func:`trusted_operations`): backpropagation goes through autograd's
     C engine (``torch._C._EngineBase.run_backward``, an immutable type) and ``TensorBase``'s own methods,
     so rebinding ``torch.autograd.backward``, ``torch.Tensor.backward``/``requires_grad`` or
-    ``inspect.signature`` afterwards changes nothing it measures (issue 19, class 3). The gradients it
+    ``inspect.signature`` afterwards changes nothing it measures. The gradients it
     returns are compared with the reference's in the parent.
     """
     import inspect
@@ -181,7 +181,7 @@ def _make_grad_runner() -> Any:
                 if not is_instance(value, tensor_base) or not is_floating(value):
                     raise TypeError(f"call_with_grad: argument {name!r} is not a floating-point tensor")
                 leaf = requires_grad_(clone(detach(value)), True)
-                # A non-leaf copy: an in-place change of it is then not autograd's error (hostile a31).
+                # A non-leaf copy: an in-place change of it is then not autograd's error.
                 bound.arguments[name] = clone(leaf)
             leaves.append(leaf)
         previous = is_grad_enabled()
@@ -222,7 +222,7 @@ def trusted_operations() -> dict[str, Any]:
     calls these objects,
     never the module attributes, so that a submission that rebinds ``ppo_course.sandbox.harness``'s
     names (or replaces the module in ``sys.modules``) does not change what runs. What they return is
-    raw data that the parent validates (issue 19, class 3).
+    raw data that the parent validates.
     """
     from ppo_course.sandbox.tied_grad import make_tied_runner
 
@@ -231,7 +231,7 @@ def trusted_operations() -> dict[str, Any]:
 
 
 def _make_ppo_step_runner() -> Any:
-    """Exercise 7's harness with its helpers bound now (before the student's import; issue 19, class 3).
+    """Exercise 7's harness with its helpers bound now (before the student's import).
 
     ``build_setting``, the observer, the seeding and the toy reward are taken from their modules here,
     so rebinding ``harness.build_setting``, ``observe.StepObserver`` or ``toy_task.score`` afterwards

@@ -171,7 +171,7 @@ def _join_memory_cgroup(cgroup: str | None, config: dict) -> memcg.Budget | None
     """Move this child into the memory cgroup ``cgroup`` the fork server made, if any; returns its budget."""
     budget = memcg.Budget(cgroup, int(config["memory_cgroup_version"])) if cgroup else None
     if budget is not None:
-        # First: every page this child and its processes fault in from here on counts (issue 19, class 2).
+        # First: every page this child and its processes fault in from here on counts.
         budget.join()
     return budget
 
@@ -202,7 +202,7 @@ def _unshare_namespaces(iso: Isolation, config_pid_namespace: bool) -> None:
         iso.notes.append("no pid namespace: the child sees the machine's pid counter (its new pids, /proc/self/stat)")
     iso.network_isolated = _unshare_or_note(iso, CLONE_NEWNET, "no network namespace ({}): student code can reach the network")
     # /proc/self/cgroup then reads "/" instead of the grader's memory cgroup path ".../ppo-sandbox-<pid>/c<n>",
-    # whose c<n> counted the children made before this one: the order a submission is graded in (red team a108).
+    # whose c<n> counted the children made before this one: the order a submission is graded in.
     _unshare_or_note(iso, CLONE_NEWCGROUP, "no cgroup namespace ({}): the child sees its memory cgroup's path")
     _unshare_or_note(iso, CLONE_NEWIPC, "no IPC namespace ({})")  # no System V shared memory / semaphores shared with the grader
 
@@ -225,7 +225,7 @@ def _build_minimal_root(iso: Isolation, config: dict, limits: dict, uid: int | N
     needed = sorted({q for p in config.get("needed_paths", []) if os.path.exists(p)
                      for q in (os.path.abspath(p), os.path.realpath(p))})
     try:
-        # Issue 19, class 1: only what the interpreter needs, read-only and noatime, and a
+        # Only what the interpreter needs, read-only and noatime, and a
         # private writable /tmp, /dev/shm, /var/tmp (rootfs); the machine's root is detached.
         new_root = os.path.join(config["workdir"], "root")
         os.makedirs(new_root, mode=0o700, exist_ok=True)
@@ -339,7 +339,7 @@ def set_limits(limits: dict, nproc_base: int = 0, single_process: bool = False) 
     ``memory_mb``, so that the budget is what student code may add;
     RLIMIT_NPROC is ``nproc_base + max_processes`` (``nproc_base``: tasks of
     this uid that the kernel counts but that are not the child's).
-    ``single_process`` (no memory cgroup, issue 19 class 2): the seccomp filter
+    ``single_process`` (no memory cgroup): the seccomp filter
     refuses new processes and memfds, so this one address space, less the
     private /tmp and /dev/shm tmpfs sizes, is the whole budget.
     """

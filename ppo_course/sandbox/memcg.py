@@ -2,7 +2,7 @@
 
 ``RLIMIT_AS`` is per process, and pages of memory-backed files (``memfd``,
 tmpfs, ``/dev/shm``) count against no process at all: a child with 16
-processes could hold 16 budgets and more in memfds (issue 19, class 2). A
+processes could hold 16 budgets and more in memfds. A
 memory cgroup counts every page the child's processes fault in, shared memory
 and tmpfs included (the kernel charges shmem pages to the cgroup of the task
 that faulted them), so one limit holds the whole sandbox.

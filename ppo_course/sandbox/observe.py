@@ -41,7 +41,7 @@ ints, bools, strings, detached CPU tensor copies):
 ``purge``          (nothing)
 =================  ===============================================================
 
-With ``deep=True`` (the public test of ``ppo-course check``, issue 21 item 9) the
+With ``deep=True`` (the public test of ``ppo-course check``) the
 observer also measures what only instrumentation shows (``Tensor.backward`` and
 ``torch.nn.utils.clip_grad_norm_`` are wrapped for the duration of the call):
 

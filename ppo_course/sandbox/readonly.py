@@ -2,7 +2,7 @@
 
 A child that runs as the grader's own uid (a non-root grader) could otherwise
 write into the venv it imports from: a ``.pth`` or ``sitecustomize.py`` left
-there runs in every later grading (issue 10, class 6). ``isolate.confine``
+there runs in every later grading. ``isolate.confine``
 calls :func:`make_read_only` on the outermost needed paths after the covers.
 """
 

@@ -1,6 +1,6 @@
 """A minimal root for one child: only what the interpreter needs, read-only and unchanged by reading.
 
-Issue 19, class 1: with the machine's own root file system visible (read-write,
+Why: with the machine's own root file system visible (read-write,
 ``relatime``), reading a world-readable file set its access time, which a
 later child read back with ``stat()``: one bit per file, kept for a day, seen
 by every later grading. So ``isolate.confine`` builds, inside the child's

@@ -1,4 +1,4 @@
-"""Seeding the child's global random generators (child side; issue 16, determinism of feedback).
+"""Seeding the child's global random generators (child side; deterministic feedback).
 
 A submission that draws from a global generator (``random.random()``, ``np.random.rand()``,
 ``torch.randperm(n)`` without the given generator) gets the same draws on every run and machine:
@@ -18,7 +18,7 @@ import torch
 
 def seed_globals(seed: int) -> None:
     """Seed torch's, numpy's and ``random``'s global RNGs (a student who samples without the given
-    generator gets the same draws on every run and machine; issue 16, determinism of feedback)."""
+    generator gets the same draws on every run and machine)."""
     import random
 
     random.seed(seed)

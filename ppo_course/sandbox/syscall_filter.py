@@ -52,7 +52,7 @@ except Exception as exc:  # noqa: BLE001 - missing module or missing libseccomp.
 
 #: System calls that fail with EPERM in a child (names absent on this architecture are skipped).
 DENIED_SYSCALLS: tuple[str, ...] = (
-    # keyrings: not namespaced, they outlive the child (issue 10, class 4)
+    # keyrings: not namespaced, they outlive the child
     "add_key", "request_key", "keyctl",
     # SysV IPC and POSIX message queues (also isolated by the IPC namespace where it exists)
     "shmget", "semget", "msgget", "mq_open",

@@ -130,7 +130,7 @@ class Worker:
         self.config = config
         # The measurements (``harness.trusted_operations``) and this worker's own methods, bound now:
         # made before the student's import, they are not reached by rebinding a module or class
-        # attribute afterwards (issue 19, class 3). ``handle`` uses these, never ``self.<method>``.
+        # attribute afterwards. ``handle`` uses these, never ``self.<method>``.
         if trusted is None:
             from ppo_course.sandbox import harness
 

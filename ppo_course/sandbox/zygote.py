@@ -2,7 +2,7 @@
 
 Started by the grader (``grader.sandbox.forkserver_client``) through
 ``fixed_root.launch`` as ``/opt/ppo/venv/bin/python -S -P -c "...main()" CTL_FD
-PARENT_PID`` (the venv and the package at fixed paths, attack a109) with a
+PARENT_PID`` (the venv and the package at fixed paths) with a
 scrubbed environment. It
 imports torch and the public package once (the per-exercise cost is then a
 ``fork``, not a ~1.5 s ``import torch``), and never imports the reference,
@@ -94,7 +94,7 @@ class ForkServer:
         if self.is_root:
             os.makedirs(reaper.LOCK_DIR, mode=0o700, exist_ok=True)
             reaper.kill_abandoned(self.children)
-        # One memory budget per child, counting every process and memory-backed file (issue 19, class 2).
+        # One memory budget per child, counting every process and memory-backed file.
         self.memcg, why = memcg.Controller.open(os.getpid()) if self.is_root else (None, "the grader is not root")
         if self.memcg is None:
             isolate.warn(f"no memory cgroup ({why}): each child is held to one process without memfds, and "

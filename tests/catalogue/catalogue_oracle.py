@@ -39,7 +39,10 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 # ---------------------------------------------------------------- ex1 (Book eq. 5.18-5.20)
 def logprobs_from_logits(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """log_softmax(logits)[tokens], [B,T] (TRL `logprobs_from_logits`)."""
+    """log_softmax(logits)[tokens], [B,T] (TRL `logprobs_from_logits`); ValueError for non-integer tokens
+    (the contract's Raises clause; TRL itself gathers whatever it is given)."""
+    if tokens.dtype.is_floating_point or tokens.dtype == torch.bool:
+        raise ValueError(f"tokens must be integers, got {tokens.dtype}")
     return _trl_logprobs(logits, tokens)
 
 
@@ -53,7 +56,10 @@ def probability_ratio(logp_new: torch.Tensor, logp_old: torch.Tensor) -> torch.T
 
 # ---------------------------------------------------------------- ex2 (Book eq. 5.1)
 def clipped_surrogate_loss(logp_new, logp_old, advantages, mask, clip_eps=0.2):
-    """−masked_mean(min(r·Â, clip(r)·Â)), written as TRL's max of negated terms."""
+    """−masked_mean(min(r·Â, clip(r)·Â)), written as TRL's max of negated terms; ValueError when the four
+    tensors do not share one shape (the contract's Raises clause)."""
+    if len({t.shape for t in (logp_new, logp_old, advantages, mask)}) != 1:
+        raise ValueError("logp_new, logp_old, advantages and mask must share one shape")
     ratio = probability_ratio(logp_new, logp_old.detach())
     adv = advantages.detach()
     pg_losses = -adv * ratio
@@ -151,6 +157,8 @@ class AdaptiveKLController:
     """Ziegler et al. (2019) proportional controller, as TRL's `AdaptiveKLController`."""
 
     def __init__(self, init_kl_coef=0.05, target=6.0, horizon=10000):
+        if target <= 0 or horizon <= 0:  # the contract's Raises clause (TRL does not check)
+            raise ValueError(f"target and horizon must be positive, got {target}, {horizon}")
         self.value = init_kl_coef
         self.target = target
         self.horizon = horizon

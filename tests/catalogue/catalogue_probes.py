@@ -99,6 +99,10 @@ def probe_ex1(mod) -> Record:
             if out is not None:
                 _put(rec, name, out)
                 _grad_of(rec, name, out, {"logits": logits})
+        tokens = torch.randint(0, 11, (4, T), generator=_gen(2))
+        name = f"logprobs[{dtype}][float_tokens]"
+        rec[name] = "accepted"  # overwritten by "raised <type>" when refused (the contract: ValueError)
+        _call(rec, name, lambda: mod.logprobs_from_logits(_randn(4, T, 11, seed=1, dtype=dtype), tokens.to(dtype)))
         lp_new = _randn(4, T, seed=3, dtype=dtype, scale=0.3) - 2.0
         lp_old = _randn(4, T, seed=4, dtype=dtype, scale=0.3) - 2.0
         for tag, a, b in (("normal", lp_new, lp_old), ("tiny", lp_new * 0 - 1000.0, lp_old * 0 - 1000.0),
@@ -109,6 +113,8 @@ def probe_ex1(mod) -> Record:
             out = _call(rec, name, lambda: mod.probability_ratio(a, b))
             if out is not None:
                 _put(rec, name, out)
+                # in log space: a ratio e^−25 that comes out 0 (or e^−200 in float64) differs from e^Δ here
+                rec[name + ".log"] = torch.log(out.detach().to(torch.float64))
                 _grad_of(rec, name, out, {"logp_new": a, "logp_old": b})
     return rec
 
@@ -140,6 +146,10 @@ def probe_ex2(mod) -> Record:
                 if out is not None:
                     _put(rec, name, out)
                     _grad_of(rec, name, out, {"logp_new": lp_new, "logp_old": lp_old, "advantages": adv}, mask)
+        lp = torch.zeros(4, T, dtype=dtype)
+        name = f"surrogate[{dtype}][advantages_shape]"
+        rec[name] = "accepted"  # overwritten by "raised <type>" when refused (the contract: ValueError)
+        _call(rec, name, lambda: mod.clipped_surrogate_loss(lp, lp, torch.ones(4, 1, dtype=dtype), make_mask("bool")))
         # |log r| = 25 where the unclipped term is the smaller one (r = e^25 with Â < 0): nothing may clamp r.
         far = torch.tensor([[25.0, -25.0, 0.1]], dtype=dtype)
         name = f"surrogate[{dtype}][far]"
@@ -406,6 +416,10 @@ def probe_ex6(mod) -> Record:
         for i, (kl, n) in enumerate(((6.0, 64), (7.0, 64), (100.0, 128), (0.0, 32), (5.5, 1), (-3.0, 16))):
             _call(rec, f"ctl[{init}].update{i}", lambda: ctl.update(kl, n))
             rec[f"ctl[{init}].value{i}"] = float(ctl.value)
+    for target, horizon in ((0.0, 10000), (6.0, -5)):
+        name = f"ctl.bad[{target}][{horizon}]"
+        rec[name] = "accepted"  # overwritten by "raised <type>" when refused (the contract: ValueError)
+        _call(rec, name, lambda: mod.AdaptiveKLController(0.05, target, horizon))
     ctl = _call(rec, "ctl.defaults", lambda: mod.AdaptiveKLController())
     if ctl is not None:
         rec["ctl.defaults.value"] = float(ctl.value)
@@ -502,8 +516,19 @@ def probe_ex7(mod, steps: int = 2) -> Record:
         policy2, ref2 = toy_task.sft_policy(seed=0), toy_task.sft_policy(seed=1)
         opt2 = torch.optim.Adam(policy2.parameters(), lr=other.learning_rate)
         kl_ctl2 = mod.ex6_kl_reward.AdaptiveKLController(other.init_kl_coef, other.target_kl, other.kl_horizon)
+        updates: list = []
+        real_update = kl_ctl2.update
+
+        def recording_update(*args, **kwargs):
+            updates.append([float(v) for v in [*args, *kwargs.values()]])
+            return real_update(*args, **kwargs)
+
+        kl_ctl2.update = recording_update
         stats = _call(rec, "other", lambda: mod.ppo_step(policy2, ref2, opt2, queries, toy_task.score, kl_ctl2,
                                                          other, _gen(1)))
+        # what the controller was given (a step whose β ends right because the error is clipped shows here)
+        rec["other.kl_update"] = (torch.tensor(updates[0], dtype=torch.float64) if len(updates) == 1
+                                  else f"{len(updates)} updates")
         if stats is not None:
             rec["other.params"] = torch.cat([p.detach().flatten() for p in policy2.parameters()]).to(torch.float64)
     finally:

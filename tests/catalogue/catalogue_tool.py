@@ -173,7 +173,11 @@ def import_composed(entry: Entry, workdir: Path, base: Optional[str] = None,
     try:
         spec = importlib.util.spec_from_file_location(f"catalogue_{entry.name}_{uuid.uuid4().hex[:8]}", path)
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        sys.modules[spec.name] = module  # as an import does (a @dataclass looks its module up there)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.modules.pop(spec.name, None)
     finally:
         sys.path[:] = saved_path
         for name in EXERCISES:

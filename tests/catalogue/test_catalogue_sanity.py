@@ -94,7 +94,21 @@ def test_solution_agrees_with_the_oracle(exercise, solution_records, oracle_reco
     assert catalogue_probes.differences(solution_records[exercise], oracle_records[exercise]) == []
 
 
-@pytest.mark.parametrize("entry", SIMPLE, ids=lambda e: e.name)
+# entry name -> why no probe may show it (strict xfails: a probe that shows it XPASSes and fails).
+SANITY_GAPS: dict[str, str] = {
+    "ex2_clipped_loss__unseen1_u12_torch_minimum_at_boundary": (
+        "torch.minimum differs from the solution only in the gradient at r = 1 ± ε exactly, where the oracle "
+        "(TRL's torch.max of the negated terms) splits the tie the same way: a probe there would set the solution "
+        "against the oracle over a docstring promise that is deliberately ungraded"),
+}
+
+
+def _simple_params():
+    return [pytest.param(e, id=e.name, marks=[pytest.mark.xfail(reason=SANITY_GAPS[e.name], strict=True)]
+                         if e.name in SANITY_GAPS else []) for e in SIMPLE]
+
+
+@pytest.mark.parametrize("entry", _simple_params())
 def test_entry_against_solution_and_oracle(entry, tmp_path, solution_records, oracle_records):
     """A buggy entry differs from the solution (and the oracle) somewhere; a correct one nowhere."""
     module = catalogue_tool.import_composed(entry, tmp_path)

@@ -34,7 +34,11 @@ REPO = Path(__file__).resolve().parents[2]
 EXERCISES = ("ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer", "ex6_kl_reward")
 ENTRIES = [e for e in catalogue_tool.load_entries() if e.exercise in EXERCISES]
 # entry -> why a public test still says something else (strict: it fails once fixed).
-KNOWN_GAPS: dict[str, str] = {}
+KNOWN_GAPS: dict[str, str] = {
+    "ex4_gae__unseen1_u31_returns_reward_to_go": (
+        "returns as the undiscounted reward-to-go: test_gae_hand_case says only the generic wrong_value "
+        "(no variant reproduces a reward-to-go return); the returns tests name returns_not_a_plus_v"),
+}
 
 
 def _public_outcomes(entry, workdir: Path) -> dict[str, str]:

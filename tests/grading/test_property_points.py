@@ -101,8 +101,8 @@ def compute_gae(rewards, values, mask, gamma=1.0, lam=0.95):
 
 
 def test_an_uncatalogued_mistake_earns_what_a_catalogued_one_of_the_same_size_earns(tmp_path):
-    """Points by behaviour, never by catalogue membership: GAE without its bootstrap term (δ = r − V, named
-    by no catalogue entry) and GAE bootstrapping from the same step (δ = r + γV_t − V_t, the catalogued
+    """Points by behaviour, never by catalogue membership: GAE without its bootstrap term (δ = r − V, in no
+    catalogue entry; named `gae_no_bootstrap` by its fitted family, grader/mistakes/families.py) and GAE bootstrapping from the same step (δ = r + γV_t − V_t, the catalogued
     `gae_wrong_timestep`) are the same code but for one term; both keep the gated 0.5 of
     test_gae_whiten_inputs_untouched, both lose test_gae_carries_no_gradient (its expected answer is the
     values, so a value mistake fails it, named by its value, catalogued or not), and score the same."""
@@ -121,12 +121,13 @@ def test_an_uncatalogued_mistake_earns_what_a_catalogued_one_of_the_same_size_ea
     assert by_test["catalogued"]["test_gae_matches_reference"].diagnosis == "gae_wrong_timestep"
     uncatalogued = by_test["uncatalogued"]["test_gae_matches_reference"]
     assert uncatalogued.status == "failed" and uncatalogued.diagnosis not in NO_WORK_DIAGNOSES
-    assert uncatalogued.diagnosis == "wrong_value"  # named by no model: no name
+    # No catalogue entry, but a fitted family (grader/mistakes/families.py) models it: named on evidence.
+    assert uncatalogued.diagnosis == "gae_no_bootstrap"
     for label in results:
         t = by_test[label]["test_gae_whiten_inputs_untouched"]
         assert t.status == "passed" and t.score == t.max_score > 0, (label, t.output)
     tied = {label: by_test[label]["test_gae_carries_no_gradient"] for label in results}
     assert [(t.status, t.score) for t in tied.values()] == [("failed", 0.0)] * 2, tied
-    assert tied["catalogued"].diagnosis == "gae_wrong_timestep" and tied["uncatalogued"].diagnosis == "wrong_value"
+    assert (tied["catalogued"].diagnosis, tied["uncatalogued"].diagnosis) == ("gae_wrong_timestep", "gae_no_bootstrap")
     scores = {label: r.exercises["ex4_gae"].score for label, r in results.items()}
     assert scores["uncatalogued"] == scores["catalogued"] < 10, scores

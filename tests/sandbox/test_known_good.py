@@ -59,6 +59,19 @@ GLUE = {
                 stale = "RuntimeError"
             return {"epochs": epochs, "after": after, "len": n, "phases": [phase_before, buf.phase], "stale": stale}
 
+        def buffer_listed(data, mini_batch_size, seed):
+            g = torch.Generator().manual_seed(seed)
+            buf = ex5_rollout_buffer.RolloutBuffer()
+            buf.add(**data)
+            buf.start_training()
+            it = buf.minibatches(mini_batch_size, g)
+            try:
+                len(it)
+                length = "no error"
+            except TypeError:
+                length = "TypeError"
+            return {"listed": list(it), "len_of_iterator": length}
+
         def controller(kl, n):
             ctl = ex6_kl_reward.AdaptiveKLController(0.05, 6.0, 10000)
             ctl.update(kl, n)
@@ -131,6 +144,21 @@ def test_remote_buffer_keeps_the_students_generator_in_step(glue):
         for got_mb, want_mb in zip(got_epoch, want_epoch):
             assert torch.equal(got_mb["x"], want_mb["x"]) and torch.equal(got_mb["y"], want_mb["y"])
     assert torch.equal(got["after"], want_after)
+
+
+def test_remote_minibatch_iterator_can_be_listed(glue):
+    """`list(buf.minibatches(...))` works on a known-good buffer as on a local one: `len()` of the remote
+    iterator (which `list` asks for a size hint) raises TypeError, as len() of a generator does, not the
+    AttributeError that `list` would pass on to the student as a crash."""
+    data = {"x": torch.arange(10.0).reshape(5, 2)}
+    got = glue.buffer_listed(data, 2, seed=3)
+    buf = ppo_reference.RolloutBuffer()
+    buf.add(**data)
+    buf.start_training()
+    want = list(buf.minibatches(2, torch.Generator().manual_seed(3)))
+    assert got["len_of_iterator"] == "TypeError"
+    assert len(got["listed"]) == len(want) == 3
+    assert all(torch.equal(a["x"], b["x"]) for a, b in zip(got["listed"], want))
 
 
 def test_remote_controller_matches_the_contract_formula(glue):

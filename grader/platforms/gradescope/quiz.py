@@ -14,7 +14,7 @@ as the quiz server's stop page does: never a key, an explanation or which
 option was right. Without a responses file
 every stop scores 0 with a message saying what to hand in.
 
-Bound to its student (issue 20 item 6), from Gradescope's
+Bound to its student, from Gradescope's
 ``/autograder/submission_metadata.json``: the file's ``student_id`` must name
 the submitter (their SID, e-mail or the e-mail's local part; a file naming
 anyone else scores 0 with the reason), and the variants are those of attempt
@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ppo_course.syllabus import N_STOPS
+
 MAX_RESPONSES_BYTES = 1_000_000
-N_STOPS = 8
 METADATA = Path("/autograder/submission_metadata.json")
 
 

@@ -135,7 +135,7 @@ def apply_visibility(results: dict, hidden_visibility: str) -> dict:
 def safe_outputs(results: dict) -> dict:
     """Cap every output (top level and per test, `ppo_course.text_safety.cap`) and have Gradescope show them as
     plain text (``output_format``/``test_output_format`` "text"), so that no student-derived text is
-    rendered as Markdown or HTML (issue 10, class 7). In place; returned."""
+    rendered as Markdown or HTML. In place; returned."""
     from ppo_course.text_safety import cap
 
     if "output" in results:

@@ -23,9 +23,10 @@ import secrets
 from grader.platforms.lti import claims as C
 from grader.platforms.lti.launch import LaunchData
 from grader.platforms.lti.tool_keys import ToolKeys
+from ppo_course.syllabus import STOPS
 
 #: What an instructor can add: ``None`` = the whole chapter quiz, else one stop (1-8).
-CHOICES: dict[str, int | None] = {"chapter": None, **{f"stop{n}": n for n in range(1, 9)}}
+CHOICES: dict[str, int | None] = {"chapter": None, **{f"stop{n}": n for n in STOPS}}
 
 
 ITEM_TYPE = "ltiResourceLink"

@@ -37,6 +37,7 @@ from grader.platforms.lti.registry import Registry, is_loopback_url
 from grader.platforms.lti.services import PlatformServices
 from grader.platforms.lti.stored import StoreRegistry, StoreToolKeys, import_folder
 from grader.platforms.lti.tool_keys import ToolKeys
+from ppo_course.syllabus import STOPS
 
 STATE_COOKIE = "ppo_lti_state"
 _PAGES = Environment(autoescape=True)
@@ -234,7 +235,7 @@ def _picker(tool: LtiTool, data: LaunchData, stop_titles: dict[int, str]) -> Res
     except LaunchError as exc:
         return _refused(str(exc), 403)
     choices = [("chapter", "The whole chapter quiz (stops 1-8)")] + [
-        (f"stop{n}", f"Stop {n}: {stop_titles.get(n, '')}".rstrip(": ")) for n in range(1, 9)]
+        (f"stop{n}", f"Stop {n}: {stop_titles.get(n, '')}".rstrip(": ")) for n in STOPS]
     return HTMLResponse(_PICKER.render(course=data.context_title, action="/lti/deep-link",
                                        ticket=tool.hold_launch(data), choices=choices,
                                        multiple=data.accept_multiple, line_items=data.accept_lineitem is not False))

@@ -24,6 +24,7 @@ from typing import Any
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from grader.platforms.nbgrader_course.notebooks import BEGIN, END, KERNELSPEC, nbgrader_meta
+from ppo_course.syllabus import STOPS
 
 VARIANT_STUDENT = "nbgrader-course"
 POINTS_PER_QUESTION = 1.0
@@ -83,7 +84,7 @@ def quiz_notebook():
         f"Each question is worth {POINTS_PER_QUESTION:g} point.",
         metadata={"nbgrader": nbgrader_meta("quiz-intro", grade=False, solution=False, locked=True)})]
     number = 0
-    for stop in range(1, 9):
+    for stop in STOPS:
         questions = bank.questions(stop)
         if not questions:
             continue

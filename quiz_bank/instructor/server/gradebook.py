@@ -27,8 +27,9 @@ from __future__ import annotations
 import csv
 import io
 
+from ppo_course.syllabus import N_STOPS
+
 FORMATS = ("csv", "canvas", "moodle")
-N_STOPS = 8
 
 
 def _cell(value) -> str:

@@ -6,7 +6,7 @@ chosen values; with JavaScript on, ``static/interactives.js`` calls
 ``/api/...`` as a slider moves and updates the page in place.
 
 The interactives run the reference on any parameters, so they could compute
-the keyed number of a parametric question (issue 20 item 8). They are
+the keyed number of a parametric question. They are
 therefore **closed while the signed-in student has an open attempt** at any
 stop (403, the page says why and links back to the attempt), and need
 sign-in (the API answers 401, a page redirects to the sign-in form).
@@ -81,7 +81,7 @@ def api_clip(request: Request, r: float = 1.0, adv: float = 1.0, eps: float = 0.
         curve = calc.clip_curve(adv, eps, n=25)
     except ValueError as exc:
         return _bad(request, exc, True)
-    # The sweep and the chart follow Â and ε too (issue 21 item 14: they stayed on the old Â).
+    # The sweep and the chart follow Â and ε too.
     return point | {"curve": [{"r": p["r"], "objective": p["objective"], "flows": p["flows"]} for p in curve],
                     "chart": calc.clip_chart(curve, point)}
 

@@ -110,7 +110,7 @@ def login(request: Request, token: str = Form(""), confirm: str = Form("")):
         return page(request, "login.html", 401, me=None, message=str(exc))
     current = identity_or_none(request)
     if current is not None and current != who and confirm != "yes":
-        # Never replace a signed-in identity silently (issue 20 item 9): ask first.
+        # Never replace a signed-in identity silently: ask first.
         return page(request, "confirm_login.html", me=current, new=who, token=token.strip())
     response = RedirectResponse("/instructor" if who.is_instructor else "/", status_code=303)
     return request.app.state.cookie.set(request, response, token.strip())
