@@ -331,7 +331,8 @@ def _exercise_tests(stem: str, points: PointsConfig, outcomes: dict, profile: st
                 visibility=ex_points.visibility(kind, name), diagnosis=None if passed else diagnosis,
                 tags=list(entry.tags), doc=doc, waits_for=list(entry.prerequisites) if passed and not counted else [],
                 # Hidden tests never show inputs or expected values, not even in the model.
-                detail=detail if (kind == "public" and not passed) else ""))
+                detail=detail if (kind == "public" and not passed) else "",
+                finding=(getattr(o, "finding", "") or "") if (kind == "hidden" and not passed and o is not None) else ""))
     return ex_tests
 
 

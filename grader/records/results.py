@@ -45,6 +45,9 @@ class TestResult(BaseModel):
     tags: list[str] = Field(default_factory=list)
     doc: str = ""  # what the test checks (its docstring's first line)
     detail: str = ""  # expected vs got and the failing input: public tests only, empty for hidden ones
+    # A hidden test's grader-made finding: the fitted parameter against the call's, or where the outputs
+    # differ (never an input or an expected value); empty for public tests (their detail holds it).
+    finding: str = ""
     # A passed test worth 0 for now: the tests whose pass it waits for (grader/points.yaml: a public test's
     # hidden twins, a hidden property's `requires`); empty otherwise (and in a record read back from results.json).
     waits_for: list[str] = Field(default_factory=list)
@@ -231,6 +234,8 @@ class GradeResult(BaseModel):
                                  f"[{t.diagnosis or 'wrong_value'}]")
                     if t.kind == "public" and t.detail:  # student-derived: capped, in a fence it cannot close
                         lines += ["", *[f"  {line}" for line in fenced(t.detail.strip()).splitlines()]]
+                    elif t.kind == "hidden" and t.finding:  # grader-made, capped like every output
+                        lines.append(f"  {cap(t.finding.strip())}")
                 lines.append("")
             for t in reported:  # the docstring of a 0-point test may start by saying so: said once
                 doc = t.doc.removeprefix("(0 points, reported)").strip()

@@ -340,14 +340,14 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
     from grader.records.gradebook import fast_profile_ids, refuse_fast_preview
 
     records = batch_records(batch_dir)
-    preview = bool(fast_profile_ids(records))
-    if preview and not allow_fast_preview:
+    if (preview := bool(fast_profile_ids(records))) and not allow_fast_preview:
         refuse_fast_preview(records, batch_dir, "--allow-fast-preview")
     faulted = refuse_grader_faults(records, batch_dir, allowed=allow_grader_faults)
     people = read_roster(roster) if roster else None
     notes: list[str] = _fault_notes(faulted)
     if preview:
-        notes.append(f"a fast-profile preview, not a grade: every column is labelled '{PREVIEW_LABEL}' and "
+        notes.append(f"a fast-profile preview, not a grade: every {'status cell' if fmt == 'csv' else 'column title'}"
+                     f" says '{PREVIEW_LABEL}' and "
                      f"{COMPLETION} is never marked (grade the batch without --profile fast for the grade)")
         assignment = f"{assignment} ({PREVIEW_LABEL})"
     done = None if preview else _completion(records, quiz_db, quiz_results, notes)
