@@ -12,7 +12,7 @@ Measures, in one run, on the first ``--students`` students of
    empty-submission template, the fork servers);
 2. the per-task overhead of the cluster path: ``--tasks`` sequential tasks
    that carry a real staged submission's bytes there and a real
-   ``TaskOutcome`` (a graded ``GradeResult``) back, doing on the worker and on
+   ``WorkerOutcome`` (a graded ``GradeResult``) back, doing on the worker and on
    the client everything a grading task does except grading (unpack; validate,
    ``to_results_json``, ``feedback_markdown``). Reported as the median round
    trip in ms, split into Dask's part (scheduling + transfer: round trip minus
@@ -69,9 +69,9 @@ def _echo_task(archive: bytes, outcome_json: str) -> str:
 
 def _client_side(text: str) -> None:
     """What ClusterRunner (and grade_entry after it) does with a task's result."""
-    from grader.runners.cluster_worker import TaskOutcome
+    from grader.runners.runner import WorkerOutcome
 
-    outcome = TaskOutcome.model_validate_json(text)
+    outcome = WorkerOutcome.model_validate_json(text)
     outcome.result.to_results_json()
     outcome.result.feedback_markdown()
 
@@ -79,13 +79,14 @@ def _client_side(text: str) -> None:
 def _overhead(tasks: int, profile: str, exercises: list[str] | None) -> dict:
     import distributed
 
-    from grader.runners.cluster_worker import TaskOutcome, pack_submission
+    from grader.runners.cluster_worker import pack_submission
+    from grader.runners.runner import WorkerOutcome
     from grader.grade import grade_submission
 
     staged = COHORT / "ada"
     archive = pack_submission(staged)
     result = grade_submission(staged, exercises=exercises, profile=profile)
-    outcome_json = TaskOutcome(status="graded", result=result, seconds=1.0).model_dump_json()
+    outcome_json = WorkerOutcome(status="graded", result=result, seconds=1.0).model_dump_json()
     local = []
     for _ in range(tasks):
         t0 = time.perf_counter()

@@ -10,7 +10,7 @@
    out of the submission, zip bombs, non-UTF-8 names, NUL bytes) and copies
    the acceptable files into a clean staging folder. A bad submission raises
    :class:`Rejected` with a message a TA can act on.
-3. Each staged submission becomes one ``grader.runners.request.GradeRequest``, which a runner
+3. Each staged submission becomes one ``grader.intake.request.GradeRequest``, which a runner
    (``grader.runners``: a warm worker, a fresh worker or a Dask node) carries to a worker process
    (``python -I``, an empty working folder, an allow-listed environment, a new session/process
    group) that grades it with ``grader.grade.grade_submission``, with a hard per-submission time-out
@@ -45,12 +45,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.batch_run import BatchRun, write_no_submission
 from grader.course_secret import ensure_secret
 from grader.fingerprint import grader_fingerprint
 from grader.intake.attempts import record_selection
 from grader.intake.class_list import class_list
-from grader.intake.submission import BatchLimits, Entry, submission_hash
-from grader.records.batch_run import BatchRun
+from grader.intake.submission import submission_hash
+from ppo_course.submission_rules import Entry, SubmissionLimits
 from grader.records.gradebook import (
     RECORD,
     STATUSES,
@@ -70,21 +71,14 @@ from grader.records.out_folder import (
     set_aside_removed,
     sweep_stale_temporaries,
 )
-from grader.records.outcome import grade_entry, zero_outcome
 from grader.records.points_change import check_batch_points
-from grader.records.publish import publish, write_no_submission
+from grader.records.publish import write_student
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
 from grader.runners.warm import WarmPool, warm_workers_enabled
-from grader.runners.workers import (
-    BatchAborted,
-    WorkerOutcome,
-    check_one_grader,
-    default_jobs,
-    disk_full,
-    run_worker,
-)
-from ppo_course.atomic_files import atomic_write_text
+from grader.runners.runner import BatchAborted, Runner
+from grader.runners.workers import check_one_grader, default_jobs, disk_full, run_worker
+from grader.student import grade_entry, zero_outcome
 
 
 @dataclass
@@ -116,7 +110,7 @@ class BatchSummary:
 
 
 def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, force: bool = False,
-              profile: str = "full", exercises: list[str] | None = None, limits: BatchLimits | None = None,
+              profile: str = "full", exercises: list[str] | None = None, limits: SubmissionLimits | None = None,
               formats: Iterable[str] = (), assignment: str = "ppo", progress: bool = True, report: bool = True,
               log: Callable[[str], None] | None = None, never_lower: bool = False, latest_only: bool = False,
               cluster: str | None = None, attempt_rule=None, accept_points_change: bool = False) -> BatchSummary:
@@ -128,7 +122,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
             ``gradebook.csv`` (and ``grades.csv`` with ``formats=("nbgrader",)``), ``report.md`` and ``report.png``.
         jobs: parallel workers (default: the usable CPU cores); force: regrade students up to date too.
         profile: ``"full"`` or ``"fast"``, passed to ``grade_submission``; exercises: module stems to grade
-            (default: all); limits: per-submission :class:`BatchLimits`.
+            (default: all); limits: per-submission :class:`SubmissionLimits`.
         formats: extra gradebook formats (``"nbgrader"`` writes nbgrader's export CSV, whose assignment name
             is ``assignment``).
         progress: show a progress bar (stderr); report: write the class report; log: warnings (default: stderr).
@@ -165,7 +159,7 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
     absent = list(selection.absent) if selection is not None else []  # roster students with no folder
     present = {e.student_id for e in entries} | set(absent)
     cluster_runner, fingerprint = _grader_of_the_batch(cluster, say)
-    run = BatchRun(out_dir, limits or BatchLimits(), profile, exercises, tuple(formats), assignment, never_lower,
+    run = BatchRun(out_dir, limits or SubmissionLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                    fingerprint, say, absent=absent, cluster_runner=cluster_runner,
                    accept_points_change=accept_points_change)
     graded_now, skipped, records = _lock_and_run(run, selection, entries, warnings, present, force, jobs, progress)
@@ -277,7 +271,7 @@ def _plan(run: BatchRun, entries: list[Entry], force: bool) -> tuple[list[tuple[
     return todo, skipped
 
 
-def _runner(run: BatchRun, jobs: int | None) -> Callable[..., WorkerOutcome]:
+def _runner(run: BatchRun, jobs: int | None) -> Runner:
     """The one swap of a batch: a Dask cluster's tasks, warm workers, or a fresh worker per student."""
     if run.cluster_runner is not None:  # each staged submission is graded as a Dask task
         runner = run.cluster_runner
@@ -312,9 +306,8 @@ def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
     if run.never_lower and not outcome.fault:
         outcome = regrade.apply_never_lower(run.out_dir, sid, h, run.fingerprint, outcome)
     student_dir.mkdir(parents=True, exist_ok=True)
-    publish(student_dir, outcome)
     record = record_of(outcome, {"submission_hash": h, **run.key_common}, entry.sources)
-    atomic_write_text(student_dir / RECORD, record.model_dump_json(indent=2) + "\n")
+    write_student(outcome, results=student_dir / "results.json", feedback=student_dir / "feedback.md", record=record)
     with run._lock:
         run.records[sid] = record
         run.typed[sid] = outcome.result  # the report reads it from here, not from disk

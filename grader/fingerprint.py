@@ -14,8 +14,8 @@ from pathlib import Path
 # TA-side layers that never change a score (batch, records, report and its analytics, regrade report,
 # exports, similarity, the runners and the cluster transport): editing them must not regrade a class.
 # Paths relative to the grader package; a folder skips everything under it.
-_SKIP_FROM_FINGERPRINT = {"batch.py", "fingerprint.py", "records/gradebook.py", "records/outcome.py",
-                          "records/batch_run.py", "records/out_folder.py", "records/faults.py", "records/points_change.py",
+_SKIP_FROM_FINGERPRINT = {"batch.py", "student.py", "fingerprint.py", "records/gradebook.py", "records/outcome.py",
+                          "batch_run.py", "records/out_folder.py", "records/faults.py", "records/points_change.py",
                           "environment.py", "intake/attempts.py",
                           "intake/class_list.py"}
 _SKIP_DIRS_FROM_FINGERPRINT = {"commands", "runners", "reports", "platforms/gradescope"}

@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.intake.request import GradeRequest, request_of
+from ppo_course.submission_rules import SubmissionLimits
 from grader.points import PointsConfig, load_points, shows_work
 from grader.records.results import ExerciseResult, GradeResult, TestResult
 from ppo_course.grading_kit.diagnoses import DIAGNOSES
@@ -153,60 +155,52 @@ def _zero_exercise(stem: str, points: PointsConfig, state: ExerciseState, messag
     return ExerciseResult(score=0.0, max_score=max_score, state=state, message=message), tests
 
 
-def grade_submission(path: str | os.PathLike, *, exercises: Iterable[str] | None = None,
-                     profile: str = "full", limits=None, submission_limits=None, staged: bool = False) -> GradeResult:
+def grade_submission(submission: GradeRequest | str | os.PathLike, *, exercises: Iterable[str] | None = None,
+                     profile: str = "full", limits=None, staged: bool = False) -> GradeResult:
     """Grade one submission (a folder or a .zip) with the hidden and public graders.
 
     Args:
-        path: the submission: a folder or a .zip holding module files (`ex1_ratio.py` ...)
-            at its root or under one top folder; extra helper modules are allowed.
-        exercises: module stems to grade (default: all seven).
-        profile: "full", or "fast" to skip the slow exercise-7 training run (load tests;
-            that test is then left out of score and max score).
-        limits: `grader.sandbox.Limits` for the children (default limits otherwise).
-        submission_limits: `grader.intake.submission.SubmissionLimits` (default: the defaults every path uses): what
-            the submission may be, and its one wall-clock limit (`timeout_s`), which every sandboxed call,
-            known-good callbacks included, counts against.
-        staged: True when ``path`` is a folder the intake staged already (``grade-batch``'s worker grading
-            the parent's copy, ``grader.runners.request.GradeRequest.staged``): graded where it is.
+        submission: the ``grader.intake.request.GradeRequest`` every runner carries (submission, profile,
+            exercises, ``staged``, and the ``SubmissionLimits`` whose one wall-clock limit every sandboxed call,
+            known-good callbacks included, counts against; None: the defaults). A path (a folder or .zip holding
+            ``ex1_ratio.py`` ... at its root or under one top folder) is the shorthand for a request with
+            ``exercises`` (default: all seven), ``profile`` ("fast" skips the slow exercise-7 training run,
+            left out of score and max score) and ``staged`` (the intake staged it already); with a request
+            these three must be left out.
+        limits: ``grader.sandbox.Limits`` for the children (default limits otherwise).
 
     Returns:
         A `GradeResult` (status "graded" whatever the score; "rejected" with a message
         when the submission cannot be read at all).
 
     Raises:
-        ValueError: on an unknown exercise stem or profile (a usage error, not the student's).
+        ValueError: on an unknown exercise stem or profile, or keywords given beside a request (a usage
+            error, not the student's).
         grader.course_secret.GraderSecretError: no usable course secret to draw the hidden inputs from
             (a grader fault: raised before anything is graded, never a score).
     """
-    if profile not in ("full", "fast"):
-        raise ValueError(f"profile must be 'full' or 'fast', got {profile!r}")
-    selected = list(EXERCISES) if exercises is None else list(exercises)
-    unknown = [s for s in selected if s not in EXERCISES]
-    if unknown:
-        raise ValueError(f"unknown exercise(s) {unknown}; known: {list(EXERCISES)}")
-    selected = [s for s in EXERCISES if s in selected]  # teaching order, no duplicates
+    request = request_of(submission, exercises, profile, staged)
+    selected = list(EXERCISES) if request.exercises is None else [s for s in EXERCISES if s in request.exercises]
     from grader.hidden.draws import draws_key
 
     draws_key()  # the course's secret, read before any test: without one nothing is graded
     points = load_points()
     started = time.perf_counter()
-    path = Path(path)
-    from grader.intake.submission import SubmissionLimits
+    path = Path(request.submission)
     from grader.sandbox.submission_time import submission_deadline, submission_ran_out
 
-    submission_limits = submission_limits or SubmissionLimits()
+    submission_limits = request.limits or SubmissionLimits()
     try:
-        with submission_deadline(submission_limits.timeout_s), _submission_folder(path, submission_limits, staged) as (
-                folder, where, notes):
-            result = _grade_folder(folder, path, selected, points, profile, limits)
+        with submission_deadline(submission_limits.timeout_s), _submission_folder(
+                path, submission_limits, request.staged) as (folder, where, notes):
+            result = _grade_folder(folder, path, selected, points, request.profile, limits)
             result.out_of_time = submission_ran_out()
             found = ""
             if where != ".":
                 found = f"Found your exercise modules in '{where}/' and graded them from there."
             result.message = " ".join(filter(None, [found, *notes, result.message]))
     except Unreadable as exc:
-        result = _rejected(path, selected, points, profile, str(exc))
+        result = unreadable_result(path, selected, points, request.profile, str(exc))
     result.timing["total_s"] = round(time.perf_counter() - started, 3)
     return result
 
@@ -251,7 +245,14 @@ def _submitted_place(root: Path, failure) -> tuple[int | None, str | None]:
     return failure.lineno, failure.filename
 
 
-def _rejected(path: Path, selected: list[str], points: PointsConfig, profile: str, why: str) -> GradeResult:
+def unreadable_result(path: Path, selected: list[str], points: PointsConfig, profile: str, why: str) -> GradeResult:
+    """The result of a submission that cannot be read: status ``rejected``, every test of ``selected`` scored 0.
+
+    Args:
+        path: the submission (its name is the result's ``submission``).
+        selected: the module stems graded; points: ``grader/points.yaml``; profile: ``"full"`` or ``"fast"``.
+        why: the reason, quoted in the result's message.
+    """
     exercises, tests = {}, []
     for stem in selected:
         ex, ex_tests = _zero_exercise(stem, points, "missing", "not graded: the submission could not be read",

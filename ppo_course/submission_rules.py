@@ -200,7 +200,7 @@ def _note_python_files(staged: StagedSubmission) -> None:
 def already_staged(root: Path) -> StagedSubmission:
     """The :class:`StagedSubmission` of a folder that :func:`stage_submission` wrote, read where it is (no copy).
 
-    A batch stages each submission once, in the parent (``grader.records.outcome.grade_entry``); its
+    A batch stages each submission once, in the parent (``grader.student.grade_entry``); its
     worker grades that very folder. Restaging a staged copy would skip nothing and reject nothing (no
     link, special file, junk, tool folder or bad name is left in it, and it is within the limits), so
     the only notes it would give are the NUL-byte ones: this gives exactly those, and the count of

@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from grader.reports.export import ExportRefused, export_batch
-    from grader.records.gradebook import FastPreviewRefused, GraderFaultRefused
+    from grader.records.gradebook import FastPreviewRefused
+    from grader.records.faults import GraderFaultRefused
 
     canvas_ids = {}
     for item in args.canvas_id:

@@ -1,5 +1,10 @@
 """``ppo-course grade SUBMISSION --out results.json [--feedback feedback.md]``: grade one submission.
 
+The submission goes through the per-student step of every path (``grader.student``: one intake, the
+time-out and fault rules) in this process (``grader.runners.in_process``), and its files are written by
+``grader.records.publish.write_student``: results.json and feedback.md have the batch's shape
+(``extra_data.status``/``batch_status``, a submission that ran out of its time is ``timed-out`` with 0).
+
 Exit status (contract): 0 whenever the submission was graded, whatever its
 score (an empty or unreadable submission is graded 0 with a message in
 results.json); 2 on a usage error (bad option, unknown exercise, an output
@@ -68,29 +73,36 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     _prestart_forkserver()
-    from grader.grade import grade_submission
+    outcome = _grade(args.submission, exercises, args.profile)
+    if outcome.fault:
+        return _grader_fault(args, outcome.message)
+    from grader.records.publish import write_student
 
     try:
-        result = grade_submission(args.submission, exercises=exercises, profile=args.profile)
-    except Exception as exc:  # noqa: BLE001 - whatever the grader raises is the grader's fault, never a score
-        return _grader_fault(args, f"the grading raised {type(exc).__name__}: {exc}")
-    from grader.records.outcome import grader_errors, grader_fault_message
-
-    if grader_errors(result):
-        return _grader_fault(args, grader_fault_message(result))
-    try:
-        result.write_results_json(args.out)
-        if args.feedback is not None:
-            result.write_feedback(args.feedback)
+        write_student(outcome, results=args.out, feedback=args.feedback)
     except OSError as exc:
         print(f"error: cannot write the results: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:
-        status = "" if result.status == "graded" else f" ({result.status}: {result.message})"
+        result = outcome.result
+        status = "" if outcome.status == "graded" else f" ({outcome.status}: {outcome.message})"
         print(f"{args.submission}: {result.score:g} / {result.max_score:g} points{status} -> {args.out}")
-        for line in _why(result):
+        for line in _why(outcome):
             print(f"  {line}")
     return 0
+
+
+def _grade(submission: Path, exercises: list[str] | None, profile: str):
+    """The ``StudentOutcome`` of one submission, graded in this process through the per-student step
+    (``grader.student.grade_alone``: the batch's intake, time-out and fault rules)."""
+    from ppo_course.submission_rules import Entry, SubmissionLimits
+    from grader.runners.in_process import InProcessRunner
+    from grader.student import grade_alone
+
+    kind = "dir" if submission.is_dir() else "zip"
+    entry = Entry(submission.stem if kind == "zip" else submission.name, [submission], kind)
+    return grade_alone(entry, limits=SubmissionLimits(), profile=profile, exercises=exercises,
+                       runner=InProcessRunner())
 
 
 #: ``grade``'s exit status when the grader itself failed (CONTRACT.md).
@@ -132,16 +144,15 @@ def _prestart_forkserver() -> None:
     threading.Thread(target=start, daemon=True, name="start-forkserver").start()
 
 
-def _why(result) -> list[str]:
+def _why(outcome) -> list[str]:
     """Lines saying why points are missing when it is not a test's verdict: the submission's message,
     the modules not found, the modules that do not import (empty for a submission whose tests all ran)."""
-    lines = [result.message] if result.status == "graded" and result.message else []
-    if getattr(result, "out_of_time", False):
-        lines.append("WARNING: the submission used up its grading time, so some tests were stopped and scored 0; "
-                     "`grade-batch` records such a submission as timed-out with 0 points")
+    result = outcome.result
+    lines = [result.message] if outcome.status == "graded" and result.message else []
     missing = [stem for stem, ex in result.exercises.items() if ex.status == "missing"]
     broken = [stem for stem, ex in result.exercises.items() if ex.status == "broken"]
-    if missing and result.status == "graded" and (len(missing) < len(result.exercises) or not result.message):
+    if outcome.graded and missing and result.status == "graded" and (len(missing) < len(result.exercises)
+                                                                     or not result.message):
         lines.append(f"not in the submission (0 points each): {', '.join(f'{s}.py' for s in missing)}")
     if broken:
         lines.append(f"could not be imported (0 points each; see the feedback): {', '.join(f'{s}.py' for s in broken)}")

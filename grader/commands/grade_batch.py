@@ -118,12 +118,13 @@ def _grade(args: argparse.Namespace, exercises: list[str] | None):
     import sys
 
     from grader.course_secret import GraderSecretError
-    from grader.intake.submission import BatchLimits
+    from ppo_course.submission_rules import SubmissionLimits
     from grader.records.out_folder import BatchBusy
     from grader.records.points_change import PointsChanged
-    from grader.runners.workers import BatchAborted, GraderMismatch, disk_full
+    from grader.runners.runner import BatchAborted
+    from grader.runners.workers import GraderMismatch, disk_full
 
-    limits = BatchLimits(timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
+    limits = SubmissionLimits(timeout_s=args.timeout, max_bytes=int(args.max_size_mb * 1e6))
     try:
         return _run(args, limits, exercises)
     except KeyboardInterrupt:

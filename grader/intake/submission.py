@@ -11,8 +11,7 @@ this module adds what only the grader needs:
 
 * :func:`submission_hash`: the content hash a batch resumes by;
 * :func:`private_folder`: a batch's staging folders, 0700, so that no other
-  user (a sandboxed child after its uid drop) reads a classmate's staged copy;
-* (until the batch's modules import them from their home) a few of the rules' names.
+  user (a sandboxed child after its uid drop) reads a classmate's staged copy.
 """
 
 from __future__ import annotations
@@ -22,11 +21,7 @@ import os
 import stat
 from pathlib import Path
 
-from ppo_course.submission_layout import locate_modules, staged
-from ppo_course.submission_rules import Entry, Rejected, SubmissionLimits, already_staged, stage_submission, walk_lstat
-
-#: The old name (``grade-batch``'s limits before there was one intake).
-BatchLimits = SubmissionLimits
+from ppo_course.submission_rules import Entry, SubmissionLimits, walk_lstat
 
 
 def submission_hash(entry: Entry, limits: SubmissionLimits) -> str:

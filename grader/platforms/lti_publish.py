@@ -125,7 +125,8 @@ def publish_gradebook(gradebook: Path, maxima: dict[str, float], services: Platf
             (a preview is never posted as a grade; nothing is posted); ``grader.records.gradebook.GraderFaultRefused``
             when any student of the batch is a grader fault (nothing is posted).
     """
-    from grader.records.gradebook import read_records, refuse_fast_preview, refuse_grader_faults
+    from grader.records.gradebook import read_records, refuse_fast_preview
+    from grader.records.faults import refuse_grader_faults
 
     with gradebook.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))

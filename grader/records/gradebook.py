@@ -21,15 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from grader.points import EXERCISES
-from grader.records.faults import (  # noqa: F401 - the publishing check, also read from here
-    ALLOW_FAULTS_FLAG,
-    FAULT_STATUSES,
-    GraderFaultRefused,
-    fault_ids,
-    is_fault,
-    published_score,
-    refuse_grader_faults,
-)
+from grader.records.faults import is_fault, published_score
 from grader.records.results import ExerciseResult, GradeResult, TestResult
 from ppo_course.atomic_files import atomic_write_text  # (the one atomic writer)
 from ppo_course.text_safety import csv_cell

@@ -138,7 +138,7 @@ def export_warnings(batch_dir: Path, item_maxima: dict[str, float]) -> list[str]
 
 
 def check_batch_points(run) -> None:
-    """:func:`check_points_change` for one ``grader.records.batch_run.BatchRun`` before it grades: its published
+    """:func:`check_points_change` for one ``grader.batch_run.BatchRun`` before it grades: its published
     records, its ``accept_points_change``; a refusal closes a connected cluster first (then raises
     :class:`PointsChanged`), an accepted change is said through ``run.say``."""
     try:

@@ -1,7 +1,7 @@
-"""What a batch publishes for one student: ``feedback.md`` and ``results.json`` from the one outcome, and the
-``no-submission`` record of a roster student with no folder (Book-independent; no grade is lost).
+"""What a grading leaves in a student's folder: ``feedback.md``, ``results.json`` and ``batch.json``, written in one place.
 
-Called by ``grader.batch`` as each student finishes; every file is written atomically
+:func:`write_student` is the one writer of a student's files, for every path that publishes a student
+(the batch, a roster student with no submission, ``ppo-course grade``). Every file is written atomically
 (``ppo_course.atomic_files``), the record (``batch.json``) last, as the commit marker.
 """
 
@@ -9,32 +9,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.records.batch_run import BatchRun
-from grader.records.gradebook import RECORD, StudentRecord, atomic_write_json, record_of
-from grader.records.outcome import StudentOutcome, no_submission_outcome
+from grader.records.gradebook import RECORD, StudentRecord, atomic_write_json
+from grader.records.outcome import StudentOutcome
 from ppo_course.atomic_files import atomic_write_text
 
 
-def write_no_submission(run: BatchRun, sid: str) -> None:
-    """A roster student with no folder: a ``no-submission`` record (0 points, the reason), so no grade is lost.
+def write_student(outcome: StudentOutcome, *, results: Path, feedback: Path | None = None,
+                  record: StudentRecord | None = None) -> None:
+    """Write one student's files from the one outcome: feedback.md, results.json, then batch.json (each atomically).
 
-    A student graded by an earlier run whose folder has since disappeared keeps that grade (a folder
-    moved by mistake must not turn a published grade into 0): the TA is told, and removing
-    ``OUT/<id>/`` records the student as having no submission.
+    Args:
+        outcome: the student's typed outcome (``grader.records.outcome.StudentOutcome``).
+        results: where results.json goes (``OUT/<id>/results.json`` in a batch, ``--out`` for ``grade``).
+        feedback: where feedback.md goes (None: not written).
+        record: the gradebook record, written last as ``batch.json`` beside ``results`` (None: not written).
+
+    Raises:
+        OSError: a file cannot be written (the ones written before it stay whole; batch.json is then absent).
     """
-    earlier = earlier_record(run.out_dir / sid / RECORD)
-    if earlier is not None and earlier.status != "no-submission":
-        run.say(f"warning: {sid} is on the roster but has no submission folder now; the grade of the earlier "
-                f"graded submission is kept (remove {run.out_dir / sid} to record no submission)")
-        run.records[sid] = earlier
-        return
-    outcome = no_submission_outcome(sid, run.profile, run.exercises)
-    (run.out_dir / sid).mkdir(parents=True, exist_ok=True)
-    publish(run.out_dir / sid, outcome)
-    record = record_of(outcome, {"submission_hash": "", **run.key_common}, [])
-    atomic_write_text(run.out_dir / sid / RECORD, record.model_dump_json(indent=2) + "\n")
-    run.records[sid] = record
-    run.typed[sid] = outcome.result
+    if feedback is not None:
+        atomic_write_text(feedback, outcome.feedback_md())
+    atomic_write_json(results, outcome.results_json())
+    if record is not None:
+        write_record(Path(results).parent / RECORD, record)
+
+
+def write_record(path: Path, record: StudentRecord) -> None:
+    """Write ``batch.json`` (a ``StudentRecord``, indented JSON) atomically: the commit marker of a student's folder."""
+    atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
 
 
 def earlier_record(path: Path) -> StudentRecord | None:
@@ -43,9 +45,3 @@ def earlier_record(path: Path) -> StudentRecord | None:
         return StudentRecord.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-def publish(student_dir: Path, outcome: StudentOutcome) -> None:
-    """Write a student's feedback.md and results.json from the one outcome (atomically each)."""
-    atomic_write_text(student_dir / "feedback.md", outcome.feedback_md())
-    atomic_write_json(student_dir / "results.json", outcome.results_json())

@@ -328,16 +328,16 @@ def export_batch(batch_dir: Path, fmt: str, out: Path, *, assignment: str = "ppo
 
     Raises:
         grader.records.gradebook.FastPreviewRefused: a fast-profile batch without ``allow_fast_preview`` (nothing written).
-        grader.records.gradebook.GraderFaultRefused: grader faults without ``allow_grader_faults`` (nothing written).
+        grader.records.faults.GraderFaultRefused: grader faults without ``allow_grader_faults`` (nothing written).
         ValueError: on an unknown format, an empty batch or a bad roster (``lms.roster.RosterError``).
         ExportRefused: with ``strict``, when any student would be left out (nothing is written).
         FileNotFoundError / NotADirectoryError: for missing inputs.
     """
     from ppo_course.atomic_files import atomic_write_text
-
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
-    from grader.records.gradebook import fast_profile_ids, refuse_fast_preview, refuse_grader_faults
+    from grader.records.faults import refuse_grader_faults
+    from grader.records.gradebook import fast_profile_ids, refuse_fast_preview
 
     records = batch_records(batch_dir)
     preview = bool(fast_profile_ids(records))

@@ -59,12 +59,14 @@ def keep_published(out_dir: Path, student_id: str, fingerprint: str, record, sub
     src = Path(out_dir) / student_id
     if not (src / "results.json").is_file():
         return
+    from grader.records.gradebook import RECORD
+    from grader.records.publish import write_record
     from ppo_course.atomic_files import atomic_write_text
 
     dest = Path(out_dir) / ".batch" / PUBLISHED_DIR / student_id
     dest.mkdir(parents=True, exist_ok=True)
     atomic_write_text(dest / "results.json", (src / "results.json").read_text(encoding="utf-8"))
-    atomic_write_text(dest / "batch.json", record.model_dump_json(indent=2) + "\n")
+    write_record(dest / RECORD, record)
 
 
 def published(out_dir: Path, student_id: str):

@@ -8,8 +8,8 @@ the same ``WorkerOutcome``::
 
     staged folder ──pack_submission──▶ bytes + grader fingerprint ──Client.submit──▶ Dask worker
         (grader/runners/cluster_worker.py: check version and isolation, unpack, run_worker, GradeResult)
-    TaskOutcome JSON ◀── model_validate_json ◀── future.result()
-        ──▶ the local pool's WorkerOutcome ──▶ results.json, feedback.md, batch.json (atomic, on the TA's disk)
+    WorkerOutcome JSON ◀── model_validate_json ◀── future.result()
+        ──▶ the per-student step ──▶ results.json, feedback.md, batch.json (atomic, on the TA's disk)
 
 Faults (docs/cluster.md):
 
@@ -56,11 +56,10 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from grader.runners.request import GradeRequest
-from grader.runners.workers import BatchAborted, WorkerOutcome
+from grader.intake.request import GradeRequest
+from grader.runners.runner import BatchAborted, WorkerOutcome, Workers
 from grader.runners.cluster_worker import (
     REQUIRED_ISOLATION,
-    TaskOutcome,
     WorkerRefused,
     grade_task,
     pack_submission,
@@ -90,7 +89,7 @@ def _short(text: str) -> str:
 
 
 class ClusterRunner:
-    """A stand-in for ``grader.runners.workers.run_worker`` that grades on a Dask distributed cluster.
+    """The ``grader.runners.runner.Runner`` that grades on a Dask distributed cluster.
 
     Args:
         address: the scheduler, ``tcp://host:8786`` (anything ``distributed.Client`` accepts).
@@ -227,11 +226,11 @@ class ClusterRunner:
         return max(2, 2 * sum(n for w, n in threads.items() if w not in self.refused))
 
     # -- one submission ---------------------------------------------------------
-    def __call__(self, request: GradeRequest, scratch: Path, *, workers=None) -> WorkerOutcome:
+    def __call__(self, request: GradeRequest, scratch: Path, *, workers: Workers | None = None) -> WorkerOutcome:
         """Grade the staged folder ``request.submission`` on the cluster; the local ``run_worker``'s contract.
 
         ``scratch`` is unused (nothing of the grading touches the TA's disk); ``workers`` is the
-        batch's ``_Workers``, whose ``stopping`` (Ctrl-C) cancels the task. The task carries the
+        batch's ``Workers``, whose ``stopping`` (Ctrl-C) cancels the task. The task carries the
         submission's bytes and the request as JSON (``GradeRequest.model_dump_json``; its fingerprint
         this client's, its clock started on the node), the same limits as a local worker's.
 
@@ -263,23 +262,21 @@ class ClusterRunner:
                 self._refuse(exc.address, exc.reason)
                 continue  # to the workers not refused yet
             except KilledWorker as exc:
-                return WorkerOutcome("crashed", None, _short(
+                return WorkerOutcome(status="crashed", message=_short(
                     f"the cluster lost every worker that tried to grade this submission (Dask KilledWorker: "
-                    f"{exc}); a node may be short of memory"), time.monotonic() - t0)
+                    f"{exc}); a node may be short of memory"), seconds=time.monotonic() - t0)
             except (ClusterUnavailable, KeyboardInterrupt):
                 raise
             except Exception as exc:
-                return WorkerOutcome("crashed", None, _short(
+                return WorkerOutcome(status="crashed", message=_short(
                     f"grading failed on the cluster in {self.retries + 1} attempts "
-                    f"({type(exc).__name__}: {exc})"), time.monotonic() - t0)
+                    f"({type(exc).__name__}: {exc})"), seconds=time.monotonic() - t0)
             break
         else:
             raise ClusterUnavailable(f"{MAX_REFUSALS_PER_TASK} workers of the Dask cluster at {self.address} in a row "
                                      "refused to grade: " + "; ".join(f"{w}: {r}" for w, r in self.refused.items()))
-        outcome = TaskOutcome.model_validate_json(text)
-        # The typed GradeResult as the node's worker wrote it, validated here: the local pool's path
-        # (grader.runners.workers.read_result), so results.json and feedback.md come from one place.
-        return WorkerOutcome(outcome.status, outcome.result, outcome.message, outcome.seconds)
+        # The node's WorkerOutcome, the typed GradeResult in it as its worker wrote it, validated here.
+        return WorkerOutcome.model_validate_json(text)
 
     def _result(self, future, workers) -> str:
         """The task's result, polling so that Ctrl-C and a lost scheduler are noticed within a second."""

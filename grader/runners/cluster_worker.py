@@ -22,8 +22,8 @@ fingerprint. On the worker it
    worker process (``import torch`` and the toy model's warm-up paid once per
    worker, not per task), so that a crash of student code never takes the
    Dask worker down and the limits are identical;
-4. sends the outcome back typed: :class:`TaskOutcome` as JSON, holding the
-   :class:`grader.records.results.GradeResult` itself. The client validates it with the
+4. sends the outcome back typed: the runners' one ``grader.runners.runner.WorkerOutcome`` as JSON
+   (``worker`` naming this Dask worker), holding the ``GradeResult`` itself. The client validates it with the
    model's own validator and writes the files, so the batch folder, the
    gradebook and resume are those of a local run.
 
@@ -44,11 +44,9 @@ import tempfile
 import threading
 import zipfile
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from grader.records.results import GradeResult
+from grader.intake.request import GradeRequest
+from grader.runners.runner import Runner
 
 #: Features of the sandbox a grading node must grant (``sandbox_child.zygote.probe``).
 REQUIRED_ISOLATION: tuple[str, ...] = ("network_namespace", "mount_namespace")
@@ -74,24 +72,6 @@ class WorkerRefused(RuntimeError):
 
     def __str__(self) -> str:
         return f"worker {self.address or '(local)'} refused: {self.reason}"
-
-
-class TaskOutcome(BaseModel):
-    """What one grading task sends back (as JSON; the client reads it with ``model_validate_json``).
-
-    ``status`` is the local pool's worker status: ``graded`` (``result`` set),
-    ``timed-out`` or ``crashed`` (``message`` says why, in the local pool's
-    words). ``seconds`` is the wall-clock of the grading process, ``worker``
-    the Dask worker that graded it.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    status: Literal["graded", "timed-out", "crashed"]
-    result: GradeResult | None = None
-    message: str = ""
-    seconds: float = 0.0
-    worker: str = ""
 
 
 # ------------------------------------------------------------------ the bytes
@@ -277,7 +257,7 @@ _POOLS: dict = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def _runner(root: Path):
+def _runner(root: Path) -> Runner:
     """This Dask worker process's warm graders (``grader.runners.warm.WarmPool``, one per Dask thread), or a fresh worker.
 
     One pool per process, kept for the life of the Dask worker: its warm workers
@@ -296,25 +276,23 @@ def _runner(root: Path):
 
 
 def grade_task(archive: bytes, request_json: str) -> str:
-    """Grade one staged submission on this Dask worker; returns a :class:`TaskOutcome` as JSON.
+    """Grade one staged submission on this Dask worker; returns a ``grader.runners.runner.WorkerOutcome`` as JSON.
 
     Args:
         archive: :func:`pack_submission` bytes of the staged submission.
-        request_json: the client's ``grader.runners.request.GradeRequest`` as JSON: its ``student_id``
+        request_json: the client's ``grader.intake.request.GradeRequest`` as JSON: its ``student_id``
             starts the folder name the submission is unpacked under (``<id>.<random>``: two batches may
             grade the same id on one node at once); its ``fingerprint`` (the client's
             ``grader_fingerprint()``) must be this node's; profile, exercises, ``timeout_s`` and the
             limits are those of a local worker (the clock starts on this node).
 
     Returns:
-        ``TaskOutcome.model_dump_json()``.
+        ``WorkerOutcome.model_dump_json()``, ``worker`` this Dask worker's address.
 
     Raises:
         WorkerRefused: another grader fingerprint here, or no isolation (nothing is graded).
         ValueError: bytes that are not a submission archive, or a request that does not validate.
     """
-    from grader.runners.request import GradeRequest
-
     request = GradeRequest.model_validate_json(request_json)
     student_id = request.student_id
     address = _address()
@@ -333,9 +311,7 @@ def grade_task(archive: bytes, request_json: str) -> str:
         unpack_submission(archive, submission)
         outcome = _runner(root)(request.model_copy(update={"submission": submission}), scratch)
         # The runner already validated the worker's result.json into the typed GradeResult.
-        return TaskOutcome(status=outcome.status, result=outcome.result, message=outcome.message,
-                           seconds=round(outcome.seconds, 3),
-                           worker=address).model_dump_json()
+        return outcome.model_copy(update={"seconds": round(outcome.seconds, 3), "worker": address}).model_dump_json()
     finally:
         shutil.rmtree(submission, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)

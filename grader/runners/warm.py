@@ -11,7 +11,7 @@ staged submission per request::
 
 What does not change for a student: the worker is still ``python -I`` in its
 own session, an empty working folder and an allow-listed environment
-(``grader.runners.workers._worker_env``); the student's code still runs only in the
+(``grader.runners.workers.worker_environment``); the student's code still runs only in the
 sandbox's children, forked per submission from the batch's fork server, never
 in the worker; each request carries the student's own ``SubmissionLimits``, and
 the clock starts when the request is sent to a worker that is ready (a worker's
@@ -29,10 +29,10 @@ Protocol (newline-delimited JSON on the worker's stdin/stdout; its own prints
 and the grader's log go to stderr, a log file):
 
 - worker → ``{"ready": pid}`` once imports and warm-up are done;
-- parent → one ``grader.runners.request.WarmRequest`` (``model_dump_json``): the ``GradeRequest``, its clock
+- parent → one ``grader.intake.request.WarmRequest`` (``model_dump_json``): the ``GradeRequest``, its clock
   started, the scratch folder, and ``env`` (where the batch's fork server listens,
-  ``grader.runners.workers._shared_forkserver_env``);
-- worker → ``{"ok": true}`` once ``out/result.json`` (the typed ``GradeResult``) is written,
+  ``grader.runners.workers.shared_forkserver_env``);
+- worker (``grader.runners.worker_process.serve_main``) → ``{"ok": true}`` once ``out/result.json`` (the typed ``GradeResult``) is written,
   or ``{"ok": false, "error": "..."}`` (then it exits: a grader fault, the student is ``crashed``).
 """
 
@@ -42,25 +42,13 @@ import json
 import os
 import select
 import subprocess
-import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 
-from grader.runners.request import GradeRequest, WarmRequest
-import grader.runners.workers as worker_side  # worker_side.worker_command: the one command line of a worker
-from grader.runners.workers import (
-    WorkerOutcome,
-    read_result,
-    time_out_message,
-    _kill_group,
-    _shared_forkserver_env,
-    _watch_parent,
-    _worker_env,
-    _Workers,
-    grade_request,
-)
+from grader.intake.request import GradeRequest, WarmRequest
+from grader.runners.runner import WorkerOutcome, Workers, kill_group, read_result, time_out_message
+from grader.runners import workers as fresh  # fresh.worker_command: the one command line of a worker
 
 #: How long a worker may take to import torch and warm up before the pool gives up on it (seconds).
 START_TIMEOUT_S = 180.0
@@ -80,15 +68,15 @@ class _WorkerGone(Exception):
 class _WarmWorker:
     """One live worker process and its pipes (used by one pool thread at a time)."""
 
-    def __init__(self, log_path: Path, cwd: Path, workers: _Workers | None) -> None:
+    def __init__(self, log_path: Path, cwd: Path, workers: Workers | None) -> None:
         self.log_path, self.graded = log_path, 0
         cwd.mkdir(parents=True, exist_ok=True)
-        cmd = [*worker_side.worker_command("serve"), "--parent-pid", str(os.getpid())]
+        cmd = [*fresh.worker_command("serve"), "--parent-pid", str(os.getpid())]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             # The batch's fork server is named per request (it may still be starting while this worker warms up).
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                         env=_worker_env(shared_server=False),
+                                         env=fresh.worker_environment(shared_server=False),
                                          cwd=cwd, start_new_session=True)
         self._workers = workers
         if workers is not None:
@@ -153,7 +141,7 @@ class _WarmWorker:
         return 0.0
 
     def kill(self) -> None:
-        _kill_group(self.proc)
+        kill_group(self.proc)
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait
@@ -170,8 +158,8 @@ class _WarmWorker:
 class WarmPool:
     """Warm workers for one batch: one per pool thread, started on first use, recycled when they fail.
 
-    ``run`` has :func:`grader.runners.workers.run_worker`'s signature and meaning, so the
-    batch, the zero-score fallback and the Gradescope runner take either.
+    A ``grader.runners.runner.Runner`` (``run``, also its ``__call__``): the signature and meaning of
+    :func:`grader.runners.workers.run_worker`, so the batch takes either.
 
     Args:
         scratch: folder for the workers' logs and empty working folders.
@@ -183,7 +171,7 @@ class WarmPool:
         max_rss_mb: resident memory (MiB) past which a worker is replaced after its current student.
     """
 
-    def __init__(self, scratch: Path, *, workers: _Workers | None = None,
+    def __init__(self, scratch: Path, *, workers: Workers | None = None,
                  max_students: int = 1024, max_rss_mb: float = 3072.0) -> None:
         self.scratch, self.workers = Path(scratch), workers
         self.max_students, self.max_rss_mb = max_students, max_rss_mb
@@ -193,7 +181,7 @@ class WarmPool:
         self._count = 0
         self.started = 0  # workers started (a figure for tests and the benchmark)
         # Start the batch's fork server now, while the first workers import and warm up.
-        threading.Thread(target=_shared_forkserver_env, daemon=True, name="start-forkserver").start()
+        threading.Thread(target=fresh.shared_forkserver_env, daemon=True, name="start-forkserver").start()
 
     def _worker(self) -> _WarmWorker:
         worker = getattr(self._local, "worker", None)
@@ -216,7 +204,7 @@ class WarmPool:
         if getattr(self._local, "worker", None) is worker:
             self._local.worker = None
 
-    def run(self, request: GradeRequest, scratch: Path, *, workers: _Workers | None = None) -> WorkerOutcome:
+    def run(self, request: GradeRequest, scratch: Path, *, workers: Workers | None = None) -> WorkerOutcome:
         """Grade one staged submission on this thread's warm worker (see :func:`grader.runners.workers.run_worker`).
 
         Returns:
@@ -230,8 +218,8 @@ class WarmPool:
         try:
             worker = self._worker()
         except _WorkerGone as exc:
-            return WorkerOutcome("crashed", None, str(exc), time.monotonic() - t_start)
-        env = _shared_forkserver_env()  # waits for the batch's fork server
+            return WorkerOutcome(status="crashed", message=str(exc), seconds=time.monotonic() - t_start)
+        env = fresh.shared_forkserver_env()  # waits for the batch's fork server
         t0 = time.monotonic()  # the student's clock starts at a ready worker and fork server
         line = WarmRequest(request=request.started(t0).model_copy(
             update={"submission": Path(request.submission).resolve()}), out=scratch.resolve(), env=env)
@@ -239,11 +227,11 @@ class WarmPool:
             reply = worker.request(line, timeout_s)
         except _WorkerGone as exc:
             self._retire(worker)
-            return WorkerOutcome("crashed", None, str(exc), time.monotonic() - t0)
+            return WorkerOutcome(status="crashed", message=str(exc), seconds=time.monotonic() - t0)
         seconds = time.monotonic() - t0
         if reply is None:
             self._retire(worker)
-            return WorkerOutcome("timed-out", None, time_out_message(timeout_s), seconds)
+            return WorkerOutcome(status="timed-out", message=time_out_message(timeout_s), seconds=seconds)
         worker.graded += 1
         if not reply.get("ok"):  # a grader fault: the worker logged it and exits with status 1
             try:
@@ -252,7 +240,7 @@ class WarmPool:
                 pass
             message = worker._why_gone()
             self._retire(worker)
-            return WorkerOutcome("crashed", None, message, seconds)
+            return WorkerOutcome(status="crashed", message=message, seconds=seconds)
         if worker.graded >= self.max_students or worker.rss_mb() > self.max_rss_mb:
             self._retire(worker)
         return read_result(scratch, seconds)
@@ -266,50 +254,3 @@ class WarmPool:
             self._all.clear()
         for worker in live:
             worker.kill()
-
-
-def _warm_up() -> None:
-    """Import what every grading needs and take one optimiser step, so that the first student does not pay it."""
-    import hypothesis  # noqa: F401
-    import pytest  # noqa: F401
-    import torch
-
-    import grader.grade  # noqa: F401
-    import grader.hidden.provider  # noqa: F401
-    import ppo_course.grading_kit.collect  # noqa: F401
-
-    w = torch.nn.Parameter(torch.zeros(2))
-    opt = torch.optim.Adam([w], lr=1e-3)
-    (w.sum() ** 2).backward()
-    opt.step()
-
-
-def serve_main(argv: list[str]) -> int:
-    """Entry of ``python -m grader.runners.worker_process serve``: a warm worker answering grading requests until stdin closes."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m grader.runners.worker_process serve")
-    parser.add_argument("--parent-pid", type=int, default=None)
-    args = parser.parse_args(argv)
-    if args.parent_pid is not None:
-        _watch_parent(args.parent_pid)
-    # Replies go on the original stdout; anything printed from here on lands in the log (stderr).
-    reply = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
-    _warm_up()
-    reply.write(json.dumps({"ready": os.getpid()}) + "\n")
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            req = WarmRequest.model_validate_json(line)
-            os.environ.update(req.env)  # the batch's fork server (PPO_COURSE_FORKSERVER)
-            grade_request(req.request, req.out)
-        except Exception as exc:  # a grader fault: say so, log it, and leave (the pool starts a new worker)
-            traceback.print_exc()
-            sys.stderr.flush()
-            reply.write(json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[-500:]}) + "\n")
-            return 1
-        sys.stderr.flush()
-        reply.write(json.dumps({"ok": True}) + "\n")
-    return 0

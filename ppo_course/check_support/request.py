@@ -2,7 +2,7 @@
 
 Student side (ships in the bundle; imports nothing of ``grader``). The parent
 (``launch.run_public_tests``) builds one :class:`CheckRequest` per child and
-carries it one way, as ``grader.runners.request.GradeRequest`` is carried
+carries it one way, as ``grader.intake.request.GradeRequest`` is carried
 for the grader's workers:
 
 - a fresh interpreter (``launch.spawn_fresh``): one ``--request JSON`` argument

@@ -20,7 +20,7 @@ tests fail with the diagnosis ``grader_error``, as the real grader reports them.
 
 How a batch reaches it (tests only; production code has no switch for it): :func:`install`
 replaces ``grader.runners.workers.worker_command`` in the test's process with a command whose boot
-code first sets ``grader.runners.workers.grading_function`` (and the warm worker's warm-up) to the
+code first sets ``grader.runners.worker_process.grading_function`` (and the warm worker's warm-up) to the
 stand-in, then runs the ordinary worker. Everything else (staging, limits, environment
 allow-list, time-outs, warm pools, the cluster's checks) is the production path.
 """
@@ -63,11 +63,11 @@ def stand_in_command(spec: str, real):
         if found is not None and found.origin:
             paths.insert(0, str(Path(found.origin).parent))
         boot = (f"import os, sys, importlib\nos.environ.update({env!r})\nsys.path[:0] = {paths!r}\n"
-                "import grader.runners.workers, grader.runners.warm\n"
-                f"grader.runners.workers.grading_function = lambda: getattr(importlib.import_module({module!r}), {attr!r})\n"
+                "import grader.runners.worker_process\n"
+                f"grader.runners.worker_process.grading_function = lambda: getattr(importlib.import_module({module!r}), {attr!r})\n"
                 # A warm worker's warm-up: what the stand-in's first grading imports (the result models
                 # import the sandbox's package, torch with it), so that no student's clock pays for it.
-                f"grader.runners.warm._warm_up = lambda: [importlib.import_module(m) for m in ({module!r}, 'grader.sandbox.errors')]\n")
+                f"grader.runners.worker_process.warm_up = lambda: [importlib.import_module(m) for m in ({module!r}, 'grader.sandbox.errors')]\n")
         return [*cmd[:i], boot + cmd[i], *cmd[i + 1:]]
 
     command.stand_in = spec
@@ -93,9 +93,13 @@ def install(spec: str = STAND_IN, monkeypatch=None) -> None:
         os.environ[workers.OWN_FORKSERVER_ENV] = "1"
 
 
-def grade_submission(path, *, exercises=None, profile="full", submission_limits=None, staged=False) -> GradeResult:
-    """Grade ``path`` with the stand-in rules of the module docstring."""
-    path = Path(path)
+def grade_submission(request, *, exercises=None, profile="full", **kw) -> GradeResult:
+    """Grade ``request`` (a ``GradeRequest``, as a worker passes it, or a path) with the stand-in rules of the
+    module docstring."""
+    if hasattr(request, "submission"):
+        path, exercises, profile = Path(request.submission), request.exercises, request.profile
+    else:
+        path = Path(request)
     root = _root(path)
     stems = [s for s in EXERCISES if not exercises or s in exercises]
     results: dict[str, ExerciseResult] = {}

@@ -22,7 +22,7 @@ from grader.records import outcome
 from grader.batch import run_batch
 from grader.intake.class_list import discover
 from grader.records.out_folder import BatchBusy, lock_out_dir
-from grader.intake.submission import BatchLimits
+from ppo_course.submission_rules import SubmissionLimits
 from ppo_course.submission_rules import Rejected, stage_submission
 from grader.points import load_points
 from grader.records.gradebook import CONTRACT_STEMS, NBGRADER_COLUMNS, STATE_DIR
@@ -124,7 +124,7 @@ def bad_cohort(tmp_path) -> Path:
 def test_bad_inputs_get_a_clear_status_and_message(bad_cohort, tmp_path):
     # max_bytes below the big files (5000 B) but above the bomb's declared size test? no: the bomb is
     # 3 MB declared, far above; the ratio check must catch it even with a generous limit.
-    limits = BatchLimits(max_bytes=4000)
+    limits = SubmissionLimits(max_bytes=4000)
     book = rows(grade(bad_cohort, tmp_path / "out", limits=limits).out_dir)
     assert book["ok"]["status"] == "graded" and book["ok"]["total"] == "2"
     assert book["garbage"]["status"] == "rejected" and "not a readable zip" in book["garbage"]["message"]
@@ -145,7 +145,7 @@ def test_bad_inputs_get_a_clear_status_and_message(bad_cohort, tmp_path):
 
 
 def test_zip_bomb_is_rejected_even_under_a_generous_size_limit(bad_cohort, tmp_path):
-    book = rows(grade(bad_cohort, tmp_path / "out", limits=BatchLimits(max_bytes=10**9)).out_dir)
+    book = rows(grade(bad_cohort, tmp_path / "out", limits=SubmissionLimits(max_bytes=10**9)).out_dir)
     assert book["bomb"]["status"] == "rejected" and "zip bomb" in book["bomb"]["message"]
     assert book["huge"]["status"] == "graded"  # 5 kB is fine under 1 GB
 
@@ -160,7 +160,7 @@ def test_size_is_checked_from_headers_before_extracting(tmp_path, monkeypatch):
     monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, *a, **k: opened.append(a) or 1 / 0)
     entries, _ = discover(subs)
     with pytest.raises(Rejected, match="more than the limit"):
-        stage_submission(entries[0], tmp_path / "staging", BatchLimits(max_bytes=1000))
+        stage_submission(entries[0], tmp_path / "staging", SubmissionLimits(max_bytes=1000))
     assert opened == []
 
 
@@ -189,7 +189,7 @@ def test_a_new_grader_version_regrades_everyone(cohort, tmp_path, monkeypatch):
 def test_hang_and_crash_are_isolated(cohort, tmp_path):
     write_student(cohort, "hanger", {"ex1_ratio.py": "STANDIN_HANG"})
     write_student(cohort, "crasher", {"ex1_ratio.py": "STANDIN_CRASH"})
-    book = rows(grade(cohort, tmp_path / "out", limits=BatchLimits(timeout_s=6)).out_dir)
+    book = rows(grade(cohort, tmp_path / "out", limits=SubmissionLimits(timeout_s=6)).out_dir)
     assert book["hanger"]["status"] == "timed-out" and "longer than the limit of 6 s" in book["hanger"]["message"]
     assert book["crasher"]["status"] == "grader_fault" and "exit status 3" in book["crasher"]["message"]
     assert (book["alice"]["status"], book["alice"]["total"]) == ("graded", "4")

@@ -12,9 +12,9 @@ import pytest
 
 from grader.fingerprint import _skipped
 
-TA_SIDE = ["batch.py", "fingerprint.py", "records/gradebook.py", "records/outcome.py", "records/batch_run.py",
+TA_SIDE = ["batch.py", "student.py", "fingerprint.py", "records/gradebook.py", "records/outcome.py", "batch_run.py",
            "records/out_folder.py", "intake/attempts.py", "intake/class_list.py",
-           "runners/workers.py", "runners/warm.py", "runners/request.py", "runners/cluster.py",
+           "runners/workers.py", "runners/warm.py", "runners/cluster.py",
            "reports/report.py", "reports/similarity.py", "reports/export.py", "commands/grade_batch.py",
            "platforms/gradescope/run.py", "platforms/gradescope/setup.sh"]
 GRADE_DECIDING = ["grade.py", "points.py", "points.yaml", "records/results.py", "intake/submission.py",

@@ -1,4 +1,4 @@
-"""The one request model every runner carries (grader/runners/request.py, issue 22 item 2)."""
+"""The one request model every runner carries (grader/intake/request.py, issue 22 item 2)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from grader.intake.submission import SubmissionLimits
-from grader.runners import workers
-from grader.runners.request import GradeRequest, WarmRequest
+from ppo_course.submission_rules import SubmissionLimits
+from grader.runners import worker_process, workers
+from grader.runners.runner import read_result
+from grader.intake.request import GradeRequest, WarmRequest
 
 
 def _request(**kw) -> GradeRequest:
@@ -60,8 +61,8 @@ def test_a_fresh_worker_gets_the_request_as_its_one_argument(monkeypatch, tmp_pa
             return 3
 
     monkeypatch.setattr(workers.subprocess, "Popen", FakeProc)
-    monkeypatch.setattr(workers, "_kill_group", lambda proc: None)
-    monkeypatch.setattr(workers, "_worker_env", lambda shared_server=True: {})
+    monkeypatch.setattr(workers, "kill_group", lambda proc: None)
+    monkeypatch.setattr(workers, "worker_environment", lambda shared_server=True: {})
     monkeypatch.setattr(workers.time, "monotonic", lambda: 500.0)
     outcome = workers.run_worker(_request(submission=Path("rel/ada")), tmp_path / "scratch")
     assert outcome.status == "crashed" and "exit status 3" in outcome.message
@@ -77,8 +78,8 @@ def test_the_parent_stages_once_into_a_private_folder_and_the_worker_grades_that
     import os
     import stat
 
-    from grader.intake.submission import Entry
-    from grader.records.outcome import grade_entry, zero_result
+    from ppo_course.submission_rules import Entry
+    from grader.student import grade_entry, zero_result
 
     src = tmp_path / "subs" / "ada"
     (src / "pkg").mkdir(parents=True)
@@ -94,12 +95,13 @@ def test_the_parent_stages_once_into_a_private_folder_and_the_worker_grades_that
         seen["modes"] = [stat.S_IMODE(os.stat(p).st_mode) for p in (folder, folder.parent)]
         seen["files"] = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
         graded: dict = {}
-        monkeypatch.setattr(workers_mod, "grading_function",
-                            lambda: lambda path, **kw: graded.update(path=Path(path), **kw) or
+        monkeypatch.setattr(worker_process, "grading_function",
+                            lambda: lambda request: graded.update(path=Path(request.submission),
+                                                                  staged=request.staged) or
                             zero_result("fast", ["ex1_ratio"], "stand-in"))
-        workers_mod.grade_request(request, scratch_dir)
+        worker_process.grade_request(request, scratch_dir)
         seen["graded"] = graded
-        return workers_mod.read_result(scratch_dir, 0.1)
+        return read_result(scratch_dir, 0.1)
 
     workers_mod = workers
     scratch_dir = tmp_path / "scratch"

@@ -126,7 +126,8 @@ def test_a_rerun_regrades_the_faulted_students(tmp_path, monkeypatch, stand_in):
 
 def test_lti_publishing_refuses_a_faulted_batch_through_the_shared_check(tmp_path, monkeypatch, stand_in):
     """``grader.records.gradebook.refuse_grader_faults`` is the one check of every publishing command."""
-    from grader.records.gradebook import GraderFaultRefused, read_records, refuse_grader_faults
+    from grader.records.gradebook import read_records
+    from grader.records.faults import GraderFaultRefused, refuse_grader_faults
 
     out, rc, _ = _faulted_batch(tmp_path, monkeypatch, "STANDIN_GRADER_ERROR\n")
     records = read_records(out, ["ana", "bo", "cy"])

@@ -27,12 +27,13 @@ def test_a_broken_environment_writes_no_results_and_fails_the_run(tmp_path, monk
 
 def test_a_grader_fault_in_the_grading_fails_the_run(tmp_path, monkeypatch, capsys):
     """A grading whose tests the grader itself failed (grader_error) is a fault: no results.json, exit 1."""
-    from grader.records.outcome import StudentOutcome, zero_result
+    from grader.records.outcome import StudentOutcome
+    from grader.student import zero_result
 
     fault = StudentOutcome(student_id="submission", status="grader_fault", message="the grader itself failed",
                            result=zero_result("fast", None, "x"), graded=False)
     monkeypatch.setattr(gs_run, "environment_problem", lambda: None)
-    monkeypatch.setattr("grader.records.outcome.grade_entry", lambda *a, **k: fault)
+    monkeypatch.setattr("grader.student.grade_entry", lambda *a, **k: fault)
     (tmp_path / "submission").mkdir()
     rc = gs_run.main(["--submission", str(tmp_path / "submission"), "--results", str(tmp_path / "results.json")])
     assert rc == 1 and not (tmp_path / "results.json").exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.batch import run_batch
-from grader.intake.submission import BatchLimits
+from ppo_course.submission_rules import SubmissionLimits
 from grader.sandbox.submission_time import submission_deadline, submission_ran_out
 
 COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissions"
@@ -44,7 +44,7 @@ def test_an_endless_loop_that_uses_up_the_clock_is_timed_out_not_graded(tmp_path
     for sid in ("ada", "jin"):  # jin: `while True` in probability_ratio (examples/cohort/EXPECTED.md)
         shutil.copytree(COHORT / sid, subs / sid)
     summary = run_batch(subs, tmp_path / "out", jobs=1, profile="fast", exercises=["ex1_ratio", "ex2_clipped_loss"],
-                        limits=BatchLimits(timeout_s=8), progress=False, report=False)
+                        limits=SubmissionLimits(timeout_s=8), progress=False, report=False)
     with open(tmp_path / "out" / "gradebook.csv", newline="", encoding="utf-8") as fh:
         rows = {r["student_id"]: r for r in csv.DictReader(fh)}
     assert rows["jin"]["status"] == "timed-out", rows["jin"]

@@ -166,12 +166,11 @@ def _crash(cohort: Cohort, monkeypatch, where: str, never_lower: bool) -> None:
     """A forced rerun killed at the first student: after its feedback.md (``feedback``) or after its results."""
     import grader.records.publish as publish_module
 
-    target, name = (publish_module, "atomic_write_json") if where == "feedback" else (batch, "publish")
+    # "feedback": killed as results.json is written; "results": killed as batch.json (the record) is written.
+    target, name = (publish_module, "atomic_write_json") if where == "feedback" else (publish_module, "write_record")
     real = getattr(target, name)
 
     def then_die(*args, **kwargs):
-        if where == "results":
-            real(*args, **kwargs)
         raise _Killed
 
     monkeypatch.setattr(target, name, then_die)
@@ -252,7 +251,7 @@ def _step(cohort: Cohort, step: tuple, n: int, monkeypatch, stand_in) -> dict:
             import json
 
             if json.loads((cohort.out / sid / "batch.json").read_text())["status"] != "no-submission":
-                cohort.kept_earlier.add(sid)  # grader.records.publish.write_no_submission keeps the grade
+                cohort.kept_earlier.add(sid)  # grader.batch_run.write_no_submission keeps the grade
     return {}
 
 

@@ -19,10 +19,10 @@ import pytest
 from conftest import STAND_IN, write_student
 
 from grader.batch import run_batch
-from grader.intake.submission import BatchLimits
-from grader.runners.request import GradeRequest
+from ppo_course.submission_rules import SubmissionLimits
+from grader.intake.request import GradeRequest
 from grader.runners.warm import WarmPool
-from grader.runners.workers import _Workers
+from grader.runners.runner import Workers
 
 COHORT = Path(__file__).resolve().parents[2] / "examples" / "cohort" / "submissions"
 
@@ -96,7 +96,7 @@ def test_workers_are_recycled_after_max_students(stand_in, tmp_path):
 
 def test_close_and_ctrl_c_leave_no_worker_behind(stand_in, tmp_path):
     write_student(tmp_path / "subs", "a", {"ex1_ratio.py": "x = 1\n"})
-    registry = _Workers()
+    registry = Workers()
     pool = WarmPool(tmp_path / "warm", workers=registry)
     assert _pool_run(pool, tmp_path / "subs" / "a", tmp_path / "out" / "a").status == "graded"
     pid = next(iter(pool._all)).proc.pid
@@ -126,7 +126,7 @@ def _grade_in_order(order: list[str], out: Path, subs: Path, warm: bool, monkeyp
     for sid in order:  # the batch grades in id order: give each run its own ids in the wanted order
         shutil.copytree(COHORT / sid, subs / f"{order.index(sid)}-{sid}")
     run_batch(subs, out, jobs=1, profile="fast", exercises=["ex1_ratio", "ex2_clipped_loss", "ex4_gae"],
-              limits=BatchLimits(timeout_s=300), progress=False, report=False)
+              limits=SubmissionLimits(timeout_s=300), progress=False, report=False)
     got = {}
     for sid in order:
         folder = out / f"{order.index(sid)}-{sid}"
@@ -158,7 +158,7 @@ def test_a_killed_batch_leaves_no_warm_worker(stand_in, tmp_path):
     write_student(tmp_path / "subs", "a", {"ex1_ratio.py": "STANDIN_HANG\n"})
     code = (
         "import sys; from pathlib import Path; from grader.runners.warm import WarmPool\n"
-        "from grader.runners.request import GradeRequest\n"
+        "from grader.intake.request import GradeRequest\n"
         f"import stand_in_grader; stand_in_grader.install({STAND_IN!r})\n"
         f"pool = WarmPool(Path({str(tmp_path / 'warm')!r}))\n"
         f"pool.run(GradeRequest(submission=Path({str(tmp_path / 'subs' / 'a')!r}), timeout_s=600),"

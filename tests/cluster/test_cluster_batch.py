@@ -342,7 +342,7 @@ def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_p
 def test_workers_that_change_version_after_connection_are_refused_in_the_task(dask_cluster, stand_in_path, tmp_path):
     """The check inside each task: workers vetted at connection, then upgraded (or replaced) under the batch."""
     from grader.runners.cluster import ClusterRunner
-    from grader.runners.request import GradeRequest
+    from grader.intake.request import GradeRequest
 
     cluster, client = dask_cluster
     client.wait_for_workers(2, timeout=60)

@@ -21,7 +21,7 @@ from grader.batch import run_batch  # noqa: E402
 from grader.fingerprint import grader_fingerprint  # noqa: E402
 from grader.records.gradebook import RECORD  # noqa: E402
 from grader.runners.cluster import CLUSTER_ENV, ClusterUnavailable, resolve_address  # noqa: E402
-from grader.runners.request import GradeRequest  # noqa: E402
+from grader.intake.request import GradeRequest  # noqa: E402
 from grader.runners.cluster_worker import WorkerRefused, grade_task, pack_submission, unpack_submission  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("cluster")

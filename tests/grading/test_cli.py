@@ -36,7 +36,9 @@ def test_grade_exit_zero_for_unreadable_submission(tmp_path):
     assert main(["grade", str(bad), "--out", str(out), "--exercises", "ex1_ratio", "--quiet"]) == 0
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["score"] == 0 and data["extra_data"]["status"] == "rejected"
-    assert "could not be read" in data["output"]
+    # The batch's shape (one per-student step): the status and the intake's reason lead the output.
+    assert data["output"].startswith("Status: rejected. ") and "not a readable zip archive" in data["output"]
+    assert data["extra_data"]["batch_status"] == "rejected"
 
 
 def test_grade_usage_errors_exit_2(tmp_path):

@@ -215,7 +215,7 @@ def test_workers_are_pointed_at_the_secret_and_the_fork_server_is_not(course):
     from grader.sandbox import forkserver_client
 
     path = course(SECRET_A)
-    assert workers._worker_env(shared_server=False)[SECRET_ENV] == str(path)
+    assert workers.worker_environment(shared_server=False)[SECRET_ENV] == str(path)
     server = forkserver_client._server_env()
     assert SECRET_ENV not in server and str(path) not in str(server) and SECRET_A not in str(server)
 

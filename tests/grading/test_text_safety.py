@@ -125,7 +125,7 @@ def test_csv_writers_never_write_a_formula_or_a_huge_cell(writer):
 
 
 def test_batch_feedback_notes_escape_the_student_id_and_message():
-    from grader.records.outcome import zero_outcome
+    from grader.student import zero_outcome
 
     md = zero_outcome(FORGERY, "rejected", FORGERY, "fast", ["ex1_ratio"], [FORGERY]).feedback_md()
     html = _html(md)

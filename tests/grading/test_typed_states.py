@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from grader.grade import grade_submission
-from grader.intake.submission import BatchLimits, Entry
-from grader.records.outcome import exercise_reasons, grade_entry, grader_errors
+from ppo_course.submission_rules import Entry, SubmissionLimits
+from grader.records.outcome import exercise_reasons
+from grader.student import grade_entry, grader_errors
 from grader.records.results import ExerciseResult, GradeResult
-from grader.runners.workers import WorkerOutcome
+from grader.runners.runner import WorkerOutcome
 
 STUBS = Path(__file__).resolve().parents[2] / "exercises"
 SELECTED = ["ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer"]
@@ -95,10 +96,10 @@ def test_grader_error_makes_the_entry_crashed(tmp_path, monkeypatch):
     def runner(request, scratch, *, workers=None):
         # The worker's step in this process (so that the patched points apply), through the typed file.
         result = grade_submission(request.submission, exercises=request.exercises, profile=request.profile)
-        return WorkerOutcome("graded", GradeResult.model_validate_json(result.model_dump_json()), "", 0.0)
+        return WorkerOutcome(status="graded", result=GradeResult.model_validate_json(result.model_dump_json()))
 
     entry = Entry("ada", [sub], "dir")
-    graded = grade_entry(entry, tmp_path / "staging", tmp_path / "work", limits=BatchLimits(), profile="fast",
+    graded = grade_entry(entry, tmp_path / "staging", tmp_path / "work", limits=SubmissionLimits(), profile="fast",
                          exercises=["ex1_ratio"], runner=runner)
     assert graded.status == "grader_fault"
     assert graded.message.startswith("the grader itself failed on 1 test(s) (diagnosis grader_error)")

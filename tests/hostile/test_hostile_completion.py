@@ -13,7 +13,7 @@ asks for the whole assignment (every syllabus exercise, status graded, profile f
 of time), as the export does.
 
 The results.json files are written by the grader's own writer (``GradeResult.to_results_json``
-of ``grader.records.outcome.zero_result``, every test then given its full points).
+of ``grader.student.zero_result``, every test then given its full points).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ALL_STOPS = set(range(1, 9))
 
 
 def _results_json(tmp_path, profile, exercises, name, **update):
-    from grader.records.outcome import zero_result
+    from grader.student import zero_result
 
     result = zero_result(profile, exercises, "graded")
     full = result.model_copy(update={"tests": [t.model_copy(update={"score": t.max_score}) for t in result.tests],

@@ -222,7 +222,7 @@ def test_class6_a_workers_environment_is_an_allow_list(monkeypatch):
     monkeypatch.setenv("GRADESCOPE_TOKEN", "secret")
     from grader.course_secret import SECRET_ENV, secret_path
 
-    env = batch._worker_env(shared_server=False)
+    env = batch.worker_environment(shared_server=False)
     assert not {"PYTHONPATH", "PYTHONSTARTUP", "GRADESCOPE_TOKEN"} & set(env)
     # Besides the allow-list, only what the grader sets itself: the course's secret file, as it resolved it.
     assert set(env) <= set(batch._WORKER_ENV_KEEP) | {"PYTHONDONTWRITEBYTECODE", SECRET_ENV}

@@ -24,31 +24,10 @@ import pytest
 from tests.house.test_module_size import PACKAGES, REPO
 
 #: ``"path: module.name"`` private imports still made by modules another change is rewriting.
-PRIVATE_IMPORT_ALLOWANCE: set[str] = {
-    "grader/records/batch_run.py: grader.runners.workers._Workers",
-    "grader/records/outcome.py: grader.runners.workers._Workers",
-    "grader/records/outcome.py: grader.grade._rejected",
-    "grader/runners/warm.py: grader.runners.workers._kill_group",
-    "grader/runners/warm.py: grader.runners.workers._shared_forkserver_env",
-    "grader/runners/warm.py: grader.runners.workers._watch_parent",
-    "grader/runners/warm.py: grader.runners.workers._worker_env",
-    "grader/runners/warm.py: grader.runners.workers._Workers",
-}
+PRIVATE_IMPORT_ALLOWANCE: set[str] = set()
 
 #: ``"path: name"`` re-exported (or aliased) names that modules another change is rewriting still import.
-REEXPORT_ALLOWANCE: set[str] = {
-    "grader/intake/submission.py: BatchLimits",
-    "grader/intake/submission.py: Rejected",
-    "grader/intake/submission.py: already_staged",
-    "grader/intake/submission.py: locate_modules",
-    "grader/intake/submission.py: stage_submission",
-    "grader/intake/submission.py: staged",
-    "grader/records/gradebook.py: ALLOW_FAULTS_FLAG",
-    "grader/records/gradebook.py: FAULT_STATUSES",
-    "grader/records/gradebook.py: GraderFaultRefused",
-    "grader/records/gradebook.py: fault_ids",
-    "grader/records/gradebook.py: refuse_grader_faults",
-}
+REEXPORT_ALLOWANCE: set[str] = set()
 
 HOUSE_TOP = {"grader", "lms", "ppo_course", "ppo_reference", "quiz_bank", "sandbox_child"}
 

@@ -13,9 +13,10 @@ from grader.records.results import ExerciseResult
 TEST = "test_gae_no_bootstrap_past_last_token"
 
 
-def grade_submission(path, *, exercises=None, profile="full", **kw):
-    """Version 1's result with the one test's points doubled (and its exercise's score and max)."""
-    result = grade_v1(path, exercises=exercises, profile=profile, **kw)
+def grade_submission(request, **kw):
+    """Version 1's result with the one test's points doubled (and its exercise's score and max); ``request`` is the
+    worker's ``GradeRequest``."""
+    result = grade_v1(request, **kw)
     for t in result.tests:
         if t.exercise == "ex4_gae" and t.kind == "hidden" and t.test == TEST:
             t.score, t.max_score = 2 * t.score, 2 * t.max_score

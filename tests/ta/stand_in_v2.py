@@ -20,10 +20,11 @@ from stand_in_grader import _root  # noqa: E402
 from stand_in_grader import grade_submission as grade_v1  # noqa: E402
 
 
-def grade_submission(path, *, exercises=None, profile="full", submission_limits=None, staged=False):
-    """Version 1's result with ``test_value`` re-judged by the fixed rule (module docstring)."""
-    result = grade_v1(path, exercises=exercises, profile=profile)
-    root = _root(Path(path))
+def grade_submission(request, *, exercises=None, profile="full", **kw):
+    """Version 1's result with ``test_value`` re-judged by the fixed rule (module docstring); ``request`` is the
+    worker's ``GradeRequest`` (or a path)."""
+    result = grade_v1(request, exercises=exercises, profile=profile)
+    root = _root(Path(getattr(request, "submission", request)))
     for test in result.tests:
         if test.test != "test_value":
             continue

@@ -1,8 +1,8 @@
 """Entry point of the Gradescope autograder: ``python -m grader.platforms.gradescope.run``.
 
 Grades ``/autograder/submission`` exactly as one student of a batch is graded
-(``grader.records.outcome.grade_entry``: the one intake of ``grader.intake.submission``, a fresh
-isolated worker process, one wall-clock limit) and writes Gradescope's results.json:
+(``grader.student.grade_alone``, the per-student step of every path: the one intake of
+``grader.intake.submission``, a fresh isolated worker process, one wall-clock limit) and writes Gradescope's results.json:
 the contract's schema plus ``stdout_visibility: "hidden"`` (the log may show
 what student code printed), ``execution_time`` (seconds), and every hidden
 test's ``visibility`` forced to the bundle's ``hidden_visibility``
@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -159,7 +157,8 @@ def grade_for_gradescope(submission: Path, config: BundleConfig,
         AutograderFault: this Python cannot import what the graders import (checked before any student code),
             or the grader itself failed on the submission (status ``grader_fault``): no score exists.
     """
-    from grader.records.outcome import grade_entry
+    from grader.runners.workers import run_worker
+    from grader.student import grade_alone
     from ppo_course.submission_rules import SubmissionLimits
 
     profile = choose_profile(config, metadata)
@@ -169,12 +168,8 @@ def grade_for_gradescope(submission: Path, config: BundleConfig,
     config = config.model_copy(update={"profile": profile})
     t0 = time.monotonic()
     limits = SubmissionLimits(timeout_s=config.timeout_s, max_bytes=config.max_bytes)
-    work = Path(tempfile.mkdtemp(prefix="ppo-course-gradescope-"))
-    try:
-        graded = grade_entry(_find_entry(submission), work / "staging", work / "scratch", limits=limits,
-                             profile=config.profile, exercises=None)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    graded = grade_alone(_find_entry(submission), limits=limits, profile=config.profile, exercises=None,
+                         runner=run_worker)
     if graded.fault:
         raise AutograderFault(graded.message)
     results = safe_outputs(apply_visibility(graded.results_json(), hidden_visibility_for(config, metadata)))

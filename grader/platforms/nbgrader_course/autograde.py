@@ -17,11 +17,12 @@ How a notebook's code reaches the grader:
    student did to them), answer cells from the student's submitted notebook
    (first cell with the same ``grade_id``; empty if deleted).
 2. The modules are written as ``ex*.py`` files into a temporary folder and
-   ``grader.grade.grade_submission`` grades them (sandboxed children, hidden
-   tests in this trusted process): the very call behind ``ppo-course grade``,
-   with the course's profile. Results are cached per student code, so the
-   submission is graded once for all its notebooks.
-3. Each exercise test cell gets ``results.exercises[stem].score``; each quiz
+   graded by the per-student step of every path (``grader.student.grade_alone``
+   in this process: sandboxed children, hidden tests in this trusted process),
+   the very step behind ``ppo-course grade``, with the course's profile. Outcomes
+   are cached per student code, so the submission is graded once for all its
+   notebooks; a grader fault fails the autograde (never a 0).
+3. Each exercise test cell gets the outcome's ``exercises[stem].score`` (0 when it timed out); each quiz
    test cell gets 1 or 0 from ``grader.platforms.nbgrader_course.quiz.grade_answers``.
    Any other grade cell gets an error output (0 points) and a log line: a cell
    the course does not know is never full credit.
@@ -43,7 +44,7 @@ from traitlets import Float, Unicode
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-_CACHE: dict[str, object] = {}  # sha256 of (profile, modules) -> GradeResult; one autograde run grades once
+_CACHE: dict[str, object] = {}  # sha256 of (profile, modules) -> StudentOutcome; one autograde run grades once
 
 
 def _meta(cell) -> dict:
@@ -90,21 +91,24 @@ def _exercise_stems(source_nb) -> list[str]:
 
 
 def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None = None):
-    """Grade ``{stem: module text}`` with ``grade_submission`` (cached per content, profile and time limit).
+    """Grade ``{stem: module text}`` through the per-student step, in this process (cached per content, profile
+    and time limit); returns the ``grader.records.outcome.StudentOutcome``.
 
     ``timeout_s``: the submission's one wall-clock limit (``grader.intake.submission.SubmissionLimits``; its
-    default when None), which every sandboxed call and known-good callback counts against.
+    default when None), which every sandboxed call and known-good callback counts against. The step is
+    ``grader.student.grade_alone`` with ``grader.runners.in_process.InProcessRunner``: the intake, time-out
+    and fault rules of ``ppo-course grade``, ``grade-batch`` and Gradescope.
 
     Raises:
         RuntimeError: when this Python cannot grade (``grader.environment.environment_problem``:
-            a package such as torch cannot be imported): nbgrader then reports the autograde as failed for
-            the student instead of recording a 0 as if the modules were missing; and when the grader itself
-            failed on a test (diagnosis ``grader_error``: a module the hidden tests import missing, the reference
-            raising, a sandbox that would not start), with the staff's reason: a grader fault is no score.
+            a package such as torch cannot be imported), or the grader itself failed on these modules (status
+            ``grader_fault``): nbgrader then reports the autograde as failed for the student instead of
+            recording a 0.
     """
-    from grader.grade import grade_submission
     from grader.environment import environment_problem
-    from ppo_course.submission_rules import SubmissionLimits
+    from grader.runners.in_process import InProcessRunner
+    from grader.student import grade_alone
+    from ppo_course.submission_rules import Entry, SubmissionLimits
 
     problem = environment_problem()
     if problem:
@@ -118,20 +122,13 @@ def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None
             folder.mkdir()
             for stem, text in modules.items():
                 (folder / f"{stem}.py").write_text(text, encoding="utf-8")
-            result = grade_submission(folder, profile=profile, submission_limits=limits)
-        _refuse_grader_fault(result)
-        _CACHE[key] = result
+            outcome = grade_alone(Entry("submission", [folder], "dir"), limits=limits, profile=profile,
+                                  exercises=None, runner=InProcessRunner())
+        if outcome.fault:
+            raise RuntimeError(f"ppo-course's grader itself failed on this submission ({outcome.message}); "
+                               "nothing was scored: fix the grader, then autograde again")
+        _CACHE[key] = outcome
     return _CACHE[key]
-
-
-def _refuse_grader_fault(result) -> None:
-    """Raise RuntimeError with the staff's reason when the grader itself failed on a test of ``result`` (never
-    cached: the autograde after the fix grades again)."""
-    from grader.records.outcome import grader_errors, grader_fault_message
-
-    if grader_errors(result):
-        raise RuntimeError(f"ppo-course's grader itself failed on this notebook (grader_fault): "
-                           f"{grader_fault_message(result)}")
 
 
 def exercise_feedback(result, stem: str) -> str:
@@ -154,20 +151,17 @@ def exercise_feedback(result, stem: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def exercise_points(result, stem: str, timeout_s: float) -> tuple[float, str]:
-    """(points, feedback) of one exercise's grade cell, from ``grade_submission``'s result.
+def exercise_points(outcome, stem: str, timeout_s: float) -> tuple[float, str]:
+    """(points, feedback) of one exercise's grade cell, from :func:`grade_modules`'s outcome.
 
-    A result whose submission ran out of its grading time (``GradeResult.out_of_time``) scores 0
-    with the reason, as ``grade-batch`` and Gradescope record it (status ``timed-out``,
-    `grader.records.outcome.grade_entry`): which calls a clock cuts short depends on the machine's load,
-    so no partial score is published (else the same notebook could earn points here that the
-    other paths give 0, and a different number on a busier machine).
+    A submission that ran out of its grading time (status ``timed-out``, the per-student step's rule,
+    ``grader.student``) scores 0 with the reason, as ``grade-batch``, ``grade`` and Gradescope record it.
+    ``timeout_s`` is the limit the outcome was graded under (kept for the callers; the reason names it).
     """
-    if result.out_of_time:
-        return 0.0, (f"{stem}: 0 points: grading took longer than the limit of {timeout_s:g} s and was stopped "
-                     "(look for an infinite loop or very slow code); no partial score is given.\n")
-    ex = result.exercises.get(stem)
-    return (ex.score if ex is not None else 0.0), exercise_feedback(result, stem)
+    if outcome.status == "timed-out":
+        return 0.0, f"{stem}: 0 points: {outcome.message}; no partial score is given.\n"
+    ex = outcome.result.exercises.get(stem)
+    return (ex.score if ex is not None else 0.0), exercise_feedback(outcome.result, stem)
 
 
 def _set_score(cell, points: float, feedback: str) -> None:
@@ -249,12 +243,12 @@ class IsolatedGrade(NbGraderPreprocessor):
         graded = {_grade_id(c): _meta(c).get("ppo_course", {}) for c in source_nb.cells
                   if _meta(c).get("nbgrader", {}).get("grade") and _grade_id(c)}
 
-        result = None
+        outcome = None
         if any("graded" in v for v in graded.values()):
             modules = _student_modules(source_dir, submitted_dir)
             self.log.info("IsolatedGrade: grading %s's modules %s (profile %s)", info["student"], sorted(modules),
                           self.profile)
-            result = grade_modules(modules, self.profile, self.timeout_s)
+            outcome = grade_modules(modules, self.profile, self.timeout_s)
         quiz = {}
         if any("quiz" in v for v in graded.values()):
             from grader.platforms.nbgrader_course.quiz import grade_answers
@@ -265,10 +259,10 @@ class IsolatedGrade(NbGraderPreprocessor):
             if not _meta(cell).get("nbgrader", {}).get("grade") or cell.cell_type != "code":
                 continue
             target = graded.get(_grade_id(cell), {})
-            if "graded" in target and result is not None:
+            if "graded" in target and outcome is not None:
                 stem = target["graded"]
-                ex = result.exercises.get(stem)
-                points, feedback = exercise_points(result, stem, self.timeout_s)
+                ex = outcome.result.exercises.get(stem)
+                points, feedback = exercise_points(outcome, stem, self.timeout_s)
                 cell_points = float(cell.metadata["nbgrader"]["points"])
                 if ex is not None and abs(ex.max_score - cell_points) > 1e-9:
                     # points.yaml changed after the course was generated: regenerate it (`ppo-course nbgrader`).

@@ -1,4 +1,5 @@
-"""One batch run's state: its settings, the records kept in memory, and the gradebook written from them.
+"""One batch run's live state: its settings, the records kept in memory, the gradebook written from them, and
+the record of a roster student with no submission.
 
 TA side, outside the fingerprint. ``grader.batch.run_batch`` makes one :class:`BatchRun`; every
 finished student's ``StudentRecord`` goes into it, and ``gradebook.csv`` (and nbgrader's ``grades.csv``)
@@ -15,10 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.intake.submission import BatchLimits
-from grader.records.gradebook import GRADEBOOK, NBGRADER_CSV, STATE_DIR, StudentRecord, gradebook_csv, nbgrader_csv
+from ppo_course.submission_rules import SubmissionLimits
+from grader.records.gradebook import (GRADEBOOK, NBGRADER_CSV, RECORD, STATE_DIR, StudentRecord, gradebook_csv,
+                                      nbgrader_csv, record_of)
+from grader.records.publish import earlier_record, write_student
 from grader.records.results import GradeResult
-from grader.runners.workers import WorkerOutcome, _Workers, run_worker
+from grader.runners.runner import Runner, Workers
+from grader.runners.workers import run_worker
+from grader.student import no_submission_outcome
 from ppo_course.atomic_files import atomic_write_text
 
 #: While a batch runs, the gradebook is rewritten only when this many times the last write's cost has passed
@@ -31,7 +36,7 @@ class BatchRun:
     """One run of ``grader.batch.run_batch``: its settings, and the records it keeps in memory (one per student)."""
 
     out_dir: Path
-    limits: BatchLimits
+    limits: SubmissionLimits
     profile: str
     exercises: list[str] | None
     formats: tuple[str, ...]
@@ -41,8 +46,8 @@ class BatchRun:
     say: Callable[[str], None]
     records: dict[str, StudentRecord] = field(default_factory=dict)
     typed: dict[str, GradeResult] = field(default_factory=dict)  # results graded now, for the class report
-    workers: _Workers = field(default_factory=_Workers)
-    runner: Callable[..., WorkerOutcome] = run_worker
+    workers: Workers = field(default_factory=Workers)
+    runner: Runner = run_worker
     absent: list[str] = field(default_factory=list)  # roster students with no submission folder
     cluster_runner: Any = None  # a connected grader.runners.cluster.ClusterRunner with --cluster (connected before any write)
     accept_points_change: bool = False  # an exercise's maximum may differ from the published one (points_change.py)
@@ -76,3 +81,25 @@ class BatchRun:
             self._written_at = time.monotonic()
             self._write_cost = self._written_at - t0
             return records
+
+
+def write_no_submission(run: BatchRun, sid: str) -> None:
+    """A roster student with no folder: a ``no-submission`` record (0 points, the reason), so no grade is lost.
+
+    A student graded by an earlier run whose folder has since disappeared keeps that grade (a folder
+    moved by mistake must not turn a published grade into 0): the TA is told, and removing
+    ``OUT/<id>/`` records the student as having no submission.
+    """
+    earlier = earlier_record(run.out_dir / sid / RECORD)
+    if earlier is not None and earlier.status != "no-submission":
+        run.say(f"warning: {sid} is on the roster but has no submission folder now; the grade of the earlier "
+                f"graded submission is kept (remove {run.out_dir / sid} to record no submission)")
+        run.records[sid] = earlier
+        return
+    outcome = no_submission_outcome(sid, run.profile, run.exercises)
+    (run.out_dir / sid).mkdir(parents=True, exist_ok=True)
+    record = record_of(outcome, {"submission_hash": "", **run.key_common}, [])
+    write_student(outcome, results=run.out_dir / sid / "results.json", feedback=run.out_dir / sid / "feedback.md",
+                  record=record)
+    run.records[sid] = record
+    run.typed[sid] = outcome.result

@@ -2,7 +2,7 @@
 
 TA side, trusted. The parent stages a submission once (``grader.intake.submission``,
 into a 0700 folder of its own) and builds one :class:`GradeRequest` with ``staged=True``
-(``grader.records.outcome.grade_entry``); the worker grades that copy as it is;
+(``grader.student.grade_entry``); the worker grades that copy as it is;
 every runner carries that object, serialized one way (``model_dump_json`` /
 ``model_validate_json``):
 
@@ -11,17 +11,20 @@ every runner carries that object, serialized one way (``model_dump_json`` /
 - a Dask cluster node (``grader.runners.cluster`` → ``grader.runners.cluster_worker.grade_task``):
   the submission's bytes and the request's JSON;
 
-and the worker side grades it with ``grader.runners.workers.grade_request``.
+and the worker side grades it with ``grader.runners.worker_process.grade_request``.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grader.intake.submission import SubmissionLimits
+from ppo_course.submission_rules import SubmissionLimits
+from ppo_course.syllabus import EXERCISES
 
 #: The most a worker keeps, before its hard time-out, to write its results (seconds; 10% of shorter limits).
 RESULT_MARGIN_S = 30.0
@@ -34,7 +37,7 @@ class GradeRequest(BaseModel):
         submission: the submission folder (absolute path on the machine that grades it; a cluster
             node replaces it by the folder it unpacked the bytes into).
         staged: True when ``submission`` is the parent's staged copy (``grade-batch`` stages each student
-            once, in ``grader.records.outcome.grade_entry``): the worker grades it where it is, no second
+            once, in ``grader.student.grade_entry``): the worker grades it where it is, no second
             copy. False (a folder or zip nobody checked): the worker stages it first, as ``ppo-course grade``.
         student_id: whose submission (a folder or zip name; names a cluster node's folder, logs).
         profile: ``"full"`` or ``"fast"`` (``grader.grade.grade_submission``).
@@ -84,7 +87,7 @@ class WarmRequest(BaseModel):
     Attributes:
         request: the :class:`GradeRequest`.
         out: the scratch folder the worker writes ``result.json`` into.
-        env: the variables naming the batch's fork server (``grader.runners.workers._shared_forkserver_env``).
+        env: the variables naming the batch's fork server (``grader.runners.workers.shared_forkserver_env``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -92,3 +95,28 @@ class WarmRequest(BaseModel):
     request: GradeRequest
     out: Path
     env: dict[str, str] = Field(default_factory=dict)
+
+
+def request_of(submission: GradeRequest | str | os.PathLike, exercises: Iterable[str] | None = None,
+               profile: str = "full", staged: bool = False) -> GradeRequest:
+    """The ``GradeRequest`` of ``grader.grade.grade_submission``'s arguments: ``submission`` itself when it is one
+    (then the other arguments must be left at their defaults), else a request of that path with default limits.
+
+    Raises:
+        ValueError: an unknown profile or exercise stem, or keywords given beside a request.
+    """
+    if isinstance(submission, GradeRequest):
+        if exercises is not None or profile != "full" or staged:
+            raise ValueError("grade_submission: give the exercises, profile and staged in the GradeRequest, "
+                             "not beside it")
+        profile, exercises = submission.profile, submission.exercises
+    if profile not in ("full", "fast"):
+        raise ValueError(f"profile must be 'full' or 'fast', got {profile!r}")
+    selected = list(EXERCISES) if exercises is None else list(exercises)
+    unknown = [s for s in selected if s not in EXERCISES]
+    if unknown:
+        raise ValueError(f"unknown exercise(s) {unknown}; known: {list(EXERCISES)}")
+    if isinstance(submission, GradeRequest):
+        return submission
+    return GradeRequest(submission=Path(submission), staged=staged, profile=profile,
+                        exercises=None if exercises is None else selected, timeout_s=SubmissionLimits().timeout_s)
