@@ -5,7 +5,7 @@
 
 1. ``grader.intake.class_list.discover`` lists the students (a sub-folder or a ``.zip``; its name is
    the student id). Duplicated ids are rejected, stray files skipped.
-2. ``stage_submission`` (``grader.intake.submission``, the one intake of every path) checks one submission *before* anything is
+2. ``stage_submission`` (``ppo_course.submission_rules``, the one intake of every path) checks one submission *before* anything is
    unpacked (size from ``stat`` / the zip's headers, path traversal, symlinks
    out of the submission, zip bombs, non-UTF-8 names, NUL bytes) and copies
    the acceptable files into a clean staging folder. A bad submission raises
@@ -52,13 +52,13 @@ from grader.intake.attempts import record_selection
 from grader.intake.class_list import class_list
 from grader.intake.submission import submission_hash
 from ppo_course.submission_rules import Entry, SubmissionLimits
+from grader.records.faults import fault_ids
 from grader.records.gradebook import (
     RECORD,
     STATUSES,
     StudentRecord,
     check_batch_formats,
     clear_incomplete,
-    fault_ids,
     is_fault,
     mark_incomplete,
     read_records,

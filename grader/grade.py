@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.intake.request import GradeRequest, request_of
+from ppo_course.public_tests import PUBLIC_TESTS_DIR
 from ppo_course.submission_rules import SubmissionLimits
 from grader.points import PointsConfig, load_points, shows_work
 from grader.records.results import ExerciseResult, GradeResult, TestResult
@@ -49,16 +50,9 @@ class Unreadable(Exception):
     """The submission cannot be read at all (missing path, corrupt or unsafe zip)."""
 
 
-def public_tests_dir() -> Path:
-    """Where the public tests live (shipped inside `ppo_course`; see grader/public/README.md)."""
-    from grader.public import public_tests_dir as where
-
-    return where()
-
-
 @contextlib.contextmanager
 def _submission_folder(path: Path, intake_limits=None, staged: bool = False):
-    """Yield the staged submission (``grader.intake.submission``: the one intake of every path) and where its modules are.
+    """Yield the staged submission (``ppo_course.submission_rules``: the one intake of every path) and where its modules are.
 
     ``staged``: ``path`` is a folder the intake staged already (a batch's worker): read where it is
     (``already_staged``: its NUL-byte notes, as restaging it would give), never copied again.
@@ -70,14 +64,15 @@ def _submission_folder(path: Path, intake_limits=None, staged: bool = False):
     Raises:
         Unreadable: the intake rejected it (size, zip bomb, links out, ambiguous layout ...), with the reason.
     """
-    from grader.intake import submission as intake
+    from ppo_course.submission_layout import locate_modules, staged as staged_copy
+    from ppo_course.submission_rules import Rejected, already_staged
 
     try:
-        copying = contextlib.nullcontext(intake.already_staged(path)) if staged else intake.staged(path, intake_limits)
+        copying = contextlib.nullcontext(already_staged(path)) if staged else staged_copy(path, intake_limits)
         with copying as copy:
-            found = intake.locate_modules(copy.root)
+            found = locate_modules(copy.root)
             yield found.root, found.where, copy.notes
-    except intake.Rejected as exc:
+    except Rejected as exc:
         raise Unreadable(str(exc)) from None
 
 
@@ -125,7 +120,7 @@ def test_docs(stem: str, kind: str) -> dict[str, str]:
     """{test name: its docstring's summary (`doc_summary`)} of one grader module, read with `ast` (nothing is imported)."""
     from ppo_course.grading_kit.collect import doc_summary
 
-    folder = public_tests_dir() if kind == "public" else HIDDEN_DIR
+    folder = PUBLIC_TESTS_DIR if kind == "public" else HIDDEN_DIR
     path = folder / f"test_{stem}.py"
     if not path.is_file():
         return {}
@@ -280,7 +275,7 @@ def _run_tests(root: Path, present: list[str], profile: str, limits) -> tuple[di
     collector = OutcomeCollector(provider.classify)
     files = []
     for stem in present:
-        for f in (public_tests_dir() / f"test_{stem}.py", HIDDEN_DIR / f"test_{stem}.py"):
+        for f in (PUBLIC_TESTS_DIR / f"test_{stem}.py", HIDDEN_DIR / f"test_{stem}.py"):
             if f.is_file():
                 files.append(f)
     deselect = []

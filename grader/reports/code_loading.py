@@ -120,7 +120,7 @@ def scan_submission(root: Path, owner: str) -> list[Finding]:
     """Every finding of one staged submission folder (all files, any depth), sorted by file and line.
 
     Args:
-        root: the intake's staged copy (``grader.intake.submission.stage_submission``), never the original.
+        root: the intake's staged copy (``ppo_course.submission_rules.stage_submission``), never the original.
         owner: the student id for the report.
     """
 

@@ -3,7 +3,7 @@
 ``ppo-course similarity SUBMISSIONS_DIR --out DIR`` lands here
 (:func:`run_similarity`). Student code is only *read as text*: every
 submission goes through the batch's own intake (``grader.intake.class_list.discover`` and
-``grader.intake.submission.stage_submission``: the same size, zip-bomb, path and symlink
+``ppo_course.submission_rules.stage_submission``: the same size, zip-bomb, path and symlink
 checks as grading) into a temporary folder, and each ``.py`` file is decoded
 and fingerprinted by copydetect (pygments tokens, winnowing; Schleimer et al.
 2003, "Winnowing: local algorithms for document fingerprinting"). Nothing is
@@ -144,7 +144,7 @@ def read_cohort(submissions_dir: Path, *, kind: str = "class", prefix: str = "",
     """The units of every student of a submissions folder, through the batch's intake checks.
 
     Each student (sub-folder or zip, ``grader.intake.class_list.discover``) is staged with
-    ``grader.intake.submission.stage_submission`` into a temporary folder and read as
+    ``ppo_course.submission_rules.stage_submission`` into a temporary folder and read as
     text; a submission the intake rejects is left out with a note. Every staged
     file is also scanned for code loaded from data (``grader.reports.code_loading``):
     the findings are appended to ``review``. With ``attempt_rule`` (``grader.intake.attempts.AttemptRule``, the

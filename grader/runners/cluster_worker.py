@@ -83,7 +83,7 @@ def pack_submission(root: Path) -> bytes:
     Entries are the regular files under ``root`` (relative POSIX paths,
     sorted), deflated, with a fixed timestamp and mode 0644, so that the
     bytes depend on the content only. Staging already dropped links and
-    special files (``grader.intake.submission.stage_submission``).
+    special files (``ppo_course.submission_rules.stage_submission``).
 
     Raises:
         NotADirectoryError: if ``root`` is not a folder.

@@ -146,3 +146,18 @@ def time_out_message(timeout_s: float) -> str:
     """The one wording of a submission that ran out of its grading time (gradebook, results.json, feedback)."""
     return (f"grading took longer than the limit of {timeout_s:g} s and was stopped "
             "(look for an infinite loop or very slow code)")
+
+
+def died_message(log_path: Path, rc: int | None) -> str:
+    """The one sentence for a worker that ended without a result: how it ended and its log's last line.
+
+    ``rc``: the process's return code (negative: killed by that signal; None: still running). The log's last
+    2000 bytes are read as UTF-8 (replacing what is not); a missing log gives no last line.
+    """
+    try:
+        tail = log_path.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        tail = []
+    last = tail[-1] if tail else ""
+    why = "still running" if rc is None else (f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
+    return f"the grader process died ({why}){': ' + last if last else ''}"

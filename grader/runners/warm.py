@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 from grader.intake.request import GradeRequest, WarmRequest
-from grader.runners.runner import WorkerOutcome, Workers, kill_group, read_result, time_out_message
+from grader.runners.runner import WorkerOutcome, Workers, died_message, kill_group, read_result, time_out_message
 from grader.runners import workers as fresh  # fresh.worker_command: the one command line of a worker
 
 #: How long a worker may take to import torch and warm up before the pool gives up on it (seconds).
@@ -89,14 +89,7 @@ class _WarmWorker:
 
     def _why_gone(self) -> str:
         """How the worker ended, worded as a fresh worker's death (``grader.runners.workers.run_worker``)."""
-        rc = self.proc.poll()
-        try:
-            tail = self.log_path.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
-        except OSError:
-            tail = []
-        last = tail[-1] if tail else ""
-        why = "still running" if rc is None else (f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
-        return f"the grader process died ({why}){': ' + last if last else ''}"
+        return died_message(self.log_path, self.proc.poll())
 
     def _read_line(self, deadline: float) -> dict | None:
         """The next JSON line from the worker; None at ``deadline``. Raises _WorkerGone on EOF."""

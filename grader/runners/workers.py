@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from grader.intake.request import GradeRequest
-from grader.runners.runner import RESULT_FILE, WorkerOutcome, Workers, kill_group, read_result, time_out_message
+from grader.runners.runner import RESULT_FILE, WorkerOutcome, Workers, died_message, kill_group, read_result, time_out_message
 
 def default_jobs() -> int:
     """The default worker count: the CPU cores this process may use (at least 1)."""
@@ -146,11 +146,7 @@ def run_worker(request: GradeRequest, scratch: Path, *, workers: Workers | None 
     seconds = time.monotonic() - t0
     if rc == 0 and (scratch / RESULT_FILE).is_file():
         return read_result(scratch, seconds)
-    tail = log_path.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
-    last = tail[-1] if tail else ""
-    why = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
-    return WorkerOutcome(status="crashed", message=f"the grader process died ({why}){': ' + last if last else ''}",
-                         seconds=seconds)
+    return WorkerOutcome(status="crashed", message=died_message(log_path, rc), seconds=seconds)
 
 
 #: What ``python -I -c`` runs in a worker: the grader's own folders (argv before ``--``) are appended to

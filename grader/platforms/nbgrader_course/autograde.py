@@ -94,7 +94,7 @@ def grade_modules(modules: dict[str, str], profile: str, timeout_s: float | None
     """Grade ``{stem: module text}`` through the per-student step, in this process (cached per content, profile
     and time limit); returns the ``grader.records.outcome.StudentOutcome``.
 
-    ``timeout_s``: the submission's one wall-clock limit (``grader.intake.submission.SubmissionLimits``; its
+    ``timeout_s``: the submission's one wall-clock limit (``ppo_course.submission_rules.SubmissionLimits``; its
     default when None), which every sandboxed call and known-good callback counts against. The step is
     ``grader.student.grade_alone`` with ``grader.runners.in_process.InProcessRunner``: the intake, time-out
     and fault rules of ``ppo-course grade``, ``grade-batch`` and Gradescope.
@@ -221,7 +221,7 @@ class IsolatedGrade(NbGraderPreprocessor):
     profile = Unicode("full", help="grade_submission profile: 'full', or 'fast' (skips the slow "
                                    "exercise-7 training run)").tag(config=True)
     timeout_s = Float(600.0, help="wall-clock seconds for grading one student's modules, the grader's work on "
-                                  "their behalf included (grader.intake.submission.SubmissionLimits.timeout_s)").tag(config=True)
+                                  "their behalf included (ppo_course.submission_rules.SubmissionLimits.timeout_s)").tag(config=True)
     secret_file = Unicode("", help="the course's grader secret file (ppo-course nbgrader writes grader_secret in the "
                                    "course root); empty: $PPO_COURSE_SECRET_FILE, else the instructor's "
                                    "~/.config/ppo-course/grader_secret").tag(config=True)
