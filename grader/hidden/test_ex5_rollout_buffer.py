@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from grader.hidden.draws import draw_seed
-from ppo_course.grading_kit.buffer_data import advance, drain
+from ppo_course.grading_kit.buffer_data import advance, drain, order_diagnosis
 from ppo_course.grading_kit.feedback import Mismatch, expect_raises
 
 EXERCISE = "ex5_rollout_buffer"
@@ -174,7 +174,9 @@ def test_cycle_rules(student, error_name):
     ids = sorted(int(i) for mb in rows if isinstance(mb, dict) and isinstance(mb.get("ids"), torch.Tensor)
                  for i in mb["ids"].reshape(-1).tolist())
     stale_rows = any(i < 100 for i in ids)
-    _expect(ids == [100, 101, 102], "buffer_use_after_purge" if stale_rows else "buffer_wrong_minibatch_order",
+    perm = [100 + i for i in torch.randperm(3, generator=_gen(32)).tolist()]  # the specified chunks
+    order = order_diagnosis([mb["ids"].tolist() for mb in rows], [perm[:2], perm[2:]], 2)
+    _expect(ids == [100, 101, 102], "buffer_use_after_purge" if stale_rows else order,
             f"the second cycle served sequences {ids}", "mini-batches of the second cycle (its 3 sequences, each once)")
 
 
@@ -200,7 +202,7 @@ def test_minibatch_order_matches_reference(student, reference):
             raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", what)
         got_ids = [mb.get("ids").tolist() if isinstance(mb.get("ids"), torch.Tensor) else None for mb in got]
         want_ids = [mb["ids"].tolist() for mb in want]
-        _expect(got_ids == want_ids, "buffer_wrong_minibatch_order", f"ids {got_ids} vs {want_ids}", what)
+        _expect(got_ids == want_ids, order_diagnosis(got_ids, want_ids, mbs), f"ids {got_ids} vs {want_ids}", what)
         for mb_got, mb_want in zip(got, want):
             for name, tensor in mb_want.items():
                 other = mb_got.get(name)
@@ -220,7 +222,9 @@ def test_minibatches_cover_rollout_once(student):
     batches = drain(buf.minibatches(2, generator=_gen(2)))
     ids = sorted(i for mb in batches for i in mb["ids"].tolist())
     sizes = [len(mb["ids"]) for mb in batches]
-    _expect(ids == [0, 1, 2, 3, 4] and sizes == [2, 2, 1], "buffer_wrong_minibatch_order",
+    perm = torch.randperm(5, generator=_gen(2)).tolist()  # the specified chunks (ids 0..4 in storage order)
+    diagnosis = order_diagnosis([mb["ids"].tolist() for mb in batches], [perm[i:i + 2] for i in (0, 2, 4)], 2)
+    _expect(ids == [0, 1, 2, 3, 4] and sizes == [2, 2, 1], diagnosis,
             f"ids {ids}, sizes {sizes}", "minibatches(2) over 5 sequences")
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(16, seed=13))
@@ -350,7 +354,7 @@ def test_buffer_stores_detached(student):
 
 def test_add_rejects_malformed_fields(student, error_name):
     """(0.25 points, once the values are computed) add()'s other ValueErrors: a field that is not a tensor, a 0-dim tensor (no batch
-    dimension)."""
+    dimension), a second add() with another dtype ("the same trailing shapes (and dtypes)"; torch.cat would promote)."""
     from grader.hidden.documented_errors import expect_value_errors
 
     def add(**fields):
@@ -359,3 +363,9 @@ def test_add_rejects_malformed_fields(student, error_name):
     expect_value_errors({"a list field": add(ids=torch.arange(2), values=[1.0, 2.0]),
                          "a 0-dim field": add(ids=torch.arange(2), values=torch.tensor(1.0))},
                         error_name, "RolloutBuffer.add")
+    buf = student.new("RolloutBuffer")
+    first = _rollout(3, seed=24)
+    buf.add(**{**first, "logp_old": first["logp_old"].float()})  # float32 first
+    second = _rollout(2, seed=25, start=3)  # float64 logp_old
+    expect_raises(lambda: buf.add(**second), ("ValueError",), "buffer_inconsistent_fields",
+                  what="a second add() with another dtype (float64 after float32)", is_error=error_name)

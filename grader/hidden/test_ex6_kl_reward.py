@@ -56,7 +56,8 @@ def test_shaped_rewards_last_token(student, reference, batch, kl_coef):
 
 
 def test_shaped_rewards_defaults_and_positional(student, reference):
-    """Defaults (kl_coef 0.05, per_token) and positional (0.2, "last_token"); full and one-token rows."""
+    """Defaults (kl_coef 0.05, per_token) and positional (0.2, "last_token"); full and one-token rows. Then float32
+    logp with float64 scores: the rewards keep logp's dtype (the docstring's "dtype/device of logp")."""
     batch = Batch(4, 5, (5, 1, 3, 2), "int", "float64", draw_seed("ex6.shaped_defaults"))
     logp, ref_logp, mask = _kl_case(batch)
     scores = _scores(batch)
@@ -64,6 +65,10 @@ def test_shaped_rewards_defaults_and_positional(student, reference):
             what="kl_shaped_rewards(...) with defaults")
     compare(student, reference, "kl_shaped_rewards", (scores, logp, ref_logp, mask, 0.2, "last_token"),
             rtol=1e-9, atol=1e-9, what="kl_shaped_rewards(..., 0.2, 'last_token')")
+    t = tol(torch.float32, 10.0)
+    for placement in ("per_token", "last_token"):
+        compare(student, reference, "kl_shaped_rewards", (scores, logp.float(), ref_logp.float(), mask, 0.2, placement),
+                rtol=t, atol=t, what=f"kl_shaped_rewards(float64 scores, float32 logp, ..., {placement!r})")
 
 
 def test_kl_outputs_carry_no_gradient(student, reference):

@@ -68,3 +68,20 @@ def advance(iterator: Any, what: str = "next(mini-batch iterator)") -> Any:
     if not (hasattr(type(iterator), "list") or isinstance(iterator, Iterator)):
         raise Mismatch("wrong_type", f"expected an iterator of mini-batches, got {type(iterator).__name__}", what)
     return next(iterator)
+
+
+def order_diagnosis(got: list[list[int]], want: list[list[int]], mini_batch_size: int) -> str:
+    """The name of an epoch whose mini-batches differ from the specified chunks (Book eq. 5.13; the docstring's
+    "chunks perm[i : i + mini_batch_size] in order (the last may be smaller)").
+
+    Args:
+        got: the ids of each mini-batch the student's buffer yielded, in order.
+        want: the ids of each specified chunk, in order.
+        mini_batch_size: the size asked for.
+
+    Returns:
+        ``"buffer_drops_last_minibatch"`` when ``got`` is exactly ``want`` without its last chunk and that chunk
+        is the smaller one (a ``drop_last`` habit); ``"buffer_wrong_minibatch_order"`` otherwise.
+    """
+    dropped = len(want) > 1 and len(want[-1]) < mini_batch_size and got == want[:-1]
+    return "buffer_drops_last_minibatch" if dropped else "buffer_wrong_minibatch_order"

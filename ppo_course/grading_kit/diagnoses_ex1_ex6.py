@@ -196,6 +196,10 @@ EX1_TO_EX6: dict[str, str] = {
         "Your mini-batch order differs: perm = torch.randperm(len(buf), generator=generator), then "
         "consecutive chunks perm[i:i+mini_batch_size] (the last may be smaller)."
     ),
+    "buffer_drops_last_minibatch": (
+        "The last, smaller mini-batch is missing: yield every chunk perm[i:i+mini_batch_size] in order, "
+        "the last may be smaller (no drop_last: its sequences would never be trained on)."
+    ),
     "buffer_aliases_inputs": (
         "Your buffer stores the caller's tensors themselves; store copies so that later changes "
         "to the caller's tensors do not change the buffer."

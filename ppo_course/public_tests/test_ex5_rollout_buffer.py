@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ppo_course.grading_kit.buffer_data import drain
+from ppo_course.grading_kit.buffer_data import drain, order_diagnosis
 from ppo_course.grading_kit.feedback import Mismatch, expect_raises
 
 EXERCISE = "ex5_rollout_buffer"
@@ -34,8 +34,12 @@ def test_buffer_cycle(student):
     batches = drain(buf.minibatches(2, generator=torch.Generator().manual_seed(0)))
     ids = sorted(i for mb in batches for i in mb["ids"].tolist())
     sizes = [len(mb["ids"]) for mb in batches]
+    # The specified chunks: perm = randperm(5) with the same seed, then perm[0:2], perm[2:4], perm[4:5].
+    perm = torch.randperm(5, generator=torch.Generator().manual_seed(0)).tolist()
+    chunks = [perm[i:i + 2] for i in range(0, 5, 2)]
+    diagnosis = order_diagnosis([mb["ids"].tolist() for mb in batches], chunks, 2)
     # 5 sequences in mini-batches of 2: sizes 2, 2, 1 and every id once.
-    _check(ids == [0, 1, 2, 3, 4] and sizes == [2, 2, 1], "buffer_wrong_minibatch_order",
+    _check(ids == [0, 1, 2, 3, 4] and sizes == [2, 2, 1], diagnosis,
            f"  expected ids 0..4 once in sizes [2, 2, 1], got ids {ids}, sizes {sizes}", "minibatches(2)")
     buf.purge()
     _check(buf.phase == "collect" and len(buf) == 0, "buffer_use_after_purge",

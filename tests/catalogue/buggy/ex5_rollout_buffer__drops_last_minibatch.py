@@ -3,7 +3,7 @@
 With 7 rows and mini-batches of 3 one row is never trained on.
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_wrong_minibatch_order"
+DIAGNOSIS = "buffer_drops_last_minibatch"
 DESCRIPTION = "RolloutBuffer.minibatches drops the last, smaller mini-batch (drop_last=True)"
 SEEN_IN = "classroom mistake (DataLoader(drop_last=True) habit); the contract keeps the last chunk"
 

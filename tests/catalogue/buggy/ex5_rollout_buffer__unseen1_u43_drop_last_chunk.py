@@ -5,7 +5,7 @@ Clause broken: "chunks perm[i : i + mini_batch_size] in order (the last may be s
 Expected diagnosis (the set's manifest): Sequences in an incomplete final mini-batch are never trained on. The order/coverage rule is broken.
 """
 EXERCISE = "ex5_rollout_buffer"
-DIAGNOSIS = "buffer_wrong_minibatch_order"
+DIAGNOSIS = "buffer_drops_last_minibatch"
 DESCRIPTION = "drops the last partial chunk (drop_last)"
 SEEN_IN = "the landing-7 unseen set (u43), written outside the project from the docstrings alone"
 

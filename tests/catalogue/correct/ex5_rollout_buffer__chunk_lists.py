@@ -27,8 +27,8 @@ class RolloutBuffer:
             if set(fields) != set(self._data):
                 raise ValueError(f"fields {sorted(fields)} differ from {sorted(self._data)}")
             for k, v in fields.items():
-                if v.shape[1:] != self._data[k][0].shape[1:]:
-                    raise ValueError(f"field {k!r} has trailing shape {tuple(v.shape[1:])}")
+                if v.shape[1:] != self._data[k][0].shape[1:] or v.dtype != self._data[k][0].dtype:
+                    raise ValueError(f"field {k!r} has trailing shape {tuple(v.shape[1:])} and dtype {v.dtype}")
         for k, v in fields.items():
             self._data.setdefault(k, []).append(v.detach().clone())
 

@@ -44,8 +44,8 @@ class RolloutBuffer:
         if fields.keys() != self._fields.keys():
             raise ValueError(f"RolloutBuffer.add: expected fields {sorted(self._fields)}, got {sorted(fields)}")
         for k, v in fields.items():
-            if v.shape[1:] != self._fields[k].shape[1:]:
-                raise ValueError(f"RolloutBuffer.add: field {k!r} changed its trailing shape")
+            if v.shape[1:] != self._fields[k].shape[1:] or v.dtype != self._fields[k].dtype:
+                raise ValueError(f"RolloutBuffer.add: field {k!r} changed its trailing shape or dtype")
         self._fields = {k: torch.cat([self._fields[k], fields[k].detach()]) for k in self._fields}
 
     def start_training(self):
