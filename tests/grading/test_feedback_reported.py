@@ -72,3 +72,15 @@ def test_doc_summary_keeps_a_wrapped_first_sentence_whole():
     long = doc_summary("word " * 100, limit=30)
     assert long.endswith(" …") and len(long) <= 30 and not long.endswith("wo …")
     assert doc_summary(None) == ""
+
+
+def test_a_hidden_tests_finding_reaches_feedback_md_capped():
+    """The fitted value (or where the outputs differ) of a failed hidden test is in feedback.md, not only
+    in results.json; a passed or public test adds no finding line."""
+    finding = "Fitted to your output: ε (clip_eps) = 0.3 is used where the call passed ε (clip_eps) = 0.2."
+    md = _ex1([_t("test_surrogate_matches_reference", "hidden", 0.0, 2.0, "failed", finding=finding),
+               _t("test_logprobs_gradient", "hidden", 1.0, 1.0, "passed")], 8.0).feedback_markdown()
+    assert f"  {finding}" in md
+    long = _ex1([_t("test_surrogate_matches_reference", "hidden", 0.0, 2.0, "failed", finding="x" * 50_000)],
+                8.0).feedback_markdown()
+    assert len(long) < 20_000  # capped like every output
