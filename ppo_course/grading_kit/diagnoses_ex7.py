@@ -45,7 +45,8 @@ EX7: dict[str, str] = {
         "step, from the rollout's rewards and values, before the epochs (steps 5-6 of the stub)."
     ),
     "ppo_step_wrong_epochs": (
-        "Your PPO step runs a different number of epochs over the rollout than config.ppo_epochs."
+        "Your PPO step's epochs differ from the stub's: config.ppo_epochs epochs, each drawing its own "
+        "mini-batches with one buf.minibatches(...) call (a fresh permutation) and training on every one."
     ),
     "ppo_step_kl_units": (
         "Your PPO step feeds the KL controller the wrong units: current_kl is the batch mean of each "

@@ -233,6 +233,9 @@ def _training(t: _T, cfg: dict, batch: int, coef: float) -> tuple[str, str] | No
         return "ppo_step_wrong_order", "step 7: minibatches(...) was not given the step's generator"
     per_epoch = -(-batch // cfg["mini_batch_size"])
     if mbs and (len(mbs) != cfg["ppo_epochs"] or len(losses) != cfg["ppo_epochs"] * per_epoch):
+        if len(losses) == cfg["ppo_epochs"] * per_epoch:  # the right number of updates from too few draws
+            return "ppo_step_wrong_epochs", (f"step 7: {len(mbs)} minibatches(...) call(s) for {cfg['ppo_epochs']} "
+                                             "epochs: each epoch must draw its own mini-batches")
         return "ppo_step_wrong_epochs", (f"step 7: {len(mbs)} pass(es) over the buffer and {len(losses)} losses, "
                                          f"expected {cfg['ppo_epochs']} and {cfg['ppo_epochs'] * per_epoch}")
     for e in losses:
