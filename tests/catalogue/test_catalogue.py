@@ -45,6 +45,10 @@ KNOWN_GAPS: dict[str, str] = {
     "ex2_clipped_loss__unseen1_u12_torch_minimum_at_boundary": (
         "by decision: torch.minimum gives the solution's values everywhere and differs only in the gradient at "
         "r = 1 ± ε exactly (the tie splits it); the docstring's boundary-gradient promise is deliberately ungraded"),
+    "ex2_clipped_loss__unseen2_v08_torch_minimum_at_boundary": (
+        "by decision, as unseen1's u12: torch.minimum gives the solution's values everywhere and differs only in the "
+        "gradient at r = 1 ± ε exactly (the tie splits it); the docstring's boundary-gradient promise is deliberately "
+        "ungraded"),
 }
 
 
