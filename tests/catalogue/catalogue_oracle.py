@@ -49,8 +49,11 @@ def logprobs_from_logits(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Te
 def probability_ratio(logp_new: torch.Tensor, logp_old: torch.Tensor) -> torch.Tensor:
     """exp(logp_new − logp_old) (Book eq. 5.20), a pure function of both inputs.
 
-    The losses detach logp_old themselves; the ratio alone stays differentiable in both.
+    The losses detach logp_old themselves; the ratio alone stays differentiable in both. ValueError when the
+    two shapes differ (the contract's Raises clause).
     """
+    if logp_new.shape != logp_old.shape:
+        raise ValueError("logp_new and logp_old must share one shape")
     return torch.exp(logp_new - logp_old)
 
 
@@ -198,8 +201,9 @@ class RolloutBuffer:
             raise ValueError("fields disagree on the batch size")
         if self._chunks:
             ref = self._chunks[0]
-            if set(ref) != set(fields) or any(ref[k].shape[1:] != v.shape[1:] for k, v in fields.items()):
-                raise ValueError("fields or trailing shapes differ from the first add()")
+            if set(ref) != set(fields) or any(ref[k].shape[1:] != v.shape[1:] or ref[k].dtype != v.dtype
+                                              for k, v in fields.items()):
+                raise ValueError("fields, trailing shapes or dtypes differ from the first add()")
         self._chunks.append({k: v.detach().clone() for k, v in fields.items()})
 
     def __len__(self):

@@ -116,6 +116,9 @@ def probe_ex1(mod) -> Record:
                 # in log space: a ratio e^−25 that comes out 0 (or e^−200 in float64) differs from e^Δ here
                 rec[name + ".log"] = torch.log(out.detach().to(torch.float64))
                 _grad_of(rec, name, out, {"logp_new": a, "logp_old": b})
+        name = f"ratio[{dtype}][shapes]"  # [2,3] against [1,3]: a ValueError, not a broadcast
+        rec[name] = "accepted"  # overwritten by "raised <type>" when refused (the contract: ValueError)
+        _call(rec, name, lambda: mod.probability_ratio(torch.zeros(2, 3, dtype=dtype), torch.zeros(1, 3, dtype=dtype)))
     return rec
 
 
@@ -150,6 +153,9 @@ def probe_ex2(mod) -> Record:
         name = f"surrogate[{dtype}][advantages_shape]"
         rec[name] = "accepted"  # overwritten by "raised <type>" when refused (the contract: ValueError)
         _call(rec, name, lambda: mod.clipped_surrogate_loss(lp, lp, torch.ones(4, 1, dtype=dtype), make_mask("bool")))
+        name = f"surrogate[{dtype}][mask_shape]"  # a [4, 1] mask: a ValueError, not a broadcast
+        rec[name] = "accepted"  # overwritten by "raised <type>" when refused (the contract: ValueError)
+        _call(rec, name, lambda: mod.clipped_surrogate_loss(lp, lp, lp, torch.ones(4, 1, dtype=torch.bool)))
         # |log r| = 25 where the unclipped term is the smaller one (r = e^25 with Â < 0): nothing may clamp r.
         far = torch.tensor([[25.0, -25.0, 0.1]], dtype=dtype)
         name = f"surrogate[{dtype}][far]"
@@ -296,6 +302,11 @@ def probe_ex5(mod) -> Record:
     _call(rec, "add.bad_trailing", lambda: buf.add(ids=torch.arange(2), logp_old=_randn(2, 4, seed=54),
                                                    mask=torch.ones(2, 3, dtype=torch.bool))) \
         or rec.setdefault("add.bad_trailing", "ok")
+    # Same keys and shapes, another dtype than this cycle's: a ValueError (the docstring's promise).
+    _call(rec, "add.bad_dtype", lambda: buf.add(ids=torch.arange(2),
+                                                logp_old=_randn(2, 3, seed=55, dtype=torch.float64),
+                                                mask=torch.ones(2, 3, dtype=torch.bool))) \
+        or rec.setdefault("add.bad_dtype", "ok")
     rec["len.7"] = _call(rec, "len.7", lambda: len(buf))
     _call(rec, "minibatches.collect", lambda: next(iter(buf.minibatches(2)))) or rec.setdefault(
         "minibatches.collect", "ok")
@@ -409,6 +420,15 @@ def probe_ex6(mod) -> Record:
                                                                           placement=placement))
                     if out is not None:
                         _put(rec, name, out)
+    # float64 scores with float32 log-probs: the rewards keep logp's dtype.
+    mask = make_mask("bool")
+    logp = _randn(4, T, seed=65, dtype=torch.float32, scale=0.5) - 1.0
+    for placement in ("per_token", "last_token"):
+        name = f"shaped[float64_scores][{placement}]"
+        out = _call(rec, name, lambda: mod.kl_shaped_rewards(_randn(4, seed=66, dtype=torch.float64), logp,
+                                                              logp - 0.1, mask, kl_coef=0.1, placement=placement))
+        if out is not None:
+            _put(rec, name, out)
     for init, target, horizon in ((0.05, 6.0, 10000), (0.2, 1.0, 100)):
         ctl = _call(rec, f"ctl[{init}]", lambda: mod.AdaptiveKLController(init, target, horizon))
         if ctl is None:

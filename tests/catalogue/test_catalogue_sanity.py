@@ -100,6 +100,9 @@ SANITY_GAPS: dict[str, str] = {
         "torch.minimum differs from the solution only in the gradient at r = 1 ± ε exactly, where the oracle "
         "(TRL's torch.max of the negated terms) splits the tie the same way: a probe there would set the solution "
         "against the oracle over a docstring promise that is deliberately ungraded"),
+    "ex2_clipped_loss__unseen2_v08_torch_minimum_at_boundary": (
+        "as unseen1's u12: torch.minimum differs from the solution only in the gradient at r = 1 ± ε exactly, where "
+        "the oracle (TRL's torch.max of the negated terms) splits the tie the same way; the promise is ungraded"),
 }
 
 

@@ -107,6 +107,11 @@ PUBLIC_GAPS = {
     "ex7_ppo_step__unseen1_u67_value_args_swapped": (
         "the public step check observes each stage's outputs, not which of ppo_loss's two value tensors is the "
         "live one; the hidden parity tests and the stage diagnosis (ppo_step_stage_losses) catch it"),
+    "ex7_ppo_step__unseen2_v63_reference_from_live_policy": (
+        "step_checks._rewards compares kl_shaped_rewards' ref_logp with the observed reference pass only when there "
+        "is one (rollout_pass(..., 'ref')); a step that never runs ref_policy has none, and ref_logp = logp_old "
+        "(KL ≡ 0) is then self-consistent in every stage; the hidden reference comparison names it "
+        "ppo_step_rewards_wrong"),
 }
 
 

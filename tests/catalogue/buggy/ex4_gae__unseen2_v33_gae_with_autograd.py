@@ -1,0 +1,44 @@
+"""Buggy (v33 of the unseen2 set, written outside the project from the docstrings alone):
+The recursion runs with autograd on, so outputs carry gradient from `values`.
+
+Clause broken: “(advantages, returns) ... detached (no gradient flows into either)”
+Expected diagnosis (the set's manifest): Your advantages and returns carry a gradient graph back into the values. Compute them under `torch.no_grad()` or detach them.
+Graded as: gae_not_detached.
+"""
+EXERCISE = "ex4_gae"
+DIAGNOSIS = "gae_not_detached"
+DESCRIPTION = "The recursion runs with autograd on, so outputs carry gradient from `values`"
+SEEN_IN = "the unseen2 set (v33), written outside the project from the docstrings alone"
+
+
+def compute_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    gamma: float = 1.0,
+    lam: float = 0.95,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if rewards.dim() != 2 or rewards.shape != values.shape or rewards.shape != mask.shape:
+        raise ValueError(
+            "rewards, values and mask must share one [batch, resp_len] shape, got "
+            f"{tuple(rewards.shape)}, {tuple(values.shape)}, {tuple(mask.shape)}"
+        )
+    if True:
+        real = mask.bool()
+        zero = torch.zeros((), dtype=rewards.dtype, device=rewards.device)
+        # Zeroing the padding makes "V and A are 0 past the last real token" automatic:
+        # at the last real token V_{t+1} = 0, and every padded δ (hence A) is 0.
+        r = torch.where(real, rewards, zero)
+        v = torch.where(real, values.to(rewards.dtype), zero)
+        resp_len = rewards.shape[1]
+        next_value = torch.zeros_like(r[:, 0])  # (B,)
+        next_adv = torch.zeros_like(r[:, 0])  # (B,)
+        advantages_reversed = []
+        for t in reversed(range(resp_len)):
+            delta = r[:, t] + gamma * next_value - v[:, t]  # (B,)
+            next_adv = delta + gamma * lam * next_adv
+            next_value = v[:, t]
+            advantages_reversed.append(next_adv)
+        advantages = torch.stack(advantages_reversed[::-1], dim=1)  # (B, T)
+        returns = advantages + values.to(rewards.dtype)
+    return advantages, returns
