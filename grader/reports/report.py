@@ -45,6 +45,7 @@ class ClassSummary:
     diagnosis_stems: dict[str, set[str]] = field(default_factory=dict)
     diagnosis_students: dict[str, list[str]] = field(default_factory=dict)
     diagnosis_points: Counter = field(default_factory=Counter)  # id -> points the class lost to it
+    preview: bool = False  # some student was graded in the fast profile: the numbers are a preview, not grades
 
 
 def diagnoses_in(result) -> list[tuple[str, str, float]]:
@@ -113,6 +114,7 @@ def summarise(out_dir: Path, records: Iterable, results: dict | None = None) -> 
         diagnosis_stems=diag_stems,
         diagnosis_students=diag_students,
         diagnosis_points=diag_points,
+        preview=any(getattr(r, "profile", "full") == "fast" for r in records),
     )
 
 
@@ -149,6 +151,9 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
     """The text of report.md for a :class:`ClassSummary` (``top`` most common diagnoses)."""
     s = summary
     lines = ["# Class report", ""]
+    if s.preview:
+        lines += ["**Fast preview, not a grade:** graded with `--profile fast`, which leaves out exercise 7's "
+                  "training run (so the maximum is lower); grade without `--profile fast` for the grade.", ""]
     status_text = ", ".join(f"{n} {st}" for st, n in sorted(s.status_counts.items(), key=lambda kv: -kv[1]))
     lines += [f"{s.n_students} students: {status_text or 'none'}.", ""]
     if s.totals:

@@ -51,3 +51,13 @@ def test_the_report_uses_the_result_the_batch_holds_without_reading_a_file(tmp_p
     stats = per_test_stats(tmp_path, records, {"ana": _result()})
     # Hidden tests only, in order: a failed, b passed, d failed.
     assert [(s.test, s.pass_rate) for s in stats] == [("test_a", 0.0), ("test_b", 1.0), ("test_d", 0.0)]
+
+
+def test_a_fast_profile_report_says_it_is_a_preview(tmp_path):
+    """report.md of a batch graded with --profile fast opens by saying it is a preview, not a grade."""
+    from grader.reports.report import report_markdown
+
+    full = report_markdown(summarise(tmp_path, [_record("ana")], {"ana": _result()}), png_name=None)
+    fast_record = _record("ana").model_copy(update={"profile": "fast"})
+    fast = report_markdown(summarise(tmp_path, [fast_record], {"ana": _result()}), png_name=None)
+    assert "Fast preview, not a grade" in fast and "Fast preview" not in full
