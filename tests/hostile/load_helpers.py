@@ -45,19 +45,26 @@ def submission_key(folder: Path) -> str:
 
 
 def replay_grade(submission, *, exercises=None, profile="full", submission_limits=None, staged=False):
-    """``grade_submission``'s signature: the recorded result of an identical submission, else a real grading.
+    """``grade_submission``'s signature (a ``GradeRequest`` or a path): the recorded result of an identical
+    submission, else a real grading.
 
     Used by the batch workers (``stand_in_grader.install``); the recorded results live
     in ``$PPO_HOSTILE_REPLAY_DIR/<key>.json`` (``GradeResult`` as JSON).
     """
     from grader.records.results import GradeResult
 
+    request = submission
+    if hasattr(request, "submission"):  # a GradeRequest, as the workers pass it
+        submission, exercises, profile = request.submission, request.exercises, request.profile
+        staged = getattr(request, "staged", staged)
     replay = Path(os.environ[CACHE_ENV]) / f"{submission_key(Path(submission))}-{profile}-{'_'.join(exercises or [])}.json"
     if replay.is_file():
         result = GradeResult.model_validate_json(replay.read_text(encoding="utf-8"))
         return result.model_copy(update={"submission": Path(submission).name})
     from grader.grade import grade_submission
 
+    if hasattr(request, "submission"):
+        return grade_submission(request)
     return grade_submission(submission, exercises=exercises, profile=profile, staged=staged)
 
 
