@@ -18,7 +18,7 @@ import pytest
 
 from conftest import write_student
 from grader import batch
-from grader.records import outcome
+from grader import student
 from grader.batch import run_batch
 from grader.intake.class_list import discover
 from grader.records.out_folder import BatchBusy, lock_out_dir
@@ -275,14 +275,14 @@ def test_unreadable_file_rejects_only_that_student(cohort, tmp_path, monkeypatch
 
 
 def test_a_fault_of_the_batch_layer_is_recorded_as_crashed(cohort, tmp_path, monkeypatch):
-    real = outcome.stage_submission
+    real = student.stage_submission
 
     def flaky(entry, dest, limits):
         if entry.student_id == "bob":
             raise OSError(5, "Input/output error")  # ENOSPC stops the whole batch instead (hostile tests)
         return real(entry, dest, limits)
 
-    monkeypatch.setattr(outcome, "stage_submission", flaky)
+    monkeypatch.setattr(student, "stage_submission", flaky)
     book = rows(grade(cohort, tmp_path / "out").out_dir)
     assert book["bob"]["status"] == "grader_fault" and "Input/output error" in book["bob"]["message"]
     assert book["bob"]["max_total"] == f"{load_points().max_score:g}"  # from grader/points.yaml
