@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: cannot write {target}: {parent} is not a folder", file=sys.stderr)
             return 2
 
+    _prestart_forkserver()
     from grader.course_secret import GraderSecretError, ensure_secret
 
     try:
@@ -72,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
     except GraderSecretError as exc:  # a grader fault: nothing graded, no results written
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    _prestart_forkserver()
     outcome = _grade(args.submission, exercises, args.profile)
     if outcome.fault:
         return _grader_fault(args, outcome.message)
@@ -127,21 +127,13 @@ def _grader_fault(args: argparse.Namespace, reason: str) -> int:
 
 
 def _prestart_forkserver() -> None:
-    """Start the sandbox's fork server in the background, so that its ``import torch`` and warm-up step run
-    on another core while this process imports the grader and collects the tests (≈2 s of wall saved on
-    2 cores). The sandbox later takes the same server (``ForkServerClient.shared()`` is locked); if this
-    start fails, the sandbox tries again and reports the error itself."""
-    import threading
+    """Start the sandbox's fork server now, without waiting for it (``ForkServerClient.start_early``), so that
+    its ``import torch`` and warm-up step run on another core while this process imports the grader and
+    collects the tests. The sandbox's first ``ForkServerClient.shared()`` waits for it and reports a server
+    that did not start (a grader fault, exit 3)."""
+    from grader.sandbox.forkserver_client import ForkServerClient
 
-    def start() -> None:
-        try:
-            from grader.sandbox.forkserver_client import ForkServerClient
-
-            ForkServerClient.shared()
-        except Exception:  # the sandbox's own start reports it
-            pass
-
-    threading.Thread(target=start, daemon=True, name="start-forkserver").start()
+    ForkServerClient.start_early()
 
 
 def _why(outcome) -> list[str]:

@@ -1,7 +1,8 @@
 """The grader's handle on the fork server (trusted, parent side; the server is ``sandbox_child.zygote``).
 
-One fork server per grader process is started lazily (``ForkServerClient.shared()``)
-and reused by every ``Sandbox``: it is exec'd fresh (``python -I``), with a
+One fork server per grader process is started lazily (``ForkServerClient.shared()``),
+or early without waiting for it (``ForkServerClient.start_early()``, at the start of a
+command, so that its ``import torch`` overlaps the grader's own imports), and reused by every ``Sandbox``: it is exec'd fresh (``python -I``), with a
 scrubbed environment, so it holds nothing of the grader's memory (no reference,
 no hidden input), and pays ``import torch`` once.
 
@@ -81,18 +82,28 @@ class ForkServerClient:
         share: also listen on a Unix socket (mode 0600, in a fresh 0700 folder)
             so that other grader processes can ``connect`` (see ``share_env``).
 
+        wait: read the server's hello now (the default). With False the process is
+            started and the hello is read on first use (``finish_start``, which
+            ``shared()`` and every command call), so the server's ``import torch``
+            runs while this process does its own work.
+
     Raises:
-        SandboxError: if the server cannot be started.
+        SandboxError: if the server cannot be started (with ``wait=False``: from
+            ``finish_start``, also when the server died before its first use).
     """
 
     #: Longest wait for the answer to one control command, in seconds.
     COMMAND_TIMEOUT_S = 60.0
 
     _shared: "ForkServerClient | None" = None
+    _start_timeout_s: float | None = None  # set while a server started with wait=False has not said hello
     _shared_lock = threading.Lock()
 
-    def __init__(self, start_timeout_s: float = 120.0, warm_up: bool = True, share: bool = False) -> None:
+    def __init__(self, start_timeout_s: float = 120.0, warm_up: bool = True, share: bool = False,
+                 wait: bool = True) -> None:
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
+        self._start_timeout_s: float | None = start_timeout_s
         self._broken = False
         self.creator_pid = os.getpid()
         self.listen_path: str | None = None
@@ -119,7 +130,8 @@ class ForkServerClient:
         finally:
             child_sock.close()
         self.sock = parent_sock
-        self._handshake(start_timeout_s)
+        if wait:
+            self.finish_start()
 
     @classmethod
     def connect(cls, path: str, timeout_s: float = 10.0) -> "ForkServerClient":
@@ -130,6 +142,8 @@ class ForkServerClient:
         """
         self = object.__new__(cls)
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
+        self._start_timeout_s = None
         self._broken = False
         self.creator_pid = os.getpid()
         self.listen_path = None
@@ -144,6 +158,25 @@ class ForkServerClient:
             raise SandboxError(f"no shared sandbox fork server at {path}: {exc}") from None
         self._handshake(timeout_s)
         return self
+
+    @property
+    def pending(self) -> bool:
+        """True while the server was started (``wait=False``) but its hello is not read yet."""
+        return self._start_timeout_s is not None
+
+    def finish_start(self) -> None:
+        """Wait for the hello of a server started with ``wait=False`` (nothing to do otherwise).
+
+        Raises:
+            SandboxError: if the server does not say hello within ``start_timeout_s`` of this call,
+                or died before (the same error as a server that fails to start in the constructor).
+        """
+        if self._start_timeout_s is None:
+            return
+        with self._start_lock:
+            timeout_s, self._start_timeout_s = self._start_timeout_s, None
+            if timeout_s is not None:
+                self._handshake(timeout_s)
 
     def _handshake(self, timeout_s: float) -> None:
         self.sock.settimeout(timeout_s)
@@ -195,6 +228,12 @@ class ForkServerClient:
         """
         with cls._shared_lock:
             srv = cls._shared
+            if srv is not None and srv.pending and srv.creator_pid == os.getpid():
+                try:  # started by start_early: its failure is this call's, never a silent restart
+                    srv.finish_start()
+                except SandboxError:
+                    cls._shared = None
+                    raise
             if srv is None or srv.creator_pid != os.getpid() or not srv.alive():
                 srv = None
                 path = os.environ.get(SHARE_ENV)
@@ -206,6 +245,25 @@ class ForkServerClient:
                 cls._shared = srv = srv or cls(share=share)
             return srv
 
+    @classmethod
+    def start_early(cls, share: bool = False, warm_up: bool = True) -> None:
+        """Start this process's fork server now, without waiting for it; ``shared()`` waits for its hello.
+
+        The server's ``import torch`` and warm-up step then run on another core while this process
+        imports the grader. Does nothing when a server is already there, or when
+        ``$PPO_COURSE_FORKSERVER`` names a batch's server (``shared()`` connects to that one).
+        A server that cannot be created, fails to start, or dies before its first use is reported
+        by ``shared()`` (``SandboxError``), as if it had been started there; this never raises.
+        """
+        with cls._shared_lock:
+            srv = cls._shared
+            if os.environ.get(SHARE_ENV) or (srv is not None and srv.creator_pid == os.getpid() and srv.alive()):
+                return
+            try:
+                cls._shared = cls(share=share, warm_up=warm_up, wait=False)
+            except OSError:  # shared() starts one again and reports why it cannot
+                pass
+
     def _recv(self) -> dict:
         data = self.sock.recv(1 << 20)
         if not data:
@@ -213,6 +271,7 @@ class ForkServerClient:
         return json.loads(data)
 
     def _ask(self, request: dict, fds: list[int] | None = None) -> dict:
+        self.finish_start()
         with self._lock:
             try:
                 payload = json.dumps(request).encode()
