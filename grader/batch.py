@@ -72,6 +72,7 @@ from grader.records.out_folder import (
     sweep_stale_temporaries,
 )
 from grader.records.points_change import check_batch_points
+from grader.reports.report import preload_drawing, write_class_report
 from grader.records.publish import write_student
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
@@ -161,12 +162,10 @@ def run_batch(submissions_dir: Path, out_dir: Path, *, jobs: int | None = None, 
     cluster_runner, fingerprint = _grader_of_the_batch(cluster, say)
     run = BatchRun(out_dir, limits or SubmissionLimits(), profile, exercises, tuple(formats), assignment, never_lower,
                    fingerprint, say, absent=absent, cluster_runner=cluster_runner,
-                   accept_points_change=accept_points_change)
+                   accept_points_change=accept_points_change, on_all_sent=preload_drawing if report else None)
     graded_now, skipped, records = _lock_and_run(run, selection, entries, warnings, present, force, jobs, progress)
     clean_scratch(run.state)
     if report:
-        from grader.reports.report import write_class_report
-
         write_class_report(out_dir, records, run.typed)
     return BatchSummary(out_dir, records, graded_now, skipped, warnings, time.monotonic() - t_start)
 
@@ -332,9 +331,12 @@ def _grade_all(run: BatchRun, todo: list[tuple[Entry, str]], n_entries: int, n_s
             # At most 2 x jobs students in flight: each wait() then looks at a few futures, not at the whole class
             # (submitting everyone at once made every completion cost O(class size)).
             pending = {_submit(pool, futures, run, item) for item in itertools.islice(queue, 2 * jobs)}
+            all_sent = _all_sent(run, len(pending) < 2 * jobs, False)
             while pending:
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                pending |= {_submit(pool, futures, run, item) for item in itertools.islice(queue, len(done))}
+                sent = {_submit(pool, futures, run, item) for item in itertools.islice(queue, len(done))}
+                pending |= sent
+                all_sent = _all_sent(run, len(sent) < len(done), all_sent)
                 for fut in done:
                     record = _finished(run, fut, futures[fut], tally)
                     if record is not None:
@@ -347,6 +349,13 @@ def _grade_all(run: BatchRun, todo: list[tuple[Entry, str]], n_entries: int, n_s
         pool.shutdown(wait=True)
     getattr(run.runner, "close", lambda: None)()
     return graded_now
+
+
+def _all_sent(run: BatchRun, queue_empty: bool, already: bool) -> bool:
+    """Call ``run.on_all_sent`` the first time the queue is found empty (the class report's imports start)."""
+    if queue_empty and not already and run.on_all_sent is not None:
+        run.on_all_sent()
+    return already or queue_empty
 
 
 def _submit(pool: ThreadPoolExecutor, futures: dict[Future, str], run: BatchRun, item: tuple[Entry, str]) -> Future:

@@ -51,6 +51,7 @@ class BatchRun:
     absent: list[str] = field(default_factory=list)  # roster students with no submission folder
     cluster_runner: Any = None  # a connected grader.runners.cluster.ClusterRunner with --cluster (connected before any write)
     accept_points_change: bool = False  # an exercise's maximum may differ from the published one (points_change.py)
+    on_all_sent: Callable[[], None] | None = None  # called once when the last student is handed to a worker
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _written_at: float = -1e9
     _write_cost: float = 0.0

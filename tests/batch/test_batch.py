@@ -299,3 +299,21 @@ def test_a_second_batch_on_the_same_out_dir_is_refused(cohort, tmp_path):
     finally:
         held.close()
     assert grade(cohort, tmp_path / "out").count("graded") == 2  # free again
+
+
+def test_the_report_machinery_is_loaded_once_when_the_last_student_is_sent(tmp_path, monkeypatch):
+    # jobs=1 keeps at most 2 students in flight (batch._grade_all), so when the queue runs dry at least
+    # 5 - 2 = 3 of 5 students are published, and the callback comes exactly once, before the report.
+    subs = tmp_path / "subs"
+    for sid in ("s1", "s2", "s3", "s4", "s5"):
+        write_student(subs, sid, {"ex1_ratio.py": "ok"})
+    out = tmp_path / "out"
+    calls: list[int] = []
+    monkeypatch.setattr(batch, "preload_drawing",
+                        lambda: calls.append(sum((out / s / "results.json").exists() for s in os.listdir(out))))
+    grade(subs, out, jobs=1)
+    assert len(calls) == 1 and 3 <= calls[0] <= 5
+    assert (out / "report.md").is_file()
+    calls.clear()
+    grade(subs, tmp_path / "out2", jobs=1, report=False)
+    assert calls == []
