@@ -86,6 +86,9 @@ def worker_main(argv: list[str]) -> int:
     if args.parent_pid is not None:
         # Passed explicitly: had the batch died before this line, getppid() would already be 1.
         watch_parent(args.parent_pid)
+    from grader.sandbox.forkserver_client import ForkServerClient
+
+    ForkServerClient.start_early()  # a server of its own only without the batch's ($PPO_COURSE_FORKSERVER)
     grade_request(GradeRequest.model_validate_json(args.request), args.out)
     return 0
 
