@@ -239,6 +239,10 @@ EX1_TO_EX6: dict[str, str] = {
         "With placement='last_token' the penalty uses the MEAN of the row's KL over real tokens "
         "(R = r_RM - 0.05 x mean_KL, Book §5.6), not the sum."
     ),
+    "last_token_batch_mean": (
+        "With placement='last_token' each row's penalty uses THAT row's mean KL over its own real tokens "
+        "(R = r_RM - 0.05 x mean_KL, Book §5.6); you used one mean over the whole batch for every row."
+    ),
     "kl_penalty_sign": (
         "The KL penalty has the wrong sign (added, or computed from ref_logp - logp): rewards get "
         "-kl_coef * (logp - ref_logp); the penalty is subtracted."
