@@ -240,6 +240,8 @@ ENTROPY_VARIANTS: list[tuple[str, Variant]] = [
     ("entropy_unstable", lambda logits, mask: _mm(_token_entropy_unstable(logits), mask)),
     ("entropy_sign", lambda logits, mask: -_mm(_token_entropy(logits), mask)),
     ("entropy_unmasked", lambda logits, mask: _token_entropy(logits).mean()),
+    # −(p·log p).mean(-1): the vocabulary averaged instead of summed, the entropy divided by V.
+    ("entropy_mean_over_vocab", lambda logits, mask: _mm(_token_entropy(logits) / logits.shape[-1], mask)),
     ("entropy_unmasked", lambda logits, mask: _times_mask_mean(_token_entropy(logits), mask)),
     *[(d, (lambda r: lambda logits, mask: r(_token_entropy(logits), mask))(r)) for d, r in _MEAN_MISTAKES],
 ]

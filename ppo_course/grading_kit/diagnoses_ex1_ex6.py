@@ -92,6 +92,10 @@ EX1_TO_EX6: dict[str, str] = {
     "value_loss_unclipped": (
         "Your value loss is not clipped: use max((V-R)^2, (V_old + clip(V-V_old, -c, c) - R)^2)."
     ),
+    "entropy_mean_over_vocab": (
+        "Your entropy is divided by the vocabulary size: H = -sum_v p_v log p_v SUMS over the vocabulary "
+        "(.sum(-1), not .mean(-1)); only the tokens are averaged (the masked mean)."
+    ),
     "entropy_sign": (
         "The entropy term has the wrong sign: entropy is -sum p log p (positive), and the loss "
         "SUBTRACTS ent_coef * entropy so that minimising the loss rewards spread-out policies "
