@@ -20,14 +20,15 @@ from grader.mistakes.variants_ex1_ex3 import Variant, bool_mask, last_index
 # --------------------------------------------------------------------------- ex4
 def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=True, next_value_same_t=False,
          forward=False, gamma_delta=True, gamma_rec=True, use_lam=True, returns="a_plus_v",
-         bootstrap_last=False, mask_carry=True, shifted=False):
-    """GAE with one mistake switched on (all switches off: the correct recursion)."""
+         bootstrap_last=False, mask_carry=True, shifted=False, lam_in_delta=False):
+    """GAE with one mistake switched on (all switches off: the correct recursion); ``lam_in_delta``: δ discounts
+    V_{t+1} by λ instead of γ."""
     B, T = rewards.shape
     dt = rewards.dtype
     m = bool_mask(mask).to(dt) if use_mask else torch.ones_like(rewards)
     r = rewards * m if use_mask else rewards
     v = values * m if (use_mask and mask_next_value) else values
-    g_d = gamma if gamma_delta else 1.0
+    g_d = (lam if lam_in_delta else gamma) if gamma_delta else 1.0
     g_r = gamma if gamma_rec else 1.0
     lm = lam if use_lam else 1.0
     zero = torch.zeros(B, dtype=dt)
@@ -88,6 +89,7 @@ GAE_VARIANTS: list[tuple[str, Variant]] = [
     ("gae_missing_gamma", _gae_variant(gamma_rec=False)),
     ("gae_missing_gamma", _gae_variant(gamma_delta=False)),
     ("gae_missing_lambda", _gae_variant(use_lam=False)),
+    ("gae_lambda_in_td_error", _gae_variant(lam_in_delta=True)),
     ("gae_shifted_by_one", _gae_variant(shifted=True)),
 ]
 

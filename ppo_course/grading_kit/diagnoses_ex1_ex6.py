@@ -148,6 +148,10 @@ EX1_TO_EX6: dict[str, str] = {
         "gamma is missing from your GAE: use it both in delta_t (gamma*V_{t+1}) and in the "
         "recursion (gamma*lambda*A_{t+1})."
     ),
+    "gae_lambda_in_td_error": (
+        "Your TD error discounts V_{t+1} by lambda: delta_t = r_t + gamma*V_{t+1} - V_t uses gamma; lambda only "
+        "enters the recursion A_t = delta_t + gamma*lambda*A_{t+1}."
+    ),
     "gae_shifted_by_one": (
         "Your advantages are shifted by one position: A_t holds A_{t+1} (and the last real token 0), as when "
         "the loop stores the running advantage before updating it. Update first: A_t = delta_t + "
