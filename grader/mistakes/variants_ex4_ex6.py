@@ -159,12 +159,14 @@ KL_VARIANTS: list[tuple[str, Variant]] = [
 
 
 def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, masked_kl=True,
-            score_at="last", penalty_sign=-1.0, last_reduce="mean", coef_fixed=None, estimator="k1"):
+            score_at="last", penalty_sign=-1.0, last_reduce="mean", coef_fixed=None, estimator="k1",
+            full_rows_at_first=False):
     """kl_shaped_rewards with one mistake switched on.
 
     ``score_at`` "end" / "first_pad" put the score (and, for ``"last_token"``, the whole last-token
     reward) at column T−1 / one past the row's last real token; "replace" writes the score over the last real
-    token's penalty instead of adding it; ``estimator="k3"`` uses GRPO's
+    token's penalty instead of adding it; ``full_rows_at_first``: a row with no padding takes token 0 for its last
+    real token (found from the first padding position, which it lacks); ``estimator="k3"`` uses GRPO's
     exp(r) − r − 1 (r = ref_logp − logp) as the per-token KL.
     """
     B, T = logp.shape
@@ -174,6 +176,8 @@ def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, 
     kl = _k3(logp, ref_logp, mask) if estimator == "k3" else direction * (logp - ref_logp)
     kl_m = torch.where(m, kl, torch.zeros((), dtype=dt)) if masked_kl else kl
     last = last_index(mask)
+    if full_rows_at_first:
+        last = torch.where(m.all(1), torch.zeros_like(last), last)
     if score_at in ("end", "first_pad") and placement != "per_token":  # the whole reward lands there
         last = torch.full_like(last, T - 1) if score_at == "end" else torch.clamp(last + 1, max=T - 1)
         score_at = "last"
@@ -223,6 +227,7 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     ("score_on_every_token", _shaped_variant(score_at="every")),
     ("score_on_first_token", _shaped_variant(score_at="first")),
     ("score_replaces_kl_penalty", _shaped_variant(score_at="replace")),
+    ("last_token_of_full_row", _shaped_variant(full_rows_at_first=True)),
     # Adding the penalty equals subtracting a reversed KL; per_token_kl's own test tells them
     # apart, so here the sign of the penalty is named.
     ("kl_penalty_sign", _shaped_variant(penalty_sign=1.0)),

@@ -251,6 +251,11 @@ EX1_TO_EX6: dict[str, str] = {
         "With placement='last_token' each row's penalty uses THAT row's mean KL over its own real tokens "
         "(R = r_RM - 0.05 x mean_KL, Book §5.6); you used one mean over the whole batch for every row."
     ),
+    "last_token_of_full_row": (
+        "A row with no padding (a truncated response) has its last real token at the last column, mask.sum(1) - 1; "
+        "your code finds it from the first padding position, which such a row lacks, and puts the score (and the "
+        "last_token penalty) on token 0."
+    ),
     "score_replaces_kl_penalty": (
         "On the last real token the reward is the score PLUS that token's KL penalty (score - kl_coef * kl_t); "
         "you wrote the score over the penalty (scatter for scatter_add, = for +=)."
