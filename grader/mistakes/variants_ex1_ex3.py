@@ -248,11 +248,11 @@ ENTROPY_VARIANTS: list[tuple[str, Variant]] = [
 
 
 def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_coef_fixed=None, swapped=False,
-                      sampled_entropy=False):
+                      sampled_entropy=False, value_clip_is_eps=False):
     def variant(logp_new, logp_old, advantages, values, old_values, returns, logits, mask,
                 clip_eps=0.2, clip_range_value=0.2, vf_coef=0.1, ent_coef=0.01):
         pg = _surrogate(torch.exp(logp_new - logp_old), advantages, mask, clip_eps)
-        vl = _value_loss(values, old_values, returns, mask, clip_range_value)
+        vl = _value_loss(values, old_values, returns, mask, clip_eps if value_clip_is_eps else clip_range_value)
         ent = _mm(-logp_new, mask) if sampled_entropy else _mm(_token_entropy(logits), mask)
         vf = vf_coef if vf_coef_fixed is None else vf_coef_fixed
         ec = ent_coef if ent_coef_fixed is None else ent_coef_fixed
@@ -283,6 +283,7 @@ PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
     ("vf_coef_wrong", _ppo_loss_variant(vf_coef_fixed=1.0)),
     ("vf_coef_wrong", _ppo_loss_variant(vf_scale=-1.0)),
     ("ignores_hyperparameter", _ppo_loss_variant(vf_coef_fixed=0.1, ent_coef_fixed=0.01)),
+    ("value_clip_uses_clip_eps", _ppo_loss_variant(value_clip_is_eps=True)),
     ("entropy_sign", _ppo_loss_variant(ent_sign=0.0)),
     # The mistakes of the pieces (ex2's surrogate, ex3's value loss and entropy) inside ppo_loss.
     *[(d, _ppo_loss_from(pg_variant=v)) for d, v in CSL_VARIANTS],

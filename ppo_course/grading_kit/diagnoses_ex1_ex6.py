@@ -80,6 +80,10 @@ EX1_TO_EX6: dict[str, str] = {
         "Your clipped value loss takes the min of the two squared errors; like TRL it must take "
         "the max (the pessimistic choice) of (V-R)^2 and (V_clipped-R)^2."
     ),
+    "value_clip_uses_clip_eps": (
+        "ppo_loss clips the value with the policy's clip_eps; the value clip has its own range, "
+        "clip_range_value (both 0.2 by default, so only other values show it): pass clip_range_value to the value loss."
+    ),
     "value_clip_around_returns": (
         "Your value loss is effectively unclipped: either there is no clip, or the clip is around "
         "the returns (which changes nothing). Clip around the OLD values: "
