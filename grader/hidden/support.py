@@ -109,7 +109,9 @@ def compare(student, reference, name: str, args: tuple, kwargs: dict | None = No
         if isinstance(exc, Mismatch) and exc.diagnosis == "mask_dtype_unsupported":
             raise  # already named by the provider (a call that raised with this mask dtype only)
         if _works_with_bool_mask(student, reference, name, args, kwargs, pick, rtol, atol, mask):
-            raise Mismatch("mask_dtype_unsupported", "", label) from None
+            failed = exc.diagnosis if isinstance(exc, Mismatch) else type(exc).__name__
+            raise Mismatch("mask_dtype_unsupported", f"{failed} with this mask's dtype, right with another",
+                           label) from None
         raise
     return got
 

@@ -65,7 +65,9 @@ _ANY_EXERCISE: dict[str, str] = {
         "A loss must be a 0-dim tensor (a scalar), not a [B, T] tensor or a Python float."
     ),
     "mask_dtype_unsupported": (
-        "Your code fails for bool (or int) masks; convert with mask.to(x.dtype) before arithmetic."
+        "Your code depends on the mask's dtype: it fails (raises, or gives other values or another output dtype) "
+        "with a mask of one dtype and is right with another; bool, int and float 0/1 masks are all allowed. Select "
+        "with mask.bool() (torch.where(mask.bool(), x, 0)) so that the mask never decides the values or the dtype."
     ),
     "not_finite": (
         "Your output holds NaN or inf where the exact answer is finite; use a numerically stable "
