@@ -1,0 +1,74 @@
+"""Red-team round 9: what a hidden test's feedback may say about a scalar the submission returned.
+
+A hidden test shows its failed comparisons' "where they differ" sentence (`ppo_course.grading_kit.where`,
+through `Mismatch.finding`). For a 0-dim output that sentence used to print got/expected to four significant
+digits. A submission choosing got chooses what that number says:
+
+* got = 1 prints 1/expected: the reference's loss on a hidden input (a hidden answer);
+* got = the right loss × x prints x: anything the submission read from a hidden input (a covert channel
+  out of the sandbox into the student's own feedback; /work/attack9/a1b_ratio_exfil printed
+  10 + |logp_old[0, 0]| of every hidden call, −1000 on the finite-at-−1000 test).
+
+The rule tested here: for a scalar, what hidden feedback says does not depend on the value the student
+returned (beyond finite / not finite) nor on the expected value.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from ppo_course.grading_kit.where import where_they_differ
+
+_SOLUTION_EX2 = Path(__file__).resolve().parents[2] / "solutions" / "ex2_clipped_loss.py"
+
+
+@pytest.mark.parametrize("got, want", [(1.0, 0.147), (1.0, -3.3), (2.5, 2.0), (1.0, 0.0), (-7.0, 1e-9)])
+def test_scalar_finding_names_no_number(got, want):
+    """The sentence for two scalars that differ is one fixed text, whatever got and expected are
+    (before: "got/expected = 6.803", i.e. expected = 1/6.803 to a submission returning 1)."""
+    s = where_they_differ(torch.tensor(got, dtype=torch.float64), torch.tensor(want, dtype=torch.float64),
+                          rtol=1e-9, atol=1e-12)
+    assert s == "the value differs."
+
+
+def test_scalar_finding_non_finite_is_said():
+    """A NaN or inf scalar is still named as such (a property of got alone, no expected value)."""
+    for bad in (float("nan"), float("inf")):
+        s = where_they_differ(torch.tensor(bad), torch.tensor(0.5), rtol=1e-6, atol=1e-6)
+        assert s == "the value differs: got a non-finite value."
+
+
+def _scaled_submission(folder: Path, offset: float) -> Path:
+    """ex2 from `solutions/`, whose loss is the right one times (offset + |logp_old[0, 0]|)."""
+    folder.mkdir()
+    src = _SOLUTION_EX2.read_text(encoding="utf-8").replace("def clipped_surrogate_loss(", "def _true_loss(")
+    src += textwrap.dedent(f"""
+
+        def clipped_surrogate_loss(logp_new, logp_old, advantages, mask, clip_eps=0.2):
+            loss = _true_loss(logp_new, logp_old, advantages, mask, clip_eps)
+            if logp_old.dim() == 2 and logp_old.numel():
+                return loss * ({offset!r} + float(logp_old[0, 0].abs()))
+            return loss
+        """)
+    (folder / "ex2_clipped_loss.py").write_text(src, encoding="utf-8")
+    return folder
+
+
+def test_hidden_feedback_carries_no_student_scalar(tmp_path):
+    """Two submissions that differ only in the factor they multiply the right loss by get the same hidden
+    feedback, word for word: nothing they chose (nor the hidden input they read it from) reaches it."""
+    from grader.grade import grade_submission
+
+    outputs = []
+    for offset in (10.0, 20.0):
+        result = grade_submission(_scaled_submission(tmp_path / f"s{int(offset)}", offset),
+                                  exercises=["ex2_clipped_loss"], profile="fast")
+        hidden = [t for t in result.tests if t.kind == "hidden"]
+        assert any(t.status == "failed" for t in hidden)
+        outputs.append([(t.name, t.output, t.finding) for t in hidden])
+    assert outputs[0] == outputs[1]
+    assert not any("got/expected" in out for _, out, _ in outputs[0])
