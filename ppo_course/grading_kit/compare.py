@@ -38,9 +38,33 @@ def _tensor(x: Any) -> torch.Tensor | None:
         if x.is_complex():
             return None
         return x.detach().to(device="cpu", dtype=torch.float64)
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        return torch.tensor(float(x), dtype=torch.float64)
-    return None
+    value = number_of(x)
+    return None if value is None else torch.tensor(value, dtype=torch.float64)
+
+
+def number_of(x: Any) -> float | None:
+    """`x` as a Python float when it is one real number, else None (never raises).
+
+    Args:
+        x: anything a student's code returned: an int or float (not a bool), or a one-element real
+            (integer or floating) tensor is a number; an int beyond the float range, None, a str, a
+            list, a bool, an empty, complex or many-element tensor is not.
+
+    Returns:
+        The float (NaN and ±inf included), or None when `x` is not one real number: the caller names a
+        wrong type instead of calling ``float()`` on a student's value (which raised TypeError,
+        OverflowError or RuntimeError inside the grader: a grader fault instead of the student's 0).
+    """
+    if isinstance(x, torch.Tensor):
+        if x.numel() != 1 or x.is_complex() or x.dtype == torch.bool:
+            return None
+        return float(x.detach().to(device="cpu", dtype=torch.float64).reshape(()))
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    try:
+        return float(x)
+    except OverflowError:  # an int beyond ~1.8e308
+        return None
 
 
 def _real(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -124,7 +148,8 @@ def close_scalar(got: Any, want: float, rtol: float, atol: float) -> bool:
     """
     if isinstance(got, bool) or not isinstance(got, (int, float)):
         return False
-    return close(float(got), float(want), rtol=rtol, atol=atol)
+    value = number_of(got)
+    return value is not None and close(value, float(want), rtol=rtol, atol=atol)
 
 
 def same_values(got: Any, variant: Any, rtol: float, atol: float, mask: torch.Tensor | None = None) -> bool:

@@ -72,3 +72,75 @@ def test_hidden_feedback_carries_no_student_scalar(tmp_path):
         outputs.append([(t.name, t.output, t.finding) for t in hidden])
     assert outputs[0] == outputs[1]
     assert not any("got/expected" in out for _, out, _ in outputs[0])
+
+
+# --------------------------------------------------------------------------- a student's value read as a number
+# The tests read AdaptiveKLController.value with float(): None, a str, a list, a tensor of two elements or an int
+# of 400 digits made float() raise inside the grader (TypeError, ValueError, RuntimeError, OverflowError), which
+# the grader reports as its own failure (grader_error): the whole submission became a grader fault, no score
+# published (/work/attack9/a3_float_fault, /work/attack9/a3b_value_none: an honest `self.value = None` did it).
+
+@pytest.mark.parametrize("value", [None, "0.05", [0.05], torch.tensor([0.05, 0.06]), torch.tensor([]),
+                                   torch.tensor(True), 10**400, True])
+def test_not_a_number_is_a_wrong_type(value):
+    """Each of these is the student's wrong type (a `Mismatch`, never another exception)."""
+    from ppo_course.grading_kit.compare import close_scalar, number_of
+    from ppo_course.grading_kit.feedback import Mismatch, expect_number
+
+    assert number_of(value) is None
+    with pytest.raises(Mismatch) as info:
+        expect_number(value, "AdaptiveKLController.value")
+    assert info.value.diagnosis == "wrong_type"
+    assert close_scalar(value, 0.05, rtol=1e-9, atol=1e-12) is False
+
+
+@pytest.mark.parametrize("value, want", [(0.05, 0.05), (3, 3.0), (torch.tensor(0.25), 0.25),
+                                         (torch.tensor([[2]]), 2.0), (float("inf"), float("inf"))])
+def test_a_number_is_read_as_one(value, want):
+    """Ints, floats and one-element real tensors are numbers (as `float()` reads them)."""
+    from ppo_course.grading_kit.feedback import expect_number
+
+    assert expect_number(value, "x") == want
+
+
+def test_grader_refuses_an_int_beyond_int64_from_a_child():
+    """The parent's decoder takes a child's ints within int64 only (a 400-digit int is a malformed value, the
+    student's crash); the child side decodes without the bound."""
+    from sandbox_child import codec
+
+    strict = codec.Decoder([], int_limit=codec.INT64_LIMIT)
+    assert strict.decode([2**63 - 1, -(2**63)]) == [2**63 - 1, -(2**63)]
+    for bad in (2**63, -(2**63) - 1, 10**400):
+        with pytest.raises(codec.ProtocolError):
+            strict.decode({"t": "dict", "v": {"value": bad}})
+    assert codec.Decoder([]).decode(10**400) == 10**400
+
+
+def test_controller_value_none_is_graded_not_a_fault(tmp_path):
+    """A controller whose value is None (then a tensor of two elements after update) is graded: its controller
+    tests fail as the student's (wrong_type), no test is a grader_error."""
+    from grader.grade import grade_submission
+
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "ex6_kl_reward.py").write_text(textwrap.dedent("""
+        import torch
+
+        def per_token_kl(logp, ref_logp, mask):
+            raise NotImplementedError
+
+        def kl_shaped_rewards(scores, logp, ref_logp, mask, kl_coef=0.05, placement="last_token"):
+            raise NotImplementedError
+
+        class AdaptiveKLController:
+            def __init__(self, init_kl_coef=0.05, target=6.0, horizon=10000):
+                self.value = None
+
+            def update(self, current_kl, n_steps):
+                self.value = torch.tensor([1.0, 2.0])
+                return self.value
+        """), encoding="utf-8")
+    result = grade_submission(folder, exercises=["ex6_kl_reward"], profile="fast")
+    assert not [t.name for t in result.tests if t.diagnosis == "grader_error"]
+    controller = [t for t in result.tests if "adaptive_kl" in t.test]
+    assert controller and all(t.status == "failed" and t.diagnosis == "wrong_type" for t in controller)
