@@ -144,3 +144,40 @@ def test_controller_value_none_is_graded_not_a_fault(tmp_path):
     assert not [t.name for t in result.tests if t.diagnosis == "grader_error"]
     controller = [t for t in result.tests if "adaptive_kl" in t.test]
     assert controller and all(t.status == "failed" and t.diagnosis == "wrong_type" for t in controller)
+
+
+# --------------------------------------------------------------------------- NaN row numbers in mini-batches
+def test_drain_refuses_non_finite_row_numbers():
+    """Mini-batch ids of NaN are the student's wrong type: the second-cycle test read them with int(), which
+    raised ValueError inside the grader: a grader fault, no score (/work/attack9/a4_nan_ids)."""
+    from ppo_course.grading_kit.buffer_data import drain
+    from ppo_course.grading_kit.feedback import Mismatch
+
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(Mismatch) as info:
+            drain([{"ids": torch.tensor([100.0, bad]), "values": torch.zeros(2, 3)}])
+        assert info.value.diagnosis == "wrong_type"
+    rows = drain([{"ids": torch.tensor([100.0, 101.0]), "values": torch.zeros(2, 3)}])  # finite floats still read
+    assert rows[0]["ids"].tolist() == [100.0, 101.0]
+
+
+def test_nan_ids_in_the_second_cycle_are_graded_not_a_fault(tmp_path):
+    """The solution's buffer, but the second cycle's ids come back NaN: graded, its cycle test fails as the
+    student's, no test is a grader_error."""
+    from grader.grade import grade_submission
+
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    src = (_SOLUTION_EX2.parent / "ex5_rollout_buffer.py").read_text(encoding="utf-8")
+    old = "                yield {name: tensor[idx.to(tensor.device)] for name, tensor in self._data.items()}"
+    assert old in src
+    src = src.replace(old, textwrap.indent(textwrap.dedent("""\
+        mb = {name: tensor[idx.to(tensor.device)] for name, tensor in self._data.items()}
+        if "ids" in mb and int(mb["ids"].min()) >= 100:
+            mb["ids"] = torch.full(mb["ids"].shape, float("nan"), dtype=torch.float64)
+        yield mb"""), " " * 16))
+    (folder / "ex5_rollout_buffer.py").write_text(src, encoding="utf-8")
+    result = grade_submission(folder, exercises=["ex5_rollout_buffer"], profile="fast")
+    assert not [t.name for t in result.tests if t.diagnosis == "grader_error"]
+    cycle = [t for t in result.tests if t.kind == "hidden" and t.test == "test_cycle_rules"]
+    assert cycle and cycle[0].status == "failed" and cycle[0].diagnosis == "wrong_type"
