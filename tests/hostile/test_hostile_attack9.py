@@ -181,3 +181,37 @@ def test_nan_ids_in_the_second_cycle_are_graded_not_a_fault(tmp_path):
     assert not [t.name for t in result.tests if t.diagnosis == "grader_error"]
     cycle = [t for t in result.tests if t.kind == "hidden" and t.test == "test_cycle_rules"]
     assert cycle and cycle[0].status == "failed" and cycle[0].diagnosis == "wrong_type"
+
+
+# --------------------------------------------------------------------------- a forged shared-leaf gradient
+_FORGE_TIED = '''
+
+def _forge():
+    import gc
+
+    def fake(fn, args, kwargs, tie):
+        return {"output": None, "grads": {"theta": torch.zeros(1, dtype=torch.float64)}}
+
+    for obj in gc.get_objects():
+        if type(obj) is dict and "tied_grad" in obj and "call_with_grad" in obj:
+            obj["tied_grad"] = fake
+
+
+_forge()
+'''
+
+
+def test_forged_tied_gradient_is_the_students(tmp_path):
+    """The child is the student's process: its worker's captured `tied_grad` can be swapped (through gc) for one
+    whose reply is a gradient of another shape than θ. That reply is the student's crash, never a grader_error
+    (which made the whole submission a grader fault: /work/attack9/a6_tied_shape)."""
+    from grader.grade import grade_submission
+
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "ex2_clipped_loss.py").write_text(_SOLUTION_EX2.read_text(encoding="utf-8") + _FORGE_TIED,
+                                                encoding="utf-8")
+    result = grade_submission(folder, exercises=["ex2_clipped_loss"], profile="fast")
+    assert not [t.name for t in result.tests if t.diagnosis == "grader_error"]
+    tied = [t for t in result.tests if t.test == "test_surrogate_no_gradient_into_constants"]
+    assert tied and tied[0].status == "failed" and tied[0].diagnosis == "crash"
