@@ -67,6 +67,21 @@ def number_of(x: Any) -> float | None:
         return None
 
 
+def _same_shape(got: Any, other: Any) -> bool:
+    """True when `got` is a tensor or Python number of `other`'s shape, read without converting `got`.
+
+    A child's reply may be a tensor of 512 MiB of uint8: its float64 copy (8x) was made in the grader's own
+    process before the shapes were compared, once per candidate mistake tried.
+    """
+    def shape(x: Any) -> tuple | None:
+        if isinstance(x, torch.Tensor):
+            return tuple(x.shape)
+        return () if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+    got_shape = shape(got)
+    return got_shape is not None and got_shape == shape(other)
+
+
 def _real(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """x at real positions (flattened) when `mask` is given and has x's shape, else all of x flattened."""
     if mask is None or tuple(x.shape) != tuple(mask.shape):
@@ -99,10 +114,13 @@ def all_finite(x: Any) -> bool:
 
 def _pair(got: Any, want: Any, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(got, want) as float64 real entries, or None when got is not a number/tensor of want's shape."""
-    g, w = _tensor(got), _tensor(want)
+    w = _tensor(want)
     if w is None:
         raise TypeError(f"the expected value must be a tensor or a number, got {type(want).__name__}")
-    if g is None or tuple(g.shape) != tuple(w.shape):
+    if not _same_shape(got, w):  # before any float64 copy of the student's value (see `_same_shape`)
+        return None
+    g = _tensor(got)
+    if g is None:
         return None
     return _real(g, mask), _real(w, mask)
 
@@ -157,8 +175,10 @@ def same_values(got: Any, variant: Any, rtol: float, atol: float, mask: torch.Te
 
     For naming a mistake only: it never grants a point. Shapes must agree; a non-tensor never matches.
     """
+    if not _same_shape(got, variant):  # before any float64 copy: a student's value of another shape is never copied
+        return False
     g, v = _tensor(got), _tensor(variant)
-    if g is None or v is None or tuple(g.shape) != tuple(v.shape):
+    if g is None or v is None:
         return False
     return bool(torch.allclose(_real(g, mask), _real(v, mask), rtol=rtol, atol=atol, equal_nan=True))
 

@@ -215,3 +215,20 @@ def test_forged_tied_gradient_is_the_students(tmp_path):
     assert not [t.name for t in result.tests if t.diagnosis == "grader_error"]
     tied = [t for t in result.tests if t.test == "test_surrogate_no_gradient_into_constants"]
     assert tied and tied[0].status == "failed" and tied[0].diagnosis == "crash"
+
+
+# --------------------------------------------------------------------------- no copy of a value of another shape
+def test_a_value_of_another_shape_is_never_copied():
+    """A child's reply of another shape is refused before the grader copies it to float64 (8x a uint8 reply,
+    once per candidate mistake: a 64 MiB reply took the grading process from 313 to 1230 MB of peak RSS,
+    /work/attack9/a7_parent_blowup). A 1 TiB meta tensor (no storage) cannot be copied: comparing it with a
+    small expected value must answer without trying."""
+    from ppo_course.grading_kit import compare
+
+    huge = torch.empty(2**40, dtype=torch.uint8, device="meta")
+    want = torch.zeros(2, 3, dtype=torch.float64)
+    assert compare.close(huge, want, rtol=1e-6, atol=1e-6) is False
+    assert compare.same_values(huge, want, rtol=1e-6, atol=1e-6) is False
+    assert compare.max_abs_diff(huge, want) == float("inf")
+    assert compare.describe_difference(huge, want) == "got a value of another shape or type"
+    assert compare.same_values(7, torch.tensor(7.0), rtol=0, atol=0) is True  # a number still compares
