@@ -6,7 +6,7 @@ import numbers
 
 import torch
 
-from ppo_reference.masked import _check_floating, _count_at_least, _masked_whiten, check_same_shape, token_mask
+from ppo_reference.masked import check_floating, count_at_least, whiten_over, check_same_shape, token_mask
 
 __all__ = ["compute_gae", "whiten"]
 
@@ -99,7 +99,7 @@ def compute_gae(
     """
     where = "compute_gae"
     check_same_shape(where, rewards=rewards, values=values)
-    _check_floating(where, rewards=rewards, values=values)
+    check_floating(where, rewards=rewards, values=values)
     _check_rate(where, gamma=gamma, lam=lam)
     m = token_mask(mask, rewards, where)
     with torch.no_grad():
@@ -139,7 +139,7 @@ def whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) -> torc
     where = "whiten"
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{where}: `x` must be a torch.Tensor, got {type(x).__name__}")
-    _check_floating(where, x=x)
+    check_floating(where, x=x)
     m = token_mask(mask, x, where)
-    count = _count_at_least(m, 2, where, "whitening uses the unbiased variance, which needs at least 2 real tokens")
-    return _masked_whiten(x, m, count, shift_mean)
+    count = count_at_least(m, 2, where, "whitening uses the unbiased variance, which needs at least 2 real tokens")
+    return whiten_over(x, m, count, shift_mean)

@@ -7,7 +7,7 @@ import numbers
 
 import torch
 
-from ppo_reference.masked import _check_floating, check_same_shape, token_mask
+from ppo_reference.masked import check_floating, check_same_shape, token_mask
 
 __all__ = ["per_token_kl", "kl_shaped_rewards", "AdaptiveKLController", "PLACEMENTS"]
 
@@ -42,7 +42,7 @@ def per_token_kl(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor)
     """
     where = "per_token_kl"
     check_same_shape(where, logp=logp, ref_logp=ref_logp)
-    _check_floating(where, logp=logp, ref_logp=ref_logp)
+    check_floating(where, logp=logp, ref_logp=ref_logp)
     m = token_mask(mask, logp, where)
     return _per_token_kl(logp, ref_logp, m)
 
@@ -87,7 +87,7 @@ def kl_shaped_rewards(
     """
     where = "kl_shaped_rewards"
     check_same_shape(where, logp=logp, ref_logp=ref_logp)
-    _check_floating(where, logp=logp, ref_logp=ref_logp)
+    check_floating(where, logp=logp, ref_logp=ref_logp)
     if placement not in PLACEMENTS:
         raise ValueError(f"{where}: `placement` must be one of {PLACEMENTS}, got {placement!r}")
     if isinstance(kl_coef, torch.Tensor):

@@ -28,7 +28,7 @@ import numbers
 
 import torch
 
-from ppo_reference.masked import _check_floating, _masked_mean, check_same_shape, token_mask
+from ppo_reference.masked import check_floating, mean_over, check_same_shape, token_mask
 
 __all__ = ["clipped_surrogate_loss", "clipped_value_loss", "entropy_from_logits", "ppo_loss"]
 
@@ -95,11 +95,11 @@ def clipped_surrogate_loss(
     """
     where = "clipped_surrogate_loss"
     check_same_shape(where, logp_new=logp_new, logp_old=logp_old, advantages=advantages)
-    _check_floating(where, logp_new=logp_new, logp_old=logp_old, advantages=advantages)
+    check_floating(where, logp_new=logp_new, logp_old=logp_old, advantages=advantages)
     _check_coef(where, clip_eps=clip_eps)
     m = token_mask(mask, logp_new, where)
     objective, _, _ = _surrogate_terms(logp_new, logp_old, advantages, clip_eps, m)
-    return -_masked_mean(objective, m)
+    return -mean_over(objective, m)
 
 
 def _value_terms(values, old_values, returns, clip_range_value, m):
@@ -144,10 +144,10 @@ def clipped_value_loss(
     """
     where = "clipped_value_loss"
     check_same_shape(where, values=values, old_values=old_values, returns=returns)
-    _check_floating(where, values=values, old_values=old_values, returns=returns)
+    check_floating(where, values=values, old_values=old_values, returns=returns)
     _check_coef(where, clip_range_value=clip_range_value)
     m = token_mask(mask, values, where)
-    return _masked_mean(_value_terms(values, old_values, returns, clip_range_value, m), m)
+    return mean_over(_value_terms(values, old_values, returns, clip_range_value, m), m)
 
 
 def _token_entropy(logits: torch.Tensor) -> torch.Tensor:
@@ -187,11 +187,11 @@ def entropy_from_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tenso
     where = "entropy_from_logits"
     if not isinstance(logits, torch.Tensor):
         raise TypeError(f"{where}: `logits` must be a torch.Tensor, got {type(logits).__name__}")
-    _check_floating(where, logits=logits)
+    check_floating(where, logits=logits)
     if logits.dim() != 3:
         raise ValueError(f"{where}: `logits` must be [batch, resp_len, vocab], got shape {tuple(logits.shape)}")
     m = token_mask(mask, logits[..., 0], where)
-    return _masked_mean(_token_entropy(logits), m)
+    return mean_over(_token_entropy(logits), m)
 
 
 def ppo_loss(
@@ -247,7 +247,7 @@ def ppo_loss(
         where, logp_new=logp_new, logp_old=logp_old, advantages=advantages,
         values=values, old_values=old_values, returns=returns,
     )
-    _check_floating(
+    check_floating(
         where, logp_new=logp_new, logp_old=logp_old, advantages=advantages,
         values=values, old_values=old_values, returns=returns, logits=logits,
     )
@@ -260,10 +260,10 @@ def ppo_loss(
     m = token_mask(mask, logp_new, where)  # validated once for all terms
 
     objective, ratio, clip_binds = _surrogate_terms(logp_new, logp_old, advantages, clip_eps, m)
-    policy_loss = -_masked_mean(objective, m)
+    policy_loss = -mean_over(objective, m)
     value_terms = _value_terms(values, old_values, returns, clip_range_value, m)
-    value_loss = _masked_mean(value_terms, m).to(policy_loss.dtype)
-    entropy = _masked_mean(_token_entropy(logits), m).to(policy_loss.dtype)
+    value_loss = mean_over(value_terms, m).to(policy_loss.dtype)
+    entropy = mean_over(_token_entropy(logits), m).to(policy_loss.dtype)
     loss = policy_loss + vf_coef * value_loss - ent_coef * entropy
 
     with torch.no_grad():
@@ -279,11 +279,11 @@ def ppo_loss(
             policy_loss.detach(),
             value_loss.detach(),
             entropy.detach(),
-            0.5 * _masked_mean(log_ratio**2, m),
-            _masked_mean(-log_ratio, m),
-            _masked_mean(clip_binds.to(dtype), m),
-            _masked_mean((vf_clipped > vf_unclipped).to(dtype), m).to(dtype),
-            _masked_mean(ratio_d, m),
+            0.5 * mean_over(log_ratio**2, m),
+            mean_over(-log_ratio, m),
+            mean_over(clip_binds.to(dtype), m),
+            mean_over((vf_clipped > vf_unclipped).to(dtype), m).to(dtype),
+            mean_over(ratio_d, m),
             torch.where(m, ratio_d, torch.zeros((), dtype=dtype, device=ratio_d.device)).max(),
         ])
     # One device->host transfer for all the stats.

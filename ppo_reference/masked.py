@@ -54,7 +54,16 @@ def check_same_shape(where: str, **tensors: torch.Tensor) -> None:
             )
 
 
-def _check_floating(where: str, **tensors: torch.Tensor) -> None:
+def check_floating(where: str, **tensors: torch.Tensor) -> None:
+    """Refuse any tensor of ``tensors`` whose dtype is not floating point (CONTRACT.md: inputs are float).
+
+    Args:
+        where: the caller's name, used in the message.
+        tensors: name → tensor of any shape.
+
+    Raises:
+        TypeError: naming the first tensor with an integer, bool or complex dtype.
+    """
     for name, t in tensors.items():
         if not t.is_floating_point():
             raise TypeError(f"{where}: `{name}` must be a floating-point tensor, got dtype {t.dtype}")
@@ -129,7 +138,17 @@ def _masked_sum(x: torch.Tensor, m: torch.Tensor, dim=None) -> torch.Tensor:
     return picked.sum() if dim is None else picked.sum(dim=dim)
 
 
-def _masked_mean(x: torch.Tensor, m: torch.Tensor, dim=None) -> torch.Tensor:
+def mean_over(x: torch.Tensor, m: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """Σ_{m} x / Σ m with no checks: the kernel of :func:`masked_mean` for callers that validated ``m``.
+
+    Args:
+        x: floating tensor, any shape.
+        m: bool tensor of ``x``'s shape (from :func:`token_mask`), at least one True per reduced slice.
+        dim: ``None`` for the whole tensor, or the dimension to reduce.
+
+    Returns:
+        0-d tensor (``dim=None``) or ``x`` reduced along ``dim``, in ``x``'s dtype (Book eq. 5.10's token mean).
+    """
     count = m.sum() if dim is None else m.sum(dim=dim)
     return _masked_sum(x, m, dim) / count.to(x.dtype)
 
@@ -138,15 +157,29 @@ def _masked_var(x: torch.Tensor, m: torch.Tensor, count: int, unbiased: bool = T
     # Accumulate in float64: the variance subtracts nearly equal numbers and the
     # oracle must be more accurate than any float32 submission it judges.
     x64 = x.double()
-    mean = _masked_mean(x64, m)
+    mean = mean_over(x64, m)
     centered_sq = (x64 - mean) ** 2
     denom = count - 1 if unbiased else count
     return (_masked_sum(centered_sq, m) / denom).to(x.dtype)
 
 
-def _masked_whiten(x: torch.Tensor, m: torch.Tensor, count: int, shift_mean: bool = True) -> torch.Tensor:
+def whiten_over(x: torch.Tensor, m: torch.Tensor, count: int, shift_mean: bool = True) -> torch.Tensor:
+    """(x − mean) / sqrt(var + eps) over the elements selected by ``m``, with no checks (kernel of :func:`masked_whiten`).
+
+    Mean and unbiased variance are taken over the ``count`` selected elements in float64 (Book §5.6,
+    advantage whitening; TRL ``masked_whiten``); ``shift_mean=False`` adds the mean back.
+
+    Args:
+        x: floating tensor, any shape.
+        m: bool tensor of ``x``'s shape, selecting ``count`` ≥ 2 elements (see :func:`count_at_least`).
+        count: ``int(m.sum())``.
+        shift_mean: whether the result has mean 0 over ``m`` (True) or keeps ``x``'s mean.
+
+    Returns:
+        tensor of ``x``'s shape and dtype (padding positions carry values that callers ignore).
+    """
     x64 = x.double()
-    mean = _masked_mean(x64, m)
+    mean = mean_over(x64, m)
     var = _masked_sum((x64 - mean) ** 2, m) / (count - 1)
     whitened = (x64 - mean) * torch.rsqrt(var + WHITEN_EPS)
     if not shift_mean:
@@ -154,7 +187,12 @@ def _masked_whiten(x: torch.Tensor, m: torch.Tensor, count: int, shift_mean: boo
     return whitened.to(x.dtype)
 
 
-def _count_at_least(m: torch.Tensor, need: int, where: str, why: str) -> int:
+def count_at_least(m: torch.Tensor, need: int, where: str, why: str) -> int:
+    """The number of True elements of the bool mask ``m``, refusing fewer than ``need``.
+
+    Raises:
+        ValueError: if ``m`` selects fewer than ``need`` elements; the message names ``where`` and says ``why``.
+    """
     count = int(m.sum())
     if count < need:
         raise ValueError(f"{where}: the mask selects {count} element(s); {why}")
@@ -185,7 +223,7 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> 
             or it selects nothing (along ``dim``: in some slice).
     """
     check_same_shape("masked_mean", x=x, mask=mask)
-    _check_floating("masked_mean", x=x)
+    check_floating("masked_mean", x=x)
     m = _mask_to_bool(mask, "masked_mean")
     counts = m.sum() if dim is None else m.sum(dim=dim)
     if bool((counts == 0).any()):
@@ -214,10 +252,10 @@ def masked_var(x: torch.Tensor, mask: torch.Tensor, unbiased: bool = True) -> to
             NaN/inf for a single element (division by n − 1 = 0).
     """
     check_same_shape("masked_var", x=x, mask=mask)
-    _check_floating("masked_var", x=x)
+    check_floating("masked_var", x=x)
     m = _mask_to_bool(mask, "masked_var")
     need = 2 if unbiased else 1
-    count = _count_at_least(m, need, "masked_var", f"the {'unbiased ' if unbiased else ''}variance needs at least {need}")
+    count = count_at_least(m, need, "masked_var", f"the {'unbiased ' if unbiased else ''}variance needs at least {need}")
     return _masked_var(x, m, count, unbiased)
 
 
@@ -244,7 +282,7 @@ def masked_whiten(x: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True) 
             fewer than 2 elements (the unbiased variance is undefined).
     """
     check_same_shape("masked_whiten", x=x, mask=mask)
-    _check_floating("masked_whiten", x=x)
+    check_floating("masked_whiten", x=x)
     m = _mask_to_bool(mask, "masked_whiten")
-    count = _count_at_least(m, 2, "masked_whiten", "whitening uses the unbiased variance, which needs at least 2")
-    return _masked_whiten(x, m, count, shift_mean)
+    count = count_at_least(m, 2, "masked_whiten", "whitening uses the unbiased variance, which needs at least 2")
+    return whiten_over(x, m, count, shift_mean)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ppo_reference.masked import _check_floating, check_same_shape
+from ppo_reference.masked import check_floating, check_same_shape
 
 __all__ = ["logprobs_from_logits", "probability_ratio"]
 
@@ -37,7 +37,7 @@ def logprobs_from_logits(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Te
     where = "logprobs_from_logits"
     if not isinstance(logits, torch.Tensor) or not isinstance(tokens, torch.Tensor):
         raise TypeError(f"{where}: `logits` and `tokens` must be torch.Tensors")
-    _check_floating(where, logits=logits)
+    check_floating(where, logits=logits)
     if logits.dim() != 3:
         raise ValueError(f"{where}: `logits` must be [batch, resp_len, vocab], got shape {tuple(logits.shape)}")
     if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
@@ -83,5 +83,5 @@ def probability_ratio(logp_new: torch.Tensor, logp_old: torch.Tensor) -> torch.T
         ValueError: if the shapes differ.
     """
     check_same_shape("probability_ratio", logp_new=logp_new, logp_old=logp_old)
-    _check_floating("probability_ratio", logp_new=logp_new, logp_old=logp_old)
+    check_floating("probability_ratio", logp_new=logp_new, logp_old=logp_old)
     return torch.exp(logp_new - logp_old.to(logp_new.dtype))

@@ -214,6 +214,8 @@ def _publish(tool, gradebook: Path, services, lineitems: str, memberships: str) 
     path = gradebook.parent / "lti_publish_report.json"
     atomic_write_text(path, json.dumps({"lineitems": lineitems, "memberships": memberships, "students": report},
                                        indent=2) + "\n")
+    for warning in out.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     for row in report:
         if row["outcome"] in ("skipped", "pending"):
             print(f"{row['outcome']}: {row['student_id']}: {row['why']}", file=sys.stderr)

@@ -161,7 +161,8 @@ def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, 
     """kl_shaped_rewards with one mistake switched on.
 
     ``score_at`` "end" / "first_pad" put the score (and, for ``"last_token"``, the whole last-token
-    reward) at column T−1 / one past the row's last real token; ``estimator="k3"`` uses GRPO's
+    reward) at column T−1 / one past the row's last real token; "replace" writes the score over the last real
+    token's penalty instead of adding it; ``estimator="k3"`` uses GRPO's
     exp(r) − r − 1 (r = ref_logp − logp) as the per-token KL.
     """
     B, T = logp.shape
@@ -191,6 +192,8 @@ def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, 
         out[rows, last] = penalty_sign * kc * row_kl
     if score_at == "last":
         out[rows, last] = out[rows, last] + s
+    elif score_at == "replace":  # scatter for scatter_add: the score takes the last token's penalty's place
+        out[rows, last] = s
     elif score_at == "end":
         out[:, T - 1] = out[:, T - 1] + s
     elif score_at == "first_pad":  # one past the last real token (clamped on full rows)
@@ -217,6 +220,7 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     ("kl_wrong_estimator", _shaped_variant(estimator="k3")),
     ("score_on_every_token", _shaped_variant(score_at="every")),
     ("score_on_first_token", _shaped_variant(score_at="first")),
+    ("score_replaces_kl_penalty", _shaped_variant(score_at="replace")),
     # Adding the penalty equals subtracting a reversed KL; per_token_kl's own test tells them
     # apart, so here the sign of the penalty is named.
     ("kl_penalty_sign", _shaped_variant(penalty_sign=1.0)),
@@ -225,7 +229,7 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     ("rewards_not_zero_on_padding", _shaped_variant(masked_kl=False)),
     ("last_token_sum_instead_of_mean", _shaped_variant(last_reduce="sum")),
     ("padding_in_mean", _shaped_variant(last_reduce="mean_over_T")),
-    ("per_row_mean", _shaped_variant(last_reduce="batch_mean")),
+    ("last_token_batch_mean", _shaped_variant(last_reduce="batch_mean")),
     ("placement_ignored", _shaped_variant(placement_override="per_token")),
     ("placement_ignored", _shaped_variant(placement_override="last_token")),
     ("ignores_hyperparameter", _shaped_variant(coef_fixed=0.05)),
@@ -233,10 +237,11 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
 
 
 def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
-                       updates: list[tuple[float, int]], *, clip: bool = True, rule: str = "trl") -> list[float]:
+                       updates: list[tuple[float, int]], *, clip: bool | str = True, rule: str = "trl") -> list[float]:
     """The controller's `value` after each (current_kl, n_steps) update, for one update rule.
 
     rule "trl" (correct with clip=True): e = clip(kl/target − 1, ±0.2); value *= 1 + e·n/horizon.
+    ``clip``: True (both sides), False (none), "upper" (only e ≤ 0.2) or "lower" (only e ≥ −0.2).
     Buggy rules: "no_n_over_h" (value *= 1 + e), "no_n" (value *= 1 + e/h), "int_div" (n // h), "additive" (value += e·n/h),
     "inverted" (e from target/kl), "sign" (value *= 1 − e·n/h).
     """
@@ -244,8 +249,10 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
     out = []
     for current_kl, n_steps in updates:
         err = (target / current_kl - 1.0) if rule == "inverted" else (current_kl / target - 1.0)
-        if clip:
-            err = min(max(err, -0.2), 0.2)
+        if clip in (True, "upper"):
+            err = min(err, 0.2)
+        if clip in (True, "lower"):
+            err = max(err, -0.2)
         if rule == "no_n_over_h":
             value = value * (1.0 + err)
         elif rule == "no_n":
@@ -264,6 +271,8 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
 
 ADAPTIVE_KL_VARIANTS: list[tuple[str, dict]] = [
     ("adaptive_kl_no_clip", {"clip": False, "rule": "trl"}),
+    ("adaptive_kl_clip_one_sided", {"clip": "upper", "rule": "trl"}),
+    ("adaptive_kl_clip_one_sided", {"clip": "lower", "rule": "trl"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "no_n_over_h"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "no_n"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "int_div"}),

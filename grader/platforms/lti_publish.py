@@ -33,7 +33,8 @@ class PublishOutcome:
 
     ``skipped`` maps a student id to the reason nothing was posted for that student (not graded,
     no score); ``unmatched`` and ``ambiguous`` list the rows no single LMS member matches;
-    ``students`` maps each posted student to their score outcomes.
+    ``students`` maps each posted student to their score outcomes; ``warnings`` holds one line per line
+    item whose maximum on the platform differs from the batch's (a points change since the item was made).
     """
 
     outcomes: list[PostOutcome] = field(default_factory=list)
@@ -41,6 +42,7 @@ class PublishOutcome:
     ambiguous: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     students: dict[str, list[PostOutcome]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def count(self, status: str) -> int:
         """How many scores ended with ``status`` (posted, unchanged, pending)."""
@@ -108,6 +110,16 @@ def match_members(student_ids: list[str], members: list[Member]) -> tuple[dict[s
     return matched, unmatched, ambiguous
 
 
+def maximum_warnings(items: dict[str, LineItem], maxima: dict[str, float]) -> list[str]:
+    """One warning per line item whose maximum on the platform (``LineItem.score_maximum``, points) differs from
+    the batch's maximum for its exercise (``maxima``, points): the item was made before a points change, and the
+    platform scales each posted score (AGS 2.0 §3.4: ``scoreGiven`` / ``scoreMaximum``) to the item's maximum."""
+    return [f"the LMS line item '{item.label}' is worth {item.score_maximum:g} points but this batch grades "
+            f"{stem} out of {maxima[stem]:g}: the LMS rescales every score to {item.score_maximum:g}; set the "
+            f"item's points to {maxima[stem]:g} in the LMS so that its gradebook shows the points a student earned"
+            for stem, item in items.items() if abs(item.score_maximum - maxima[stem]) > 1e-9]
+
+
 def publish_gradebook(gradebook: Path, maxima: dict[str, float], services: PlatformServices, passback: Passback,
                       *, lineitems_url: str, memberships_url: str, label_prefix: str = "PPO") -> PublishOutcome:
     """Post every graded row of ``gradebook`` (gradebook.csv, CONTRACT's columns) to the platform.
@@ -143,6 +155,7 @@ def publish_gradebook(gradebook: Path, maxima: dict[str, float], services: Platf
                                                                      scoreMaximum=maxima[stem], resourceId=stem,
                                                                      tag="ppo-exercise"))
              for stem in graded}
+    outcome.warnings = maximum_warnings(items, maxima)
     for row in rows:
         sid = row["student_id"]
         if sid not in matched:

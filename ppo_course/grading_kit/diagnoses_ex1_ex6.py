@@ -239,9 +239,21 @@ EX1_TO_EX6: dict[str, str] = {
         "With placement='last_token' the penalty uses the MEAN of the row's KL over real tokens "
         "(R = r_RM - 0.05 x mean_KL, Book §5.6), not the sum."
     ),
+    "last_token_batch_mean": (
+        "With placement='last_token' each row's penalty uses THAT row's mean KL over its own real tokens "
+        "(R = r_RM - 0.05 x mean_KL, Book §5.6); you used one mean over the whole batch for every row."
+    ),
+    "score_replaces_kl_penalty": (
+        "On the last real token the reward is the score PLUS that token's KL penalty (score - kl_coef * kl_t); "
+        "you wrote the score over the penalty (scatter for scatter_add, = for +=)."
+    ),
     "kl_penalty_sign": (
         "The KL penalty has the wrong sign (added, or computed from ref_logp - logp): rewards get "
         "-kl_coef * (logp - ref_logp); the penalty is subtracted."
+    ),
+    "adaptive_kl_clip_one_sided": (
+        "The controller clips its error kl/target - 1 on one side only: clip it to [-0.2, 0.2], both ways, "
+        "so that a KL far below the target cannot shrink beta faster than a KL far above it grows it (TRL)."
     ),
     "adaptive_kl_no_clip": (
         "The adaptive controller must clip the proportional error: e = clip(kl/target - 1, -0.2, 0.2)."

@@ -36,6 +36,21 @@ def test_gradebook_posts_rostered_students_only_and_once(lti, tmp_path):
     assert {r["student_id"]: r["outcome"] for r in again.report()}["ada"] == "unchanged"
 
 
+def test_a_line_item_made_before_a_points_change_is_named_with_both_maxima(lti, tmp_path):
+    """The platform keeps the line item's maximum (10) when ex1 is now worth 12: post-grades says so."""
+    gradebook = tmp_path / "gradebook.csv"
+    gradebook.write_text("student_id,ex1_ratio,total,max_total,status\nada,9,9,12,graded\n")
+    platform = lti.tool.registry.find(lti.lms.base_url, lti.lms.client_id)
+    services = PlatformServices(platform, lti.tool.tool_keys, lti.lms_client)
+    first = publish_gradebook(gradebook, {"ex1_ratio": 10.0}, services, Passback(tmp_path / "a.sqlite"),
+                              lineitems_url=LINEITEMS, memberships_url=MEMBERS)
+    assert first.warnings == []
+    later = publish_gradebook(gradebook, {"ex1_ratio": 12.0}, services, Passback(tmp_path / "b.sqlite"),
+                              lineitems_url=LINEITEMS, memberships_url=MEMBERS)
+    assert len(later.warnings) == 1
+    assert "'PPO ex1_ratio' is worth 10 points" in later.warnings[0] and "out of 12" in later.warnings[0]
+
+
 def test_a_faulted_or_scoreless_row_is_never_posted(lti, tmp_path):
     """The grader's fault and a row with no (or a NaN) score are skipped with why; a graded twin is posted."""
     gradebook = tmp_path / "gradebook.csv"

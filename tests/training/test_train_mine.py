@@ -172,6 +172,26 @@ def test_the_replay_of_a_correct_step_names_no_piece(tmp_path):
     assert finding.words().startswith("on step 4's batch every one of your pieces agrees")
 
 
+def test_the_replay_with_exercise_7_a_stub_says_the_reference_step_ran(tmp_path):
+    # Exercise 7 still the stub: the run's first step fell back to the reference's step (as its first call does);
+    # the replay must not say "your step agrees" of a step the student did not write.
+    from ppo_course import toy_task
+    from ppo_course.training.loop import StepInputs
+    from ppo_course.training.pieces import student_pieces
+
+    with pytest.warns(Warning):
+        config = PPOConfig.toy(batch_size=16, mini_batch_size=4, gradient_accumulation_steps=2)
+    state = {k: v.clone() for k, v in toy_task.sft_policy(seed=0).state_dict().items()}
+    inputs = StepInputs(2, state, state, toy_task.sample_queries(16, torch.Generator().manual_seed(3)), 0.05)
+    stub = (REPO / "exercises" / "ex7_ppo_step.py").read_text(encoding="utf-8")
+    side = ReferenceTrainSide()
+    with student_pieces(_folder(tmp_path, {"ex7_ppo_step": stub}), side, say=lambda note: None) as mine:
+        mine.fall_back("ex7_ppo_step", "ppo_step", "is still a stub")
+        finding = side.diagnose(inputs, config, mine)
+    assert finding.exercise is None and "ppo_step is still a stub" in finding.words(), finding.words()
+    assert "your step agrees" not in finding.words()
+
+
 def test_mine_without_a_folder_takes_checks_default(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "exercises").mkdir()
