@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from grader.mistakes.variants_ex4_ex6 import adaptive_kl_candidates, adaptive_kl_values
 from grader.hidden.draws import draw_float, draw_int, draw_seed
 from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
-from ppo_course.grading_kit.feedback import Mismatch, expect_close
+from ppo_course.grading_kit.feedback import Mismatch, expect_close, expect_number
 from ppo_course.grading_kit.inputs import Batch, grading_settings, randn
 
 EXERCISE = "ex6_kl_reward"
@@ -121,8 +121,7 @@ def _controller_values(student, init, target, horizon, updates, positional: bool
     values = []
     for kl, n in updates:
         ctl.update(kl, n)
-        value = ctl.value
-        values.append(float(value) if isinstance(value, (int, float, torch.Tensor)) else float("nan"))
+        values.append(expect_number(ctl.value, "AdaptiveKLController.value"))
     return values
 
 
@@ -160,7 +159,8 @@ def test_adaptive_kl_defaults(student, reference):
     # kl ≥ 7.5 (drawn): e = clip(kl/6 − 1) = 0.2 -> value·(1 + 0.2·n/10000); kl and n drawn per grader version.
     kl, n = draw_float("ex6.kl_defaults.kl", 7.5, 18.0, 42), 10 * draw_int("ex6.kl_defaults.n", 5, 50)
     ctl.update(kl, n)
-    got = torch.tensor([float(start), float(ctl.value)], dtype=torch.float64)
+    got = torch.tensor([expect_number(start, "AdaptiveKLController().value"),
+                        expect_number(ctl.value, "AdaptiveKLController().value after update()")], dtype=torch.float64)
     ref = reference.AdaptiveKLController()
     want = torch.tensor([ref.value, ref.update(kl, n)], dtype=torch.float64)
     expect_close(got, want, rtol=1e-12, atol=1e-15, what="AdaptiveKLController() defaults",

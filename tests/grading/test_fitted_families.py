@@ -251,10 +251,11 @@ def test_where_one_row_and_a_count_never_a_false_location():
     assert s == "the value differs at 2 of 5 compared positions, on an input of shape (2, 4)."
 
 
-def test_where_a_scalar_gives_the_ratio():
-    """A loss 1.25 times the expected one: got/expected = 1.25."""
+def test_where_a_scalar_says_only_that_it_differs():
+    """A loss 1.25 times the expected one: "differs", and no ratio (got/expected = 1.25 told a submission that
+    returned 1 the expected value; tests/hostile/test_hostile_attack9.py)."""
     s = where_they_differ(torch.tensor(2.5), torch.tensor(2.0), rtol=1e-9, atol=1e-9)
-    assert s == "the value differs: got/expected = 1.25."
+    assert s == "the value differs."
 
 
 # --------------------------------------------------------------------------- the public tests' probe step
