@@ -183,6 +183,8 @@ CSL_VARIANTS: list[tuple[str, Variant]] = [
     ("clipped_advantage", _csl_variant(clip_what="product")),
     ("clipped_advantage", _csl_variant(clip_what="advantage")),
     ("surrogate_not_clipped", _csl_variant(clip_what="none")),
+    # clip(r)·Â alone: the unclipped term of the minimum dropped.
+    ("surrogate_clipped_term_only", _csl_variant(combine=lambda unclipped, clipped: clipped)),
     ("advantages_renormalised", _csl_variant(renormalise=True)),
     *[(d, _csl_variant(reduce=r)) for d, r in _MEAN_MISTAKES],
     ("wrong_clip_bounds", lambda n, o, a, m, clip_eps=0.2: _surrogate(

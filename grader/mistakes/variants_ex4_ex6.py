@@ -20,13 +20,13 @@ from grader.mistakes.variants_ex1_ex3 import Variant, bool_mask, last_index
 # --------------------------------------------------------------------------- ex4
 def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=True, next_value_same_t=False,
          forward=False, gamma_delta=True, gamma_rec=True, use_lam=True, returns="a_plus_v",
-         bootstrap_last=False, mask_carry=True, shifted=False, lam_in_delta=False):
+         bootstrap_last=False, mask_carry=True, shifted=False, lam_in_delta=False, mask_rewards=True):
     """GAE with one mistake switched on (all switches off: the correct recursion); ``lam_in_delta``: δ discounts
-    V_{t+1} by λ instead of γ."""
+    V_{t+1} by λ instead of γ; ``mask_rewards=False``: the values are masked, the padding's rewards are not."""
     B, T = rewards.shape
     dt = rewards.dtype
     m = bool_mask(mask).to(dt) if use_mask else torch.ones_like(rewards)
-    r = rewards * m if use_mask else rewards
+    r = rewards * m if (use_mask and mask_rewards) else rewards
     v = values * m if (use_mask and mask_next_value) else values
     g_d = (lam if lam_in_delta else gamma) if gamma_delta else 1.0
     g_r = gamma if gamma_rec else 1.0
@@ -78,6 +78,8 @@ GAE_VARIANTS: list[tuple[str, Variant]] = [
     ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False)),
     # No masking at all: padding rewards accumulate and the last real token bootstraps from padding.
     ("gae_ignores_mask", _gae_variant(use_mask=False)),
+    ("gae_ignores_mask", _gae_variant(mask_rewards=False)),
+    ("gae_ignores_mask", _gae_variant(mask_rewards=False, mask_carry=False)),
     ("gae_bootstraps_from_padding", _gae_variant(bootstrap_last=True)),
     ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False, mask_carry=False)),
     ("gae_wrong_timestep", _gae_variant(next_value_same_t=True)),
@@ -144,6 +146,11 @@ def _kl(logp, ref_logp, mask, *, direction=1.0, masked=True):
     return torch.where(bool_mask(mask), kl, torch.zeros((), dtype=kl.dtype)) if masked else kl
 
 
+def _abs_kl(logp, ref_logp, mask):
+    """|logp − ref_logp| on real tokens, 0 on padding (TRL's kl_penalty="abs")."""
+    return _kl(logp, ref_logp, mask).abs()
+
+
 def _k3(logp, ref_logp, mask):
     log_ratio = ref_logp - logp
     k3 = torch.exp(log_ratio) - log_ratio - 1.0
@@ -152,6 +159,7 @@ def _k3(logp, ref_logp, mask):
 
 KL_VARIANTS: list[tuple[str, Variant]] = [
     ("kl_wrong_estimator", _k3),
+    ("kl_wrong_estimator", _abs_kl),
     ("kl_wrong_direction", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, direction=-1.0)),
     ("kl_unmasked", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, masked=False)),
     ("kl_unmasked", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, direction=-1.0, masked=False)),
@@ -173,7 +181,8 @@ def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, 
     m = bool_mask(mask)
     dt = logp.dtype
     kc = kl_coef if coef_fixed is None else coef_fixed
-    kl = _k3(logp, ref_logp, mask) if estimator == "k3" else direction * (logp - ref_logp)
+    kl = (_k3(logp, ref_logp, mask) if estimator == "k3" else _abs_kl(logp, ref_logp, mask) if estimator == "abs"
+          else direction * (logp - ref_logp))
     kl_m = torch.where(m, kl, torch.zeros((), dtype=dt)) if masked_kl else kl
     last = last_index(mask)
     if full_rows_at_first:
@@ -224,6 +233,7 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     ("score_on_padding", _shaped_variant(score_at="first_pad")),
     # A k3 per-token KL (per_token_kl's own test names it there) shapes the rewards too.
     ("kl_wrong_estimator", _shaped_variant(estimator="k3")),
+    ("kl_wrong_estimator", _shaped_variant(estimator="abs")),
     ("score_on_every_token", _shaped_variant(score_at="every")),
     ("score_on_first_token", _shaped_variant(score_at="first")),
     ("score_replaces_kl_penalty", _shaped_variant(score_at="replace")),

@@ -27,6 +27,11 @@ _ANY_EXERCISE: dict[str, str] = {
         "Your loss standardises the advantages again over its mini-batch (SB3's normalize_advantage); "
         "use them as given: the PPO step whitens them once over the whole rollout."
     ),
+    "surrogate_clipped_term_only": (
+        "Your objective is clip(r, 1-eps, 1+eps)*A alone; eq. 5.1 takes the MINIMUM of the unclipped r*A and the "
+        "clipped term, so that the objective is a pessimistic bound (the clip only removes the incentive to move "
+        "further, never the penalty for moving the wrong way)."
+    ),
     "surrogate_not_clipped": (
         "Your surrogate does not clip the ratio at all (a plain -mean(r*A)); eq. 5.1 takes "
         "min(r*A, clip(r, 1-eps, 1+eps)*A)."
