@@ -44,6 +44,9 @@ MAX_NDIM = 16
 #: torch raise TypeError, and ``[0, 2**62, 2**62]`` RuntimeError, inside the grader).
 MAX_DIM_PRODUCT = 2**48
 
+#: The bound of an int the grader accepts from a child (int64's range: every int a contract returns fits).
+INT64_LIMIT = 2**63
+
 #: dtypes that may cross the channel, by wire name.
 DTYPES: dict[str, torch.dtype] = {
     "bool": torch.bool,
@@ -189,6 +192,9 @@ class Decoder:
             (a request's arguments, see ``grader.sandbox.shared_args``): tensors,
             bool ones included, are built on them without a copy, so that the
             parent sees any in-place change. Only the child decodes so.
+        int_limit: when given, an int outside ``[-int_limit, int_limit)`` is a ``ProtocolError``.
+            The parent decodes a child's values with ``INT64_LIMIT``: a 400-digit int made ``float()``
+            raise OverflowError, and ``torch.tensor()`` RuntimeError, inside the grader.
     """
 
     def __init__(
@@ -197,9 +203,11 @@ class Decoder:
         resolve_handle: Callable[[str, int, str], Any] | None = None,
         make_generator: Callable[[torch.Tensor, int], torch.Generator] | None = None,
         shared: bool = False,
+        int_limit: int | None = None,
     ) -> None:
         self.buffers = buffers
         self.shared = shared
+        self.int_limit = int_limit
         self.resolve_handle = resolve_handle
         self.make_generator = make_generator
         self._used: set[int] = set()
@@ -226,6 +234,8 @@ class Decoder:
         """
         if depth > MAX_DEPTH:
             raise ProtocolError(f"value nested deeper than {MAX_DEPTH} levels")
+        if type(node) is int and self.int_limit is not None and not -self.int_limit <= node < self.int_limit:
+            raise ProtocolError(f"an int of {len(str(abs(node)))} digits, outside int64")
         if node is None or type(node) in (bool, int, float, str):
             return node
         if type(node) is list:

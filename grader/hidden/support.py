@@ -109,7 +109,7 @@ def compare(student, reference, name: str, args: tuple, kwargs: dict | None = No
         if isinstance(exc, Mismatch) and exc.diagnosis == "mask_dtype_unsupported":
             raise  # already named by the provider (a call that raised with this mask dtype only)
         if _works_with_bool_mask(student, reference, name, args, kwargs, pick, rtol, atol, mask):
-            raise Mismatch("mask_dtype_unsupported", "", label) from None
+            raise _mask_dtype_mismatch(exc, label) from None
         raise
     return got
 
@@ -131,6 +131,12 @@ def _on_evidence(first: str, student, reference, name, got_part, want, candidate
     if first == "wrong_value" and computes_nothing(student, reference, name, got_part, args, kwargs, pick, mask):
         return COMPUTES_NOTHING
     return first
+
+
+def _mask_dtype_mismatch(exc: BaseException, label: str) -> Mismatch:
+    """``mask_dtype_unsupported`` for a call that failed (``exc``) with its mask's dtype and is right with another."""
+    failed = exc.diagnosis if isinstance(exc, Mismatch) else type(exc).__name__
+    return Mismatch("mask_dtype_unsupported", f"{failed} with this mask's dtype, right with another", label)
 
 
 def _works_with_bool_mask(student, reference, name, args, kwargs, pick, rtol, atol, mask) -> bool:

@@ -132,4 +132,9 @@ def test_ratio_rejects_malformed_input(student, error_name):
                          "tokens of another shape": lambda: student.logprobs_from_logits(logits, tokens[:, :2])},
                         error_name, "logprobs_from_logits")
     a, b = torch.randn(2, 3, dtype=torch.float64), torch.randn(2, 4, dtype=torch.float64)
-    expect_value_errors({"two shapes": lambda: student.probability_ratio(a, b)}, error_name, "probability_ratio")
+    one_row, one_col = torch.randn(1, 3, dtype=torch.float64), torch.randn(2, 1, dtype=torch.float64)
+    # Shapes that broadcast are still two shapes: in the batch dimension and in the time dimension.
+    expect_value_errors({"two shapes": lambda: student.probability_ratio(a, b),
+                         "[2, 3] and [1, 3] (they broadcast)": lambda: student.probability_ratio(a, one_row),
+                         "[2, 3] and [2, 1] (they broadcast)": lambda: student.probability_ratio(a, one_col)},
+                        error_name, "probability_ratio")

@@ -148,7 +148,7 @@ def test_cycle_rules(student, error_name):
     """The cycle's rules across two cycles: an iterator made before purge() still raises RuntimeError when
     advanced after the NEXT cycle has started training (the data it was made for is gone, whatever the phase
     is now); len() is 0 after purge() and counts the new cycle's rows only; the new cycle's mini-batches hold
-    the new rows only."""
+    the new rows only; a purge() while collecting wipes the rows added before it too."""
     buf = student.new("RolloutBuffer")
     buf.add(**_rollout(4, seed=31))
     buf.start_training()
@@ -178,6 +178,28 @@ def test_cycle_rules(student, error_name):
     order = order_diagnosis([mb["ids"].tolist() for mb in rows], [perm[:2], perm[2:]], 2)
     _expect(ids == [100, 101, 102], "buffer_use_after_purge" if stale_rows else order,
             f"the second cycle served sequences {ids}", "mini-batches of the second cycle (its 3 sequences, each once)")
+    _purge_while_collecting(student, error_name)
+
+
+def _purge_while_collecting(student, error_name) -> None:
+    """purge() wipes everything in any phase: rows added before a purge in the collect phase never come back."""
+    buf = student.new("RolloutBuffer")
+    what = "add() 2 rows, purge() while collecting, add() 3 new rows, start_training()"
+    try:
+        buf.add(**_rollout(2, seed=41))
+        buf.purge()
+        buf.add(**_rollout(3, seed=42, start=200))
+        buf.start_training()
+        rows = drain(buf.minibatches(3, generator=_gen(41)))
+    except Exception as exc:  # the student's exception, reported by type name
+        if error_name(exc) is None:
+            raise
+        raise Mismatch("buffer_use_after_purge", f"raised {error_name(exc)}", what) from None
+    ids = sorted(int(i) for mb in rows if isinstance(mb, dict) and isinstance(mb.get("ids"), torch.Tensor)
+                 for i in mb["ids"].reshape(-1).tolist())
+    _expect(ids == [200, 201, 202], "buffer_use_after_purge", f"the cycle served sequences {ids} (the purged rows "
+            "were 0 and 1)", what)
+    _expect(len(buf) == 3, "buffer_use_after_purge", f"len {len(buf)} (3 rows added after the purge)", what)
 
 
 def _epochs_of(buffer_factory, fields_list, plan):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from grader.mistakes.variants_ex4_ex6 import adaptive_kl_candidates, adaptive_kl_values
 from grader.hidden.draws import draw_float, draw_int, draw_seed
 from grader.hidden.support import compare, expect_inputs_untouched, hidden_batches, tol
-from ppo_course.grading_kit.feedback import expect_close
+from ppo_course.grading_kit.feedback import Mismatch, expect_close, expect_number
 from ppo_course.grading_kit.inputs import Batch, grading_settings, randn
 
 EXERCISE = "ex6_kl_reward"
@@ -57,7 +57,8 @@ def test_shaped_rewards_last_token(student, reference, batch, kl_coef):
 
 def test_shaped_rewards_defaults_and_positional(student, reference):
     """Defaults (kl_coef 0.05, per_token) and positional (0.2, "last_token"); full and one-token rows. Then float32
-    logp with float64 scores: the rewards keep logp's dtype (the docstring's "dtype/device of logp")."""
+    logp with float64 scores, and with a float64 mask: the KL and the rewards keep logp's dtype (the docstring's
+    "dtype/device of logp")."""
     batch = Batch(4, 5, (5, 1, 3, 2), "int", "float64", draw_seed("ex6.shaped_defaults"))
     logp, ref_logp, mask = _kl_case(batch)
     scores = _scores(batch)
@@ -69,6 +70,11 @@ def test_shaped_rewards_defaults_and_positional(student, reference):
     for placement in ("per_token", "last_token"):
         compare(student, reference, "kl_shaped_rewards", (scores, logp.float(), ref_logp.float(), mask, 0.2, placement),
                 rtol=t, atol=t, what=f"kl_shaped_rewards(float64 scores, float32 logp, ..., {placement!r})")
+    # A float64 mask beside float32 log-probs decides nothing either ("mask: bool/int/float").
+    compare(student, reference, "per_token_kl", (logp.float(), ref_logp.float(), mask.double()), rtol=t, atol=t,
+            what="per_token_kl(float32 logp, float32 ref_logp, float64 mask)")
+    compare(student, reference, "kl_shaped_rewards", (scores.float(), logp.float(), ref_logp.float(), mask.double()),
+            rtol=t, atol=t, what="kl_shaped_rewards(float32 scores and logp, float64 mask)")
 
 
 def test_kl_outputs_carry_no_gradient(student, reference):
@@ -115,8 +121,7 @@ def _controller_values(student, init, target, horizon, updates, positional: bool
     values = []
     for kl, n in updates:
         ctl.update(kl, n)
-        value = ctl.value
-        values.append(float(value) if isinstance(value, (int, float, torch.Tensor)) else float("nan"))
+        values.append(expect_number(ctl.value, "AdaptiveKLController.value"))
     return values
 
 
@@ -136,18 +141,31 @@ def test_adaptive_kl_controller(student):
                      candidates=candidates)
 
 
+def _value_stays_a_float(student) -> None:
+    """update() with a 0-dim tensor KL ("float or 0-dim tensor") leaves ``value`` a Python float."""
+    ctl = student.new("AdaptiveKLController", 0.05, 6.0, 10000)
+    ctl.update(torch.tensor(6.0 * draw_float("ex6.kl_ctl.tensor_kl", 1.01, 1.19, 18), dtype=torch.float64), 64)
+    value = ctl.value
+    if not isinstance(value, float):
+        raise Mismatch("wrong_type", f"value is a {type(value).__name__}", "AdaptiveKLController.value after "
+                       "update(a 0-dim tensor KL, 64): keep it a Python float")
+
+
 def test_adaptive_kl_defaults(student, reference):
-    """AdaptiveKLController() starts at 0.05 with target 6.0 and horizon 10000."""
+    """AdaptiveKLController() starts at 0.05 with target 6.0 and horizon 10000; update() with a 0-dim tensor KL
+    ("float or 0-dim tensor") leaves value a Python float."""
     ctl = student.new("AdaptiveKLController")
     start = ctl.value
     # kl ≥ 7.5 (drawn): e = clip(kl/6 − 1) = 0.2 -> value·(1 + 0.2·n/10000); kl and n drawn per grader version.
     kl, n = draw_float("ex6.kl_defaults.kl", 7.5, 18.0, 42), 10 * draw_int("ex6.kl_defaults.n", 5, 50)
     ctl.update(kl, n)
-    got = torch.tensor([float(start), float(ctl.value)], dtype=torch.float64)
+    got = torch.tensor([expect_number(start, "AdaptiveKLController().value"),
+                        expect_number(ctl.value, "AdaptiveKLController().value after update()")], dtype=torch.float64)
     ref = reference.AdaptiveKLController()
     want = torch.tensor([ref.value, ref.update(kl, n)], dtype=torch.float64)
     expect_close(got, want, rtol=1e-12, atol=1e-15, what="AdaptiveKLController() defaults",
                  candidates=adaptive_kl_candidates(0.05, 6.0, 10000, [(kl, n)], start=True))
+    _value_stays_a_float(student)
 
 
 def test_kl_inputs_untouched(student, error_name):

@@ -93,7 +93,8 @@ def _student_tied_grad(student, name: str, args: tuple, kwargs: dict | None, tie
     _, grads = student.call_with_grad(name, tuple(args), dict(kwargs or {}), tie=tie)
     got = grads.get("theta") if isinstance(grads, dict) else None
     if got is not None and (not isinstance(got, torch.Tensor) or got.shape != tie["theta"].shape):
-        raise Mismatch("grader_error", "the shared-leaf reply is not a gradient of θ's shape", what)
+        # The reply is the submission's process's (its worker can be rewritten): the student's, never the grader's.
+        raise Mismatch("wrong_shape", "the shared-leaf reply is not a gradient of θ's shape", what)
     return torch.zeros_like(tie["theta"]) if got is None else got.to(torch.float64)
 
 

@@ -8,7 +8,8 @@ monotone between breakpoints, so this is the closed-form root where it is piecew
 root is then checked on every real entry. `explain` keeps the roots that also reproduce the student's
 output on the second, rich probe input (`grader.hidden.tie_break.probe_args`) and names a family only
 when exactly one family, with one parameter (to 1e-3 of its span), does: two families, or a parameter
-that the inputs cannot pin down (a flat stretch), give no name.
+that the inputs cannot pin down (a flat stretch), give no name. A continuous parameter is named only at a
+fixed value (`fixed_values`: a grid of round numbers and the numbers the call gives), which it must reproduce.
 
 Trusted code: the models run in the grading process on copies of the call's inputs.
 """
@@ -144,6 +145,29 @@ def _pinned(params: list, family: Family) -> Any:
     return params[len(params) // 2] if max(params) - min(params) <= 1e-3 * width else None
 
 
+def fixed_values(family: Family, a: dict) -> list[float]:
+    """The values a continuous family's parameter may be named at: multiples of 0.01 over its span (0.05 when the
+    span is wider than 3), and the numbers the call itself gives (each float argument v, 1 − v, 1 + v, 1/(1 + v)).
+
+    A fitted parameter is reported only at one of these (`explain`), so that an output shaped by the student
+    cannot carry an arbitrary number into the feedback: at most a few bits, as the choice of a diagnosis does.
+    """
+    lo, hi = family.span
+    step = 0.01 if hi - lo <= 3 else 0.05
+    grid = [lo + k * step for k in range(int(round((hi - lo) / step)) + 1)]
+    given = [float(v) for v in a.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    derived = [x for v in given for x in (v, 1.0 - v, 1.0 + v) + ((1.0 / (1.0 + v),) if v != -1.0 else ())]
+    return [x for x in grid + derived if lo <= x <= hi]
+
+
+def _fixed_value(p: float, family: Family, a: dict, reproduces: Callable[[float], bool]) -> float | None:
+    """The fixed value (`fixed_values`) within 1e-3 of the span of the fitted ``p`` that reproduces the student's
+    outputs, or None: a parameter elsewhere is not named."""
+    width = family.span[1] - family.span[0]
+    near = sorted((abs(x - p), x) for x in fixed_values(family, a) if abs(x - p) <= 1e-3 * width)
+    return next((x for _, x in near if reproduces(x)), None)
+
+
 def explain(function: str, a: dict, got: torch.Tensor, want: torch.Tensor, pick: Callable[[Any], Any], mask,
             rtol: float, atol: float, probe: Callable[[], tuple[dict, Any, Any] | None]) -> Named | None:
     """The one family that explains the student's output on the failing input AND the probe, or None.
@@ -175,6 +199,9 @@ def explain(function: str, a: dict, got: torch.Tensor, want: torch.Tensor, pick:
     for family, params in fits:
         kept = [p for p in params if _same(got2, _output(family, a2, p, pick), mask2, rtol, atol)]
         p = _pinned(kept, family)
+        if p is not None and family.span is not None:
+            p = _fixed_value(p, family, a, lambda q: _same(got, _output(family, a, q, pick), mask, rtol, atol)
+                             and _same(got2, _output(family, a2, q, pick), mask2, rtol, atol))
         if p is not None:
             named.append(Named(family.diagnosis(a, p), *family.says(a, p), p))
     return named[0] if len(named) == 1 else None

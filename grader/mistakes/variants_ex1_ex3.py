@@ -183,6 +183,8 @@ CSL_VARIANTS: list[tuple[str, Variant]] = [
     ("clipped_advantage", _csl_variant(clip_what="product")),
     ("clipped_advantage", _csl_variant(clip_what="advantage")),
     ("surrogate_not_clipped", _csl_variant(clip_what="none")),
+    # clip(r)·Â alone: the unclipped term of the minimum dropped.
+    ("surrogate_clipped_term_only", _csl_variant(combine=lambda unclipped, clipped: clipped)),
     ("advantages_renormalised", _csl_variant(renormalise=True)),
     *[(d, _csl_variant(reduce=r)) for d, r in _MEAN_MISTAKES],
     ("wrong_clip_bounds", lambda n, o, a, m, clip_eps=0.2: _surrogate(
@@ -240,17 +242,19 @@ ENTROPY_VARIANTS: list[tuple[str, Variant]] = [
     ("entropy_unstable", lambda logits, mask: _mm(_token_entropy_unstable(logits), mask)),
     ("entropy_sign", lambda logits, mask: -_mm(_token_entropy(logits), mask)),
     ("entropy_unmasked", lambda logits, mask: _token_entropy(logits).mean()),
+    # −(p·log p).mean(-1): the vocabulary averaged instead of summed, the entropy divided by V.
+    ("entropy_mean_over_vocab", lambda logits, mask: _mm(_token_entropy(logits) / logits.shape[-1], mask)),
     ("entropy_unmasked", lambda logits, mask: _times_mask_mean(_token_entropy(logits), mask)),
     *[(d, (lambda r: lambda logits, mask: r(_token_entropy(logits), mask))(r)) for d, r in _MEAN_MISTAKES],
 ]
 
 
 def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_coef_fixed=None, swapped=False,
-                      sampled_entropy=False):
+                      sampled_entropy=False, value_clip_is_eps=False):
     def variant(logp_new, logp_old, advantages, values, old_values, returns, logits, mask,
                 clip_eps=0.2, clip_range_value=0.2, vf_coef=0.1, ent_coef=0.01):
         pg = _surrogate(torch.exp(logp_new - logp_old), advantages, mask, clip_eps)
-        vl = _value_loss(values, old_values, returns, mask, clip_range_value)
+        vl = _value_loss(values, old_values, returns, mask, clip_eps if value_clip_is_eps else clip_range_value)
         ent = _mm(-logp_new, mask) if sampled_entropy else _mm(_token_entropy(logits), mask)
         vf = vf_coef if vf_coef_fixed is None else vf_coef_fixed
         ec = ent_coef if ent_coef_fixed is None else ent_coef_fixed
@@ -281,6 +285,7 @@ PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
     ("vf_coef_wrong", _ppo_loss_variant(vf_coef_fixed=1.0)),
     ("vf_coef_wrong", _ppo_loss_variant(vf_scale=-1.0)),
     ("ignores_hyperparameter", _ppo_loss_variant(vf_coef_fixed=0.1, ent_coef_fixed=0.01)),
+    ("value_clip_uses_clip_eps", _ppo_loss_variant(value_clip_is_eps=True)),
     ("entropy_sign", _ppo_loss_variant(ent_sign=0.0)),
     # The mistakes of the pieces (ex2's surrogate, ex3's value loss and entropy) inside ppo_loss.
     *[(d, _ppo_loss_from(pg_variant=v)) for d, v in CSL_VARIANTS],

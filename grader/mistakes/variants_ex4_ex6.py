@@ -20,14 +20,15 @@ from grader.mistakes.variants_ex1_ex3 import Variant, bool_mask, last_index
 # --------------------------------------------------------------------------- ex4
 def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=True, next_value_same_t=False,
          forward=False, gamma_delta=True, gamma_rec=True, use_lam=True, returns="a_plus_v",
-         bootstrap_last=False, mask_carry=True, shifted=False):
-    """GAE with one mistake switched on (all switches off: the correct recursion)."""
+         bootstrap_last=False, mask_carry=True, shifted=False, lam_in_delta=False, mask_rewards=True):
+    """GAE with one mistake switched on (all switches off: the correct recursion); ``lam_in_delta``: δ discounts
+    V_{t+1} by λ instead of γ; ``mask_rewards=False``: the values are masked, the padding's rewards are not."""
     B, T = rewards.shape
     dt = rewards.dtype
     m = bool_mask(mask).to(dt) if use_mask else torch.ones_like(rewards)
-    r = rewards * m if use_mask else rewards
+    r = rewards * m if (use_mask and mask_rewards) else rewards
     v = values * m if (use_mask and mask_next_value) else values
-    g_d = gamma if gamma_delta else 1.0
+    g_d = (lam if lam_in_delta else gamma) if gamma_delta else 1.0
     g_r = gamma if gamma_rec else 1.0
     lm = lam if use_lam else 1.0
     zero = torch.zeros(B, dtype=dt)
@@ -77,6 +78,8 @@ GAE_VARIANTS: list[tuple[str, Variant]] = [
     ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False)),
     # No masking at all: padding rewards accumulate and the last real token bootstraps from padding.
     ("gae_ignores_mask", _gae_variant(use_mask=False)),
+    ("gae_ignores_mask", _gae_variant(mask_rewards=False)),
+    ("gae_ignores_mask", _gae_variant(mask_rewards=False, mask_carry=False)),
     ("gae_bootstraps_from_padding", _gae_variant(bootstrap_last=True)),
     ("gae_bootstraps_from_padding", _gae_variant(mask_next_value=False, mask_carry=False)),
     ("gae_wrong_timestep", _gae_variant(next_value_same_t=True)),
@@ -88,6 +91,7 @@ GAE_VARIANTS: list[tuple[str, Variant]] = [
     ("gae_missing_gamma", _gae_variant(gamma_rec=False)),
     ("gae_missing_gamma", _gae_variant(gamma_delta=False)),
     ("gae_missing_lambda", _gae_variant(use_lam=False)),
+    ("gae_lambda_in_td_error", _gae_variant(lam_in_delta=True)),
     ("gae_shifted_by_one", _gae_variant(shifted=True)),
 ]
 
@@ -142,6 +146,11 @@ def _kl(logp, ref_logp, mask, *, direction=1.0, masked=True):
     return torch.where(bool_mask(mask), kl, torch.zeros((), dtype=kl.dtype)) if masked else kl
 
 
+def _abs_kl(logp, ref_logp, mask):
+    """|logp − ref_logp| on real tokens, 0 on padding (TRL's kl_penalty="abs")."""
+    return _kl(logp, ref_logp, mask).abs()
+
+
 def _k3(logp, ref_logp, mask):
     log_ratio = ref_logp - logp
     k3 = torch.exp(log_ratio) - log_ratio - 1.0
@@ -150,6 +159,7 @@ def _k3(logp, ref_logp, mask):
 
 KL_VARIANTS: list[tuple[str, Variant]] = [
     ("kl_wrong_estimator", _k3),
+    ("kl_wrong_estimator", _abs_kl),
     ("kl_wrong_direction", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, direction=-1.0)),
     ("kl_unmasked", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, masked=False)),
     ("kl_unmasked", lambda logp, ref_logp, mask: _kl(logp, ref_logp, mask, direction=-1.0, masked=False)),
@@ -157,20 +167,26 @@ KL_VARIANTS: list[tuple[str, Variant]] = [
 
 
 def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, masked_kl=True,
-            score_at="last", penalty_sign=-1.0, last_reduce="mean", coef_fixed=None, estimator="k1"):
+            score_at="last", penalty_sign=-1.0, last_reduce="mean", coef_fixed=None, estimator="k1",
+            full_rows_at_first=False):
     """kl_shaped_rewards with one mistake switched on.
 
     ``score_at`` "end" / "first_pad" put the score (and, for ``"last_token"``, the whole last-token
-    reward) at column T−1 / one past the row's last real token; ``estimator="k3"`` uses GRPO's
+    reward) at column T−1 / one past the row's last real token; "replace" writes the score over the last real
+    token's penalty instead of adding it; ``full_rows_at_first``: a row with no padding takes token 0 for its last
+    real token (found from the first padding position, which it lacks); ``estimator="k3"`` uses GRPO's
     exp(r) − r − 1 (r = ref_logp − logp) as the per-token KL.
     """
     B, T = logp.shape
     m = bool_mask(mask)
     dt = logp.dtype
     kc = kl_coef if coef_fixed is None else coef_fixed
-    kl = _k3(logp, ref_logp, mask) if estimator == "k3" else direction * (logp - ref_logp)
+    kl = (_k3(logp, ref_logp, mask) if estimator == "k3" else _abs_kl(logp, ref_logp, mask) if estimator == "abs"
+          else direction * (logp - ref_logp))
     kl_m = torch.where(m, kl, torch.zeros((), dtype=dt)) if masked_kl else kl
     last = last_index(mask)
+    if full_rows_at_first:
+        last = torch.where(m.all(1), torch.zeros_like(last), last)
     if score_at in ("end", "first_pad") and placement != "per_token":  # the whole reward lands there
         last = torch.full_like(last, T - 1) if score_at == "end" else torch.clamp(last + 1, max=T - 1)
         score_at = "last"
@@ -191,6 +207,8 @@ def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, 
         out[rows, last] = penalty_sign * kc * row_kl
     if score_at == "last":
         out[rows, last] = out[rows, last] + s
+    elif score_at == "replace":  # scatter for scatter_add: the score takes the last token's penalty's place
+        out[rows, last] = s
     elif score_at == "end":
         out[:, T - 1] = out[:, T - 1] + s
     elif score_at == "first_pad":  # one past the last real token (clamped on full rows)
@@ -215,8 +233,11 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     ("score_on_padding", _shaped_variant(score_at="first_pad")),
     # A k3 per-token KL (per_token_kl's own test names it there) shapes the rewards too.
     ("kl_wrong_estimator", _shaped_variant(estimator="k3")),
+    ("kl_wrong_estimator", _shaped_variant(estimator="abs")),
     ("score_on_every_token", _shaped_variant(score_at="every")),
     ("score_on_first_token", _shaped_variant(score_at="first")),
+    ("score_replaces_kl_penalty", _shaped_variant(score_at="replace")),
+    ("last_token_of_full_row", _shaped_variant(full_rows_at_first=True)),
     # Adding the penalty equals subtracting a reversed KL; per_token_kl's own test tells them
     # apart, so here the sign of the penalty is named.
     ("kl_penalty_sign", _shaped_variant(penalty_sign=1.0)),
@@ -225,7 +246,7 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     ("rewards_not_zero_on_padding", _shaped_variant(masked_kl=False)),
     ("last_token_sum_instead_of_mean", _shaped_variant(last_reduce="sum")),
     ("padding_in_mean", _shaped_variant(last_reduce="mean_over_T")),
-    ("per_row_mean", _shaped_variant(last_reduce="batch_mean")),
+    ("last_token_batch_mean", _shaped_variant(last_reduce="batch_mean")),
     ("placement_ignored", _shaped_variant(placement_override="per_token")),
     ("placement_ignored", _shaped_variant(placement_override="last_token")),
     ("ignores_hyperparameter", _shaped_variant(coef_fixed=0.05)),
@@ -233,10 +254,11 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
 
 
 def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
-                       updates: list[tuple[float, int]], *, clip: bool = True, rule: str = "trl") -> list[float]:
+                       updates: list[tuple[float, int]], *, clip: bool | str = True, rule: str = "trl") -> list[float]:
     """The controller's `value` after each (current_kl, n_steps) update, for one update rule.
 
     rule "trl" (correct with clip=True): e = clip(kl/target − 1, ±0.2); value *= 1 + e·n/horizon.
+    ``clip``: True (both sides), False (none), "upper" (only e ≤ 0.2) or "lower" (only e ≥ −0.2).
     Buggy rules: "no_n_over_h" (value *= 1 + e), "no_n" (value *= 1 + e/h), "int_div" (n // h), "additive" (value += e·n/h),
     "inverted" (e from target/kl), "sign" (value *= 1 − e·n/h).
     """
@@ -244,8 +266,10 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
     out = []
     for current_kl, n_steps in updates:
         err = (target / current_kl - 1.0) if rule == "inverted" else (current_kl / target - 1.0)
-        if clip:
-            err = min(max(err, -0.2), 0.2)
+        if clip in (True, "upper"):
+            err = min(err, 0.2)
+        if clip in (True, "lower"):
+            err = max(err, -0.2)
         if rule == "no_n_over_h":
             value = value * (1.0 + err)
         elif rule == "no_n":
@@ -264,6 +288,8 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
 
 ADAPTIVE_KL_VARIANTS: list[tuple[str, dict]] = [
     ("adaptive_kl_no_clip", {"clip": False, "rule": "trl"}),
+    ("adaptive_kl_clip_one_sided", {"clip": "upper", "rule": "trl"}),
+    ("adaptive_kl_clip_one_sided", {"clip": "lower", "rule": "trl"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "no_n_over_h"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "no_n"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "int_div"}),

@@ -228,8 +228,8 @@ class ChildProcess:
                         "remove debug prints (the limit is per call)")
 
     def decode(self, node: Any, buffers: list[bytes]) -> Any:
-        """Decode a value from the child (plain types, plain tensors, handles)."""
-        return codec.Decoder(buffers, resolve_handle=self.resolve_handle).decode(node)
+        """Decode a value from the child (plain types, plain tensors, handles; ints within int64)."""
+        return codec.Decoder(buffers, resolve_handle=self.resolve_handle, int_limit=codec.INT64_LIMIT).decode(node)
 
     def wait_ready(self) -> dict:
         """Wait for the module's import; returns the child's isolation info.

@@ -50,6 +50,15 @@ class RemoteFunction:
         return f"<RemoteFunction {self.module.name}.{self.name}>"
 
 
+def _is_theta_grad(grads: dict, theta: Any) -> bool:
+    """True when a shared-leaf reply is what the child's worker sends: ``{"theta": None or a tensor of θ's shape}``
+    (``ppo_course.sandbox.tied_grad``); anything else is a forged reply, never a grader error."""
+    if set(grads) != {"theta"}:
+        return False
+    got = grads["theta"]
+    return got is None or (isinstance(theta, torch.Tensor) and tuple(got.shape) == tuple(theta.shape))
+
+
 class RemoteModule:
     """A student module imported in its own child process (see ``Sandbox.load``).
 
@@ -197,6 +206,8 @@ class RemoteModule:
         got = self._request("call_with_grad", fields, timeout)
         if type(got) is not dict or set(got) != {"output", "grads"} or type(got["grads"]) is not dict or \
                 any(g is not None and type(g) is not torch.Tensor for g in got["grads"].values()):
+            raise self._malformed("call_with_grad")
+        if tie is not None and not _is_theta_grad(got["grads"], tie.get("theta")):
             raise self._malformed("call_with_grad")
         return got["output"], dict(got["grads"])
 

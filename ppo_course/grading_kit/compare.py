@@ -38,9 +38,48 @@ def _tensor(x: Any) -> torch.Tensor | None:
         if x.is_complex():
             return None
         return x.detach().to(device="cpu", dtype=torch.float64)
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        return torch.tensor(float(x), dtype=torch.float64)
-    return None
+    value = number_of(x)
+    return None if value is None else torch.tensor(value, dtype=torch.float64)
+
+
+def number_of(x: Any) -> float | None:
+    """`x` as a Python float when it is one real number, else None (never raises).
+
+    Args:
+        x: anything a student's code returned: an int or float (not a bool), or a one-element real
+            (integer or floating) tensor is a number; an int beyond the float range, None, a str, a
+            list, a bool, an empty, complex or many-element tensor is not.
+
+    Returns:
+        The float (NaN and ±inf included), or None when `x` is not one real number: the caller names a
+        wrong type instead of calling ``float()`` on a student's value (which raised TypeError,
+        OverflowError or RuntimeError inside the grader: a grader fault instead of the student's 0).
+    """
+    if isinstance(x, torch.Tensor):
+        if x.numel() != 1 or x.is_complex() or x.dtype == torch.bool:
+            return None
+        return float(x.detach().to(device="cpu", dtype=torch.float64).reshape(()))
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    try:
+        return float(x)
+    except OverflowError:  # an int beyond ~1.8e308
+        return None
+
+
+def _same_shape(got: Any, other: Any) -> bool:
+    """True when `got` is a tensor or Python number of `other`'s shape, read without converting `got`.
+
+    A child's reply may be a tensor of 512 MiB of uint8: its float64 copy (8x) was made in the grader's own
+    process before the shapes were compared, once per candidate mistake tried.
+    """
+    def shape(x: Any) -> tuple | None:
+        if isinstance(x, torch.Tensor):
+            return tuple(x.shape)
+        return () if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+    got_shape = shape(got)
+    return got_shape is not None and got_shape == shape(other)
 
 
 def _real(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -75,10 +114,13 @@ def all_finite(x: Any) -> bool:
 
 def _pair(got: Any, want: Any, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(got, want) as float64 real entries, or None when got is not a number/tensor of want's shape."""
-    g, w = _tensor(got), _tensor(want)
+    w = _tensor(want)
     if w is None:
         raise TypeError(f"the expected value must be a tensor or a number, got {type(want).__name__}")
-    if g is None or tuple(g.shape) != tuple(w.shape):
+    if not _same_shape(got, w):  # before any float64 copy of the student's value (see `_same_shape`)
+        return None
+    g = _tensor(got)
+    if g is None:
         return None
     return _real(g, mask), _real(w, mask)
 
@@ -124,7 +166,8 @@ def close_scalar(got: Any, want: float, rtol: float, atol: float) -> bool:
     """
     if isinstance(got, bool) or not isinstance(got, (int, float)):
         return False
-    return close(float(got), float(want), rtol=rtol, atol=atol)
+    value = number_of(got)
+    return value is not None and close(value, float(want), rtol=rtol, atol=atol)
 
 
 def same_values(got: Any, variant: Any, rtol: float, atol: float, mask: torch.Tensor | None = None) -> bool:
@@ -132,8 +175,10 @@ def same_values(got: Any, variant: Any, rtol: float, atol: float, mask: torch.Te
 
     For naming a mistake only: it never grants a point. Shapes must agree; a non-tensor never matches.
     """
+    if not _same_shape(got, variant):  # before any float64 copy: a student's value of another shape is never copied
+        return False
     g, v = _tensor(got), _tensor(variant)
-    if g is None or v is None or tuple(g.shape) != tuple(v.shape):
+    if g is None or v is None:
         return False
     return bool(torch.allclose(_real(g, mask), _real(v, mask), rtol=rtol, atol=atol, equal_nan=True))
 

@@ -27,6 +27,11 @@ _ANY_EXERCISE: dict[str, str] = {
         "Your loss standardises the advantages again over its mini-batch (SB3's normalize_advantage); "
         "use them as given: the PPO step whitens them once over the whole rollout."
     ),
+    "surrogate_clipped_term_only": (
+        "Your objective is clip(r, 1-eps, 1+eps)*A alone; eq. 5.1 takes the MINIMUM of the unclipped r*A and the "
+        "clipped term, so that the objective is a pessimistic bound (the clip only removes the incentive to move "
+        "further, never the penalty for moving the wrong way)."
+    ),
     "surrogate_not_clipped": (
         "Your surrogate does not clip the ratio at all (a plain -mean(r*A)); eq. 5.1 takes "
         "min(r*A, clip(r, 1-eps, 1+eps)*A)."
@@ -65,7 +70,9 @@ _ANY_EXERCISE: dict[str, str] = {
         "A loss must be a 0-dim tensor (a scalar), not a [B, T] tensor or a Python float."
     ),
     "mask_dtype_unsupported": (
-        "Your code fails for bool (or int) masks; convert with mask.to(x.dtype) before arithmetic."
+        "Your code depends on the mask's dtype: it fails (raises, or gives other values or another output dtype) "
+        "with a mask of one dtype and is right with another; bool, int and float 0/1 masks are all allowed. Select "
+        "with mask.bool() (torch.where(mask.bool(), x, 0)) so that the mask never decides the values or the dtype."
     ),
     "not_finite": (
         "Your output holds NaN or inf where the exact answer is finite; use a numerically stable "

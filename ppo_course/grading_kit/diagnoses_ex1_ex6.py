@@ -80,6 +80,10 @@ EX1_TO_EX6: dict[str, str] = {
         "Your clipped value loss takes the min of the two squared errors; like TRL it must take "
         "the max (the pessimistic choice) of (V-R)^2 and (V_clipped-R)^2."
     ),
+    "value_clip_uses_clip_eps": (
+        "ppo_loss clips the value with the policy's clip_eps; the value clip has its own range, "
+        "clip_range_value (both 0.2 by default, so only other values show it): pass clip_range_value to the value loss."
+    ),
     "value_clip_around_returns": (
         "Your value loss is effectively unclipped: either there is no clip, or the clip is around "
         "the returns (which changes nothing). Clip around the OLD values: "
@@ -91,6 +95,10 @@ EX1_TO_EX6: dict[str, str] = {
     ),
     "value_loss_unclipped": (
         "Your value loss is not clipped: use max((V-R)^2, (V_old + clip(V-V_old, -c, c) - R)^2)."
+    ),
+    "entropy_mean_over_vocab": (
+        "Your entropy is divided by the vocabulary size: H = -sum_v p_v log p_v SUMS over the vocabulary "
+        "(.sum(-1), not .mean(-1)); only the tokens are averaged (the masked mean)."
     ),
     "entropy_sign": (
         "The entropy term has the wrong sign: entropy is -sum p log p (positive), and the loss "
@@ -143,6 +151,10 @@ EX1_TO_EX6: dict[str, str] = {
     "gae_missing_gamma": (
         "gamma is missing from your GAE: use it both in delta_t (gamma*V_{t+1}) and in the "
         "recursion (gamma*lambda*A_{t+1})."
+    ),
+    "gae_lambda_in_td_error": (
+        "Your TD error discounts V_{t+1} by lambda: delta_t = r_t + gamma*V_{t+1} - V_t uses gamma; lambda only "
+        "enters the recursion A_t = delta_t + gamma*lambda*A_{t+1}."
     ),
     "gae_shifted_by_one": (
         "Your advantages are shifted by one position: A_t holds A_{t+1} (and the last real token 0), as when "
@@ -239,9 +251,26 @@ EX1_TO_EX6: dict[str, str] = {
         "With placement='last_token' the penalty uses the MEAN of the row's KL over real tokens "
         "(R = r_RM - 0.05 x mean_KL, Book §5.6), not the sum."
     ),
+    "last_token_batch_mean": (
+        "With placement='last_token' each row's penalty uses THAT row's mean KL over its own real tokens "
+        "(R = r_RM - 0.05 x mean_KL, Book §5.6); you used one mean over the whole batch for every row."
+    ),
+    "last_token_of_full_row": (
+        "A row with no padding (a truncated response) has its last real token at the last column, mask.sum(1) - 1; "
+        "your code finds it from the first padding position, which such a row lacks, and puts the score (and the "
+        "last_token penalty) on token 0."
+    ),
+    "score_replaces_kl_penalty": (
+        "On the last real token the reward is the score PLUS that token's KL penalty (score - kl_coef * kl_t); "
+        "you wrote the score over the penalty (scatter for scatter_add, = for +=)."
+    ),
     "kl_penalty_sign": (
         "The KL penalty has the wrong sign (added, or computed from ref_logp - logp): rewards get "
         "-kl_coef * (logp - ref_logp); the penalty is subtracted."
+    ),
+    "adaptive_kl_clip_one_sided": (
+        "The controller clips its error kl/target - 1 on one side only: clip it to [-0.2, 0.2], both ways, "
+        "so that a KL far below the target cannot shrink beta faster than a KL far above it grows it (TRL)."
     ),
     "adaptive_kl_no_clip": (
         "The adaptive controller must clip the proportional error: e = clip(kl/target - 1, -0.2, 0.2)."

@@ -56,6 +56,27 @@ class Mismatch(AssertionError):
         super().__init__(f"{what}: [{diagnosis}] {message(diagnosis)}" + (f"\n{detail}" if detail else ""))
 
 
+def expect_number(value: Any, what: str) -> float:
+    """`value` as a float, or `Mismatch("wrong_type")` when it is not one real number (`compare.number_of`).
+
+    For a student's value a test reads as a number (``AdaptiveKLController.value``): ``float()`` on it
+    raised TypeError (None, a list), ValueError (a str), RuntimeError (a tensor of two elements) or
+    OverflowError (an int of 400 digits) inside the grader, which is a grader fault, not the student's 0.
+
+    Args:
+        value: what the student's code gave.
+        what: the name of the value, for the message (e.g. "AdaptiveKLController.value").
+
+    Raises:
+        Mismatch: ``wrong_type``, naming the type that came back.
+    """
+    number = compare.number_of(value)
+    if number is None:
+        kind = f"tensor of {value.numel()} elements" if isinstance(value, torch.Tensor) else type(value).__name__
+        raise Mismatch("wrong_type", f"expected a number, got a {kind}", what)
+    return number
+
+
 #: How a padding position is shown: its value is unspecified by the contract and never compared.
 PADDING_SHOWN = "·"
 

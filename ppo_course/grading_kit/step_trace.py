@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, PlainValidator, StrictBool, StrictStr, ValidationError
 
+from ppo_course.grading_kit import compare
 from ppo_course.sandbox.observe import MAX_EVENTS
 
 
@@ -42,8 +43,8 @@ def _tensor(value: Any) -> torch.Tensor:
 
 def _number(value: Any) -> float:
     """A finite-or-not Python float (ints accepted; bools and everything else refused)."""
-    if type(value) not in (int, float):
-        raise ValueError("expected a Python number")
+    if type(value) not in (int, float) or compare.number_of(value) is None:
+        raise ValueError("expected a Python number (an int within the float range)")
     return float(value)
 
 
@@ -245,10 +246,8 @@ def validate_result(raw: Any) -> dict | None:
     if state is None:
         return None
     coef = raw.get("kl_coef")
-    if type(coef) is torch.Tensor and coef.numel() == 1:
-        coef = float(coef.detach())
     return {"state_dict": state, "stats": _clean_stats(raw.get("stats")),
-            "kl_coef": float(coef) if type(coef) in (int, float) else None,
+            "kl_coef": compare.number_of(coef) if type(coef) in (int, float, torch.Tensor) else None,
             "trace": validate_trace(raw.get("trace")), "ref_state_dict": _clean_state(raw.get("ref_state_dict"))}
 
 

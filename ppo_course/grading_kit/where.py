@@ -5,7 +5,10 @@ output differs (the value, a gradient) and at which positions, computed from the
 mask against the input's structure: padding only, the last real token of rows, the first token,
 positions with negative (or positive) advantages, one row, every compared position, or a count. A
 location is claimed only when every differing position lies in it. The sentence holds no input value
-or expected value (the hidden graders show it); for a scalar it gives the ratio got/expected.
+or expected value (the hidden graders show it). For a scalar it says only that the value differs (or
+is not finite): any number relating got to expected (a ratio, a difference, "expected is 0") is the
+expected value itself to a student who chooses got (got = 1 makes got/expected print 1/expected, and
+got = expected·x, with the right formula, prints any x the submission read from a hidden input).
 
 Tensor conventions follow the contract: [B, T] token tensors with prefix masks (bool/int/float).
 """
@@ -71,16 +74,15 @@ def where_they_differ(got: object, want: torch.Tensor, *, rtol: float, atol: flo
 
     Returns:
         e.g. "d loss / d logp_new differs only at the last real token of a row (2 of 3 rows), on an input of
-        shape (3, 5)."; for a scalar, "the value differs: got/expected = 1.25.".
+        shape (3, 5)."; for a scalar, "the value differs." or "the value differs: got a
+        non-finite value." (nothing that depends on the expected value).
     """
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape) or not want.numel():
         return ""
     if want.dim() == 0:
-        g, w = got.detach().double(), float(want.detach())
-        if not bool(torch.isfinite(g)):
+        if not bool(torch.isfinite(got.detach())):
             return f"{what} differs: got a non-finite value."
-        return f"{what} differs (the expected value is 0)." if w == 0.0 else \
-            f"{what} differs: got/expected = {float(g) / w:.4g}."
+        return f"{what} differs."
     diff = _differs(got, want, rtol, atol)
     compared = torch.ones_like(diff)
     if mask is not None and tuple(mask.shape) == tuple(diff.shape):

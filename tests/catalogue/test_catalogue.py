@@ -140,11 +140,6 @@ NAMING_GAPS: dict[str, str] = {
         "returns as the undiscounted reward-to-go: the returns tests name returns_not_a_plus_v, but "
         "test_gae_hand_case (public) and test_gae_no_bootstrap_past_last_token (hidden) say only the generic "
         "wrong_value (the advantages are right there; no variant reproduces a reward-to-go return)"),
-    "ex7_ppo_step__unseen2_v61_minibatches_without_generator": (
-        "minibatches() without the generator draws its order from the global RNG, so the 0-point "
-        "test_ppo_step_with_own_pieces (the same step run twice, with the student's and with trusted ex1-ex6) sees "
-        "two different orders and says ppo_step_own_pieces_differ, blaming pieces that are the solution's; every "
-        "graded test names ppo_step_wrong_order"),
 }
 
 

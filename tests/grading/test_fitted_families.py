@@ -111,6 +111,18 @@ def test_gamma_is_fitted():
     assert "= 0.99 is used where the call passed γ (gamma) = 0.9" in finding
 
 
+@pytest.mark.parametrize(("gamma", "named"), [(0.41, True), (0.4137, False)])
+def test_a_fitted_value_is_named_only_at_a_round_number(gamma, named):
+    """γ hard-coded to 0.41 is named with its value; 0.4137 (an arbitrary number a submission could carry out of
+    the sandbox through the feedback) reproduces the output just as well but is not named."""
+    def compute_gae(rewards, values, mask, gamma_=1.0, lam=0.95):
+        return R.compute_gae(rewards, values, mask, gamma=gamma, lam=lam)
+
+    diagnosis, finding = _explain("compute_gae", compute_gae, (D.x, D.y, D.m), {"lam": 0.95}, index=0, mask=D.m)
+    assert (diagnosis == "hyperparameter_value_wrong") is named, (diagnosis, finding)
+    assert ("0.41" in finding) is named and "0.4137" not in finding
+
+
 def test_lambda_at_its_default_keeps_the_catalogue_name():
     """λ passed as 0.8 but the default 0.95 used: the fit lands on the default, `ignores_hyperparameter`."""
     def compute_gae(rewards, values, mask, gamma=1.0, lam=0.95):
@@ -251,10 +263,11 @@ def test_where_one_row_and_a_count_never_a_false_location():
     assert s == "the value differs at 2 of 5 compared positions, on an input of shape (2, 4)."
 
 
-def test_where_a_scalar_gives_the_ratio():
-    """A loss 1.25 times the expected one: got/expected = 1.25."""
+def test_where_a_scalar_says_only_that_it_differs():
+    """A loss 1.25 times the expected one: "differs", and no ratio (got/expected = 1.25 told a submission that
+    returned 1 the expected value; tests/hostile/test_hostile_attack9.py)."""
     s = where_they_differ(torch.tensor(2.5), torch.tensor(2.0), rtol=1e-9, atol=1e-9)
-    assert s == "the value differs: got/expected = 1.25."
+    assert s == "the value differs."
 
 
 # --------------------------------------------------------------------------- the public tests' probe step

@@ -220,3 +220,19 @@ def test_registrations_and_a_rotation_made_at_one_machine_are_what_another_uses(
     assert keys_a.kids == keys_b.kids == [new_kid]
     assert [k["kid"] for k in keys_b.public_jwks()["keys"]] == [new_kid]
     [e.dispose() for e in engines]
+
+
+def test_without_a_roster_an_lms_user_id_never_becomes_another_students_sis_id():
+    """Roster-less: one student has SIS id "17", another no SIS id and LMS user id "17" (Moodle's numeric ids);
+    the same "17" on a second LMS is a third person. Three launches, three quiz students."""
+    from lms.lti.launch import LaunchData
+    from quiz_bank.instructor.server.lti_glue import student_for
+
+    def launch(issuer: str, sub: str, sis: str = "") -> LaunchData:
+        return LaunchData(issuer=issuer, client_id="c", deployment_id="d", message_type="LtiResourceLinkRequest",
+                          user_id=sub, person_sourcedid=sis)
+
+    ids = [student_for(launch("https://moodle.example.edu", "4", sis="17"), []),
+           student_for(launch("https://moodle.example.edu", "17"), []),
+           student_for(launch("https://canvas.example.edu", "17"), [])]
+    assert ids == ["17", "lti:17@moodle.example.edu", "lti:17@canvas.example.edu"]

@@ -20,6 +20,8 @@ the quiz's answer to a resource-link launch:
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment
@@ -43,10 +45,11 @@ _REFUSED = _PAGES.from_string(
 def student_for(launch: LaunchData, roster: list[dict[str, str]]) -> str | None:
     """The quiz's student id for ``launch``: a roster match (SIS id, then email), or None when none matches.
 
-    Without a roster (empty list): the SIS id, else the LMS's user id (``sub``).
+    Without a roster (empty list): the SIS id, else :func:`platform_user` (the LMS's user id, ``sub``, with its
+    platform): a bare ``sub`` such as "17" could be another student's SIS id, or the same number on another LMS.
     """
     if not roster:
-        return launch.person_sourcedid or launch.user_id
+        return launch.person_sourcedid or platform_user("lti", launch)
     sis, email = launch.person_sourcedid.strip().lower(), launch.email.strip().lower()
     for key, fields in ((sis, ("sis_user_id", "student_id")), (email, ("email",))):
         if not key:
@@ -55,6 +58,13 @@ def student_for(launch: LaunchData, roster: list[dict[str, str]]) -> str | None:
         if len(matches) == 1:
             return matches.pop()
     return None
+
+
+def platform_user(kind: str, launch: LaunchData) -> str:
+    """``"{kind}:{sub}@{the issuer's host}"``: an LMS user id that names its platform (LTI 1.3 §5.1.2: ``sub`` is
+    unique within one issuer only), e.g. ``"lti:17@moodle.example.edu"``."""
+    host = urlsplit(launch.issuer).hostname or launch.issuer
+    return f"{kind}:{launch.user_id}@{host}"
 
 
 class LinkStore:
@@ -112,7 +122,7 @@ def install_lti(app: FastAPI, tool: LtiTool, *, store, sign_in, completed_stops,
     worker = PassbackWorker(outbox, services_for, **(worker_options or {}))
 
     def on_launch(request: Request, launch: LaunchData) -> Response:
-        student = "lti-instructor:" + launch.user_id if launch.is_instructor else student_for(launch, roster())
+        student = platform_user("lti-instructor", launch) if launch.is_instructor else student_for(launch, roster())
         if student is None:
             return HTMLResponse(_REFUSED.render(message="You are not on this course's quiz roster: ask your TA to "
                                                         "add your SIS id or email."), status_code=403)

@@ -3,11 +3,11 @@
 
 Clause broken: “clip_eps, clip_range_value ... ε, c, c₁, c₂”
 Expected diagnosis (the set's manifest): When cliprange_value ≠ cliprange the value term is clipped with ε instead of c. Pass `clip_range_value` to the value loss.
-Graded as: wrong_value (generic): the hidden tests with clip_range_value ≠ clip_eps see a wrong value loss;
-no variant reproduces clip_eps passed as the value clip range, so no specific id is named (true, not specific).
+Graded as: value_clip_uses_clip_eps (landing 8's grader said only wrong_value; the unseen3 set's w19 made the same
+mistake).
 """
 EXERCISE = "ex3_full_loss"
-DIAGNOSIS = "wrong_value"
+DIAGNOSIS = "value_clip_uses_clip_eps"
 DESCRIPTION = "`ppo_loss` passes `clip_eps` as the value clip range (the two coincide at their 0.2 defaults)"
 SEEN_IN = "the unseen2 set (v18), written outside the project from the docstrings alone"
 

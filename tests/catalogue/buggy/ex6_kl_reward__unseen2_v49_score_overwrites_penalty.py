@@ -3,11 +3,11 @@
 
 Clause broken: “``"per_token"`` ... −kl_coef·kl_t on every real token, plus ``scores[b]`` on row b's last real token”
 Expected diagnosis (the set's manifest): The last real token should carry both −β·kl and the score. Your score replaces the KL penalty there. Add it instead.
-Graded as: wrong_value (generic): the per_token placement's last real token is wrong; no variant reproduces
-scatter instead of scatter_add, so no specific id is named (true, not specific).
+Graded as: score_replaces_kl_penalty (landing 8's grader said only wrong_value: no variant reproduced scatter
+instead of scatter_add; the unseen3 set's w42 made the same mistake).
 """
 EXERCISE = "ex6_kl_reward"
-DIAGNOSIS = "wrong_value"
+DIAGNOSIS = "score_replaces_kl_penalty"
 DESCRIPTION = "`scatter` instead of `scatter_add`: the score overwrites the last token's KL penalty instead of adding to it"
 SEEN_IN = "the unseen2 set (v49), written outside the project from the docstrings alone"
 

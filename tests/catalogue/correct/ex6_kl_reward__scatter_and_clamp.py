@@ -38,5 +38,5 @@ class AdaptiveKLController:
         self.target, self.horizon = target, horizon
 
     def update(self, current_kl, n_steps):
-        error = sorted((-0.2, current_kl / self.target - 1.0, 0.2))[1]   # the median = the clip
+        error = sorted((-0.2, float(current_kl) / self.target - 1.0, 0.2))[1]   # the median = the clip
         self.value = self.value * (1.0 + error * n_steps / self.horizon)
