@@ -76,6 +76,8 @@ class Mistakes:
     own_minibatch_generator: bool = False  # mini-batches shuffled by a fresh generator, not the given one
     whiten_per_minibatch: bool = False  # the advantages are whitened per mini-batch instead of once
     kl_coef_after_update: bool = False  # the stats report the controller's value after its update
+    never_zero_grad: bool = False  # no optimizer.zero_grad() after a step: gradients pile up across steps
+    old_values_live: bool = False  # ppo_loss gets the live value predictions (detached) as old_values
 
 
 def _step(policy, ref_policy, optimizer, generator, config, queries, score, kl_ctl, ns, m: Mistakes) -> dict[str, Any]:
@@ -155,7 +157,8 @@ def _minibatch_update(policy, optimizer, config, ns, mb: dict, i: int, temperatu
     logp = ref.logprobs_from_logits(logits_mb, mb["responses"])
     old = logp.detach() if m.logp_old_recomputed else mb["logp_old"]
     mb_adv = ns['ex4_gae'].whiten(mb["advantages"], mb["mask"]) if m.whiten_per_minibatch else mb["advantages"]
-    loss, stats = ns['ex3_full_loss'].ppo_loss(logp, old, mb_adv, vpred, mb["values"], mb["returns"], logits_mb,
+    old_values = vpred.detach() if m.old_values_live else mb["values"]
+    loss, stats = ns['ex3_full_loss'].ppo_loss(logp, old, mb_adv, vpred, old_values, mb["returns"], logits_mb,
                                                mb["mask"], clip_eps=config.cliprange,
                                                clip_range_value=config.cliprange_value,
                                                vf_coef=config.vf_coef, ent_coef=config.ent_coef)
@@ -164,7 +167,8 @@ def _minibatch_update(policy, optimizer, config, ns, mb: dict, i: int, temperatu
         if m.clip_grad:
             torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
         optimizer.step()
-        optimizer.zero_grad()
+        if not m.never_zero_grad:
+            optimizer.zero_grad()
     return stats
 
 
@@ -198,6 +202,8 @@ PPO_STEP_VARIANTS: list[tuple[str, dict]] = [
     ("ppo_step_wrong_epochs", {"epochs_delta": 1}),
     ("ppo_step_wrong_order", {"kl_update_first": True}),
     ("ppo_step_whiten_rewards_shifted", {"whiten_rewards_shift": True}),
+    ("ppo_step_gradients_never_zeroed", {"never_zero_grad": True}),
+    ("ppo_step_old_values_live", {"old_values_live": True}),
 ]
 
 # Mistakes that show only in the controller's new value (the parameters are unchanged).

@@ -27,6 +27,15 @@ EX7: dict[str, str] = {
     "ppo_step_no_purge": (
         "Your PPO step does not purge the buffer at the end (collect -> train -> purge, Book §5.5)."
     ),
+    "ppo_step_gradients_never_zeroed": (
+        "Your PPO step never zeroes the gradients after an optimizer step, so every step also applies the earlier "
+        "steps' gradients again: call optimizer.zero_grad() after each optimizer.step()."
+    ),
+    "ppo_step_old_values_live": (
+        "ppo_loss's old_values must be the values stored at rollout time (the mini-batch's \"values\"); you passed "
+        "the live value predictions, so the value clip around them never binds (V is kept within "
+        "clip_range_value of V_old, TRL's cliprange_value)."
+    ),
     "ppo_step_accumulation_broken": (
         "Your PPO step zeroes the gradients inside an accumulation group (only the last mini-batch "
         "counts): call optimizer.zero_grad() only after each optimizer.step()."

@@ -107,6 +107,13 @@ PUBLIC_GAPS = {
     "ex7_ppo_step__unseen1_u67_value_args_swapped": (
         "the public step check observes each stage's outputs, not which of ppo_loss's two value tensors is the "
         "live one; the hidden parity tests and the stage diagnosis (ppo_step_stage_losses) catch it"),
+    "ex7_ppo_step__unseen4_x70_gradients_never_zeroed": (
+        "the public step check observes each backward's scaling and each stage's outputs, not whether the gradient "
+        "an optimizer step applies still holds the previous group's; the hidden parity tests name it "
+        "ppo_step_gradients_never_zeroed"),
+    "ex7_ppo_step__unseen4_x77_old_values_live": (
+        "as u67: the public step check does not see which of ppo_loss's two value tensors is the stored one; the "
+        "hidden parity tests name it ppo_step_old_values_live"),
     "ex7_ppo_step__unseen2_v63_reference_from_live_policy": (
         "step_checks._rewards compares kl_shaped_rewards' ref_logp with the observed reference pass only when there "
         "is one (rollout_pass(..., 'ref')); a step that never runs ref_policy has none, and ref_logp = logp_old "
