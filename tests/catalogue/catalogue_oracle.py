@@ -162,12 +162,13 @@ class AdaptiveKLController:
     def __init__(self, init_kl_coef=0.05, target=6.0, horizon=10000):
         if target <= 0 or horizon <= 0:  # the contract's Raises clause (TRL does not check)
             raise ValueError(f"target and horizon must be positive, got {target}, {horizon}")
-        self.value = init_kl_coef
+        self.value = float(init_kl_coef)
         self.target = target
         self.horizon = horizon
 
     def update(self, current_kl, n_steps):
-        err = min(max(current_kl / self.target - 1, -0.2), 0.2)
+        # float(): the contract's "current_kl: float or 0-dim tensor", value a Python float (TRL's reads a float).
+        err = min(max(float(current_kl) / self.target - 1, -0.2), 0.2)
         self.value *= 1 + err * n_steps / self.horizon
 
 

@@ -345,6 +345,7 @@ def probe_ex5(mod) -> Record:
         rec["cycle2.ids"] = _cat(got, "ids")
     _probe_global_rng(mod, rec, fields(0, 16, 55))
     _probe_new_cycle_shape(mod, rec, fields(0, 2, 56))
+    _probe_purge_while_collecting(mod, rec, fields(0, 2, 58), fields(200, 3, 59))
     # A field that carries the caller's autograd graph must come back detached ("stores detached copies").
     graph = _call(rec, "graph.new", lambda: mod.RolloutBuffer())
     if graph is not None:
@@ -388,6 +389,21 @@ def _probe_new_cycle_shape(mod, rec: Record, rollout: dict) -> None:
     _called(rec, "new_cycle.add_longer", lambda: buf.add(**longer))
 
 
+def _probe_purge_while_collecting(mod, rec: Record, before: dict, after: dict) -> None:
+    """purge() in the collect phase wipes the rows added before it ("Wipe everything")."""
+    buf = _call(rec, "collect_purge.new", lambda: mod.RolloutBuffer())
+    if buf is None:
+        return
+    _called(rec, "collect_purge.add_before", lambda: buf.add(**before))
+    _called(rec, "collect_purge.purge", lambda: buf.purge())
+    _called(rec, "collect_purge.add_after", lambda: buf.add(**after))
+    _called(rec, "collect_purge.start", lambda: buf.start_training())
+    got = _call(rec, "collect_purge.epoch", lambda: list(buf.minibatches(5, generator=_gen(6))))
+    if got is not None:
+        ids = _cat(got, "ids")
+        rec["collect_purge.ids"] = sorted(ids.tolist()) if isinstance(ids, torch.Tensor) else ids
+
+
 def _called(rec: Record, name: str, fn: Callable[[], Any]) -> None:
     """Record "ok" when fn() returns (whatever it returns), else what it raised (`_call`)."""
     try:
@@ -429,6 +445,15 @@ def probe_ex6(mod) -> Record:
                                                               logp - 0.1, mask, kl_coef=0.1, placement=placement))
         if out is not None:
             _put(rec, name, out)
+    # A float64 mask beside float32 log-probs decides nothing ("mask: bool/int/float").
+    out = _call(rec, "kl[float64_mask]", lambda: mod.per_token_kl(logp, logp - 0.1, mask.double()))
+    if out is not None:
+        _put(rec, "kl[float64_mask]", out)
+    # A 0-dim tensor KL ("float or 0-dim tensor") leaves value a Python float.
+    tensor_ctl = _call(rec, "ctl.tensor_kl", lambda: mod.AdaptiveKLController(0.05, 6.0, 10000))
+    if tensor_ctl is not None:
+        _call(rec, "ctl.tensor_kl.update", lambda: tensor_ctl.update(torch.tensor(6.5, dtype=torch.float64), 64))
+        rec["ctl.tensor_kl.value_is_float"] = isinstance(tensor_ctl.value, float)
     for init, target, horizon in ((0.05, 6.0, 10000), (0.2, 1.0, 100)):
         ctl = _call(rec, f"ctl[{init}]", lambda: mod.AdaptiveKLController(init, target, horizon))
         if ctl is None:
