@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import write_student
@@ -93,20 +93,20 @@ def _run(subs: Path, out: Path, monkeypatch, grader: str, step: tuple, last: boo
     kw = dict(jobs=1, progress=False, log=lambda m: None, exercises=EXERCISES, report=last,
               never_lower=kind == "never_lower" or (kind == "interrupt" and step[1]))
     if kind == "interrupt":
-        real = batch.publish
+        real = batch.write_student  # the batch's one publication of a student's files
         calls = []
 
-        def publish_then_stop(student_dir, outcome):
-            real(student_dir, outcome)
-            calls.append(student_dir)
+        def publish_then_stop(outcome, **where):
+            real(outcome, **where)
+            calls.append(where["results"].parent)
             raise _Stop
 
-        monkeypatch.setattr(batch, "publish", publish_then_stop)
+        monkeypatch.setattr(batch, "write_student", publish_then_stop)
         try:
             with pytest.raises(KeyboardInterrupt):
                 run_batch(subs, out, force=True, **kw)
         finally:
-            monkeypatch.setattr(batch, "publish", real)
+            monkeypatch.setattr(batch, "write_student", real)
         if last:
             run_batch(subs, out, **kw)  # the rerun a TA makes (and the report with it)
         return
@@ -117,6 +117,7 @@ def _run(subs: Path, out: Path, monkeypatch, grader: str, step: tuple, last: boo
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEPS, min_size=1, max_size=3), first=st.lists(st.sampled_from(SOURCES), min_size=6,
                                                                       max_size=6))
+@example(steps=[("interrupt", False)], first=["ok"] * 6)  # a kill right after a publication, every run
 def test_published_files_agree_after_any_sequence_of_runs(steps, first, monkeypatch, stand_in):
     with tempfile.TemporaryDirectory() as tmp:
         subs, out = Path(tmp) / "subs", Path(tmp) / "out"
