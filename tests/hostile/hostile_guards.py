@@ -13,6 +13,8 @@ repository concurrently.
 
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import os
 import shutil
@@ -20,6 +22,7 @@ import signal
 import socket
 import stat
 import sysconfig
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -338,3 +341,21 @@ def guarded_batch(subs: Path, out: Path, watched: list[Path], exercises: list[st
     assert not leftovers, "\n".join(leftovers)
     return summary
 
+
+#: One lock file for every run on this machine: the guards watch machine-wide places (/run/lock, processes).
+GUARD_LOCK = os.path.join(tempfile.gettempdir(), "ppo-course-hostile-guards.lock")
+
+
+@contextlib.contextmanager
+def guard_window(exclusive: bool):
+    """Hold the guards' lock while a watch runs: shared for an attack's watch, exclusive for the guard self-test,
+    whose deliberate marks (a canary's sentinel mtime, a marker file in /run/lock) an attack watched at the same
+    time on another xdist worker would otherwise report as its own."""
+    import fcntl
+
+    with open(GUARD_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
