@@ -136,9 +136,11 @@ def test_children_die_with_a_killed_fork_server(submission):
             time.sleep(0.02)
         assert not _alive(child)
     # What the child started (a setsid'd sleeper, without a parent-death signal) outlives a
-    # SIGKILLed server under the child's uid; the next fork server to start kills it.
+    # SIGKILLed server under the child's uid; the next fork server to start kills it. On a machine
+    # where other graders start fork servers (xdist workers here), one of theirs may be that next
+    # server and sweep it first: its uid's lock died with our server. Either way it must not survive
+    # a sweep, and this test's own sweep runs whenever it is still there.
     if uid is not None:
-        assert _alive(grandchild)
         import socket
 
         from sandbox_child.zygote import ForkServer
