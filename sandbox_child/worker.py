@@ -36,6 +36,9 @@ Replies: ``{"m": "ok", "id": n, "value": ...}``, ``{"m": "err", "id": n,
 "type": ..., "message": ..., "traceback": ...}``, ``{"m": "stop", "id": n}``.
 While a request runs, known-good proxies may send ``{"m": "cb", ...}``
 callbacks to the parent and wait for ``cb_ok`` / ``cb_err`` / ``cb_stop``.
+
+Before the first request: ``setup_error`` (the set-up failed, before any student code ran), else
+``setup_done`` (the set-up is over: the student's import comes next), then ``ready`` or ``import_error``.
 """
 
 from __future__ import annotations
@@ -254,6 +257,9 @@ def run_child(sock_fd: int, config: dict) -> None:
     handle = worker.handle  # bound now: rebinding Worker.handle later changes nothing
     serve = _serve  # likewise: rebinding this module's _serve later changes nothing
     seed_globals(zlib.crc32(module_name.encode("utf-8", "backslashreplace")))  # import-time draws too
+    # The last message of the set-up: whatever comes after it may come from the student's code, so the
+    # parent believes a ``setup_error`` (a grader fault) only before it (``ChildProcess.wait_ready``).
+    channel.send({"m": "setup_done"}, [])
     try:
         module = importlib.import_module(module_name)
     except BaseException as exc:  # noqa: BLE001 - SystemExit at import is an import failure too
@@ -275,7 +281,8 @@ def _python_std_streams() -> None:
 
 def _confined(channel: Channel, config: dict) -> Any:
     """Read the submission, then ``isolate.confine``; returns its ``Isolation``. On failure sends a
-    ``setup_error`` (``student``: whether the submission is at fault) and exits the child."""
+    ``setup_error`` (``student``: whether the submission is at fault) and exits the child. Runs before any
+    of the student's code, and before the ``setup_done`` message that ends what the parent believes of it."""
     from sandbox_child import isolate, submission_files
 
     try:

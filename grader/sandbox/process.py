@@ -32,6 +32,7 @@ from grader.sandbox.forkserver_client import ForkServerClient
 from grader.sandbox.limits import Limits
 from grader.sandbox.output_capture import OutputCapture
 from grader.sandbox.shared_args import SharedArgs
+from ppo_course.text_safety import cap
 from sandbox_child import codec, frames
 
 
@@ -234,11 +235,42 @@ class ChildProcess:
     def wait_ready(self) -> dict:
         """Wait for the module's import; returns the child's isolation info.
 
+        The child's set-up (read the submission, confine, before any student code) ends with a
+        ``setup_done`` message: only a ``setup_error`` before it is the sandbox's (a ``SandboxError``, the
+        grader's fault). After it the student's import runs, and could forge any frame, so anything but
+        ``ready`` / ``import_error`` is the submission's (``StudentImportError``, cause ``crash``), and
+        ``info`` is kept only as a dict (it is the child's own report, never a verdict).
+
         Raises:
             StudentImportError: the import raised, exited, crashed or timed out.
             SandboxError: the sandbox could not be set up (not the student's fault).
         """
         deadline, capped = submission_time.cap_deadline(time.monotonic() + self.limits.import_timeout_s)
+        set_up = False
+        while True:
+            header = self._ready_frame(deadline, capped)
+            kind = header.get("m")
+            if kind == "setup_done" and not set_up:
+                set_up = True
+                continue
+            if kind == "setup_error" and not set_up:
+                self.close()
+                if header.get("student"):
+                    raise StudentImportError(str(header.get("message")), cause="error")
+                raise SandboxError(cap(str(header.get("message")), 2000))
+            break
+        info = header.get("info")
+        self.info = dict(info) if type(info) is dict and set_up else {}
+        if kind == "ready" and set_up:
+            return self.info
+        self.close()
+        if kind == "import_error" and set_up:
+            # The child is hostile: its type name, message and traceback pass the parent's filter (errors.py).
+            raise StudentImportError.from_reply(header, self.module_name, echo=self.on_callback is None)
+        raise StudentImportError("the module's process sent another message instead of its ready message", cause="crash")
+
+    def _ready_frame(self, deadline: float, capped: bool) -> dict:
+        """The child's next frame while it sets up and imports (see ``wait_ready``)."""
         try:
             header, _ = self._pump(bytearray(), deadline)
         except TimeoutError:
@@ -249,22 +281,7 @@ class ChildProcess:
         except _Died as died:
             status = self.close(grace_s=0.5)
             raise StudentImportError(f"the module's import ended the process ({died.why}; it {status})", cause="crash") from None
-        kind = header.get("m")
-        if kind == "ready":
-            self.info = dict(header.get("info") or {})
-            return self.info
-        if kind == "import_error":
-            self.info = dict(header.get("info") or {})
-            self.close()
-            # The child is hostile: its type name, message and traceback pass the parent's filter (errors.py).
-            raise StudentImportError.from_reply(header, self.module_name, echo=self.on_callback is None)
-        if kind == "setup_error":
-            self.close()
-            if header.get("student"):
-                raise StudentImportError(str(header.get("message")), cause="error")
-            raise SandboxError(str(header.get("message")))
-        self.close()
-        raise StudentImportError("the module's process sent another message instead of its ready message", cause="crash")
+        return header
 
     def request(self, op: str, fields: dict, timeout_s: float | None = None) -> Any:
         """Run one operation in the child; returns the decoded value.
