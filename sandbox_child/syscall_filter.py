@@ -33,7 +33,18 @@ create"):
   uses too), leases (``F_SETLEASE``/``F_GETLEASE``), directory notifications
   (``F_NOTIFY``) and inotify watches (``inotify_init``, ``inotify_init1``,
   ``inotify_add_watch``: a sibling's read of a shared file is an
-  ``IN_ACCESS`` event). Every other ``fcntl`` command stays allowed.
+  ``IN_ACCESS`` event). Every other ``fcntl`` command stays allowed;
+* the page cache of those shared files, another piece of per-inode state: one
+  child evicted a file's pages (``fadvise64`` ``POSIX_FADV_DONTNEED``,
+  ``madvise`` ``MADV_COLD``/``MADV_PAGEOUT``) or read them in, and a sibling, or
+  the next student's child, read back whether they were cached without
+  changing it (``preadv2`` with ``RWF_NOWAIT``, Linux AIO's ``RWF_NOWAIT``,
+  ``cachestat``, ``mincore``): a bit per file, both ways. Those calls fail
+  (``preadv2``/``pwritev2`` only with ``RWF_NOWAIT``, ``madvise`` only with the
+  two eviction advices). Not covered: a first read of a file no one has read
+  yet is still slower than a second, and counts a major page fault, so a
+  file's first reader can still tell whether an earlier child read it
+  (docs/ARCHITECTURE.md, "The sandbox").
 
 Raises ``OSError`` when the filter cannot be installed: the child then
 refuses to run (fail closed).
@@ -70,7 +81,15 @@ DENIED_SYSCALLS: tuple[str, ...] = (
     "clock_adjtime", "iopl", "ioperm", "vhangup", "uselib", "nfsservctl", "_sysctl",
     # per-inode state shared with siblings through the same read-only files: locks, notifications
     "flock", "inotify_init", "inotify_init1", "inotify_add_watch",
+    # ... and their page cache: eviction and residency probes (see PAGE_CACHE_* below for the flag rules)
+    "fadvise64", "fadvise64_64", "arm_fadvise64_64", "cachestat", "mincore", "io_setup", "io_submit",
 )
+
+#: ``madvise`` advices that evict a file's pages from the shared page cache (MADV_COLD, MADV_PAGEOUT).
+PAGE_CACHE_MADVISE_DENIED: tuple[int, ...] = (20, 21)
+#: ``preadv2``/``pwritev2``'s ``RWF_NOWAIT`` (linux/fs.h): the call fails instead of reading a page that is not
+#: cached, which tells whether a sibling read it. Its flags are the sixth argument (index 5).
+RWF_NOWAIT = 0x00000008
 
 #: ``fcntl`` commands (asm-generic/fcntl.h, linux/fcntl.h) that read or set per-inode state a sibling
 #: shares: POSIX and open-file-description locks, leases, directory notifications. They get EPERM.
@@ -135,6 +154,10 @@ def build(single_process: bool = False):  # -> pyseccomp.SyscallFilter
             flt.add_rule(deny, "fcntl", _seccomp.Arg(1, _seccomp.EQ, command))
         if single_process:
             flt.add_rule(deny, "clone", _seccomp.Arg(0, _seccomp.MASKED_EQ, CLONE_THREAD, 0))
+        for advice in PAGE_CACHE_MADVISE_DENIED:
+            flt.add_rule(deny, "madvise", _seccomp.Arg(2, _seccomp.EQ, advice))
+        for name in ("preadv2", "pwritev2"):
+            flt.add_rule(deny, name, _seccomp.Arg(5, _seccomp.MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT))
         flt.add_rule(_seccomp.ERRNO(errno.ENOSYS), "clone3")
         flt.add_rule(deny, "personality", _seccomp.Arg(0, _seccomp.NE, _PERSONALITY_QUERY))
     except OSError:

@@ -62,3 +62,79 @@ def test_a_forged_ready_with_odd_info_is_not_a_grader_exception(tmp_path, info):
     with Sandbox(folder, limits=LIMITS, server=ForkServerClient.shared(share=True)) as sb:
         mod = sb.load("ex4_gae")
         assert mod.info == {}
+
+
+#: Each page-cache primitive in the child, reported as "ok" or the errno it failed with.
+PAGE_CACHE_PROBES = '''
+import ctypes, ctypes.util, errno, mmap, os
+import torch
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _shared_file():
+    return torch.__file__  # a file every child sees, read-only, through the same inode
+
+
+def _try(fn):
+    try:
+        fn()
+        return "ok"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+
+
+def _with_fd(fn):
+    fd = os.open(_shared_file(), os.O_RDONLY)
+    try:
+        return _try(lambda: fn(fd))
+    finally:
+        os.close(fd)
+
+
+def _mapped(advice):
+    def run(fd):
+        m = mmap.mmap(fd, 4096, prot=mmap.PROT_READ)
+        try:
+            m.madvise(advice)
+        finally:
+            m.close()
+    return run
+
+
+def _mincore(fd):
+    m = mmap.mmap(-1, 4096)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    vec = ctypes.create_string_buffer(1)
+    rc = _libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(4096), vec)
+    err = ctypes.get_errno()
+    del addr
+    if rc != 0:
+        raise OSError(err, "mincore")
+
+
+def probes():
+    return {
+        "fadvise_dontneed": _with_fd(lambda fd: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)),
+        "preadv2_nowait": _with_fd(lambda fd: os.preadv(fd, [bytearray(64)], 0, os.RWF_NOWAIT)),
+        "preadv2_plain": _with_fd(lambda fd: os.preadv(fd, [bytearray(64)], 0, 0)),
+        "madvise_pageout": _with_fd(_mapped(21)),
+        "madvise_cold": _with_fd(_mapped(20)),
+        "madvise_willneed": _with_fd(_mapped(mmap.MADV_WILLNEED)),
+        "mincore": _with_fd(_mincore),
+    }
+'''
+
+
+def test_the_shared_page_cache_cannot_be_evicted_or_probed(tmp_path):
+    """a02: one child evicted pages of a shared read-only file (`posix_fadvise(DONTNEED)`) or read them in, and
+    the next student's child read the bits back with `preadv2(RWF_NOWAIT)` (16 of 16 bits, both ways, through
+    the real sandbox). The eviction and the non-faulting probes fail with EPERM; plain reads still work."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    (folder / "cache_probe.py").write_text(textwrap.dedent(PAGE_CACHE_PROBES))
+    with Sandbox(folder, limits=LIMITS, server=ForkServerClient.shared(share=True)) as sb:
+        got = sb.load("cache_probe").probes()
+    assert got == {"fadvise_dontneed": "EPERM", "preadv2_nowait": "EPERM", "preadv2_plain": "ok",
+                   "madvise_pageout": "EPERM", "madvise_cold": "EPERM", "madvise_willneed": "ok",
+                   "mincore": "EPERM"}, got
