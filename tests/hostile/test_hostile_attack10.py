@@ -138,3 +138,81 @@ def test_the_shared_page_cache_cannot_be_evicted_or_probed(tmp_path):
     assert got == {"fadvise_dontneed": "EPERM", "preadv2_nowait": "EPERM", "preadv2_plain": "ok",
                    "madvise_pageout": "EPERM", "madvise_cold": "EPERM", "madvise_willneed": "ok",
                    "mincore": "EPERM"}, got
+
+
+#: A RolloutBuffer that stores nothing: its phase, the first add()'s keys and shapes, the documented errors.
+PHASE_ONLY_BUFFER = '''
+import torch
+
+
+class RolloutBuffer:
+    def __init__(self):
+        self.phase = "collect"
+        self._n = 0
+        self._spec = None
+        self._cycle = 0
+
+    def add(self, **fields):
+        if self.phase != "collect":
+            raise RuntimeError("add() while training")
+        if not fields:
+            raise ValueError("no fields")
+        for k, v in fields.items():
+            if not isinstance(v, torch.Tensor) or v.dim() < 1:
+                raise ValueError(f"{k} is not a [B, ...] tensor")
+        sizes = {v.shape[0] for v in fields.values()}
+        if len(sizes) != 1:
+            raise ValueError("fields of different batch sizes")
+        spec = {k: (tuple(v.shape[1:]), v.dtype) for k, v in fields.items()}
+        if self._spec is not None and spec != self._spec:
+            raise ValueError("inconsistent fields")
+        self._spec = spec
+        self._n += sizes.pop()
+
+    def __len__(self):
+        return self._n
+
+    def start_training(self):
+        if self.phase != "collect" or self._n == 0:
+            raise RuntimeError("cannot start training")
+        self.phase = "train"
+
+    def minibatches(self, mini_batch_size, generator=None):
+        if isinstance(mini_batch_size, bool) or not isinstance(mini_batch_size, int) or mini_batch_size < 1:
+            raise ValueError("mini_batch_size must be an int >= 1")
+        if self.phase != "train":
+            raise RuntimeError("minibatches() while collecting")
+        cycle = self._cycle
+        n = self._n
+        perm = torch.randperm(n, generator=generator)
+
+        def gen():
+            for i in range(0, n, mini_batch_size):
+                if self._cycle != cycle:
+                    raise RuntimeError("purged")
+                yield {}
+        return gen()
+
+    def purge(self):
+        self._cycle += 1
+        self._n = 0
+        self._spec = None
+        self.phase = "collect"
+'''
+
+
+def test_a_buffer_that_stores_nothing_earns_no_point(tmp_path):
+    """a05b: exercise 5's phase, cycle and error tests are properties a buffer storing nothing has (only a phase
+    flag, the first add()'s keys and shapes, empty mini-batches): they paid it 4.25 of 10 points. Each now
+    `requires` the value test (grader/points.yaml), which such a buffer fails without computing."""
+    from grader.grade import grade_submission
+
+    folder = tmp_path / "student"
+    folder.mkdir()
+    (folder / "ex5_rollout_buffer.py").write_text(PHASE_ONLY_BUFFER, encoding="utf-8")
+    result = grade_submission(folder, exercises=["ex5_rollout_buffer"], profile="fast")
+    by_test = {t.test: t for t in result.tests if t.exercise == "ex5_rollout_buffer"}
+    # The attack still has the properties (the tests pass); they are worth nothing without the rows.
+    assert by_test["test_minibatches_during_collect_raise"].status == "passed"
+    assert by_test["test_minibatch_order_matches_reference"].status == "failed"
+    assert result.exercises["ex5_rollout_buffer"].score == 0.0, {t: v.score for t, v in by_test.items() if v.score}
