@@ -63,6 +63,7 @@ from grader.records.gradebook import (
     mark_incomplete,
     read_records,
     record_of,
+    student_folder,
 )
 from grader.records.out_folder import (
     check_out_dir,
@@ -284,9 +285,11 @@ def _runner(run: BatchRun, jobs: int | None) -> Runner:
 def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
     """Grade one student and publish the outcome: results.json, feedback.md, then batch.json (the commit marker)."""
     sid = entry.student_id
-    student_dir = run.out_dir / sid  # made only when there is something to write: no empty folder on a fault
+    # Made only when there is something to write (no empty folder on a fault); None for a reserved id.
+    student_dir = student_folder(run.out_dir, sid)
     # The old record goes first: a kill from here on leaves the student to regrade (and out of the gradebook).
-    (student_dir / RECORD).unlink(missing_ok=True)
+    if student_dir is not None:
+        (student_dir / RECORD).unlink(missing_ok=True)
     with run._lock:
         run.records.pop(sid, None)
     try:
@@ -304,9 +307,11 @@ def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
         raise KeyboardInterrupt
     if run.never_lower and not outcome.fault:
         outcome = regrade.apply_never_lower(run.out_dir, sid, h, run.fingerprint, outcome)
-    student_dir.mkdir(parents=True, exist_ok=True)
     record = record_of(outcome, {"submission_hash": h, **run.key_common}, entry.sources)
-    write_student(outcome, results=student_dir / "results.json", feedback=student_dir / "feedback.md", record=record)
+    if student_dir is not None:
+        student_dir.mkdir(parents=True, exist_ok=True)
+        write_student(outcome, results=student_dir / "results.json", feedback=student_dir / "feedback.md",
+                      record=record)
     with run._lock:
         run.records[sid] = record
         run.typed[sid] = outcome.result  # the report reads it from here, not from disk

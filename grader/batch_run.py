@@ -18,7 +18,7 @@ from typing import Any
 
 from ppo_course.submission_rules import SubmissionLimits
 from grader.records.gradebook import (GRADEBOOK, NBGRADER_CSV, RECORD, STATE_DIR, StudentRecord, gradebook_csv,
-                                      nbgrader_csv, record_of)
+                                      nbgrader_csv, record_of, student_folder)
 from grader.records.publish import earlier_record, write_student
 from grader.records.results import GradeResult
 from grader.runners.runner import Runner, Workers
@@ -91,16 +91,17 @@ def write_no_submission(run: BatchRun, sid: str) -> None:
     moved by mistake must not turn a published grade into 0): the TA is told, and removing
     ``OUT/<id>/`` records the student as having no submission.
     """
-    earlier = earlier_record(run.out_dir / sid / RECORD)
+    folder = student_folder(run.out_dir, sid)  # None for a reserved id: its row only, no folder
+    earlier = earlier_record(folder / RECORD) if folder is not None else None
     if earlier is not None and earlier.status != "no-submission":
         run.say(f"warning: {sid} is on the roster but has no submission folder now; the grade of the earlier "
                 f"graded submission is kept (remove {run.out_dir / sid} to record no submission)")
         run.records[sid] = earlier
         return
     outcome = no_submission_outcome(sid, run.profile, run.exercises)
-    (run.out_dir / sid).mkdir(parents=True, exist_ok=True)
     record = record_of(outcome, {"submission_hash": "", **run.key_common}, [])
-    write_student(outcome, results=run.out_dir / sid / "results.json", feedback=run.out_dir / sid / "feedback.md",
-                  record=record)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_student(outcome, results=folder / "results.json", feedback=folder / "feedback.md", record=record)
     run.records[sid] = record
     run.typed[sid] = outcome.result

@@ -201,6 +201,7 @@ def _publish(tool, gradebook: Path, services, lineitems: str, memberships: str) 
     from grader.platforms.lti_publish import publish_gradebook
     from lms.lti.services import ServiceError
     from grader.points import load_points
+    from grader.records.gradebook import LTI_PUBLISH_REPORT
     from ppo_course.atomic_files import atomic_write_text
 
     maxima = {stem: ex.max_score for stem, ex in load_points().exercises.items()}
@@ -211,7 +212,7 @@ def _publish(tool, gradebook: Path, services, lineitems: str, memberships: str) 
         print(f"error: {exc}", file=sys.stderr)
         return 2
     report = out.report()
-    path = gradebook.parent / "lti_publish_report.json"
+    path = gradebook.parent / LTI_PUBLISH_REPORT
     atomic_write_text(path, json.dumps({"lineitems": lineitems, "memberships": memberships, "students": report},
                                        indent=2) + "\n")
     for warning in out.warnings:

@@ -31,10 +31,8 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from grader.records.gradebook import ATTEMPTS_CSV, ATTEMPTS_MD
 from lms.roster import Roster
-
-ATTEMPTS_CSV = "attempts.csv"
-ATTEMPTS_MD = "attempts.md"
 
 
 class AttemptRuleError(ValueError):

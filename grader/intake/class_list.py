@@ -12,7 +12,7 @@ import os
 import unicodedata
 from pathlib import Path
 
-from grader.records.gradebook import RESERVED_IDS
+from grader.records.gradebook import is_reserved_id
 from ppo_course.submission_rules import JUNK_NAMES, Entry, display_name
 
 
@@ -83,7 +83,7 @@ def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
         student_id = name[: -len(".zip")] if kind == "zip" and name.lower().endswith(".zip") else name
         if not valid_utf8 and problem is None:
             problem = f"the name {name!r} is not valid UTF-8; rename it to the student id"
-        if student_id in RESERVED_IDS and problem is None:
+        if is_reserved_id(student_id) and problem is None:
             problem = f"the student id {student_id!r} is reserved for the batch's own files"
         if problem is None:
             problem = id_problem(student_id)

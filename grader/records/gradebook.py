@@ -39,9 +39,32 @@ GRADEBOOK = "gradebook.csv"
 NBGRADER_CSV = "grades.csv"  # `nbgrader export`'s default file name
 RECORD = "batch.json"
 STATE_DIR = ".batch"  # staging, worker scratch and cached templates
-# Names a student id may not take: they are the batch's own outputs.
-RESERVED_IDS = frozenset({GRADEBOOK, NBGRADER_CSV, "report.md", "report.png", "report_tests.png",
-                          "regrade.md", "regrade.csv", STATE_DIR})
+# The other files a batch, a regrade, an attempt rule or `lti post-grades` writes (or removes) at the top of
+# OUT_DIR, beside the students' folders; their writers take the names from here.
+REPORT_FILES = ("report.md", "report.png", "report_tests.png")
+REGRADE_MD, REGRADE_CSV = "regrade.md", "regrade.csv"
+ATTEMPTS_CSV, ATTEMPTS_MD = "attempts.csv", "attempts.md"
+LTI_PUBLISH_REPORT = "lti_publish_report.json"
+# Names a student id may not take: they are the batch's own outputs. A student folder so named became
+# OUT_DIR/<id>/, where the batch then wrote or removed its own file (a resume ended in IsADirectoryError
+# for the whole class); compared case-insensitively, as a TA's disk may.
+RESERVED_IDS = frozenset({GRADEBOOK, NBGRADER_CSV, *REPORT_FILES, REGRADE_MD, REGRADE_CSV, ATTEMPTS_CSV, ATTEMPTS_MD,
+                          LTI_PUBLISH_REPORT, STATE_DIR})
+
+
+def is_reserved_id(student_id: str) -> bool:
+    """True when `student_id` names one of the batch's own files or folders (`RESERVED_IDS`), in any case."""
+    return student_id.casefold() in {name.casefold() for name in RESERVED_IDS}
+
+
+def student_folder(out_dir: Path, student_id: str) -> Path | None:
+    """``OUT_DIR/<student_id>``, the folder of a student's files; None for a reserved id (`is_reserved_id`).
+
+    A reserved id is rejected at discovery; its gradebook row holds the reason, and no folder is made in the
+    place of the batch's own file (``OUT_DIR/gradebook.csv/`` made the gradebook's write fail and dropped the
+    student from it; ``OUT_DIR/attempts.csv/`` made every later run of the batch fail).
+    """
+    return None if is_reserved_id(student_id) else Path(out_dir) / student_id
 
 # `nbgrader export` CSV columns (nbgrader/plugins/export.py, CsvExportPlugin).
 NBGRADER_COLUMNS: tuple[str, ...] = (

@@ -36,9 +36,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.records.gradebook import REGRADE_CSV, REGRADE_MD
+
 PUBLISHED_DIR = "published"  # under OUT_DIR/.batch
-REGRADE_MD = "regrade.md"
-REGRADE_CSV = "regrade.csv"
 CSV_COLUMNS = ("student_id", "exercise", "test", "old_score", "new_score", "old_max_score", "max_score", "old_status",
                "new_status", "old_diagnosis", "new_diagnosis", "why", "kept_published", "published_score")
 

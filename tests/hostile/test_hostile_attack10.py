@@ -216,3 +216,47 @@ def test_a_buffer_that_stores_nothing_earns_no_point(tmp_path):
     assert by_test["test_minibatches_during_collect_raise"].status == "passed"
     assert by_test["test_minibatch_order_matches_reference"].status == "failed"
     assert result.exercises["ex5_rollout_buffer"].score == 0.0, {t: v.score for t, v in by_test.items() if v.score}
+
+
+def test_a_student_named_like_a_batch_file_is_rejected(tmp_path):
+    """a08: a student folder named `attempts.csv` (a file the batch writes or removes at the top of OUT_DIR, missing
+    from the reserved ids) became OUT_DIR/attempts.csv/, and the next run of the batch (a resume) ended in
+    IsADirectoryError for the whole class. Every top-level output is reserved, in any case."""
+    from grader.intake.class_list import discover
+    from grader.records.gradebook import RESERVED_IDS
+
+    names = ["alice", "attempts.csv", "attempts.md", "lti_publish_report.json", "Gradebook.CSV", "REPORT.md"]
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "ex1_ratio.py").write_text("x = 1\n")
+    entries, _ = discover(tmp_path)
+    problems = {e.student_id: e.problem for e in entries}
+    assert problems["alice"] is None
+    for name in names[1:]:
+        assert problems[name] and "reserved" in problems[name], (name, problems[name])
+    assert {"attempts.csv", "attempts.md", "lti_publish_report.json", "regrade.md", "regrade.csv"} <= RESERVED_IDS
+
+
+def test_a_reserved_id_gets_its_row_and_never_a_folder_in_place_of_a_batch_file(tmp_path):
+    """a08, in a batch: a student folder named `gradebook.csv` was rejected, then its feedback folder
+    OUT_DIR/gradebook.csv/ made the gradebook's write fail ("failed in the batch layer") and the student vanished
+    from the gradebook; `attempts.csv/` made the next run fail for the whole class. Now each reserved id has its
+    rejected row with the reason, no folder, and the batch runs again."""
+    import csv
+    import subprocess
+    import sys
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    for name in ("gradebook.csv", "attempts.csv"):
+        (subs / name).mkdir(parents=True)
+        (subs / name / "ex1_ratio.py").write_text("x = 1\n")
+    command = [str(Path(sys.executable).parent / "ppo-course"), "grade-batch", str(subs), "--out", str(out),
+               "--jobs", "1", "--profile", "fast", "--exercises", "ex1_ratio", "--no-progress"]
+    for _ in range(2):  # the second run resumes
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        with open(out / "gradebook.csv", newline="", encoding="utf-8") as fh:
+            rows = {row["student_id"]: row for row in csv.DictReader(fh)}
+        assert set(rows) == {"gradebook.csv", "attempts.csv"}, rows
+        assert all(r["status"] == "rejected" and "reserved" in r["message"] for r in rows.values()), rows
+        assert (out / "gradebook.csv").is_file() and not (out / "attempts.csv").exists()
