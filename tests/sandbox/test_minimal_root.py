@@ -24,6 +24,8 @@ WALKER = {
     "walker.py": '''
         import fcntl, os
 
+        PRIVATE = ("/tmp", "/dev/shm", "/var/tmp")  # sandbox_child/rootfs.py: private to the child, gone with it
+
         def root_entries(path="/"):
             return sorted(os.listdir(path))
 
@@ -62,6 +64,8 @@ WALKER = {
             for dirpath, dirnames, filenames in os.walk("/"):
                 if dirpath == "/":
                     dirnames[:] = [d for d in dirnames if d not in ("proc", "sys")]
+                if dirpath.startswith(PRIVATE):  # the child's own writable tmpfs (its module is there)
+                    continue
                 for name in filenames:
                     seen += 1
                     if dirpath in folders or seen % stride == 0:
