@@ -54,7 +54,6 @@ from grader.intake.submission import submission_hash
 from ppo_course.submission_rules import Entry, SubmissionLimits
 from grader.records.faults import fault_ids
 from grader.records.gradebook import (
-    RECORD,
     STATUSES,
     StudentRecord,
     check_batch_formats,
@@ -74,7 +73,7 @@ from grader.records.out_folder import (
 )
 from grader.records.points_change import check_batch_points
 from grader.reports.report import preload_drawing, write_class_report
-from grader.records.publish import write_student
+from grader.records.publish import forget_record, write_student
 from grader.reports import regrade
 from grader.runners.progress import progress_bar
 from grader.runners.warm import WarmPool, warm_workers_enabled
@@ -285,11 +284,8 @@ def _runner(run: BatchRun, jobs: int | None) -> Runner:
 def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
     """Grade one student and publish the outcome: results.json, feedback.md, then batch.json (the commit marker)."""
     sid = entry.student_id
-    # Made only when there is something to write (no empty folder on a fault); None for a reserved id.
-    student_dir = student_folder(run.out_dir, sid)
     # The old record goes first: a kill from here on leaves the student to regrade (and out of the gradebook).
-    if student_dir is not None:
-        (student_dir / RECORD).unlink(missing_ok=True)
+    forget_record(run.out_dir, sid)  # the folder is made only when there is something to write
     with run._lock:
         run.records.pop(sid, None)
     try:
@@ -308,7 +304,7 @@ def _grade_one(run: BatchRun, entry: Entry, h: str) -> StudentRecord:
     if run.never_lower and not outcome.fault:
         outcome = regrade.apply_never_lower(run.out_dir, sid, h, run.fingerprint, outcome)
     record = record_of(outcome, {"submission_hash": h, **run.key_common}, entry.sources)
-    if student_dir is not None:
+    if (student_dir := student_folder(run.out_dir, sid)) is not None:  # None for a reserved id: its row only
         student_dir.mkdir(parents=True, exist_ok=True)
         write_student(outcome, results=student_dir / "results.json", feedback=student_dir / "feedback.md",
                       record=record)

@@ -19,7 +19,7 @@ from typing import Any
 from ppo_course.submission_rules import SubmissionLimits
 from grader.records.gradebook import (GRADEBOOK, NBGRADER_CSV, RECORD, STATE_DIR, StudentRecord, gradebook_csv,
                                       nbgrader_csv, record_of, student_folder)
-from grader.records.publish import earlier_record, write_student
+from grader.records.publish import earlier_record, write_student_folder
 from grader.records.results import GradeResult
 from grader.runners.runner import Runner, Workers
 from grader.runners.workers import run_worker
@@ -100,8 +100,6 @@ def write_no_submission(run: BatchRun, sid: str) -> None:
         return
     outcome = no_submission_outcome(sid, run.profile, run.exercises)
     record = record_of(outcome, {"submission_hash": "", **run.key_common}, [])
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        write_student(outcome, results=folder / "results.json", feedback=folder / "feedback.md", record=record)
+    write_student_folder(run.out_dir, sid, outcome, record)
     run.records[sid] = record
     run.typed[sid] = outcome.result

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.records.gradebook import RECORD, StudentRecord, atomic_write_json
+from grader.records.gradebook import RECORD, StudentRecord, atomic_write_json, student_folder
 from grader.records.outcome import StudentOutcome
 from ppo_course.atomic_files import atomic_write_text
 
@@ -32,6 +32,26 @@ def write_student(outcome: StudentOutcome, *, results: Path, feedback: Path | No
     atomic_write_json(results, outcome.results_json())
     if record is not None:
         write_record(Path(results).parent / RECORD, record)
+
+
+def write_student_folder(out_dir: Path, student_id: str, outcome: StudentOutcome, record: StudentRecord) -> None:
+    """``OUT_DIR/<id>/``: feedback.md, results.json, then batch.json (``write_student``); nothing for a reserved id
+    (``grader.records.gradebook.student_folder``: its gradebook row holds the reason, in place of no batch file).
+
+    Raises:
+        OSError: as ``write_student``.
+    """
+    folder = student_folder(out_dir, student_id)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        write_student(outcome, results=folder / "results.json", feedback=folder / "feedback.md", record=record)
+
+
+def forget_record(out_dir: Path, student_id: str) -> None:
+    """Remove ``OUT_DIR/<id>/batch.json`` (the commit marker) before a student is graded again (none for a reserved id)."""
+    folder = student_folder(out_dir, student_id)
+    if folder is not None:
+        (folder / RECORD).unlink(missing_ok=True)
 
 
 def write_record(path: Path, record: StudentRecord) -> None:

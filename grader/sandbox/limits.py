@@ -46,3 +46,35 @@ class Limits(pydantic.BaseModel):
     def child_dict(self) -> dict:
         """The subset the child applies itself (sent in the spawn request)."""
         return self.model_dump()
+
+
+class CallbackBudget:
+    """What one child's known-good callbacks have cost so far, against its ``Limits`` (``grader.sandbox.process``).
+
+    Args:
+        limits: the child's limits (``max_callbacks``, ``max_callback_bytes``, ``max_callback_cpu_s``).
+    """
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.count = 0
+        self.nbytes = 0
+        self.cpu_s = 0.0
+
+    def charge(self, nbytes: int, cpu_s: float) -> str | None:
+        """Add one callback (``nbytes`` in or out, ``cpu_s`` of this thread); returns the first budget exceeded, in
+        the grader's words, or None."""
+        self.count += 1
+        self.nbytes += nbytes
+        self.cpu_s += cpu_s
+        lim = self.limits
+        if self.count > lim.max_callbacks:
+            return (f"the submission made more than {lim.max_callbacks} calls to the known-good exercise 1-6 "
+                    "pieces (the grader's budget for one child)")
+        if self.nbytes > lim.max_callback_bytes:
+            return (f"the submission passed more than {lim.max_callback_bytes // 2**20} MiB to and from the "
+                    "known-good exercise 1-6 pieces (the grader's budget for one child)")
+        if self.cpu_s > lim.max_callback_cpu_s:
+            return (f"the known-good exercise 1-6 pieces used more than {lim.max_callback_cpu_s:g} CPU s on the "
+                    "submission's behalf (the grader's budget for one child)")
+        return None

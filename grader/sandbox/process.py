@@ -29,7 +29,7 @@ from grader.sandbox import submission_time
 from grader.sandbox.errors import (SandboxError, StudentCrash, StudentError, StudentImportError,
                                    StudentIteratorExhausted, StudentTimeout)
 from grader.sandbox.forkserver_client import ForkServerClient
-from grader.sandbox.limits import Limits
+from grader.sandbox.limits import CallbackBudget, Limits
 from grader.sandbox.output_capture import OutputCapture
 from grader.sandbox.shared_args import SharedArgs
 from ppo_course.text_safety import cap
@@ -91,9 +91,7 @@ class ChildProcess:
         #: Paths of the last request's tensor arguments that the child changed in place.
         self.last_modified: list[str] = []
         #: What this child's known-good callbacks have cost so far (see ``_charge_callback``).
-        self.callback_count = 0
-        self.callback_bytes = 0
-        self.callback_cpu_s = 0.0
+        self.callback_budget = CallbackBudget(limits)
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         for sock in (parent_sock, child_sock):
             # Larger socket buffers: a [B, T, V] tensor crosses in a few system calls.
@@ -233,38 +231,35 @@ class ChildProcess:
         return codec.Decoder(buffers, resolve_handle=self.resolve_handle, int_limit=codec.INT64_LIMIT).decode(node)
 
     def wait_ready(self) -> dict:
-        """Wait for the module's import; returns the child's isolation info.
+        """Wait for the module's import; returns the child's isolation info (kept only as a dict).
 
-        The child's set-up (read the submission, confine, before any student code) ends with a
-        ``setup_done`` message: only a ``setup_error`` before it is the sandbox's (a ``SandboxError``, the
-        grader's fault). After it the student's import runs, and could forge any frame, so anything but
-        ``ready`` / ``import_error`` is the submission's (``StudentImportError``, cause ``crash``), and
-        ``info`` is kept only as a dict (it is the child's own report, never a verdict).
+        Only a ``setup_error`` before the child's ``setup_done`` (its set-up, before any student code) is the
+        sandbox's; after it the import runs and may forge any frame: anything but ``ready`` or ``import_error``
+        is then the module's crash.
 
         Raises:
             StudentImportError: the import raised, exited, crashed or timed out.
             SandboxError: the sandbox could not be set up (not the student's fault).
         """
         deadline, capped = submission_time.cap_deadline(time.monotonic() + self.limits.import_timeout_s)
-        set_up = False
-        while True:
+        header = self._ready_frame(deadline, capped)
+        kind = header.get("m")
+        if kind == "setup_error":
+            self.close()
+            if header.get("student"):
+                raise StudentImportError(str(header.get("message")), cause="error")
+            raise SandboxError(cap(str(header.get("message")), 2000))
+        if kind == "setup_done":
             header = self._ready_frame(deadline, capped)
             kind = header.get("m")
-            if kind == "setup_done" and not set_up:
-                set_up = True
-                continue
-            if kind == "setup_error" and not set_up:
-                self.close()
-                if header.get("student"):
-                    raise StudentImportError(str(header.get("message")), cause="error")
-                raise SandboxError(cap(str(header.get("message")), 2000))
-            break
+        else:
+            kind = None  # the set-up sends nothing else before setup_done
         info = header.get("info")
-        self.info = dict(info) if type(info) is dict and set_up else {}
-        if kind == "ready" and set_up:
+        self.info = dict(info) if type(info) is dict else {}
+        if kind == "ready":
             return self.info
         self.close()
-        if kind == "import_error" and set_up:
+        if kind == "import_error":
             # The child is hostile: its type name, message and traceback pass the parent's filter (errors.py).
             raise StudentImportError.from_reply(header, self.module_name, echo=self.on_callback is None)
         raise StudentImportError("the module's process sent another message instead of its ready message", cause="crash")
@@ -363,19 +358,9 @@ class ChildProcess:
 
     def _charge_callback(self, nbytes: int, cpu_s: float) -> None:
         """Add one callback to this child's budgets; raises ``_Died`` naming the first budget exceeded."""
-        self.callback_count += 1
-        self.callback_bytes += nbytes
-        self.callback_cpu_s += cpu_s
-        lim = self.limits
-        if self.callback_count > lim.max_callbacks:
-            raise _Died(f"the submission made more than {lim.max_callbacks} calls to the known-good exercise 1-6 "
-                        "pieces (the grader's budget for one child)")
-        if self.callback_bytes > lim.max_callback_bytes:
-            raise _Died(f"the submission passed more than {lim.max_callback_bytes // 2**20} MiB to and from the "
-                        "known-good exercise 1-6 pieces (the grader's budget for one child)")
-        if self.callback_cpu_s > lim.max_callback_cpu_s:
-            raise _Died(f"the known-good exercise 1-6 pieces used more than {lim.max_callback_cpu_s:g} CPU s on the "
-                        "submission's behalf (the grader's budget for one child)")
+        over = self.callback_budget.charge(nbytes, cpu_s)
+        if over is not None:
+            raise _Died(over)
 
     def _serve_callback(self, reply: dict, buffers: list[bytes]) -> bytes:
         """Serve one known-good callback within this child's budgets (see the module docstring)."""
@@ -387,7 +372,7 @@ class ChildProcess:
         finally:
             cpu = time.thread_time() - started
         self._charge_callback(len(frame), cpu)
-        self.callback_count -= 1  # one callback, charged in two halves
+        self.callback_budget.count -= 1  # one callback, charged in two halves
         return frame
 
     def _serve_callback_unbudgeted(self, reply: dict, buffers: list[bytes]) -> bytes:
