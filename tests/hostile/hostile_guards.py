@@ -212,17 +212,33 @@ def kill_leftovers(server_pid: int | None) -> None:
 class Guards:
     """Before/after checks around one grading (see the module docstring).
 
+    The watch holds the guards' lock (``guard_window``) from its first look to ``close()``: shared, so that
+    attacks watched on several xdist workers run together, or exclusive for a test that makes deliberate
+    marks (the guard self-tests), which no other worker's watch may then see.
+
     Args:
         canaries: folders that must stay byte-identical (files, modes, names).
         server_pid: the grading process's fork server.
+        exclusive: hold the lock alone (a self-test that leaves marks on purpose).
     """
 
     canaries: list[Path]
     server_pid: int | None
+    exclusive: bool = False
     tcp: socket.socket = field(init=False)
     udp: socket.socket = field(init=False)
 
     def __post_init__(self) -> None:
+        self._window = guard_window(self.exclusive)
+        self._window.__enter__()
+        try:
+            self._look()
+        except BaseException:
+            self._window.__exit__(None, None, None)
+            raise
+
+    def _look(self) -> None:
+        """Open the listeners and take the "before" pictures."""
         self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.tcp.bind(("127.0.0.1", 0))
         self.tcp.listen(8)
@@ -312,8 +328,12 @@ class Guards:
         kill_leftovers(self.server_pid)
 
     def close(self) -> None:
-        self.tcp.close()
-        self.udp.close()
+        """Close the listeners and release the guards' lock (call once, after ``restore``)."""
+        try:
+            self.tcp.close()
+            self.udp.close()
+        finally:
+            self._window.__exit__(None, None, None)
 
 
 def guarded_batch(subs: Path, out: Path, watched: list[Path], exercises: list[str]):
