@@ -236,9 +236,13 @@ def test_a_retryable_failure_backs_off_exponentially_and_a_claimed_row_is_not_ta
     gaps = []
     for _ in range(4):  # 10, 20, 35 (capped), 35 s: the hand-computed schedule 10·2^k, at most 35
         [row] = outbox.rows()
+        # The next try is set from the clock during run_once: bracketed by two readings, not rounded from a
+        # later one (a loaded machine may take more than half a second between the two).
+        before = time.time()
         assert worker.run_once(now=row.next_try) == 1
+        done = time.time()
         [after] = outbox.rows()
-        gaps.append(round(after.next_try - time.time()))
+        gaps.append(next((g for g in (10, 20, 35) if before + g <= after.next_try <= done + g), after.next_try - done))
     assert gaps == [10, 20, 35, 35] and after.attempts == 4 and after.status == "pending"
     # a row claimed by one worker is not claimed by another until its lease ends
     assert len(outbox.claim_due(after.next_try, lease_s=60)) == 1
