@@ -195,6 +195,21 @@ def leftover_processes(server_pid: int | None) -> list[str]:
     return found
 
 
+def settled_leftovers(server_pid: int | None, wait_s: float = 2.0) -> list[str]:
+    """``leftover_processes`` after up to ``wait_s`` seconds for it to come back empty.
+
+    One look can catch what is gone a moment later: a tree another xdist worker is killing (a process
+    whose parent was reaped between two reads of /proc has no fork server among its ancestors) or
+    another worker's abandoned sleeper before its sweep. What an attack left stays, and is reported.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = leftover_processes(server_pid)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
 def kill_leftovers(server_pid: int | None) -> None:
     """SIGKILL what ``leftover_processes`` found (clean-up after a failed check; never a broad sweep)."""
     for line in leftover_processes(server_pid):
@@ -298,13 +313,8 @@ class Guards:
         return found
 
     def leftovers(self, wait_s: float = 2.0) -> list[str]:
-        """``leftover_processes`` after up to ``wait_s`` seconds for exiting processes to be reaped."""
-        deadline = time.monotonic() + wait_s
-        while True:
-            left = leftover_processes(self.server_pid)
-            if not left or time.monotonic() > deadline:
-                return left
-            time.sleep(0.1)
+        """``settled_leftovers`` of this watch's fork server (exiting processes get ``wait_s`` to be reaped)."""
+        return settled_leftovers(self.server_pid, wait_s)
 
     def restore(self) -> None:
         """Undo what a successful attack left (so that one failure does not leak into later tests)."""
