@@ -97,7 +97,7 @@ def test_grade_batch_after_ctrl_c_says_rerun_to_resume(tmp_path: Path, capsys, m
 
     monkeypatch.setattr(grader.batch, "run_batch", interrupted)
     subs = tmp_path / "subs"
-    subs.mkdir()
+    (subs / "alice").mkdir(parents=True)
     assert main(["grade-batch", str(subs), "--out", str(tmp_path / "out"), "--no-progress"]) == 130
     err = capsys.readouterr().err
     assert "interrupted" in err and "rerun the same command to resume" in err
