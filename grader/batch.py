@@ -75,7 +75,7 @@ from grader.records.points_change import check_batch_points
 from grader.reports.report import preload_drawing, write_class_report
 from grader.records.publish import forget_record, write_student
 from grader.reports import regrade
-from grader.runners.progress import progress_bar
+from grader.runners.progress import progress_bar, tally_words
 from grader.runners.warm import WarmPool, warm_workers_enabled
 from grader.runners.runner import BatchAborted, Runner
 from grader.runners.workers import check_one_grader, default_jobs, disk_full, run_worker
@@ -322,7 +322,7 @@ def _grade_all(run: BatchRun, todo: list[tuple[Entry, str]], n_entries: int, n_s
         KeyboardInterrupt / BatchAborted / a full disk: after killing every worker and writing the gradebook.
     """
     graded_now: list[str] = []
-    tally = {"failed": 0, "timed-out": 0}
+    tally = {"rejected": 0, "timed-out": 0, "grader_fault": 0}
     with progress_bar(progress) as bar:
         task = bar.add_task("grading", total=n_entries, completed=n_skipped, tally="")
         pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grade")
@@ -343,7 +343,7 @@ def _grade_all(run: BatchRun, todo: list[tuple[Entry, str]], n_entries: int, n_s
                     if record is not None:
                         graded_now.append(record.student_id)
                     run.write_gradebook(now=False)
-                    bar.update(task, advance=1, tally=f"failed {tally['failed']} · timed out {tally['timed-out']}")
+                    bar.update(task, advance=1, tally=tally_words(tally))
         except BaseException:
             _stop(run, pool, futures)
             raise
@@ -376,12 +376,11 @@ def _finished(run: BatchRun, fut: Future, sid: str, tally: dict[str, int]) -> St
         if disk_full(exc):
             raise
         run.say(f"error: grading {sid!r} failed in the batch layer: {exc!r}")
-        tally["failed"] += 1
+        tally["grader_fault"] += 1
         return None
-    if record.status == "timed-out":
-        tally["timed-out"] += 1
-    elif record.status in ("grader_fault", "rejected"):
-        tally["failed"] += 1
+    counted = "grader_fault" if record.status == "crashed" else record.status
+    if counted in tally:
+        tally[counted] += 1
     return record
 
 

@@ -376,8 +376,8 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
         one_story(outcomes)  # never two different fitted parameters for one exercise
     for stem in selected:
         if stem not in present:
-            ex, ex_tests = _zero_exercise(stem, points, "missing", f"{stem}.py is not in the submission.",
-                                          "module_missing", profile)
+            ex, ex_tests = _zero_exercise(stem, points, "missing", _missing_message(root, stem), "module_missing",
+                                          profile)
             exercises[stem] = ex
             tests += ex_tests
             continue
@@ -387,3 +387,14 @@ def _grade_folder(folder: Path, original: Path, selected: list[str], points: Poi
     return GradeResult(submission=original.name, status="graded", message=message,
                        grader_version=points.grader_version, profile=profile, exercises=exercises, tests=tests,
                        timing=timing)
+
+
+def _missing_message(root: Path, stem: str) -> str:
+    """The message of a missing module, naming the files that look like it (``ex4_gae.txt``) when there are any."""
+    from ppo_course.submission_layout import near_misses
+
+    found = near_misses(root, stem)
+    if not found:
+        return f"{stem}.py is not in the submission."
+    return (f"{stem}.py is not in the submission; it holds {', '.join(repr(n) for n in found)}. The grader reads "
+            f"{stem}.py only: rename the file (export a notebook as a .py file) and submit again.")

@@ -7,7 +7,8 @@ applies them to a path, for ``ppo-course submit`` (the student's machine) and th
 * :func:`entry_for`: the :class:`Entry` of a folder or a ``.zip``;
 * :func:`staged`: a staged copy in a fresh temporary folder, removed afterwards;
 * :func:`locate_modules`: the one folder holding the exercise modules, at any
-  depth, or :class:`Rejected` when two folders both hold some.
+  depth, or :class:`Rejected` when two folders both hold some;
+* :func:`near_misses`: the files named like a missing module (``ex4_gae.txt``), for its message.
 
 Student side: imports nothing from ``grader``; the student bundle ships it.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from ppo_course.submission_rules import (JUNK_NAMES, Entry, Rejected, StagedSubmission, SubmissionLimits,
                                          is_tool_folder, stage_submission)
+from ppo_course.submission_names import shown
 from ppo_course.syllabus import EXERCISES
 
 
@@ -92,3 +95,29 @@ def locate_modules(folder: Path, stems: Iterable[str] = EXERCISES) -> ModuleLoca
                        "ex7_ppo_step.py once")
     where = holders[0].relative_to(folder).as_posix() or "."
     return ModuleLocation(holders[0], where)
+
+
+#: What may follow a module's stem in a near miss: another suffix (``.txt``, ``.ipynb``, ``.py.txt``) or a
+#: copy's number (``ex4_gae (1).py``, ``ex4_gae_2.py``); ``ex4_gae_helpers.py`` is a helper, not a near miss.
+_NEAR_MISS_REST = re.compile(r"(\..*|_*\(?\d+\)?(\.py)?)?")
+
+
+def near_misses(folder: Path, stem: str, limit: int = 3) -> list[str]:
+    """Files of ``folder`` named like ``<stem>.py`` but not it: ``ex4_gae.txt``, ``ex4_gae.ipynb``,
+    ``Ex4_GAE.py``, ``ex4-gae (1).py``.
+
+    Names are compared case-folded, with ``-`` and spaces read as ``_``. Returns at most ``limit`` names,
+    sorted, each shown escaped (``submission_names.shown``) and cut to 80 characters; [] when the folder
+    cannot be listed.
+    """
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    key, found = stem.casefold(), []
+    for name in names:
+        norm = name.casefold().replace("-", "_").replace(" ", "_")
+        if (name != f"{stem}.py" and norm.startswith(key) and _NEAR_MISS_REST.fullmatch(norm[len(key):])
+                and os.path.isfile(os.path.join(folder, name))):
+            found.append(shown(name)[:80])
+    return found[:limit]

@@ -190,6 +190,7 @@ def _grade(args) -> int:
     ledger.save(_write_json)
     _write_json(args.out, data)
     _print_report(data)
+    print(f"attempt counts and passed stops kept in {ledger.path} (--ledger): keep it beside the results")
     if report.unknown_question_ids:
         print(f"warning: unknown question ids (not in the bank): {', '.join(report.unknown_question_ids)}", file=sys.stderr)
     return 0

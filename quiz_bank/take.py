@@ -181,7 +181,8 @@ class Session:
         right = sum(marks.get(q, False) for q in order)
         if policy.is_mastery:
             missed = mastery.missed_claims(self.bank, stop, order, marks, stale, count_seen=policy.count_seen)
-            self.console.print(f"Stop {stop}, attempt {attempt}: {len(missed)} of {len(order)} claims not established "
+            n_claims = len(mastery.stop_claims(self.bank, stop))
+            self.console.print(f"Stop {stop}, attempt {attempt}: {len(missed)} of {n_claims} claims not established "
                                "— a stop passes only when every claim is, on questions you had not seen before.")
             for claim in missed:
                 self.console.print(Text(f"  Reread: {claim.text} ({claim.cite})", style="yellow"))

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     force = args.force or args.out is None
     console = Console()
     if not console.is_terminal:
-        console = Console(width=120)  # logs and CI: wide enough for one line per student
+        console = Console(width=160)  # logs and CI: the whole table ("why" is cut at 44), one line per student
     console.print(f"Grading the demo cohort in {submissions} with the hidden graders ({args.profile} profile)...")
     from grader.course_secret import GraderSecretError
     from grader.records.points_change import PointsChanged

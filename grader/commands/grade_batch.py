@@ -93,6 +93,8 @@ def _usage_problem(args: argparse.Namespace, exercises: list[str] | None, known)
     """Why the command line cannot run (the one check of the batch's arguments), or None; sets ``args.attempt_rule``."""
     from grader.records.out_folder import check_out_dir
 
+    from grader.intake.class_list import batch_folder_problem
+
     if not args.submissions.is_dir():
         return f"{args.submissions} is not a folder of submissions"
     if args.jobs is not None and args.jobs < 1:
@@ -102,6 +104,9 @@ def _usage_problem(args: argparse.Namespace, exercises: list[str] | None, known)
     unknown = sorted(set(exercises or ()) - set(known))
     if unknown:
         return f"unknown exercise(s) {unknown}; known: {', '.join(known)}"
+    folder_problem = batch_folder_problem(args.submissions)
+    if folder_problem:
+        return folder_problem
     try:
         check_out_dir(args.submissions, args.out)
         from grader.records.gradebook import check_batch_formats

@@ -209,7 +209,8 @@ def explain_unnamed(generic: str, student, name: str, got_part: Any, want: torch
                 return None
             return fit.bind(name, probe_call, extra), got2.detach(), probe_mask if mask is not None else None
 
-        named = fit.explain(name, a, got_part.detach(), want, variant_pick, mask, rtol, atol, probe)
+        # A family models the contract function's whole output, as the student's: `pick` selects its compared part.
+        named = fit.explain(name, a, got_part.detach(), want, pick, mask, rtol, atol, probe)
     else:
         named = None
     bound = a or {}

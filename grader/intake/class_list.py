@@ -44,7 +44,8 @@ def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
 
     Each sub-folder or ``*.zip`` file is one student; its name (without
     ``.zip``) is the student id. Hidden entries (``.x``) and ``__MACOSX`` are
-    ignored; other files are stray and skipped with a warning. Two entries
+    ignored; another archive (``zoe.tar.gz``, `OTHER_ARCHIVES`) is its student, rejected with what to do;
+    other files are stray and skipped with a warning. Two entries
     with the same id (``alice/`` and ``alice.zip``) give one entry with both
     sources and a ``problem``: the student is rejected, the batch carries on.
     A top-level symlink, a non-UTF-8 name, a reserved id, or a name that would show like another id
@@ -77,10 +78,16 @@ def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
             kind = "dir"
         elif de.is_file(follow_symlinks=False) and name.lower().endswith(".zip"):
             kind = "zip"
+        elif de.is_file(follow_symlinks=False) and other_archive_suffix(name):
+            suffix = other_archive_suffix(name)
+            kind = "zip"
+            problem = (f"'{name}' is a {suffix} archive; the grader reads a folder or a .zip: unpack it into a "
+                       f"folder named by the student id (or zip it) and regrade")
         else:
             warnings.append(f"skipped stray file {name!r} in {submissions_dir} (not a folder or .zip)")
             continue
-        student_id = name[: -len(".zip")] if kind == "zip" and name.lower().endswith(".zip") else name
+        suffix = ".zip" if kind == "zip" and name.lower().endswith(".zip") else other_archive_suffix(name)
+        student_id = name[: -len(suffix)] if kind == "zip" and suffix else name
         if not valid_utf8 and problem is None:
             problem = f"the name {name!r} is not valid UTF-8; rename it to the student id"
         if is_reserved_id(student_id) and problem is None:
@@ -92,6 +99,36 @@ def discover(submissions_dir: Path) -> tuple[list[Entry], list[str]]:
     warnings += duplicates
     warnings += look_alike_warnings(list(by_id))
     return entries, warnings
+
+
+#: Archive formats other than zip, longest first: such a file is its student's submission, rejected with what to do.
+OTHER_ARCHIVES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".tbz2", ".txz", ".tar", ".7z", ".rar", ".gz", ".bz2", ".xz")
+
+
+def other_archive_suffix(name: str) -> str | None:
+    """The archive suffix of a file name that is not a zip (``"zoe.tar.gz"`` → ``".tar.gz"``), or None."""
+    lower = name.lower()
+    return next((s for s in OTHER_ARCHIVES if lower.endswith(s) and len(lower) > len(s)), None)
+
+
+def batch_folder_problem(submissions_dir: Path) -> str | None:
+    """Why ``submissions_dir`` cannot be a batch's folder of students, or None.
+
+    A folder that holds an exercise module itself (``ex1_ratio.py``) is one student's submission, not a class;
+    a folder with no student (no sub-folder, ``.zip`` or other archive) would give an empty gradebook.
+    """
+    from ppo_course.syllabus import EXERCISES
+
+    modules = [f"{stem}.py" for stem in EXERCISES if (Path(submissions_dir) / f"{stem}.py").is_file()]
+    if modules:
+        return (f"{submissions_dir} holds {', '.join(modules)} itself: it looks like one student's submission. "
+                f"Grade it with `ppo-course grade {submissions_dir} --out results.json`, or give grade-batch the "
+                "folder that holds one sub-folder or .zip per student")
+    entries, _ = discover(submissions_dir)
+    if not entries:
+        return (f"{submissions_dir} holds no submission: each student is a sub-folder or a .zip named by the "
+                "student id")
+    return None
 
 
 #: Characters a student id may not hold: controls, format characters (zero-width, BOM, bidi), line and

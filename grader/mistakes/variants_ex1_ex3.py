@@ -205,6 +205,8 @@ def _value_loss(values, old_values, returns, mask, c, *, combine=torch.max, redu
         v_clipped = returns + torch.clamp(values - returns, -c, c)
     elif center == "returns_old_delta":
         v_clipped = returns + torch.clamp(values - old_values, -c, c)
+    elif center == "delta_only":  # V_old never added back: the clipped change itself stands for the value
+        v_clipped = torch.clamp(values - old_values, -c, c)
     else:  # "none"
         v_clipped = values
     return scale * reduce(combine((values - returns) ** 2, (v_clipped - returns) ** 2), mask)
@@ -225,6 +227,7 @@ CVL_VARIANTS: list[tuple[str, Variant]] = [
     ("value_clip_around_returns", _cvl_variant(center="returns")),
     ("value_clip_around_returns", _cvl_variant(center="returns_old_delta")),
     ("value_loss_min_instead_of_max", _cvl_variant(combine=torch.min)),
+    ("value_clip_old_values_not_added", _cvl_variant(center="delta_only")),
     *[(d, _cvl_variant(reduce=r)) for d, r in _MEAN_MISTAKES],
 ]
 

@@ -97,8 +97,9 @@ GAE_VARIANTS: list[tuple[str, Variant]] = [
 
 
 def _whiten(x, mask, shift_mean, *, unbiased=True, stats_over="real", eps_inside=True, keep_mean=None,
-            scale_only=False, eps_outside=False):
-    """Whitening with one mistake switched on (all off: the correct masked whitening)."""
+            scale_only=False, eps_outside=False, mean_over_all=False):
+    """Whitening with one mistake switched on (all off: the correct masked whitening); ``mean_over_all``: the
+    mean alone is taken over every position (``x.mean()``), the variance over the real tokens around it."""
     xd = x.double()
     m = bool_mask(mask)
     if stats_over == "real":
@@ -107,7 +108,7 @@ def _whiten(x, mask, shift_mean, *, unbiased=True, stats_over="real", eps_inside
         sel, n = xd.reshape(-1), torch.tensor(xd.numel())
     else:  # "zeroed": x * mask over all positions
         sel, n = (xd * m.double()).reshape(-1), torch.tensor(xd.numel())
-    mean = sel.sum() / n
+    mean = xd.mean() if mean_over_all else sel.sum() / n
     var = ((sel - mean) ** 2).sum() / (n - 1 if unbiased else n)
     std = torch.sqrt(var + 1e-8) if eps_inside else torch.sqrt(var)
     if eps_outside:
@@ -133,6 +134,7 @@ WHITEN_VARIANTS: list[tuple[str, Variant]] = [
     ("whiten_padding_in_stats", _whiten_variant(stats_over="all", unbiased=False)),
     ("whiten_padding_in_stats", _whiten_variant(stats_over="zeroed")),
     ("whiten_padding_in_stats", _whiten_variant(stats_over="zeroed", unbiased=False)),
+    ("whiten_padding_in_stats", _whiten_variant(mean_over_all=True)),
     ("whiten_shift_mean_ignored", _whiten_variant(keep_mean=False)),
     ("whiten_shift_mean_ignored", _whiten_variant(scale_only=True)),
     ("whiten_missing_eps", _whiten_variant(eps_inside=False)),
@@ -168,14 +170,15 @@ KL_VARIANTS: list[tuple[str, Variant]] = [
 
 def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, masked_kl=True,
             score_at="last", penalty_sign=-1.0, last_reduce="mean", coef_fixed=None, estimator="k1",
-            full_rows_at_first=False):
+            full_rows_at_first=False, keep_per_token=False):
     """kl_shaped_rewards with one mistake switched on.
 
     ``score_at`` "end" / "first_pad" put the score (and, for ``"last_token"``, the whole last-token
     reward) at column T−1 / one past the row's last real token; "replace" writes the score over the last real
     token's penalty instead of adding it; ``full_rows_at_first``: a row with no padding takes token 0 for its last
     real token (found from the first padding position, which it lacks); ``estimator="k3"`` uses GRPO's
-    exp(r) − r − 1 (r = ref_logp − logp) as the per-token KL.
+    exp(r) − r − 1 (r = ref_logp − logp) as the per-token KL; ``keep_per_token``: "last_token" keeps the
+    per-token penalties too (the row's mean penalty is added at its last real token).
     """
     B, T = logp.shape
     m = bool_mask(mask)
@@ -203,8 +206,8 @@ def _shaped(scores, logp, ref_logp, mask, kl_coef, placement, *, direction=1.0, 
             row_kl = kl_m.sum(1) / T
         else:  # "batch_mean"
             row_kl = (kl_m.sum() / m.sum().to(dt)).expand(B)
-        out = torch.zeros_like(logp)
-        out[rows, last] = penalty_sign * kc * row_kl
+        out = penalty_sign * kc * kl_m if keep_per_token else torch.zeros_like(logp)
+        out[rows, last] = out[rows, last] + penalty_sign * kc * row_kl
     if score_at == "last":
         out[rows, last] = out[rows, last] + s
     elif score_at == "replace":  # scatter for scatter_add: the score takes the last token's penalty's place
@@ -247,6 +250,7 @@ SHAPED_VARIANTS: list[tuple[str, Variant]] = [
     ("last_token_sum_instead_of_mean", _shaped_variant(last_reduce="sum")),
     ("padding_in_mean", _shaped_variant(last_reduce="mean_over_T")),
     ("last_token_batch_mean", _shaped_variant(last_reduce="batch_mean")),
+    ("last_token_keeps_per_token_penalty", _shaped_variant(keep_per_token=True)),
     ("placement_ignored", _shaped_variant(placement_override="per_token")),
     ("placement_ignored", _shaped_variant(placement_override="last_token")),
     ("ignores_hyperparameter", _shaped_variant(coef_fixed=0.05)),
@@ -308,5 +312,15 @@ def adaptive_kl_candidates(init_kl_coef: float, target: float, horizon: float, u
     ``start`` the initial value is prepended (tests that also compare the starting value).
     """
     head = [float(init_kl_coef)] if start else []
-    return [(d, torch.tensor(head + adaptive_kl_values(init_kl_coef, target, horizon, updates, **kw),
-                             dtype=torch.float64)) for d, kw in ADAPTIVE_KL_VARIANTS]
+    rules = [(d, torch.tensor(head + adaptive_kl_values(init_kl_coef, target, horizon, updates, **kw),
+                              dtype=torch.float64)) for d, kw in ADAPTIVE_KL_VARIANTS]
+    if not start:
+        return rules
+    # The right rule from another library's default β (TRL's 0.2, ...): seen only where the start is compared.
+    return rules + [("hyperparameter_value_wrong",
+                     torch.tensor([v] + adaptive_kl_values(v, target, horizon, updates), dtype=torch.float64))
+                    for v in OTHER_INIT_KL_COEFS if v != float(init_kl_coef)]
+
+
+#: Initial β values of other libraries and configs (TRL's ``init_kl_coef`` 0.2, and round numbers near the book's 0.05).
+OTHER_INIT_KL_COEFS = (0.2, 0.1, 0.02, 0.01, 0.5, 1.0)

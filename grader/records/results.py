@@ -202,8 +202,8 @@ class GradeResult(BaseModel):
                       f"Score: 0 / {self.max_score:g}", ""]
         lines += [f"**Total: {self.score:g} / {self.max_score:g} points**", "",
                   "| exercise | score | status |", "| --- | --- | --- |"]
-        for stem, e in self.exercises.items():
-            lines.append(f"| `{stem}` | {e.score:g} / {e.max_score:g} | {e.status} |")
+        for stem, e in self.exercises.items():  # the state's words (check's): "not implemented", not "graded"
+            lines.append(f"| `{stem}` | {e.score:g} / {e.max_score:g} | {e.state.replace('_', ' ')} |")
         lines.append("")
         from ppo_course.grading_kit.diagnoses import DIAGNOSES
 
@@ -221,7 +221,10 @@ class GradeResult(BaseModel):
             if tests and not failed and not waiting:
                 lines += ["All graded tests passed." + (" One 0-point test is reported below." if len(reported) == 1
                           else f" {len(reported)} 0-point tests are reported below." if reported else ""), ""]
-            if failed and e.status == "graded":
+            if e.state == "not_implemented":  # every test raised NotImplementedError: one line, not one per test
+                lines += [f"Not implemented yet: each of its {len(failed)} graded tests raised `NotImplementedError` "
+                          "(the stub as released). Implement it, then run `ppo-course check` before you submit.", ""]
+            elif failed and e.status == "graded":
                 counts: dict[str, int] = {}
                 for t in failed:
                     counts[t.diagnosis or "wrong_value"] = counts.get(t.diagnosis or "wrong_value", 0) + 1

@@ -100,3 +100,11 @@ def progress_bar(enabled: bool):
         console=Console(stderr=True),
         transient=False,
     )
+
+
+def tally_words(tally: dict[str, int]) -> str:
+    """The progress bar's counts: "rejected 1 · timed out 0 · grader faults 0" (a rejected submission is the
+    student's, a grader fault the grader's: never one count)."""
+    return (f"rejected {tally['rejected']} · timed out {tally['timed-out']} · "
+            f"grader faults {tally['grader_fault']}")
+

@@ -84,6 +84,10 @@ EX1_TO_EX6: dict[str, str] = {
         "ppo_loss clips the value with the policy's clip_eps; the value clip has its own range, "
         "clip_range_value (both 0.2 by default, so only other values show it): pass clip_range_value to the value loss."
     ),
+    "value_clip_old_values_not_added": (
+        "Your clipped value is clip(V - V_old, -c, c) alone: add the old value back, "
+        "V_clipped = V_old + clip(V - V_old, -c, c), so that the new value stays within c of V_old (Book eq. 5.2)."
+    ),
     "value_clip_around_returns": (
         "Your value loss is effectively unclipped: either there is no clip, or the clip is around "
         "the returns (which changes nothing). Clip around the OLD values: "
@@ -254,6 +258,10 @@ EX1_TO_EX6: dict[str, str] = {
     "last_token_batch_mean": (
         "With placement='last_token' each row's penalty uses THAT row's mean KL over its own real tokens "
         "(R = r_RM - 0.05 x mean_KL, Book §5.6); you used one mean over the whole batch for every row."
+    ),
+    "last_token_keeps_per_token_penalty": (
+        "With placement='last_token' only each row's last real token is non-zero (score - kl_coef x the row's mean "
+        "KL, Book §5.6); your rewards also keep the per-token penalties -kl_coef x kl_t, so the KL is charged twice."
     ),
     "last_token_of_full_row": (
         "A row with no padding (a truncated response) has its last real token at the last column, mask.sum(1) - 1; "

@@ -246,6 +246,38 @@ def test_grade_batch_command_line_rejects_a_missing_folder(tmp_path, capsys):
     assert main(["grade-batch", str(tmp_path), "--out", str(tmp_path / "out"), "--jobs", "0"]) == 2
 
 
+def test_grade_batch_refuses_an_empty_folder_and_one_students_own_folder(tmp_path, capsys):
+    """Neither is a class: an empty folder would publish an empty gradebook, a submission's own folder would skip
+    its modules as stray files; both are usage errors (exit 2) that say what to give instead."""
+    from ppo_course.cli import main
+
+    (tmp_path / "class").mkdir()
+    assert main(["grade-batch", str(tmp_path / "class"), "--out", str(tmp_path / "out")]) == 2
+    assert "holds no submission" in capsys.readouterr().err
+    (tmp_path / "class" / "ex1_ratio.py").write_text("x = 1\n")
+    (tmp_path / "class" / "helpers").mkdir()  # a sub-folder beside it does not make it a class
+    assert main(["grade-batch", str(tmp_path / "class"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "ex1_ratio.py" in err and "ppo-course grade" in err and not (tmp_path / "out").exists()
+
+
+def test_another_archive_is_its_student_rejected_with_what_to_do(tmp_path):
+    """``zoe.tar.gz`` is zoe's submission in a format the grader does not read: a gradebook row (rejected), never
+    a student dropped with a warning. ``notes.txt`` stays a stray file."""
+    (tmp_path / "amy").mkdir()
+    (tmp_path / "zoe.tar.gz").write_bytes(b"\x1f\x8b")
+    (tmp_path / "yan.7z").write_bytes(b"7z")
+    (tmp_path / "notes.txt").write_text("not a student")
+    entries, warnings = discover(tmp_path)
+    by_id = {e.student_id: e for e in entries}
+    assert sorted(by_id) == ["amy", "yan", "zoe"] and by_id["amy"].problem is None
+    assert ".tar.gz archive" in by_id["zoe"].problem and "unpack" in by_id["zoe"].problem
+    assert ".7z archive" in by_id["yan"].problem
+    assert any("notes.txt" in w for w in warnings) and not any("zoe" in w for w in warnings)
+    with pytest.raises(Rejected, match="tar.gz"):
+        stage_submission(by_id["zoe"], tmp_path / "staged", SubmissionLimits())
+
+
 def test_parse_expected_reads_the_total_of_the_profile(tmp_path):
     from grader.commands.demo import parse_expected
 

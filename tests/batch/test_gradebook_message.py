@@ -96,3 +96,11 @@ def test_progress_in_a_log_is_plain_lines_first_then_paced_then_last():
     lines = out.getvalue().splitlines()
     assert [line.split(", ")[0] for line in lines] == ["grading: 1/3 done", "grading: 3/3 done"]
     assert all("failed 0 · timed out 0" in line for line in lines)
+
+
+def test_the_progress_bar_never_counts_a_rejected_submission_as_a_failure():
+    """A rejected submission is the student's (a corrupt zip), a grader fault the grader's: two counts."""
+    from grader.runners.progress import tally_words
+
+    words = tally_words({"rejected": 1, "timed-out": 2, "grader_fault": 0})
+    assert words == "rejected 1 · timed out 2 · grader faults 0" and "failed" not in words

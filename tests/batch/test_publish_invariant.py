@@ -114,7 +114,8 @@ def _run(subs: Path, out: Path, monkeypatch, grader: str, step: tuple, last: boo
 
 
 @pytest.mark.slow
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(STEPS, min_size=1, max_size=3), first=st.lists(st.sampled_from(SOURCES), min_size=6,
                                                                       max_size=6))
 @example(steps=[("interrupt", False)], first=["ok"] * 6)  # a kill right after a publication, every run

@@ -256,7 +256,8 @@ def _step(cohort: Cohort, step: tuple, n: int, monkeypatch, stand_in) -> dict:
 
 
 @pytest.mark.slow
-@settings(max_examples=int(os.environ.get("PUBLISH_SEQUENCE_EXAMPLES", "4")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+@settings(max_examples=int(os.environ.get("PUBLISH_SEQUENCE_EXAMPLES", "4")), deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture],
           phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking: each example runs several batches
 @given(with_roster=st.booleans(), first=st.lists(st.sampled_from(SOURCES), min_size=6, max_size=6),
        quiz=st.lists(st.booleans(), min_size=3, max_size=3), steps=st.lists(STEPS, min_size=1, max_size=5))

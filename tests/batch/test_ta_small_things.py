@@ -97,7 +97,7 @@ def test_grade_batch_after_ctrl_c_says_rerun_to_resume(tmp_path: Path, capsys, m
 
     monkeypatch.setattr(grader.batch, "run_batch", interrupted)
     subs = tmp_path / "subs"
-    subs.mkdir()
+    (subs / "alice").mkdir(parents=True)
     assert main(["grade-batch", str(subs), "--out", str(tmp_path / "out"), "--no-progress"]) == 130
     err = capsys.readouterr().err
     assert "interrupted" in err and "rerun the same command to resume" in err
@@ -166,3 +166,30 @@ def test_demo_and_grade_batch_print_the_same_summary_line(tmp_path: Path):
     assert summary.line() == "0 students (); graded now 1, up to date 1; 1.2 s"
     for command in (demo, grade_batch):  # the command's module (grade-batch prints it from a helper of run)
         assert "print(summary.line()" in inspect.getsource(command)
+
+
+def test_the_demo_table_in_a_log_shows_every_score_whole(tmp_path: Path):
+    """Outside a terminal `demo` prints at width 160: the widest gradebook (full profile, half points, the longest
+    status) keeps every score cell whole; only the "why" column is cut (``…``)."""
+    import csv
+    import inspect
+    import io
+
+    from rich.console import Console
+
+    from grader.commands import demo
+
+    stems = ["ex1_ratio", "ex2_clipped_loss", "ex3_full_loss", "ex4_gae", "ex5_rollout_buffer", "ex6_kl_reward",
+             "ex7_ppo_step"]
+    row = {"student_id": "maximilian", **{s: "17.5" for s in stems}, "total": "100.0", "max_total": "100",
+           "status": "grader_fault", "message": "why " * 40}
+    with open(tmp_path / "gradebook.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerow(row)
+    assert "Console(width=160)" in inspect.getsource(demo.run)
+    buf = io.StringIO()
+    Console(file=buf, width=160).print(demo.gradebook_table(tmp_path))
+    body = buf.getvalue()
+    assert body.count("17.5") == 7 and "100.0" in body and "total /100" in body and "grader_fault" in body
+    assert "maximilian" in body and "…" in body and "why " * 40 not in body

@@ -38,6 +38,7 @@ from grader.batch import run_batch  # noqa: E402
 from grader.fingerprint import grader_fingerprint  # noqa: E402
 from grader.records.gradebook import RECORD  # noqa: E402
 from grader.runners.cluster import ClusterUnavailable  # noqa: E402
+from ppo_course.submission_rules import SubmissionLimits  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
@@ -308,7 +309,9 @@ def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_p
     subs = tmp_path / "subs"
     (subs / "s0").mkdir(parents=True)
     (subs / "s0" / "ex1_ratio.py").write_text("STANDIN_SLOW\n")
-    (subs / "s0" / "ex2_clipped_loss.py").write_text("STANDIN_SLOW\n")
+    # The task runs until the killer kills its worker (a slow task could end first on a loaded machine, where the
+    # killer's two round trips take longer than the task's sleeps); the submission's clock is the backstop.
+    (subs / "s0" / "ex2_clipped_loss.py").write_text("STANDIN_HANG\n")
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
             distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1",
                                      dashboard_address=":0", preload=PRELOAD) as cluster, \
@@ -331,7 +334,7 @@ def test_task_lost_with_more_workers_than_allowed_is_recorded_crashed(stand_in_p
         killer = threading.Thread(target=kill_the_grading_worker, daemon=True)
         killer.start()
         summary = run_batch(subs, tmp_path / "out", cluster=cluster.scheduler_address, log=lambda m: None,
-                            **STAND_IN_OPTIONS)
+                            limits=SubmissionLimits(timeout_s=300.0), **STAND_IN_OPTIONS)
         killer.join(timeout=5)
     assert killed
     (record,) = summary.records

@@ -84,3 +84,19 @@ def test_a_hidden_tests_finding_reaches_feedback_md_capped():
     long = _ex1([_t("test_surrogate_matches_reference", "hidden", 0.0, 2.0, "failed", finding="x" * 50_000)],
                 8.0).feedback_markdown()
     assert len(long) < 20_000  # capped like every output
+
+
+def test_a_stub_exercise_is_one_line_not_one_per_test():
+    """A released stub fails every test with NotImplementedError: the table says "not implemented" and the
+    section says so once, instead of repeating the same failure for each of its tests."""
+    tests = [TestResult(exercise="ex1_ratio", kind=kind, test=f"test_{i}", score=0.0, max_score=2.0, status="failed",
+                        output="not implemented: NotImplementedError", visibility="visible",
+                        diagnosis="not_implemented", doc=f"check {i}")
+             for i, kind in enumerate(["public", "hidden", "hidden"])]
+    result = GradeResult(submission="s", status="graded", grader_version="t", profile="fast",
+                         exercises={"ex1_ratio": ExerciseResult(score=0.0, max_score=6.0, state="not_implemented")},
+                         tests=tests)
+    md = result.feedback_markdown()
+    assert "| `ex1_ratio` | 0 / 6 | not implemented |" in md
+    assert md.count("Not implemented yet: each of its 3 graded tests raised `NotImplementedError`") == 1
+    assert "Failed tests:" not in md and "test_1" not in md

@@ -58,13 +58,17 @@ def clipped_surrogate_loss(logp_new, logp_old, advantages, mask, clip_eps=0.2):
 
 
 def test_missing_and_broken_modules_cost_only_their_exercise(submission_copy):
-    """ex3 absent -> ex3 scores 0 (missing); ex4 with a syntax error -> 0 (broken, the error shown); ex1 intact."""
-    (submission_copy / "ex3_full_loss.py").unlink()
+    """ex3 absent (saved as .txt) -> ex3 scores 0 (missing, the .txt named); ex4 with a syntax error -> 0 (broken,
+    the error shown); ex1 intact."""
+    (submission_copy / "ex3_full_loss.py").rename(submission_copy / "ex3_full_loss.txt")
+    (submission_copy / "ex3_full_loss_notes.py").write_text("x = 1\n", encoding="utf-8")  # a helper, not a near miss
     (submission_copy / "ex4_gae.py").write_text("def compute_gae(:\n    pass\n", encoding="utf-8")
     result = grade_submission(submission_copy, exercises=["ex1_ratio", "ex3_full_loss", "ex4_gae"], profile="fast")
     ex = result.exercises
     assert ex["ex1_ratio"].score == ex["ex1_ratio"].max_score == 10
     assert (ex["ex3_full_loss"].status, ex["ex3_full_loss"].score, ex["ex3_full_loss"].max_score) == ("missing", 0, 10)
+    assert "it holds 'ex3_full_loss.txt'." in ex["ex3_full_loss"].message
+    assert "notes" not in ex["ex3_full_loss"].message
     assert (ex["ex4_gae"].status, ex["ex4_gae"].score) == ("broken", 0)
     assert "SyntaxError" in ex["ex4_gae"].message
     assert {t.diagnosis for t in result.tests if t.exercise == "ex3_full_loss"} == {"module_missing"}

@@ -67,9 +67,13 @@ def test_last_token_reward_on_padding_by_hand(index):
 def test_adaptive_kl_candidates_by_hand():
     """From 0.05 (target 6, horizon 10000), KL 12 over 100 sequences: e = clip(12/6 − 1, ±0.2) = 0.2.
     Correct ×(1 + 0.2·100/10000) = 0.0501; unclipped e = 1: 0.05·1.01 = 0.0505; without n/horizon: 0.05·1.2 = 0.06."""
-    found = {d: [] for d, _ in ADAPTIVE_KL_VARIANTS}
+    found: dict[str, list] = {d: [] for d, _ in ADAPTIVE_KL_VARIANTS}
     for d, values in adaptive_kl_candidates(0.05, 6.0, 10000, [(12.0, 100)], start=True):
-        found[d].append([round(v, 12) for v in values.tolist()])
+        found.setdefault(d, []).append([round(v, 12) for v in values.tolist()])
     assert [0.05, 0.0505] in found["adaptive_kl_no_clip"]
     assert [0.05, 0.06] in found["adaptive_kl_wrong_update"]
+    # TRL's default β 0.2 with the right rule: 0.2·(1 + 0.2·100/10000) = 0.2004; never the book's own 0.05.
+    assert [0.2, 0.2004] in found["hyperparameter_value_wrong"]
+    assert all(v[0] != 0.05 for v in found["hyperparameter_value_wrong"])
+    assert "hyperparameter_value_wrong" not in {d for d, _ in adaptive_kl_candidates(0.05, 6.0, 10000, [(12.0, 100)])}
     assert adaptive_kl_values(0.05, 6.0, 10000, [(12.0, 100)]) == pytest.approx([0.0501], abs=1e-15)

@@ -195,6 +195,21 @@ def leftover_processes(server_pid: int | None) -> list[str]:
     return found
 
 
+def settled_leftovers(server_pid: int | None, wait_s: float = 2.0) -> list[str]:
+    """``leftover_processes`` after up to ``wait_s`` seconds for it to come back empty.
+
+    One look can catch what is gone a moment later: a tree another xdist worker is killing (a process
+    whose parent was reaped between two reads of /proc has no fork server among its ancestors) or
+    another worker's abandoned sleeper before its sweep. What an attack left stays, and is reported.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = leftover_processes(server_pid)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
 def kill_leftovers(server_pid: int | None) -> None:
     """SIGKILL what ``leftover_processes`` found (clean-up after a failed check; never a broad sweep)."""
     for line in leftover_processes(server_pid):
@@ -212,17 +227,33 @@ def kill_leftovers(server_pid: int | None) -> None:
 class Guards:
     """Before/after checks around one grading (see the module docstring).
 
+    The watch holds the guards' lock (``guard_window``) from its first look to ``close()``: shared, so that
+    attacks watched on several xdist workers run together, or exclusive for a test that makes deliberate
+    marks (the guard self-tests), which no other worker's watch may then see.
+
     Args:
         canaries: folders that must stay byte-identical (files, modes, names).
         server_pid: the grading process's fork server.
+        exclusive: hold the lock alone (a self-test that leaves marks on purpose).
     """
 
     canaries: list[Path]
     server_pid: int | None
+    exclusive: bool = False
     tcp: socket.socket = field(init=False)
     udp: socket.socket = field(init=False)
 
     def __post_init__(self) -> None:
+        self._window = guard_window(self.exclusive)
+        self._window.__enter__()
+        try:
+            self._look()
+        except BaseException:
+            self._window.__exit__(None, None, None)
+            raise
+
+    def _look(self) -> None:
+        """Open the listeners and take the "before" pictures."""
         self.tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.tcp.bind(("127.0.0.1", 0))
         self.tcp.listen(8)
@@ -282,13 +313,8 @@ class Guards:
         return found
 
     def leftovers(self, wait_s: float = 2.0) -> list[str]:
-        """``leftover_processes`` after up to ``wait_s`` seconds for exiting processes to be reaped."""
-        deadline = time.monotonic() + wait_s
-        while True:
-            left = leftover_processes(self.server_pid)
-            if not left or time.monotonic() > deadline:
-                return left
-            time.sleep(0.1)
+        """``settled_leftovers`` of this watch's fork server (exiting processes get ``wait_s`` to be reaped)."""
+        return settled_leftovers(self.server_pid, wait_s)
 
     def restore(self) -> None:
         """Undo what a successful attack left (so that one failure does not leak into later tests)."""
@@ -312,8 +338,12 @@ class Guards:
         kill_leftovers(self.server_pid)
 
     def close(self) -> None:
-        self.tcp.close()
-        self.udp.close()
+        """Close the listeners and release the guards' lock (call once, after ``restore``)."""
+        try:
+            self.tcp.close()
+            self.udp.close()
+        finally:
+            self._window.__exit__(None, None, None)
 
 
 def guarded_batch(subs: Path, out: Path, watched: list[Path], exercises: list[str]):

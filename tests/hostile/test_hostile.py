@@ -30,7 +30,7 @@ import pytest
 from hostile_limits import SUITE_LIMITS
 from hostile_helpers import (ATTACKS, CANARY, all_attacks, read_attack, scores_by_test, write_hostile_submission,
                              write_other_student)
-from hostile_guards import Guards, guard_window
+from hostile_guards import Guards
 
 # One xdist worker runs the whole hostile suite: its guards scan shared places (canaries,
 # /run/lock, leftover processes) that the guard self-test and a parallel attack would both touch.
@@ -82,18 +82,17 @@ def test_attack_gains_nothing(attack, tmp_path, twin_results, fork_server):
     other_student = write_other_student(cohort / "other_student")
     results_dir = tmp_path / "grader_out"
     results_dir.mkdir()
-    with guard_window(exclusive=False):
-        guards = Guards([CANARY, other_student, results_dir], fork_server.pid)
-        try:
-            hints = guards.hints(other_student=other_student, results_dir=results_dir)
-            folder = write_hostile_submission(cohort / "hostile", attack, hints)
-            hostile = grade_submission(folder, exercises=[attack.target, attack.other], profile="fast",
-                                       limits=SUITE_LIMITS)
-            violations = guards.violations()
-            leftovers = guards.leftovers()
-        finally:
-            guards.restore()
-            guards.close()
+    guards = Guards([CANARY, other_student, results_dir], fork_server.pid)  # holds the guards' lock, shared
+    try:
+        hints = guards.hints(other_student=other_student, results_dir=results_dir)
+        folder = write_hostile_submission(cohort / "hostile", attack, hints)
+        hostile = grade_submission(folder, exercises=[attack.target, attack.other], profile="fast",
+                                   limits=SUITE_LIMITS)
+        violations = guards.violations()
+        leftovers = guards.leftovers()
+    finally:
+        guards.restore()
+        guards.close()
 
     assert not violations, f"{attack.name} changed things outside its sandbox:\n" + "\n".join(violations)
     assert not leftovers, f"{attack.name} left processes behind:\n" + "\n".join(leftovers)
@@ -124,27 +123,29 @@ def test_the_guards_see_what_an_attack_would_leave(tmp_path):
     from hostile_helpers import MARKER, SENTINEL_MTIME
     from hostile_guards import leftover_processes
 
-    with guard_window(exclusive=True):
-        other = write_other_student(tmp_path / "cohort" / "other_student")
-        guards = Guards([CANARY, other], server_pid=None)
-        target = CANARY / "instructor_canary.txt"  # in the scanned folders, and ours to touch
-        before = os.stat(target)
-        sleeper = subprocess.Popen(["sleep", "30"], env={"PATH": "/usr/bin:/bin", "MARK": MARKER})
+    other = write_other_student(tmp_path / "cohort" / "other_student")
+    # Exclusive: no attack's watch on another xdist worker runs while these deliberate marks exist.
+    guards = Guards([CANARY, other], server_pid=None, exclusive=True)
+    target = CANARY / "instructor_canary.txt"  # in the scanned folders, and ours to touch
+    before = os.stat(target)
+    sleeper = subprocess.Popen(["sleep", "30"], env={"PATH": "/usr/bin:/bin", "MARK": MARKER})
+    try:
+        (other / "ex1_ratio.py").write_text("# changed\n")
+        shared = "/run/lock" if os.access("/run/lock", os.W_OK) else "/tmp"
+        Path(shared, f"{MARKER}-guard-self-test").write_text("x")
+        os.utime(target, (SENTINEL_MTIME, SENTINEL_MTIME))
+        socket.create_connection(("127.0.0.1", guards.tcp.getsockname()[1]), timeout=2).close()
+        time.sleep(0.1)
+        found = "\n".join(guards.violations())
+        left = "\n".join(leftover_processes(None))
+    finally:
         try:
-            (other / "ex1_ratio.py").write_text("# changed\n")
-            shared = "/run/lock" if os.access("/run/lock", os.W_OK) else "/tmp"
-            Path(shared, f"{MARKER}-guard-self-test").write_text("x")
-            os.utime(target, (SENTINEL_MTIME, SENTINEL_MTIME))
-            socket.create_connection(("127.0.0.1", guards.tcp.getsockname()[1]), timeout=2).close()
-            time.sleep(0.1)
-            found = "\n".join(guards.violations())
-            left = "\n".join(leftover_processes(None))
-        finally:
             guards.restore()
-            guards.close()
             sleeper.kill()
             sleeper.wait()
             os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+        finally:
+            guards.close()  # the lock goes last: every mark is undone before another watch may look
     assert "other_student/ex1_ratio.py changed" in found
     assert "instructor_canary.txt: modification time set to the attack's sentinel" in found
     assert f"{MARKER}-guard-self-test: left in a world-writable folder" in found

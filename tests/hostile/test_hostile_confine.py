@@ -34,7 +34,7 @@ import pytest
 from hostile_limits import SUITE_LIMITS
 from hostile_helpers import (CANARY, MARKER, REPO, SOLUTIONS, read_attack, scores_by_test, write_hostile_submission,
                              write_other_student, write_twin_submission)
-from hostile_guards import Guards, kernel_objects
+from hostile_guards import Guards, guard_window, kernel_objects
 
 pytestmark = pytest.mark.xdist_group("hostile")
 
@@ -58,14 +58,16 @@ def _guarded(fork_server, tmp_path):
 def test_the_kernel_object_guard_sees_a_sysv_segment():
     """The guard can fail: a SysV segment made by this test is reported, then removed."""
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    before = kernel_objects()
-    shmid = libc.shmget(0x70706F69, 4096, 0o1000 | 0o600)
-    assert shmid >= 0
-    try:
-        assert any(o.startswith("SysV shm") for o in kernel_objects() - before)
-    finally:
-        libc.shmctl(shmid, 0, None)  # IPC_RMID
-    assert kernel_objects() == before
+    # Exclusive: an attack watched on another xdist worker would report this deliberate segment as its own.
+    with guard_window(exclusive=True):
+        before = kernel_objects()
+        shmid = libc.shmget(0x70706F69, 4096, 0o1000 | 0o600)
+        assert shmid >= 0
+        try:
+            assert any(o.startswith("SysV shm") for o in kernel_objects() - before)
+        finally:
+            libc.shmctl(shmid, 0, None)  # IPC_RMID
+        assert kernel_objects() == before
 
 
 @pytest.mark.slow

@@ -65,7 +65,8 @@ def _trace():
     return st.one_of(_junk(), st.lists(st.one_of(_event(), _junk()), max_size=8))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trace=_trace(), stats=_junk(), coef=_junk())
 def test_junk_from_the_child_never_breaks_the_parent(setting, trace, stats, coef):
     hidden, payload, want = setting
@@ -80,7 +81,8 @@ def test_junk_from_the_child_never_breaks_the_parent(setting, trace, stats, coef
     assert found is None or found[0] in DIAGNOSES
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_one_corrupted_field_of_a_real_trace_drops_the_trace(setting, data):
     """A real trace with one field replaced by junk of another type validates to None or to typed events,

@@ -110,6 +110,10 @@ def write_roster(path: Path, student_ids) -> Path:
     return path
 
 
+class _PortTaken(Exception):
+    """The server could not bind the port ``free_port`` picked (someone took it in between)."""
+
+
 class ServerProcess:
     """``ppo-course quiz serve`` in a child process on a loopback port (cooldown 0), for crash/load/browser tests.
 
@@ -122,6 +126,7 @@ class ServerProcess:
                  workers: int = 1, *, policy: str = "default: {mode: cooldown, cooldown_s: 0}\n",
                  roster: Path | None = None, extra_args: tuple[str, ...] = ()) -> None:
         self.workdir = Path(workdir)
+        self._port_chosen_here = port is None  # free_port()'s pick: another process may take it before the bind
         self.port = port or free_port()
         self.db = db or self.workdir / "quiz.sqlite"
         self.workers = workers
@@ -141,7 +146,23 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 120.0) -> "ServerProcess":
-        """Start the server and wait until it answers."""
+        """Start the server and wait until it answers.
+
+        A port picked by ``free_port`` is free only when picked: another process (an xdist worker's
+        outgoing connection takes an ephemeral port too) may hold it by the time the server binds. The
+        server then exits saying the address is in use, and is started again on a fresh port (twice at most).
+        """
+        for attempt in range(3):
+            try:
+                return self._start_once(timeout_s)
+            except _PortTaken:
+                if attempt == 2:
+                    raise RuntimeError(f"the quiz server found its port taken three times:\n{self.log.read_text()}")
+                self.port = free_port()
+                self.log = self.workdir / f"server-{self.port}.log"
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout_s: float) -> "ServerProcess":
         argv = [sys.executable, "-c", "import sys; from ppo_course.cli import main; sys.exit(main())",
                 "quiz", "serve", "--host", "127.0.0.1", "--port", str(self.port), "--db", str(self.db),
                 "--secret-file", str(self.secret), "--roster", str(self.roster), "--policy", str(self.policy),
@@ -153,7 +174,11 @@ class ServerProcess:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the quiz server exited with {self.proc.returncode}:\n{self.log.read_text()}")
+                self._log_fh.close()
+                said = self.log.read_text()
+                if self._port_chosen_here and ("address already in use" in said.lower() or "errno 98" in said.lower()):
+                    raise _PortTaken(self.port)
+                raise RuntimeError(f"the quiz server exited with {self.proc.returncode}:\n{said}")
             try:  # an HTTP answer, not only an open socket: with --workers uvicorn's parent listens first
                 if httpx.get(self.url + "/login", timeout=2.0).status_code == 200:
                     return self

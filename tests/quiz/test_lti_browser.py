@@ -54,6 +54,9 @@ class LmsServer:
     """The mini LMS under uvicorn in a daemon thread on a loopback port, reached as ``http://localhost:PORT``."""
 
     def __init__(self) -> None:
+        self._on_a_free_port()
+
+    def _on_a_free_port(self) -> None:
         import uvicorn
 
         self.port = free_port()
@@ -63,13 +66,19 @@ class LmsServer:
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> "LmsServer":
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
+        # free_port()'s pick may be taken before uvicorn binds it (another xdist worker's connection): the
+        # server thread then ends at once, and the LMS (not yet known to anyone) moves to a fresh port.
+        for attempt in range(3):
+            self.thread.start()
+            deadline = time.monotonic() + 30
+            while not self.server.started and self.thread.is_alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if self.server.started:
+                return self
+            if self.thread.is_alive() or attempt == 2:
                 raise RuntimeError("the mini LMS did not start")
-            time.sleep(0.05)
-        return self
+            self._on_a_free_port()
+        raise AssertionError("unreachable")
 
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True

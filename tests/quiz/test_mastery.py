@@ -228,6 +228,23 @@ def test_take_under_mastery_gives_no_verdict_and_keeps_a_passed_stop(bank, key_o
         assert s.completed_stops("tess") == {1}
 
 
+def test_take_counts_the_missed_claims_out_of_the_stops_claims_not_its_questions(bank, run_cli, tmp_path):
+    """Stop 2 asks more questions than it has claims (a claim's items are added until a blind pass is unlikely):
+    with every answer wrong, every claim is missed, and the count is out of the claims."""
+    from quiz_server_support import form_answer, offline_service
+
+    store, policy = tmp_path / "quiz.sqlite3", tmp_path / "policy.yaml"
+    policy.write_text("default: {mode: mastery, cooldown_s: 0}\n")
+    service = offline_service(bank, secret=None)
+    drawn = set(mastery.draw(bank, 2, "uma", 1, {}))
+    wrong = [form_answer(service, "uma", q.id, 1, right=False) for q in bank.questions(2) if q.id in drawn]
+    n_claims = len({q.claim for q in bank.questions(2)})  # the bank's own listing: 5 claims for stop 2
+    assert len(wrong) > n_claims, "stop 2 no longer asks more questions than claims: the check would be vacuous"
+    stdin = "".join((",".join(w) if isinstance(w, list) else w) + "\n" for w in wrong) + "n\n"
+    code, out, _ = run_cli(["quiz", "take", "--stop", 2, "--student", "uma", "--store", store, "--policy", policy], stdin)
+    assert f"{n_claims} of {n_claims} claims not established" in " ".join(out.split()), out
+
+
 @pytest.mark.parametrize("mode", ["cooldown", "budget"])
 def test_the_older_policies_still_tell_each_answer(bank, checker, tmp_path, mode):
     from quiz_bank.instructor.server.app import create_app

@@ -28,6 +28,12 @@ def test_signed_out_visitor_gets_the_sign_in_form_and_a_student_sees_eight_stops
     assert page.status_code == 200 and 'name="token"' in page.text and "Stop 1" not in page.text
     home = sign_in("ann").get("/")
     assert all(f'href="/stop/{s}"' in home.text for s in range(1, 9)) and "0/8 stops passed" in home.text
+    # Under the mastery rule (the default) the count is the stop's claims, named as such (an attempt may ask more
+    # questions than that: a claim is asked twice where one question alone could be guessed).
+    from quiz_bank import mastery
+
+    n_claims = len(mastery.stop_claims(app.state.service.bank, 2))
+    assert "<th>asks</th>" in home.text and f"<td>{n_claims} claims</td>" in home.text
 
 
 def test_a_wrong_answer_is_told_at_once_the_stop_fails_and_the_review_hides_the_key(quiz_server, bank):

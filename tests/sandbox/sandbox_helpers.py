@@ -40,6 +40,39 @@ def sandbox_processes() -> list[tuple[int, int, str]]:
     return out
 
 
+def left_under_free_uid(uid: int | None, wait_s: float = 60.0) -> list[tuple[int, int, str]]:
+    """The live (not zombie) processes of sandbox uid ``uid``, looked at while this process holds the uid's lock.
+
+    A fork server hands a uid out only under its lock (``sandbox_child.reaper.allocate_uid``), so while the test
+    holds it no fork server on the machine (another xdist worker's) can start a child under ``uid`` and have
+    it counted as a leftover. A uid another server holds right now is waited for (its children die before
+    it lets go); after ``wait_s`` seconds that is an error, never a pass. ``uid`` None (a grader without
+    root has no private uids): none.
+    """
+    import fcntl
+    import time
+
+    from sandbox_child.reaper import LOCK_DIR
+
+    if uid is None:
+        return []
+    os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(LOCK_DIR, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"sandbox uid {uid} stayed held by a fork server for {wait_s:.0f} s") from None
+                time.sleep(0.05)
+        return [p for p in sandbox_processes() if p[1] == uid and p[2] != "Z"]
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
 def in_child(server, path) -> str:
     """Where the child sees the host path ``path``: under /opt/ppo when the fork server runs there (a109)."""
     from sandbox_child import fixed_root

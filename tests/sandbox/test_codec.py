@@ -215,7 +215,7 @@ def test_malformed_values_are_protocol_errors(node, buffers, words):
 
 
 @given(shape=st.lists(st.integers(0, 2**80), min_size=1, max_size=codec.MAX_NDIM).map(lambda s: [0] + s))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)  # the same shapes on every run
 def test_any_empty_tensor_shape_decodes_or_is_a_protocol_error(shape):
     """Whatever dimensions an empty tensor announces, the decoder returns a tensor of that shape or raises
     ProtocolError: never torch's own TypeError/RuntimeError, which the grader would blame on itself."""

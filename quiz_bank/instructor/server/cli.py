@@ -119,8 +119,9 @@ def serve(args: argparse.Namespace) -> int:
         print(f"note: {len(removed)} student(s) no longer on the roster, their sign-in tokens no longer work: "
               + ", ".join(removed[:20]) + (" ..." if len(removed) > 20 else ""), flush=True)
     schema = f"schema {after}" + (f", upgraded from {before}" if before != after else "")
-    print(f"quiz server on http://{args.host}:{args.port}/ (database {describe(args.db)}, {schema}, "
-          f"{args.workers} worker(s)); Ctrl-C stops it", flush=True)
+    print(f"quiz server starting on http://{args.host}:{args.port}/ (database {describe(args.db)}, {schema}, "
+          f"{args.workers} worker(s)); it answers once its app has loaded (a few seconds); Ctrl-C stops it",
+          flush=True)
     serving.run(config, args.host, args.port, args.workers)
     return 0
 

@@ -83,6 +83,7 @@ class StopProgress:
     open_attempt: int | None = None
     answered_in_open: int = 0
     open_of: int = 0
+    unit: str = "questions"  # what n_questions counts: "claims" under the mastery rule
 
 
 @dataclass
@@ -173,6 +174,7 @@ class QuizService:
                 best_of=len(best.question_order) if best else self.claims_per_attempt(stop),
                 passed=any(a.passed for a in rows), open_attempt=open_rows[-1].attempt if open_rows else None,
                 answered_in_open=answered, open_of=len(open_rows[-1].question_order) if open_rows else 0,
+                unit="claims" if self.policy.for_stop(stop).is_mastery else "questions",
             ))
         return out
 
