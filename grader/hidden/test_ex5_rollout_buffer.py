@@ -233,6 +233,38 @@ def test_minibatch_order_matches_reference(student, reference):
                 _expect(ok, "buffer_wrong_minibatch_order", f"field {name!r} differs", what)
 
 
+def test_minibatches_hold_added_rows(student):
+    """(0 points, reported; the buffer's phase, cycle and error tests count once it passes) One epoch's
+    mini-batches hold at least one row, and each row they hold is an added sequence with every field, in any
+    order or chunking: a buffer that stores no row has every property of the phases, never this one."""
+    rollouts = [_rollout(4, seed=21), _rollout(3, seed=22, start=4)]
+    buf = student.new("RolloutBuffer")
+    for fields in rollouts:
+        buf.add(**fields)
+    buf.start_training()
+    batches = drain(buf.minibatches(2, generator=_gen(21)))
+    what = "one epoch of minibatches(2) over 7 added sequences"
+    if not isinstance(batches, list) or not all(isinstance(mb, dict) for mb in batches):
+        raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", what)
+    added = {int(i): {name: t[k] for name, t in f.items()} for f in rollouts for k, i in enumerate(f["ids"])}
+    n_rows = 0
+    for mb in batches:
+        ids = mb.get("ids")
+        _expect(isinstance(ids, torch.Tensor) and ids.dim() == 1 and not ids.dtype.is_floating_point,
+                "wrong_type", "a mini-batch without its 'ids' rows", what)
+        for j, i in enumerate(ids.tolist()):
+            _expect(i in added, "buffer_stores_no_rows", f"a row with id {i} that was never added", what)
+            for name, tensor in added[i].items():
+                other = mb.get(name)
+                ok = (isinstance(other, torch.Tensor) and other.dim() >= 1 and other.shape[1:] == tensor.shape
+                      and other.shape[0] == ids.shape[0] and other.dtype == tensor.dtype
+                      and bool(torch.equal(other[j], tensor)))
+                _expect(ok, "buffer_stores_no_rows", f"field {name!r} of the row with id {i} is not the one added",
+                        what)
+            n_rows += 1
+    _expect(n_rows > 0, "buffer_stores_no_rows", "no row at all", what)
+
+
 def test_minibatches_cover_rollout_once(student):
     """One epoch yields every sequence exactly once; the last mini-batch may be smaller. Without a generator
     the epoch is still shuffled, from torch's global RNG (the docstring's "None: global RNG"): over 16

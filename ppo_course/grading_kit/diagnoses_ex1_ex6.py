@@ -303,6 +303,10 @@ EX1_TO_EX6: dict[str, str] = {
         "minibatches() must raise its errors when it is CALLED (validate before returning the iterator), "
         "not at the first next(): write it as a normal method that checks, then returns a generator."
     ),
+    "buffer_stores_no_rows": (
+        "Your mini-batches do not hold the sequences that were added (no row at all, or rows whose fields differ "
+        "from the ones added): add() must keep every row of every field, and minibatches() yield them (Book §5.5)."
+    ),
     "buffer_keeps_graph": (
         "add() stores tensors that still carry the caller's autograd graph; store detached copies "
         "(value.detach().clone())."
