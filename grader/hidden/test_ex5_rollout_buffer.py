@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.hidden.draws import draw_seed
+from grader.hidden.buffer_cases import epochs_of, mb_generator, rollout
 from ppo_course.grading_kit.buffer_data import advance, drain, order_diagnosis
 from ppo_course.grading_kit.feedback import Mismatch, expect_raises
 
@@ -18,24 +18,8 @@ KIND = "hidden"
 
 
 
-def _gen(salt: int) -> torch.Generator:
-    """The mini-batch generator number `salt` of these tests, seeded from the grader's secret (`grader.hidden.draws`)."""
-    return torch.Generator().manual_seed(draw_seed(f"ex5.minibatches.{salt}"))
 
 
-def _rollout(B: int, T: int = 4, seed: int = 0, start: int = 0) -> dict[str, torch.Tensor]:
-    """Per-sequence fields of eq. 5.13; `ids` numbers the sequences so that order can be checked.
-
-    `seed` names the draw (`grader.hidden.draws`): the values are drawn per grader version, never fixed here.
-    """
-    g = torch.Generator().manual_seed(draw_seed(f"ex5.rollout.{seed}"))
-    return {
-        "ids": torch.arange(start, start + B),                                  # (B,) long
-        "responses": torch.randint(0, 50, (B, T), generator=g),                # (B, T) long
-        "logp_old": -torch.rand(B, T, generator=g, dtype=torch.float64) * 3,   # (B, T)
-        "values": torch.randn(B, T, generator=g, dtype=torch.float64),         # (B, T)
-        "mask": torch.arange(T)[None, :] < torch.randint(1, T + 1, (B, 1), generator=g),  # (B, T) bool
-    }
 
 
 def _phase(buf) -> str:
@@ -54,8 +38,8 @@ def test_buffer_lifecycle(student):
     buf = student.new("RolloutBuffer")
     _expect(_phase(buf) == "collect", "wrong_value", f"phase {_phase(buf)!r}", "a new buffer's phase")
     _expect(len(buf) == 0, "buffer_wrong_length", f"len {len(buf)}", "len(new buffer)")
-    buf.add(**_rollout(3, seed=1))
-    buf.add(**_rollout(2, seed=2, start=3))
+    buf.add(**rollout(3, seed=1))
+    buf.add(**rollout(2, seed=2, start=3))
     _expect(len(buf) == 5, "buffer_wrong_length", f"len {len(buf)} after adding 3 + 2 sequences", "len(buffer)")
     buf.start_training()
     _expect(_phase(buf) == "train", "wrong_value", f"phase {_phase(buf)!r}", "phase after start_training()")
@@ -69,9 +53,9 @@ def test_buffer_lifecycle(student):
 def test_add_during_train_raises(student, error_name):
     """add() in the train phase raises RuntimeError (the cycle's data is frozen while training on it)."""
     buf = student.new("RolloutBuffer")
-    buf.add(**_rollout(3, seed=3))
+    buf.add(**rollout(3, seed=3))
     buf.start_training()
-    expect_raises(lambda: buf.add(**_rollout(2, seed=4)), ("RuntimeError",), "buffer_add_during_train",
+    expect_raises(lambda: buf.add(**rollout(2, seed=4)), ("RuntimeError",), "buffer_add_during_train",
                   what="add() in the train phase", is_error=error_name)
 
 
@@ -109,8 +93,8 @@ def test_minibatches_during_collect_raise(student, error_name):
     """Calling minibatches() in the collect phase raises RuntimeError at call time (the docstring's
     "RuntimeError: if not in the train phase (at call time)"), not at the first next()."""
     buf = student.new("RolloutBuffer")
-    buf.add(**_rollout(4, seed=5))
-    _raises_at_call(lambda: buf.minibatches(2, generator=_gen(0)), drain, ("RuntimeError",),
+    buf.add(**rollout(4, seed=5))
+    _raises_at_call(lambda: buf.minibatches(2, generator=mb_generator(0)), drain, ("RuntimeError",),
                     "buffer_minibatches_during_collect", "minibatches() in the collect phase", error_name)
 
 
@@ -119,9 +103,9 @@ def test_use_after_purge_raises(student, error_name):
     of the purged cycle survives: the next cycle's first add() may use another trailing shape (longer responses
     in the next PPO step), since the keys and shapes are those of "the first call of this cycle"."""
     buf = student.new("RolloutBuffer")
-    buf.add(**_rollout(6, seed=6))
+    buf.add(**rollout(6, seed=6))
     buf.start_training()
-    stale = buf.minibatches(2, generator=_gen(1))
+    stale = buf.minibatches(2, generator=mb_generator(1))
     advance(stale)  # one mini-batch while the data is live
     buf.purge()
     expect_raises(lambda: advance(stale), ("RuntimeError",), "buffer_use_after_purge",
@@ -131,9 +115,9 @@ def test_use_after_purge_raises(student, error_name):
                     "minibatches() after purge()", error_name)
     what = "add() of a new cycle with another trailing shape (T = 6 after T = 4), after purge()"
     try:
-        buf.add(**_rollout(3, T=6, seed=23))
+        buf.add(**rollout(3, T=6, seed=23))
         buf.start_training()
-        batches = drain(buf.minibatches(3, generator=_gen(4)))
+        batches = drain(buf.minibatches(3, generator=mb_generator(4)))
     except Exception as exc:  # the student's exception, reported by type name
         if error_name(exc) is None:
             raise
@@ -150,15 +134,15 @@ def test_cycle_rules(student, error_name):
     is now); len() is 0 after purge() and counts the new cycle's rows only; the new cycle's mini-batches hold
     the new rows only; a purge() while collecting wipes the rows added before it too."""
     buf = student.new("RolloutBuffer")
-    buf.add(**_rollout(4, seed=31))
+    buf.add(**rollout(4, seed=31))
     buf.start_training()
-    stale = buf.minibatches(2, generator=_gen(31))
+    stale = buf.minibatches(2, generator=mb_generator(31))
     advance(stale)
     buf.purge()
     _expect(len(buf) == 0, "buffer_use_after_purge", f"len {len(buf)}", "len(buffer) right after purge()")
     what = "the second cycle: add() and start_training() after purge()"
     try:
-        buf.add(**_rollout(3, seed=32, start=100))
+        buf.add(**rollout(3, seed=32, start=100))
         _expect(len(buf) == 3, "buffer_wrong_length", f"len {len(buf)} after adding 3 sequences to a purged buffer",
                 "len(buffer) in the second cycle")
         buf.start_training()
@@ -170,11 +154,11 @@ def test_cycle_rules(student, error_name):
         raise Mismatch("buffer_use_after_purge", f"raised {error_name(exc)}: the purged cycle still binds", what) from None
     expect_raises(lambda: advance(stale), ("RuntimeError",), "buffer_use_after_purge",
                   what="advancing an iterator of the first cycle while the second cycle trains", is_error=error_name)
-    rows = drain(buf.minibatches(2, generator=_gen(32)))
+    rows = drain(buf.minibatches(2, generator=mb_generator(32)))
     ids = sorted(int(i) for mb in rows if isinstance(mb, dict) and isinstance(mb.get("ids"), torch.Tensor)
                  for i in mb["ids"].reshape(-1).tolist())
     stale_rows = any(i < 100 for i in ids)
-    perm = [100 + i for i in torch.randperm(3, generator=_gen(32)).tolist()]  # the specified chunks
+    perm = [100 + i for i in torch.randperm(3, generator=mb_generator(32)).tolist()]  # the specified chunks
     order = order_diagnosis([mb["ids"].tolist() for mb in rows], [perm[:2], perm[2:]], 2)
     _expect(ids == [100, 101, 102], "buffer_use_after_purge" if stale_rows else order,
             f"the second cycle served sequences {ids}", "mini-batches of the second cycle (its 3 sequences, each once)")
@@ -186,11 +170,11 @@ def _purge_while_collecting(student, error_name) -> None:
     buf = student.new("RolloutBuffer")
     what = "add() 2 rows, purge() while collecting, add() 3 new rows, start_training()"
     try:
-        buf.add(**_rollout(2, seed=41))
+        buf.add(**rollout(2, seed=41))
         buf.purge()
-        buf.add(**_rollout(3, seed=42, start=200))
+        buf.add(**rollout(3, seed=42, start=200))
         buf.start_training()
-        rows = drain(buf.minibatches(3, generator=_gen(41)))
+        rows = drain(buf.minibatches(3, generator=mb_generator(41)))
     except Exception as exc:  # the student's exception, reported by type name
         if error_name(exc) is None:
             raise
@@ -201,22 +185,15 @@ def _purge_while_collecting(student, error_name) -> None:
             "were 0 and 1)", what)
 
 
-def _epochs_of(buffer_factory, fields_list, plan):
-    """Several epochs over ONE buffer: plan = [(mini_batch_size, generator seed), ...]."""
-    buf = buffer_factory()
-    for fields in fields_list:
-        buf.add(**fields)
-    buf.start_training()
-    return [drain(buf.minibatches(mbs, generator=_gen(seed))) for mbs, seed in plan]
 
 
 def test_minibatch_order_matches_reference(student, reference):
     """Every minibatches() call draws perm = randperm(len, generator); mini-batch i = rows
     perm[i·mbs:(i+1)·mbs] of every field. Four epochs over one buffer, each with its own generator."""
-    rollouts = [_rollout(4, seed=7), _rollout(3, seed=8, start=4)]
+    rollouts = [rollout(4, seed=7), rollout(3, seed=8, start=4)]
     plan = ((2, 11), (3, 12), (7, 13), (1, 14))
-    got_epochs = _epochs_of(lambda: student.new("RolloutBuffer"), rollouts, plan)
-    want_epochs = _epochs_of(reference.RolloutBuffer, rollouts, plan)
+    got_epochs = epochs_of(lambda: student.new("RolloutBuffer"), rollouts, plan)
+    want_epochs = epochs_of(reference.RolloutBuffer, rollouts, plan)
     for (mbs, seed), got, want in zip(plan, got_epochs, want_epochs):
         what = f"minibatches({mbs}) over 7 sequences"
         if not isinstance(got, list) or not all(isinstance(mb, dict) for mb in got):
@@ -234,15 +211,14 @@ def test_minibatch_order_matches_reference(student, reference):
 
 
 def test_minibatches_hold_added_rows(student):
-    """(0 points, reported; the buffer's phase, cycle and error tests count once it passes) One epoch's
-    mini-batches hold at least one row, and each row they hold is an added sequence with every field, in any
-    order or chunking: a buffer that stores no row has every property of the phases, never this one."""
-    rollouts = [_rollout(4, seed=21), _rollout(3, seed=22, start=4)]
+    """(0 points, reported; the phase, cycle and error tests count once it passes) One epoch holds a row, and
+    each row it holds is an added sequence with every field (any order): a buffer storing nothing fails it."""
+    rollouts = [rollout(4, seed=21), rollout(3, seed=22, start=4)]
     buf = student.new("RolloutBuffer")
     for fields in rollouts:
         buf.add(**fields)
     buf.start_training()
-    batches = drain(buf.minibatches(2, generator=_gen(21)))
+    batches = drain(buf.minibatches(2, generator=mb_generator(21)))
     what = "one epoch of minibatches(2) over 7 added sequences"
     if not isinstance(batches, list) or not all(isinstance(mb, dict) for mb in batches):
         raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", what)
@@ -270,17 +246,17 @@ def test_minibatches_cover_rollout_once(student):
     the epoch is still shuffled, from torch's global RNG (the docstring's "None: global RNG"): over 16
     sequences, two epochs both in storage order (chance 1/16!² for a shuffle) mean no shuffle at all."""
     buf = student.new("RolloutBuffer")
-    buf.add(**_rollout(5, seed=9))
+    buf.add(**rollout(5, seed=9))
     buf.start_training()
-    batches = drain(buf.minibatches(2, generator=_gen(2)))
+    batches = drain(buf.minibatches(2, generator=mb_generator(2)))
     ids = sorted(i for mb in batches for i in mb["ids"].tolist())
     sizes = [len(mb["ids"]) for mb in batches]
-    perm = torch.randperm(5, generator=_gen(2)).tolist()  # the specified chunks (ids 0..4 in storage order)
+    perm = torch.randperm(5, generator=mb_generator(2)).tolist()  # the specified chunks (ids 0..4 in storage order)
     diagnosis = order_diagnosis([mb["ids"].tolist() for mb in batches], [perm[i:i + 2] for i in (0, 2, 4)], 2)
     _expect(ids == [0, 1, 2, 3, 4] and sizes == [2, 2, 1], diagnosis,
             f"ids {ids}, sizes {sizes}", "minibatches(2) over 5 sequences")
     buf = student.new("RolloutBuffer")
-    buf.add(**_rollout(16, seed=13))
+    buf.add(**rollout(16, seed=13))
     buf.start_training()
     orders = []
     for _ in range(2):
@@ -302,7 +278,7 @@ def test_buffer_keeps_copies(student):
     as a caller reusing its tensors between steps would; locally the tensors
     themselves are overwritten. The ids are left alone, so that rows are matched by id.
     """
-    original = _rollout(4, seed=12)
+    original = rollout(4, seed=12)
     caller = {k: v.clone() for k, v in original.items()}
     reused = {"responses": caller["responses"] + 1, "logp_old": caller["logp_old"] - 7.0,
               "values": caller["values"] + 7.0, "mask": ~caller["mask"]}
@@ -318,7 +294,7 @@ def test_buffer_keeps_copies(student):
         for name, value in reused.items():
             caller[name].copy_(value)
     buf.start_training()
-    batches = drain(buf.minibatches(4, generator=_gen(3)))
+    batches = drain(buf.minibatches(4, generator=mb_generator(3)))
     what = "mini-batches after the caller changed its tensors"
     if not isinstance(batches, list) or not all(isinstance(mb, dict) for mb in batches):
         raise Mismatch("wrong_type", "mini-batches must be dicts {field: tensor}", what)
@@ -344,12 +320,12 @@ def test_invalid_use_raises(student, error_name):
     buf = student.new("RolloutBuffer")
     expect_raises(lambda: buf.start_training(), ("RuntimeError",), "buffer_start_training_empty",
                   what="start_training() on an empty buffer", is_error=error_name)
-    buf.add(**_rollout(2, seed=11))
+    buf.add(**rollout(2, seed=11))
     buf.start_training()
     expect_raises(lambda: buf.start_training(), ("RuntimeError",), "buffer_start_training_empty",
                   what="start_training() twice (already in the train phase)", is_error=error_name)
     buf = student.new("RolloutBuffer")
-    fields = _rollout(3, seed=10)
+    fields = rollout(3, seed=10)
     fields["values"] = fields["values"][:2]  # batch of 2 beside batches of 3
     expect_raises(lambda: buf.add(**fields), ("ValueError",), "buffer_no_validation",
                   what="add() with different batch sizes", is_error=error_name)
@@ -367,8 +343,8 @@ def test_add_inconsistent_fields_raises(student, error_name):
     }
     for label, change in cases.items():
         buf = student.new("RolloutBuffer")
-        buf.add(**_rollout(3, seed=20))
-        second = change(_rollout(2, seed=21, start=3))
+        buf.add(**rollout(3, seed=20))
+        second = change(rollout(2, seed=21, start=3))
         expect_raises(lambda: buf.add(**second), ("ValueError",), "buffer_inconsistent_fields",
                       what=f"a second add() with {label}", is_error=error_name)
 
@@ -377,9 +353,9 @@ def test_invalid_mini_batch_size_raises(student, error_name):
     """minibatches(mini_batch_size) with mini_batch_size < 1 raises ValueError, at call time."""
     for size in (-2, 0):
         buf = student.new("RolloutBuffer")
-        buf.add(**_rollout(4, seed=22))
+        buf.add(**rollout(4, seed=22))
         buf.start_training()
-        _raises_at_call(lambda: buf.minibatches(size, generator=_gen(0)), drain,
+        _raises_at_call(lambda: buf.minibatches(size, generator=mb_generator(0)), drain,
                         ("ValueError",), "buffer_bad_minibatch_size", f"minibatches({size})", error_name)
 
 
@@ -417,8 +393,8 @@ def test_add_rejects_malformed_fields(student, error_name):
                          "a 0-dim field": add(ids=torch.arange(2), values=torch.tensor(1.0))},
                         error_name, "RolloutBuffer.add")
     buf = student.new("RolloutBuffer")
-    first = _rollout(3, seed=24)
+    first = rollout(3, seed=24)
     buf.add(**{**first, "logp_old": first["logp_old"].float()})  # float32 first
-    second = _rollout(2, seed=25, start=3)  # float64 logp_old
+    second = rollout(2, seed=25, start=3)  # float64 logp_old
     expect_raises(lambda: buf.add(**second), ("ValueError",), "buffer_inconsistent_fields",
                   what="a second add() with another dtype (float64 after float32)", is_error=error_name)
