@@ -304,8 +304,8 @@ EX1_TO_EX6: dict[str, str] = {
         "not at the first next(): write it as a normal method that checks, then returns a generator."
     ),
     "buffer_stores_no_rows": (
-        "Your mini-batches do not hold the sequences that were added (no row at all, or rows whose fields differ "
-        "from the ones added): add() must keep every row of every field, and minibatches() yield them (Book §5.5)."
+        "Your mini-batches do not hold the sequences that were added (no row at all, or a field's row that no add() "
+        "gave): add() must keep every row of every field, and minibatches() yield them (Book §5.5)."
     ),
     "buffer_keeps_graph": (
         "add() stores tensors that still carry the caller's autograd graph; store detached copies "

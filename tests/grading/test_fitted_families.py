@@ -229,6 +229,20 @@ def test_hidden_compare_carries_the_fit_into_the_mismatch():
     assert caught.value.diagnosis == "hyperparameter_value_wrong" and "0.99" in caught.value.finding
 
 
+def test_a_family_is_fitted_with_the_students_pick_where_the_variants_use_another():
+    """ppo_loss's hidden tests compare the loss (``pick``: element 0 of (loss, stats)) while its buggy variants
+    return the loss alone (``variant_pick``: the output itself); a family models the whole (loss, stats), so it is
+    fitted with ``pick``. Through ``variant_pick`` it reproduced nothing and vf_coef = 0.5 went unnamed."""
+    def ppo_loss(*args, **kwargs):
+        return R.ppo_loss(*args, **{**kwargs, "vf_coef": 0.5})
+    student = types.SimpleNamespace(ppo_loss=ppo_loss)
+    args = (D.logp_new, D.logp_old, D.adv, D.x, D.y, D.y * 0.5, D.logits, D.m)
+    with pytest.raises(Mismatch) as caught:
+        support.compare(student, R, "ppo_loss", args, {}, rtol=1e-9, atol=1e-9, pick=lambda out: out[0],
+                        variant_pick=lambda out: out)
+    assert caught.value.diagnosis == "hyperparameter_value_wrong" and "vf_coef = 0.5 is used" in caught.value.finding
+
+
 # --------------------------------------------------------------------------- where they differ
 M = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]], dtype=torch.bool)
 WANT = torch.tensor([[1.0, 2.0, 3.0, 0.0], [4.0, 5.0, 0.0, 0.0]], dtype=torch.float64)
