@@ -52,9 +52,12 @@ RESERVED_IDS = frozenset({GRADEBOOK, NBGRADER_CSV, *REPORT_FILES, REGRADE_MD, RE
                           LTI_PUBLISH_REPORT, STATE_DIR})
 
 
+_RESERVED_FOLDED = frozenset(name.casefold() for name in RESERVED_IDS)
+
+
 def is_reserved_id(student_id: str) -> bool:
     """True when `student_id` names one of the batch's own files or folders (`RESERVED_IDS`), in any case."""
-    return student_id.casefold() in {name.casefold() for name in RESERVED_IDS}
+    return student_id.casefold() in _RESERVED_FOLDED
 
 
 def student_folder(out_dir: Path, student_id: str) -> Path | None:
