@@ -20,18 +20,22 @@ _FOLDER: str | None = None
 
 
 def pytest_configure(config) -> None:
-    """Write the test secret (0600, in a 0700 folder of this session) and point ``$PPO_COURSE_SECRET_FILE`` at it."""
+    """Write the test secret (0600, in a 0700 folder of this session) and point ``$PPO_COURSE_SECRET_FILE`` at it;
+    point ``$PPO_COURSE_GRADER_CACHE_DIR`` into the same folder."""
     global _FOLDER
     from grader.course_secret import SECRET_ENV, SECRET_NAME, create_secret
+    from grader.hidden.disk_cache import CACHE_DIR_ENV
 
+    _FOLDER = tempfile.mkdtemp(prefix="ppo-course-test-secret-")
+    # The graders' store on disk (grader.hidden.disk_cache) of this session: never the user's own.
+    os.environ[CACHE_DIR_ENV] = os.path.join(_FOLDER, "grader-cache")
     if os.environ.get(SECRET_ENV) and os.environ.get("PPO_COURSE_TEST_KEEP_SECRET") == "1":
         return  # a run asked for the secret it named (e.g. to grade the catalogue with another one)
-    _FOLDER = tempfile.mkdtemp(prefix="ppo-course-test-secret-")
     path = create_secret(os.path.join(_FOLDER, SECRET_NAME), TEST_SECRET)
     os.environ[SECRET_ENV] = str(path)
 
 
 def pytest_unconfigure(config) -> None:
-    """Remove this session's secret folder."""
+    """Remove this session's secret folder (and the graders' store on disk in it)."""
     if _FOLDER is not None:
         shutil.rmtree(_FOLDER, ignore_errors=True)

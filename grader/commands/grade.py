@@ -73,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     except GraderSecretError as exc:  # a grader fault: nothing graded, no results written
         print(f"error: {exc}", file=sys.stderr)
         return 3
+    from grader.hidden import disk_cache
+
+    disk_cache.switch_on()  # the reference's answers on the hidden inputs, read from the grader's disk
     outcome = _grade(args.submission, exercises, args.profile)
     if outcome.fault:
         return _grader_fault(args, outcome.message)

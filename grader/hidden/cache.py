@@ -3,10 +3,13 @@
 A warm trusted worker (`grader.runners.warm`) grades many students in one process; the
 reference's outputs on the hidden inputs, exercise 7's reference steps and its
 "before" score, and hypothesis' example lists are the same for all of them.
-They are kept here, in this (trusted) process's memory only: nothing is
-written to disk, nothing reaches a sandboxed child, and the requests a child
-sees are the same whether an entry was cached or not (a cached value is only
-ever used in place of a trusted computation on the same inputs).
+They are kept here, in this (trusted) process's memory, and, for the entries
+whose key holds no student's value (``persist=True``), in the grader's store on
+disk (`grader.hidden.disk_cache`, where a grader process has switched it on), so
+that a fresh process reads them instead of computing them. Nothing reaches a
+sandboxed child, and the requests a child sees are the same whether an entry
+was cached or not (a cached value is only ever used in place of a trusted
+computation on the same inputs).
 
 Keys: the grader's version key (`version_key`: the fingerprint of the grader,
 reference and student runtime as imported, and the hidden draws' key, i.e.
@@ -29,13 +32,15 @@ from typing import Any, Callable
 
 import torch
 
+from grader.hidden import disk_cache
+
 #: Entries kept per kind (LRU). Hidden inputs are a few hundred per kind; exercise 7's entries are
 #: ~0.5 MB each (a 107k-parameter state dict).
 MAX_ENTRIES = {"ex7": 96}
 DEFAULT_MAX_ENTRIES = 4096
 
 _STORE: dict[str, "OrderedDict[bytes, Any]"] = {}
-_STATS = {"hits": 0, "misses": 0}
+_STATS = {"hits": 0, "misses": 0, "disk_hits": 0}
 
 
 def enabled() -> bool:
@@ -129,10 +134,15 @@ def copy_value(x: Any) -> Any:
     return x
 
 
-def cached(kind: str, key: tuple, compute: Callable[[], Any], *, copy: Callable[[Any], Any] = copy_value) -> Any:
+def cached(kind: str, key: tuple, compute: Callable[[], Any], *, copy: Callable[[Any], Any] = copy_value,
+           persist: bool = False) -> Any:
     """`compute()`, or a copy of its value from an earlier call with the same `kind` and `key`.
 
     The computation runs under a forked global RNG (`_isolated`), hit or miss alike.
+    With ``persist``, a value not in memory is first looked up in the store on disk
+    (`grader.hidden.disk_cache`, where this process switched it on) and a computed one is written
+    there: for keys drawn from the hidden inputs alone, never from a student's values (those would
+    fill the store, one entry per student).
     Only values are cached: an exception from `compute` propagates and nothing is stored (the next
     call computes again). A key without an exact encoding (TypeError from `digest`) is not cached.
 
@@ -153,8 +163,14 @@ def cached(kind: str, key: tuple, compute: Callable[[], Any], *, copy: Callable[
         store.move_to_end(k)
         _STATS["hits"] += 1
         return copy(store[k])
-    _STATS["misses"] += 1
-    value = _isolated(compute)
+    value = disk_cache.load(version_key(), k) if persist else disk_cache.MISSING
+    if value is disk_cache.MISSING:
+        _STATS["misses"] += 1
+        value = _isolated(compute)
+        if persist:
+            disk_cache.save(version_key(), k, value)
+    else:
+        _STATS["disk_hits"] += 1
     store[k] = copy(value)
     if len(store) > MAX_ENTRIES.get(kind, DEFAULT_MAX_ENTRIES):
         store.popitem(last=False)
@@ -171,9 +187,10 @@ def _isolated(compute: Callable[[], Any]) -> Any:
 def clear() -> None:
     """Forget every entry (tests)."""
     _STORE.clear()
-    _STATS.update(hits=0, misses=0)
+    _STATS.update(hits=0, misses=0, disk_hits=0)
 
 
 def stats() -> dict[str, int]:
-    """{"hits": n, "misses": n, "entries": n} since the last `clear`."""
+    """{"hits": n, "misses": n, "disk_hits": n, "entries": n} since the last `clear` (a disk hit is read from
+    `grader.hidden.disk_cache`, a miss computed)."""
     return {**_STATS, "entries": sum(len(s) for s in _STORE.values())}

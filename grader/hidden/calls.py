@@ -29,15 +29,15 @@ def _is_reference(reference) -> bool:
 def reference_call(reference, name: str, args: tuple, kwargs: dict | None = None) -> Any:
     """The reference's answer on copies of the arguments (detached).
 
-    Cached per grader version and the arguments' exact contents (`grader.hidden.cache`): the hidden
-    inputs are the same for every student, so a warm worker computes each answer once.
+    Cached per grader version and the arguments' exact contents (`grader.hidden.cache`, kept on disk
+    too): the hidden inputs are the same for every student, so a warm worker computes each answer once.
     """
     def run():
         return fresh_copy(getattr(reference, name)(*fresh_copy(args), **fresh_copy(kwargs or {})))
 
     if not _is_reference(reference):
         return run()
-    return cached("reference_call", (name, tuple(args), dict(kwargs or {})), run)
+    return cached("reference_call", (name, tuple(args), dict(kwargs or {})), run, persist=True)
 
 
 def reference_grads(reference, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...],
@@ -51,7 +51,7 @@ def reference_grads(reference, name: str, args: tuple, kwargs: dict | None, wrt:
     if not _is_reference(reference):
         return run()
     return cached("reference_grads", (name, tuple(args), dict(kwargs or {}), tuple(wrt), grad_output, output_index),
-                  run)
+                  run, persist=True)
 
 
 def _reference_grads(reference, name: str, args: tuple, kwargs: dict | None, wrt: tuple[str, ...],

@@ -11,7 +11,7 @@ import warnings
 
 import torch
 
-from grader.hidden.cache import cached
+from grader.hidden.cache import cached, digest
 
 
 def _ppo_config(**overrides) -> dict:
@@ -23,9 +23,25 @@ def _ppo_config(**overrides) -> dict:
         return PPOConfig.toy(**{**base, **overrides}).model_dump()
 
 
+#: Digests (`grader.hidden.cache.digest`) of the weights `initial_state` handed out in this process.
+_DRAWN_STATES: set[bytes] = set()
+
+
 def initial_state(seed: int) -> dict[str, torch.Tensor]:
     """A freshly initialised toy policy (seeded; no SFT needed to compare one step). Cached per grader version."""
-    return cached("ex7", ("initial_state", seed), lambda: _fresh_state(seed))
+    state = cached("ex7", ("initial_state", seed), lambda: _fresh_state(seed), persist=True)
+    _DRAWN_STATES.add(digest("ex7_state", state))
+    return state
+
+
+def is_drawn_state(state: dict[str, torch.Tensor]) -> bool:
+    """True when ``state`` holds the exact weights of an `initial_state` (drawn from the hidden seeds alone), so
+    that a reference computation on it may be kept in the grader's store on disk; False for any other
+    weights (a student's step's, which would fill the store one entry per student) or no version key."""
+    try:
+        return digest("ex7_state", state) in _DRAWN_STATES
+    except TypeError:
+        return False
 
 
 def _fresh_state(seed: int) -> dict[str, torch.Tensor]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from grader.hidden.cache import cached
+from grader.hidden.ex7_payload import is_drawn_state
 from ppo_course.grading_kit import compare
 
 
@@ -104,8 +105,9 @@ def deep_runs_agree(run_student, own, trusted, payload: dict) -> bool:
 
 def evaluate_mean_score(state: dict, n: int = 64, seed: int = 999) -> float:
     """Mean toy score of n sampled responses (temperature 1) from a policy with these weights
-    (cached per grader version and the weights' bytes)."""
-    return cached("ex7", ("evaluate_mean_score", state, n, seed), lambda: _evaluate_mean_score(state, n, seed))
+    (cached per grader version and the weights' bytes; on the grader's disk too for a drawn initial state)."""
+    return cached("ex7", ("evaluate_mean_score", state, n, seed), lambda: _evaluate_mean_score(state, n, seed),
+                  persist=is_drawn_state(state))
 
 
 def _evaluate_mean_score(state: dict, n: int, seed: int) -> float:

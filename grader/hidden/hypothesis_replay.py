@@ -14,7 +14,7 @@ the first error when the final run passes.
 `run_replayed` does the same without the engine: the examples come from one
 recording run of hypothesis itself (a body that only records its arguments,
 with the real test's seed and settings), cached per grader version in this
-trusted process (`grader.hidden.cache.version_key`); each body call runs under
+trusted process (`grader.hidden.cache.version_key`) and in the grader's store on disk; each body call runs under
 hypothesis' own per-example context (its settings and its deterministic
 ``random`` seeding). So the student's functions receive the same calls in the
 same order, a failure is raised from the same example after the same final
@@ -101,14 +101,20 @@ def _seed_of(test: Callable) -> int:
 
 
 def examples(test: Callable) -> list[dict[str, Any]]:
-    """`test`'s example sequence (recorded once per grader version and test; see `_record`)."""
-    from grader.hidden.cache import digest
+    """`test`'s example sequence (recorded once per grader version and test, see `_record`; kept in the grader's
+    store on disk too, `grader.hidden.disk_cache`, where this process switched it on)."""
+    from grader.hidden import disk_cache
+    from grader.hidden.cache import digest, version_key
 
     inner = test.hypothesis.inner_test
     key = digest("hypothesis_examples", inner.__module__, inner.__qualname__, function_digest(inner).hex(),
                  repr(test._hypothesis_internal_use_settings), str(_seed_of(test)))
     if key not in _EXAMPLES:
-        _EXAMPLES[key] = _record(test)
+        found = disk_cache.load(version_key(), key)
+        if found is disk_cache.MISSING:
+            found = _record(test)
+            disk_cache.save(version_key(), key, found)
+        _EXAMPLES[key] = found
     return _EXAMPLES[key]
 
 

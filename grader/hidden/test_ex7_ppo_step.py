@@ -20,7 +20,7 @@ from grader.mistakes import buggy_ppo_step, ppo_step_diagnosis, ppo_step_stages
 from ppo_course.grading_kit import step_checks
 from ppo_course.grading_kit import step_trace as ppo_step_trace
 from grader.hidden.cache import cached
-from grader.hidden.ex7_payload import initial_state, make_payload
+from grader.hidden.ex7_payload import initial_state, is_drawn_state, make_payload
 from grader.hidden.ex7_support import Tracking, deep_runs_agree, evaluate_mean_score, purge_diagnosis
 from grader.hidden.draws import draw_choice, draw_int
 from ppo_course.grading_kit import compare
@@ -68,14 +68,17 @@ def run_student(module, payload: dict, observe: str | None = None) -> dict:
 
 
 def run_reference(payload: dict) -> dict:
-    """ppo_reference.ppo_step on the same setting as the harness (cached per grader version and payload)."""
-    return cached("ex7", ("run_reference", payload), lambda: _run_reference(payload))
+    """ppo_reference.ppo_step on the same setting as the harness (cached per grader version and payload; on the
+    grader's disk too when the weights are a drawn initial state)."""
+    return cached("ex7", ("run_reference", payload), lambda: _run_reference(payload),
+                  persist=is_drawn_state(payload["state_dict"]))
 
 
 def reference_step(payload: dict, **switches) -> dict:
     """`buggy_ppo_step.run_reference_step` (trace included), cached per grader version, payload and switches."""
     return cached("ex7", ("reference_step", payload, switches),
-                  lambda: buggy_ppo_step.run_reference_step(payload, **switches))
+                  lambda: buggy_ppo_step.run_reference_step(payload, **switches),
+                  persist=is_drawn_state(payload["state_dict"]))
 
 
 def _run_reference(payload: dict) -> dict:

@@ -89,6 +89,9 @@ def worker_main(argv: list[str]) -> int:
     from grader.sandbox.forkserver_client import ForkServerClient
 
     ForkServerClient.start_early()  # a server of its own only without the batch's ($PPO_COURSE_FORKSERVER)
+    from grader.hidden import disk_cache
+
+    disk_cache.switch_on()  # the reference's answers on the hidden inputs, read from the grader's disk
     grade_request(GradeRequest.model_validate_json(args.request), args.out)
     return 0
 
@@ -119,6 +122,9 @@ def serve_main(argv: list[str]) -> int:
     # Replies go on the original stdout; anything printed from here on lands in the log (stderr).
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
+    from grader.hidden import disk_cache
+
+    disk_cache.switch_on()  # the reference's answers on the hidden inputs, read from the grader's disk
     warm_up()
     reply.write(json.dumps({"ready": os.getpid()}) + "\n")
     for line in sys.stdin:

@@ -76,13 +76,16 @@ _WORKER_ENV_KEEP = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_CTYPE", "OMP
 
 
 def worker_environment(shared_server: bool = True) -> dict[str, str]:
-    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens, and the
+    """A worker's whole environment: a short allow-list of the operator's, never PYTHON* or tokens, the
     path of the course's secret file as this process resolved it (``grader.course_secret.worker_env``; the
-    worker reads the file, never makes one; its sandboxed children get neither)."""
+    worker reads the file, never makes one; its sandboxed children get neither) and the root of the grader's
+    store on disk (``grader.hidden.disk_cache.worker_env``)."""
     from grader.course_secret import worker_env
+    from grader.hidden import disk_cache
 
     env = {k: os.environ[k] for k in _WORKER_ENV_KEEP if k in os.environ}
     env.update(worker_env())
+    env.update(disk_cache.worker_env())  # the grader's store on disk, as this process resolved it
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     # N workers on N cores: intra-op threads would only oversubscribe.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
