@@ -28,6 +28,10 @@ wall seconds do):
    submission (CPU)`` (ratio of the medians); and, labelled as such, the earlier
    ex1-ex6 fixed-seed notebook (not the same tests).
 
+Every command of a run uses one fresh grader store on disk (``grader.hidden.disk_cache``), primed by
+one untimed ``ppo-course grade`` before anything is timed, as the floor is by its warm-up
+(``--cold-store``: empty at the start, so the first batch computes and writes it).
+
 The floor and nbgrader run the students' code unconfined: give this script
 trusted cohorts only (the demo cohort is ours). ``--quick`` grades two
 students (one for nbgrader) once in the fast profile: about 90 CPU-seconds, a
@@ -91,6 +95,23 @@ def grade_batch(folder: Path, out: Path, jobs: int, profile: str, memory: bool =
     return _check(m, f"ppo-course grade-batch --jobs {jobs}")
 
 
+def _prime_store(work: Path, student: Path, profile: str, *, cold: bool) -> None:
+    """Point every command of this run at a fresh grader store on disk (``grader.hidden.disk_cache``) and, unless
+    ``cold``, fill it with one untimed ``ppo-course grade`` of ``student``: the state of a course's store after
+    its first grading with this grader version and secret, as the floor runs after its untimed warm-up."""
+    from grader.hidden.disk_cache import CACHE_DIR_ENV
+
+    os.environ[CACHE_DIR_ENV] = str(work / "grader-store")
+    if cold:
+        print("grader store on disk: empty at the start (--cold-store): the first batch computes and writes it")
+        return
+    m = measure(_cli("grade", str(student), "--out", str(work / "prime" / "results.json"), "--profile", profile,
+                     "--quiet"), env=nbgrader_env())
+    _check(m, "ppo-course grade (priming the grader store)")
+    print(f"grader store on disk: primed by one untimed `ppo-course grade` of {student.name} ({m.cpu_s:.1f} CPU-s, "
+          "not counted), as the floor is by its warm-up (--cold-store: without)")
+
+
 def run_floor(staged: dict[str, Path], students: list[str], profile: str, cwd: Path) -> tuple[Measured, list[dict]]:
     """The floor worker (one process: warm-up on the first student, then each student timed)."""
     cwd.mkdir(parents=True, exist_ok=True)
@@ -130,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-nbgrader", action="store_true")
     parser.add_argument("--no-legacy", action="store_true", help="leave out the fixed-seed ex1-ex6 notebook")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (printed)")
+    parser.add_argument("--cold-store", action="store_true",
+                        help="start with an empty grader store on disk (default: primed by one untimed grade, "
+                             "as the floor is by its warm-up)")
     parser.add_argument("--scaling", default=None, metavar="SIZES",
                         help="the synthetic class: CPU-s per submission at these students of one class of the "
                              "largest size (e.g. 16,200,1000; grading_bench/scaling.py); alone, or after --quick")
@@ -160,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         staged = {s: cohort_mod.stage(entries[s], work / "staged" / s)
                   for s in dict.fromkeys(floor_students + nb_students)}
         batch_dir = cohort_mod.subset(args.cohort, students, work / "cohort")
+        _prime_store(work, staged[floor_students[0]], profile, cold=args.cold_store)
         courses = {}
         if not args.skip_nbgrader:
             t0 = time.monotonic()
