@@ -20,7 +20,11 @@ student. This store keeps them between processes, on the grader's machine only:
   batch's workers, a cluster worker). Library use (a test calling the grader in-process, perhaps with a
   patched reference) neither reads nor writes it. ``PPO_COURSE_NO_GRADER_CACHE`` turns every cache off.
 - **bounds**: at most `MAX_BYTES` per version folder (writes stop there); on first use, version
-  folders beyond the `KEEP_VERSIONS` most recently used are removed.
+  folders beyond the `KEEP_VERSIONS` most recently used are removed (only folders this store made: a
+  private folder with a version folder's name holding only entry files; nothing else under the root).
+- **runtime**: the folder name and the tags are keyed by the version key bound to `runtime_identity`
+  (the interpreter, torch, numpy and hypothesis versions, torch's CPU kernels), so that values computed
+  under another runtime are never read.
 
 A value read here is the bytes a computation gave on the same inputs under the same grader
 version and secret, so a grade never depends on whether it was read or computed
@@ -31,10 +35,12 @@ and not fsynced: a file cut short by a crash fails its tag and is recomputed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import os
 import pickle
+import re
 import shutil
 import sys
 import tempfile
@@ -49,6 +55,10 @@ MAX_BYTES = 256 * 2**20
 KEEP_VERSIONS = 4
 MAGIC = b"ppo-course grader cache 1\n"
 _TAG_BYTES = 32
+#: Names of what this store makes under its root: version folders, entries, unfinished writes.
+_VERSION_NAME = re.compile(r"[0-9a-f]{32}")
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}")
+_TMP_NAME = re.compile(r"\.entry\.[A-Za-z0-9_]+\.tmp")
 
 #: What `load` returns for an entry it does not have.
 MISSING = object()
@@ -129,15 +139,52 @@ def _folder(version: bytes) -> Path | None:
     return folder
 
 
+def _is_version_folder(entry: os.DirEntry) -> bool:
+    """True for a folder this store made: a private folder named like `_folder`'s names (32 hex digits) holding
+    only files named like its entries (64 hex digits, or an unfinished ``.entry.*.tmp``). Anything else under the
+    root (a folder of the TA's own, where ``$PPO_COURSE_GRADER_CACHE_DIR`` names a shared folder) is never removed."""
+    if not _VERSION_NAME.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
+        return False
+    if not _private(Path(entry.path)):
+        return False
+    with os.scandir(entry.path) as inside:
+        return all(f.is_file(follow_symlinks=False) and (_ENTRY_NAME.fullmatch(f.name) or _TMP_NAME.fullmatch(f.name))
+                   for f in inside)
+
+
 def _prune(base: Path, keep: Path) -> None:
-    """Remove the version folders under ``base`` beyond the `KEEP_VERSIONS` most recently used (never ``keep``)."""
+    """Remove this store's version folders under ``base`` beyond the `KEEP_VERSIONS` most recently used (never
+    ``keep``, never a folder `_is_version_folder` does not recognise)."""
     try:
-        others = [e for e in os.scandir(base) if e.is_dir(follow_symlinks=False) and e.path != str(keep)]
+        others = [e for e in os.scandir(base) if e.path != str(keep) and _is_version_folder(e)]
         others.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime, reverse=True)
     except OSError:
         return
     for entry in others[KEEP_VERSIONS - 1:]:
         shutil.rmtree(entry.path, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=1)
+def runtime_identity() -> bytes:
+    """What, besides the grader's version key, decides the bytes a value is computed to: the interpreter, the
+    machine's architecture and torch's CPU kernels (``torch.backends.cpu.get_cpu_capability``), and the versions of
+    torch, numpy and hypothesis (the reference's numerics, hypothesis' example lists). None of them is in the
+    grader's fingerprint, which hashes sources only; folded into every folder name and tag, so that an upgrade,
+    or a store shared by machines of another kind, computes its values again instead of reading another's."""
+    import platform
+
+    import hypothesis
+    import numpy
+    import torch
+
+    parts = [sys.version, sys.implementation.cache_tag or "", platform.machine(), torch.__version__,
+             torch.backends.cpu.get_cpu_capability(), numpy.__version__, hypothesis.__version__]
+    return "\0".join(str(p) for p in parts).encode("utf-8", "backslashreplace")
+
+
+def _store_key(version: bytes) -> bytes:
+    """The key of this store's folder and tags: the grader's version key bound to `runtime_identity`."""
+    return hmac.new(version, b"runtime\0" + runtime_identity(), hashlib.sha256).digest()
 
 
 def _tag(version: bytes, key: bytes, data: bytes) -> bytes:
@@ -153,6 +200,7 @@ def load(version: bytes | None, key: bytes) -> Any:
     """
     if not _STATE["on"] or version is None:
         return MISSING
+    version = _store_key(version)
     folder = _folder(version)
     if folder is None:
         return MISSING
@@ -180,6 +228,7 @@ def save(version: bytes | None, key: bytes, value: Any) -> None:
     """
     if not _STATE["on"] or version is None:
         return
+    version = _store_key(version)
     folder = _folder(version)
     if folder is None:
         return
