@@ -163,7 +163,9 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     private_count = uid is not None or (in_user_namespace and kernel_at_least(5, 14))
     _set_budget(iso, budget, limits, 0 if private_count else tasks_before, single_process=not cgroup)
     _drop_privileges(iso, config, uid, is_root)
-    _scrub_and_filter(iso, home, single_process=not cgroup)
+    # Without a uid of its own, the child shares the grader's: the kernel would let it signal, limit or
+    # reschedule every process of that uid (the worker, the fork server, a classmate's child).
+    _scrub_and_filter(iso, home, single_process=not cgroup, self_only=iso.uid is None)
     return iso
 
 
@@ -299,8 +301,9 @@ def _drop_privileges(iso: Isolation, config: dict, uid: int | None, is_root: boo
         pass
 
 
-def _scrub_and_filter(iso: Isolation, home: str, single_process: bool) -> None:
-    """Steps 8-9: the scrubbed environment, ``iso.workdir`` as the working directory, then the seccomp filter.
+def _scrub_and_filter(iso: Isolation, home: str, single_process: bool, self_only: bool) -> None:
+    """Steps 8-9: the scrubbed environment, ``iso.workdir`` as the working directory, then the seccomp filter
+    (``self_only``: calls on other processes only on this one, ``syscall_filter``).
     Raises OSError when the filter cannot be installed (fail closed: no student code runs)."""
     os.environ.clear()
     os.environ.update(scrubbed_env(home))
@@ -308,7 +311,7 @@ def _scrub_and_filter(iso: Isolation, home: str, single_process: bool) -> None:
     # Last: system calls no exercise needs (keyrings, ptrace, bpf, mounts, ...) fail with
     # EPERM from here on. A machine that cannot load the filter runs no student code.
     try:
-        syscall_filter.install(single_process=single_process)
+        syscall_filter.install(single_process=single_process, self_only=self_only)
     except OSError as exc:
         raise OSError(exc.errno, f"the seccomp filter could not be installed, so no student code runs: {exc.strerror}") from None
     iso.seccomp = True

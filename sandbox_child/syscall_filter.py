@@ -46,6 +46,15 @@ create"):
   file's first reader can still tell whether an earlier child read it
   (docs/ARCHITECTURE.md, "The sandbox").
 
+With ``self_only`` (a child that runs under the grader's own uid: a grader that is not root,
+``isolate.confine``), the calls that act on another process by its pid (``SELF_ONLY_CALLS``:
+signals, resource limits, priorities, scheduling, CPU affinity, page migration) fail unless they
+name the child itself, and those that name it by a descriptor or any id (``tkill``,
+``pidfd_send_signal``, ``ioprio_set``, ``process_madvise``, ``process_mrelease``) fail always: the
+kernel lets a process act on every process of its uid, the trusted worker, the fork server and a
+classmate's child graded at the same time included. A child with a uid of its own (the grader as
+root) is refused those by the kernel already.
+
 Raises ``OSError`` when the filter cannot be installed: the child then
 refuses to run (fail closed).
 """
@@ -116,6 +125,22 @@ CLONE_NAMESPACE_FLAGS: tuple[int, ...] = (
 SINGLE_PROCESS_DENIED: tuple[str, ...] = ("fork", "vfork", "memfd_create", "memfd_secret")
 CLONE_THREAD = 0x00010000
 
+#: Calls that act on a process named by a pid argument: ``{name: (argument index, also allowed)}``. With
+#: ``self_only`` they fail (EPERM) unless that argument is the child's own pid or one of the values allowed
+#: (0: the calling process itself, or for ``kill`` its own process group, which ``setsid`` made its own).
+SELF_ONLY_CALLS: dict[str, tuple[int, tuple[int, ...]]] = {
+    "kill": (0, (0,)), "tgkill": (0, ()), "rt_sigqueueinfo": (0, ()), "rt_tgsigqueueinfo": (0, ()),
+    "pidfd_open": (0, ()), "prlimit64": (0, (0,)), "setpriority": (1, (0,)),
+    "sched_setaffinity": (0, (0,)), "sched_setscheduler": (0, (0,)), "sched_setparam": (0, (0,)),
+    "sched_setattr": (0, (0,)), "migrate_pages": (0, (0,)), "move_pages": (0, (0,)),
+}
+#: Calls that name another process by a descriptor or an id a filter cannot tie to the child: refused with
+#: ``self_only``.
+SELF_ONLY_DENIED: tuple[str, ...] = ("tkill", "pidfd_send_signal", "ioprio_set", "process_madvise", "process_mrelease")
+#: ``setpriority``'s ``which`` other than ``PRIO_PROCESS`` (a process group, a whole uid) is refused with ``self_only``.
+_PRIO_PROCESS = 0
+_U64 = 2**64 - 1
+
 #: ``personality(0xffffffff)`` only reads the persona; any other argument is refused.
 _PERSONALITY_QUERY = 0xFFFFFFFF
 
@@ -125,12 +150,14 @@ def available() -> str | None:
     return _IMPORT_ERROR
 
 
-def build(single_process: bool = False):  # -> pyseccomp.SyscallFilter
+def build(single_process: bool = False, self_only: int | None = None):  # -> pyseccomp.SyscallFilter
     """The filter described in the module docstring (not loaded yet).
 
     Args:
         single_process: also refuse ``SINGLE_PROCESS_DENIED`` and any ``clone`` without
             ``CLONE_THREAD`` (threads stay allowed: they share the one address space).
+        self_only: the child's pid, for a child under the grader's own uid: ``SELF_ONLY_CALLS`` may then
+            name only that pid (or their allowed values), ``SELF_ONLY_DENIED`` are refused; None: neither.
 
     Raises:
         OSError: the binding or libseccomp is missing, or a rule is refused.
@@ -160,6 +187,8 @@ def build(single_process: bool = False):  # -> pyseccomp.SyscallFilter
             flt.add_rule(deny, name, _seccomp.Arg(5, _seccomp.MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT))
         flt.add_rule(_seccomp.ERRNO(errno.ENOSYS), "clone3")
         flt.add_rule(deny, "personality", _seccomp.Arg(0, _seccomp.NE, _PERSONALITY_QUERY))
+        if self_only is not None:
+            _add_self_only_rules(flt, deny, int(self_only))
     except OSError:
         raise
     except Exception as exc:  # noqa: BLE001 - libseccomp's errors come as RuntimeError/ValueError
@@ -167,10 +196,10 @@ def build(single_process: bool = False):  # -> pyseccomp.SyscallFilter
     return flt
 
 
-def install(single_process: bool = False) -> None:
+def install(single_process: bool = False, self_only: bool = False) -> None:
     """Build and load the filter into this process (and every process it will start).
 
-    ``single_process``: see ``build``.
+    ``single_process``: see ``build``; ``self_only``: this process's pid is ``build``'s ``self_only``.
 
     Sets ``PR_SET_NO_NEW_PRIVS`` (libseccomp's default), which the kernel
     requires of an unprivileged process; irreversible.
@@ -178,8 +207,52 @@ def install(single_process: bool = False) -> None:
     Raises:
         OSError: the filter could not be built or loaded (the caller must not run student code).
     """
-    flt = build(single_process)
+    import os
+
+    flt = build(single_process, os.getpid() if self_only else None)
     try:
         flt.load()
     except Exception as exc:  # noqa: BLE001
         raise OSError(errno.EPERM, f"loading the seccomp filter failed: {type(exc).__name__}: {exc}") from None
+
+
+def _add_self_only_rules(flt, deny, pid: int) -> None:
+    """``build``'s ``self_only`` rules for the child whose pid is ``pid``.
+
+    libseccomp compares one argument once per rule, so "anything but these values" is several rules: one
+    for the values above the largest allowed one, and one per aligned block (a masked comparison) of each
+    gap between allowed values. Arguments are compared as 64-bit values: a negative pid (a process group,
+    or -1 for every process) is a large one, refused with the rest.
+    """
+    for name in SELF_ONLY_DENIED:
+        _add_if_known(flt, deny, name)
+    flt.add_rule(deny, "setpriority", _seccomp.Arg(0, _seccomp.NE, _PRIO_PROCESS))
+    for name, (index, also) in SELF_ONLY_CALLS.items():
+        allowed = sorted({pid, *also})
+        flt.add_rule(deny, name, _seccomp.Arg(index, _seccomp.GT, allowed[-1]))
+        for low, high in zip([-1, *allowed], allowed):
+            for mask, value in aligned_blocks(low + 1, high - 1):
+                flt.add_rule(deny, name, _seccomp.Arg(index, _seccomp.MASKED_EQ, mask, value))
+
+
+def _add_if_known(flt, action, name: str) -> None:
+    """Add ``action`` for every call of ``name``, when ``name`` is a system call of this architecture."""
+    try:
+        number = _seccomp.resolve_syscall(_seccomp.Arch.NATIVE, name)
+    except Exception:  # noqa: BLE001 - not a system call of this architecture
+        return
+    if number >= 0:
+        flt.add_rule(action, number)
+
+
+def aligned_blocks(low: int, high: int) -> list[tuple[int, int]]:
+    """The fewest ``(mask, value)`` pairs whose blocks ``{x : x & mask == value}`` cover exactly ``low..high``
+    (64-bit unsigned ints; empty when ``high < low``), for masked comparisons of a filter rule."""
+    blocks: list[tuple[int, int]] = []
+    while low <= high:
+        size = low & -low if low else 1 << 64
+        while size > high - low + 1:
+            size >>= 1
+        blocks.append((_U64 & ~(size - 1), low))
+        low += size
+    return blocks

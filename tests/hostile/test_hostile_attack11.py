@@ -1,5 +1,5 @@
 """Red team 11: the graders' store on disk (`grader.hidden.disk_cache`) against the TA's own files and a changed
-runtime.
+runtime; a child under the grader's own uid against the other processes of that uid.
 
 - Its root may be any folder the TA names (``$PPO_COURSE_GRADER_CACHE_DIR``): pruning old grader versions
   must remove only the store's own version folders, never the TA's folders beside them (an earlier store
@@ -10,8 +10,11 @@ runtime.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import resource
+import signal
 from pathlib import Path
 
 import pytest
@@ -80,3 +83,107 @@ def test_a_value_from_another_runtime_is_computed_again(store, monkeypatch, modu
     cache.clear()
     again = cache.cached("reference_call", ("f", torch.ones(3)), lambda: pytest.fail("computed again"), persist=True)
     assert torch.equal(again, torch.full((3,), 7.0))
+
+
+# -- a child under the grader's own uid (the grader is not root) acting on other processes -------------------------
+#
+# Confirmed as nobody (/work/attack11/a03_nonroot_kill_siblings): a module's import listed /proc, found the
+# children forked by its own fork server (a classmate's module graded at the same time) and SIGKILLed them, or set
+# their RLIMIT_CPU to 0 (killed on their next CPU second: "timeout"), pinned them to one CPU, reniced them and every
+# process of the uid. The kernel allows all of it between processes of one uid; the filter now refuses it.
+
+def _in_filtered_child(probe) -> list[str]:
+    """Run ``probe(sibling_pid)`` in a fork that loaded the child's filter with ``self_only`` (as
+    `sandbox_child.isolate.confine` does for a child under the grader's uid); returns its lines."""
+    from sandbox_child import syscall_filter
+
+    if syscall_filter.available() is not None:
+        pytest.skip(f"no seccomp here: {syscall_filter.available()}")  # the sandbox refuses to grade there too
+    sibling = os.fork()
+    if sibling == 0:  # a classmate's child: it only waits
+        signal.pause()
+        os._exit(0)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            syscall_filter.install(single_process=True, self_only=True)
+            lines = probe(sibling)
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            lines = [f"probe failed: {exc!r}"]
+        os.write(write_end, "\n".join(lines).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as fh:
+        out = fh.read().splitlines()
+    os.waitpid(pid, 0)
+    alive = os.waitpid(sibling, os.WNOHANG) == (0, 0)
+    os.kill(sibling, signal.SIGKILL)
+    os.waitpid(sibling, 0)
+    return out + [f"sibling alive: {alive}"]
+
+
+def _outcome(call) -> str:
+    try:
+        call()
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+    return "done"
+
+
+def test_a_child_under_the_graders_uid_cannot_act_on_another_process():
+    def probe(sibling: int) -> list[str]:
+        return [
+            f"kill sibling: {_outcome(lambda: os.kill(sibling, signal.SIGKILL))}",
+            f"kill every process: {_outcome(lambda: os.kill(-1, 0))}",
+            f"prlimit sibling: {_outcome(lambda: resource.prlimit(sibling, resource.RLIMIT_CPU, (0, 0)))}",
+            f"affinity sibling: {_outcome(lambda: os.sched_setaffinity(sibling, {0}))}",
+            f"nice sibling: {_outcome(lambda: os.setpriority(os.PRIO_PROCESS, sibling, 19))}",
+            f"nice the uid: {_outcome(lambda: os.setpriority(os.PRIO_USER, 0, 19))}",
+            f"pidfd sibling: {_outcome(lambda: os.close(os.pidfd_open(sibling)))}",
+        ]
+
+    got = _in_filtered_child(probe)
+    assert got == ["kill sibling: EPERM", "kill every process: EPERM", "prlimit sibling: EPERM",
+                   "affinity sibling: EPERM", "nice sibling: EPERM", "nice the uid: EPERM", "pidfd sibling: EPERM",
+                   "sibling alive: True"], got
+
+
+def test_a_child_under_the_graders_uid_still_acts_on_itself():
+    def probe(sibling: int) -> list[str]:
+        me = os.getpid()
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return [
+            f"signal 0 to itself: {_outcome(lambda: os.kill(me, 0))}",
+            f"signal its own group: {_outcome(lambda: os.kill(0, 0))}",
+            f"raise a handled signal: {_outcome(lambda: signal.raise_signal(signal.SIGUSR1))}",
+            f"lower its own limit: {_outcome(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard)))}",
+            f"prlimit itself: {_outcome(lambda: resource.prlimit(me, resource.RLIMIT_NOFILE))}",
+            f"its own affinity: {_outcome(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))}",
+            f"nice itself: {_outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0)))}",
+        ]
+
+    signal.signal(signal.SIGUSR1, lambda *_: None)
+    try:
+        got = _in_filtered_child(probe)
+    finally:
+        signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    assert all(line.endswith(": done") for line in got[:-1]), got
+
+
+@pytest.mark.parametrize("low, high", [(1, 6), (0, 0), (7, 3), (1, 4194303), (5, 5), (2**63, 2**64 - 1)])
+def test_aligned_blocks_cover_exactly_the_range(low, high):
+    from sandbox_child.syscall_filter import aligned_blocks
+
+    blocks = aligned_blocks(low, high)
+    # The oracle is the range itself: sample its edges and neighbours (the blocks are disjoint by construction,
+    # so their sizes must add up to the range's length).
+    probes = {low - 1, low, low + 1, high - 1, high, high + 1, (low + high) // 2}
+    for x in (p for p in probes if 0 <= p < 2**64):
+        inside = any(x & mask == value for mask, value in blocks)
+        assert inside == (low <= x <= high), (x, blocks)
+    sizes = sum((~mask & (2**64 - 1)) + 1 for mask, _ in blocks)
+    assert sizes == max(0, high - low + 1)
+    if (low, high) == (1, 6):  # by hand: {1}, {2, 3}, {4, 5}, {6}
+        assert [value for _, value in blocks] == [1, 2, 4, 6]
