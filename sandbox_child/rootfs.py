@@ -17,7 +17,8 @@ private mount namespace and before any student code:
   where the kernel lets us set it);
 * ``/dev/null``, ``/dev/zero``, ``/dev/full``, ``/dev/random``,
   ``/dev/urandom`` (binds of the nodes, noatime, nosuid, noexec) and a fresh
-  ``/proc`` (of the child's own pid namespace, ``pidns``) whose machine-wide
+  ``/proc`` (of the child's own pid namespace, ``pidns``; where none can be mounted, the
+  machine's, bound read-only) whose machine-wide
   tables and counts (``PROC_MASKED``: the lock table ``/proc/locks``, the task
   counts of ``/proc/loadavg`` and ``/proc/stat``) read empty: ``/dev/null`` is
   bound over them;
@@ -226,6 +227,9 @@ def build(new_root: str, needed: list[str], tmp_size_mb: int, fresh_proc: bool) 
         if fresh_proc:
             notes.append(f"could not mount /proc with hidepid ({exc.strerror}): other processes stay visible")
         _mount("/proc", b.inside("/proc"), None, MS_BIND | MS_REC)
+        # Read-only: the machine's /proc lists the grader's processes, and a child under the grader's uid could
+        # write their files (``oom_score_adj``: the OOM killer's first pick would be the grader).
+        make_read_only([b.inside("/proc")], bound=True)
     for path in PROC_MASKED:
         _mask(b.inside(path))
     pivot_root(new_root)

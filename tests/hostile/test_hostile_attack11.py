@@ -187,3 +187,42 @@ def test_aligned_blocks_cover_exactly_the_range(low, high):
     assert sizes == max(0, high - low + 1)
     if (low, high) == (1, 6):  # by hand: {1}, {2, 3}, {4, 5}, {6}
         assert [value for _, value in blocks] == [1, 2, 4, 6]
+
+
+def test_the_machines_proc_is_bound_read_only_where_no_fresh_one_is_mounted(tmp_path):
+    """A child that cannot mount a /proc of its own (a grader that is not root) gets the machine's, which lists the
+    grader's processes: writable, a child under the grader's uid raised their ``oom_score_adj`` to 1000 (confirmed
+    as nobody: /work/attack11/a05_nonroot_proc_writes). Built here as root with ``fresh_proc=False``."""
+    from grader.sandbox.sandbox import needed_paths
+    from sandbox_child import linux, rootfs
+
+    if os.geteuid() != 0:
+        pytest.skip("building a minimal root outside the sandbox needs root")
+    parent = os.getpid()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            linux.unshare(linux.CLONE_NEWNS)
+            linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE, None)
+            new_root = tmp_path / "root"
+            new_root.mkdir(mode=0o700)
+            rootfs.build(str(new_root), needed_paths(), 8, fresh_proc=False)
+            try:
+                with open(f"/proc/{parent}/oom_score_adj", "w") as fh:
+                    fh.write("1000")
+                said = "written"
+            except OSError as exc:
+                said = errno.errorcode.get(exc.errno, str(exc.errno))
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            said = f"set-up failed: {exc!r}"
+        os.write(write_end, said.encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as fh:
+        said = fh.read()
+    os.waitpid(pid, 0)
+    with open(f"/proc/{parent}/oom_score_adj") as fh:
+        score = fh.read().strip()
+    assert said == "EROFS" and score != "1000", (said, score)
