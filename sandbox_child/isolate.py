@@ -163,8 +163,6 @@ def confine(config: dict, files: list[SubmissionFile]) -> Isolation:
     private_count = uid is not None or (in_user_namespace and kernel_at_least(5, 14))
     _set_budget(iso, budget, limits, 0 if private_count else tasks_before, single_process=not cgroup)
     _drop_privileges(iso, config, uid, is_root)
-    # Without a uid of its own, the child shares the grader's: the kernel would let it signal, limit or
-    # reschedule every process of that uid (the worker, the fork server, a classmate's child).
     _scrub_and_filter(iso, home, single_process=not cgroup, self_only=iso.uid is None)
     return iso
 
@@ -302,9 +300,8 @@ def _drop_privileges(iso: Isolation, config: dict, uid: int | None, is_root: boo
 
 
 def _scrub_and_filter(iso: Isolation, home: str, single_process: bool, self_only: bool) -> None:
-    """Steps 8-9: the scrubbed environment, ``iso.workdir`` as the working directory, then the seccomp filter
-    (``self_only``: calls on other processes only on this one, ``syscall_filter``).
-    Raises OSError when the filter cannot be installed (fail closed: no student code runs)."""
+    """Steps 8-9: the scrubbed environment, the working directory, the seccomp filter (``self_only``: a child under
+    the grader's uid may signal, limit or reschedule only itself). Raises OSError when the filter cannot load."""
     os.environ.clear()
     os.environ.update(scrubbed_env(home))
     os.chdir(iso.workdir)
