@@ -50,7 +50,8 @@ With ``self_only`` (a child that runs under the grader's own uid: a grader that 
 ``isolate.confine``), the calls that act on another process by its pid (``SELF_ONLY_CALLS``:
 signals, resource limits, priorities, scheduling, CPU affinity, page migration) fail unless they
 name the child itself, and those that name it by a descriptor or any id (``tkill``,
-``pidfd_send_signal``, ``ioprio_set``, ``process_madvise``, ``process_mrelease``) fail always: the
+``pidfd_send_signal``, ``ioprio_set``, ``process_madvise``, ``process_mrelease``, and a descriptor's SIGIO
+owner through ``F_SETOWN_EX``, ``FIOSETOWN``, ``SIOCSPGRP``) fail always (``F_SETOWN`` only names itself): the
 kernel lets a process act on every process of its uid, the trusted worker, the fork server and a
 classmate's child graded at the same time included. A child with a uid of its own (the grader as
 root) is refused those by the kernel already.
@@ -137,6 +138,13 @@ SELF_ONLY_CALLS: dict[str, tuple[int, tuple[int, ...]]] = {
 #: Calls that name another process by a descriptor or an id a filter cannot tie to the child: refused with
 #: ``self_only``.
 SELF_ONLY_DENIED: tuple[str, ...] = ("tkill", "pidfd_send_signal", "ioprio_set", "process_madvise", "process_mrelease")
+#: ``fcntl(fd, F_SETOWN, pid)`` makes ``pid`` the owner of a descriptor's SIGIO/SIGURG (sent with the setter's
+#: rights; SIGIO terminates by default): with ``self_only``, only the child itself or 0 (no owner).
+F_SETOWN = 8
+#: Owners given through memory a filter cannot read, refused with ``self_only``: ``fcntl`` ``F_SETOWN_EX``, and
+#: ``ioctl`` ``FIOSETOWN`` / ``SIOCSPGRP``.
+SELF_ONLY_FCNTL_DENIED: tuple[int, ...] = (15,)
+SELF_ONLY_IOCTL_DENIED: tuple[int, ...] = (0x8901, 0x8902)
 #: ``setpriority``'s ``which`` other than ``PRIO_PROCESS`` (a process group, a whole uid) is refused with ``self_only``.
 _PRIO_PROCESS = 0
 _U64 = 2**64 - 1
@@ -227,12 +235,21 @@ def _add_self_only_rules(flt, deny, pid: int) -> None:
     for name in SELF_ONLY_DENIED:
         _add_if_known(flt, deny, name)
     flt.add_rule(deny, "setpriority", _seccomp.Arg(0, _seccomp.NE, _PRIO_PROCESS))
+    for command in SELF_ONLY_FCNTL_DENIED:
+        flt.add_rule(deny, "fcntl", _seccomp.Arg(1, _seccomp.EQ, command))
+    for request in SELF_ONLY_IOCTL_DENIED:
+        flt.add_rule(deny, "ioctl", _seccomp.Arg(1, _seccomp.MASKED_EQ, 0xFFFFFFFF, request))
     for name, (index, also) in SELF_ONLY_CALLS.items():
-        allowed = sorted({pid, *also})
-        flt.add_rule(deny, name, _seccomp.Arg(index, _seccomp.GT, allowed[-1]))
-        for low, high in zip([-1, *allowed], allowed):
-            for mask, value in aligned_blocks(low + 1, high - 1):
-                flt.add_rule(deny, name, _seccomp.Arg(index, _seccomp.MASKED_EQ, mask, value))
+        _deny_other_pids(flt, deny, name, index, sorted({pid, *also}))
+    _deny_other_pids(flt, deny, "fcntl", 2, sorted({pid, 0}), _seccomp.Arg(1, _seccomp.EQ, F_SETOWN))
+
+
+def _deny_other_pids(flt, deny, name: str, index: int, allowed: list[int], *also_if) -> None:
+    """Rules refusing ``name`` when its argument ``index`` is none of ``allowed`` (sorted), and ``also_if`` holds."""
+    flt.add_rule(deny, name, _seccomp.Arg(index, _seccomp.GT, allowed[-1]), *also_if)
+    for low, high in zip([-1, *allowed], allowed):
+        for mask, value in aligned_blocks(low + 1, high - 1):
+            flt.add_rule(deny, name, _seccomp.Arg(index, _seccomp.MASKED_EQ, mask, value), *also_if)
 
 
 def _add_if_known(flt, action, name: str) -> None:

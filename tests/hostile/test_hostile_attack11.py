@@ -124,6 +124,33 @@ def _in_filtered_child(probe) -> list[str]:
     return out + [f"sibling alive: {alive}"]
 
 
+def _sigio_owner(pid: int, send: bool = True) -> None:
+    """Make ``pid`` the SIGIO owner of a pipe (``F_SETOWN``), then (``send``) make the pipe readable with O_ASYNC
+    on: the kernel sends SIGIO, which terminates by default (confirmed as nobody: a06_nonroot_sigio_owner)."""
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.fcntl(read_end, fcntl.F_SETOWN, pid)
+        if send:
+            fcntl.fcntl(read_end, fcntl.F_SETFL, fcntl.fcntl(read_end, fcntl.F_GETFL) | os.O_ASYNC)
+            os.write(write_end, b"x")
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _sigio_owner_ioctl(pid: int) -> None:
+    """``FIOSETOWN`` on a socket: the same owner, through memory the filter cannot read."""
+    import fcntl
+    import socket
+    import struct
+
+    left, right = socket.socketpair()
+    with left, right:
+        fcntl.ioctl(left.fileno(), 0x8901, struct.pack("i", pid))
+
+
 def _outcome(call) -> str:
     try:
         call()
@@ -142,12 +169,14 @@ def test_a_child_under_the_graders_uid_cannot_act_on_another_process():
             f"nice sibling: {_outcome(lambda: os.setpriority(os.PRIO_PROCESS, sibling, 19))}",
             f"nice the uid: {_outcome(lambda: os.setpriority(os.PRIO_USER, 0, 19))}",
             f"pidfd sibling: {_outcome(lambda: os.close(os.pidfd_open(sibling)))}",
+            f"SIGIO owner sibling: {_outcome(lambda: _sigio_owner(sibling))}",
+            f"SIGIO owner by ioctl: {_outcome(lambda: _sigio_owner_ioctl(sibling))}",
         ]
 
     got = _in_filtered_child(probe)
     assert got == ["kill sibling: EPERM", "kill every process: EPERM", "prlimit sibling: EPERM",
                    "affinity sibling: EPERM", "nice sibling: EPERM", "nice the uid: EPERM", "pidfd sibling: EPERM",
-                   "sibling alive: True"], got
+                   "SIGIO owner sibling: EPERM", "SIGIO owner by ioctl: EPERM", "sibling alive: True"], got
 
 
 def test_a_child_under_the_graders_uid_still_acts_on_itself():
@@ -162,6 +191,7 @@ def test_a_child_under_the_graders_uid_still_acts_on_itself():
             f"prlimit itself: {_outcome(lambda: resource.prlimit(me, resource.RLIMIT_NOFILE))}",
             f"its own affinity: {_outcome(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))}",
             f"nice itself: {_outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0)))}",
+            f"SIGIO owner itself: {_outcome(lambda: _sigio_owner(me, send=False))}",
         ]
 
     signal.signal(signal.SIGUSR1, lambda *_: None)
