@@ -6,15 +6,12 @@ stdout/stderr pipes, against a wall-clock deadline. What the child prints is
 kept up to ``Limits.max_output_bytes`` and counted beyond; past
 ``Limits.max_output_kill_bytes`` the child is stopped.
 
-Callbacks from known-good proxies (exercise 7) are served inside the same
-loop, in this trusted process, so they are budgeted per child: a count
-(``Limits.max_callbacks``), bytes in and out (``Limits.max_callback_bytes``)
-and this thread's CPU time (``Limits.max_callback_cpu_s``); the first budget
-exceeded ends the child with a ``StudentCrash`` naming it. Their time counts
-against the call's deadline like the child's own (nothing is added back), and
+Callbacks from known-good proxies (exercise 7; during the import too) are served in the same loop, in
+this trusted process, budgeted per child: a count (``Limits.max_callbacks``), bytes in and out
+(``Limits.max_callback_bytes``), this thread's CPU time (``Limits.max_callback_cpu_s``); the first budget
+exceeded ends the child, naming it. Their time counts against the call's (or import's) deadline, and
 every deadline is capped by the submission's one absolute wall-clock limit
-(``submission_time.submission_deadline``, set by ``grade_submission`` from
-``SubmissionLimits.timeout_s``).
+(``submission_time.submission_deadline``, from ``SubmissionLimits.timeout_s``).
 """
 
 from __future__ import annotations
@@ -250,7 +247,7 @@ class ChildProcess:
                 raise StudentImportError(str(header.get("message")), cause="error")
             raise SandboxError(cap(str(header.get("message")), 2000))
         if kind == "setup_done":
-            header = self._ready_frame(deadline, capped)
+            header = self._ready_frame(deadline, capped, importing=True)
             kind = header.get("m")
         else:
             kind = None  # the set-up sends nothing else before setup_done
@@ -264,10 +261,16 @@ class ChildProcess:
             raise StudentImportError.from_reply(header, self.module_name, echo=self.on_callback is None)
         raise StudentImportError("the module's process sent another message instead of its ready message", cause="crash")
 
-    def _ready_frame(self, deadline: float, capped: bool) -> dict:
-        """The child's next frame while it sets up and imports (see ``wait_ready``)."""
+    def _ready_frame(self, deadline: float, capped: bool, importing: bool = False) -> dict:
+        """The child's next frame while it sets up and imports (see ``wait_ready``). ``importing``: known-good
+        callbacks the import makes (a sibling exercise's object built at import time) are served on the way."""
+        out = bytearray()
         try:
-            header, _ = self._pump(bytearray(), deadline)
+            while True:
+                header, buffers = self._pump(out, deadline)
+                if not (importing and header.get("m") == "cb" and self.on_callback is not None):
+                    return header
+                out = bytearray(self._serve_callback(header, buffers))
         except TimeoutError:
             self.close()
             if capped:
@@ -276,7 +279,6 @@ class ChildProcess:
         except _Died as died:
             status = self.close(grace_s=0.5)
             raise StudentImportError(f"the module's import ended the process ({died.why}; it {status})", cause="crash") from None
-        return header
 
     def request(self, op: str, fields: dict, timeout_s: float | None = None) -> Any:
         """Run one operation in the child; returns the decoded value.

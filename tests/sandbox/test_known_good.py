@@ -180,6 +180,27 @@ def test_callbacks_cannot_reach_private_attributes(glue):
     assert err.value.type_name == "AttributeError"
 
 
+IMPORT_TIME_OBJECTS = {
+    "ex7_ppo_step.py": '''
+        import ex5_rollout_buffer, ex6_kl_reward
+
+        _BUFFER = ex5_rollout_buffer.RolloutBuffer()  # built while the module is imported
+        _CONTROLLER = ex6_kl_reward.AdaptiveKLController(0.05, 6.0, 10000)
+
+        def state():
+            return _BUFFER.phase, len(_BUFFER), _CONTROLLER.value
+        ''',
+}
+
+
+def test_a_module_that_builds_sibling_objects_at_import_time_imports(load):
+    """A module-level object of another exercise (legal Python; a buffer kept across calls is a mistake its own
+    tests name) is built through known-good callbacks during the import: the import must not be reported as
+    broken (it was "sent another message instead of its ready message")."""
+    module = load({**BROKEN, **IMPORT_TIME_OBJECTS}, "ex7_ppo_step", known_good=True)
+    assert module.state() == ("collect", 0, 0.05)
+
+
 def test_forged_callbacks_are_refused():
     session = KnownGood.reference().session()
     for op, fields in [("kg_call", {"module": "ex4_gae", "name": "__globals__"}),
