@@ -14,8 +14,9 @@ from __future__ import annotations
 EX7: dict[str, str] = {
     # --- exercise 7: the PPO step (Book fig. 5.1, §5.8) ---
     "ppo_step_no_advantage_whitening": (
-        "Your PPO step does not whiten the advantages before the updates (TRL whitens them "
-        "to zero mean and unit variance, Book §5.6)."
+        "Your PPO step does not whiten the advantages once over the whole batch before the updates (they are "
+        "not whitened, or whitened per mini-batch inside the loop): whiten them once, to zero mean and unit "
+        "variance over the batch's real tokens, before they go into the buffer (TRL, Book §5.6)."
     ),
     "ppo_step_no_grad_clip": (
         "Your PPO step does not clip the gradient norm (max_grad_norm) before optimizer.step()."
