@@ -30,11 +30,15 @@ def _case(batch, clip_eps: float, spread: float = 0.3):
 @grading_settings(max_examples=30, shrink=False)
 @given(batch=hidden_batches(), clip_eps=st.sampled_from([0.1, 0.2, 0.35]), spread=st.sampled_from([0.1, 0.5]))
 def test_surrogate_matches_reference(student, reference, batch, clip_eps, spread):
-    """−masked_mean(min(r·Â, clip(r)·Â)) with a keyword clip_eps, many shapes, masks and both dtypes."""
+    """−masked_mean(min(r·Â, clip(r)·Â)) with a keyword clip_eps, many shapes, masks and both dtypes; beside
+    float32 data a float mask is also given as float64, which changes nothing (the output's dtype is the data's)."""
     args = _case(batch, clip_eps, spread)
     # A mean of ≤ 28 terms of size ≤ ~5 (ratios ≤ e^1.5 times |Â| ≤ 3): scale 5.
     t = tol(batch.dtype, 5.0)
     compare(student, reference, NAME, args, {"clip_eps": clip_eps}, rtol=t, atol=t)
+    if batch.dtype_name == "float32" and batch.mask_kind == "float":
+        compare(student, reference, NAME, (*args[:3], args[3].double()), {"clip_eps": clip_eps}, rtol=t, atol=t,
+                what="clipped_surrogate_loss(float32 data, float64 mask)")
 
 
 @grading_settings(max_examples=10, shrink=False)

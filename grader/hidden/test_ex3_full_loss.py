@@ -60,11 +60,15 @@ def _full_case(batch: Batch, vocab: int = 5, clip_eps: float = 0.2, c: float = 0
 @grading_settings(max_examples=30, shrink=False)
 @given(batch=hidden_batches(), c=st.sampled_from([0.1, 0.2, 0.5]))
 def test_value_loss_matches_reference(student, reference, batch, c):
-    """masked_mean(max((V−R)², (V_old + clip(V−V_old, −c, c) − R)²)), keyword clip_range_value, no ½."""
+    """masked_mean(max((V−R)², (V_old + clip(V−V_old, −c, c) − R)²)), keyword clip_range_value, no ½; beside
+    float32 data a float mask is also given as float64, which changes nothing (the output's dtype is the data's)."""
     args = _value_case(batch, c)
     # Squared errors of N(0, ~2) values: terms ≤ ~40, a mean of ≤ 28 of them.
     t = tol(batch.dtype, 40.0)
     compare(student, reference, "clipped_value_loss", args, {"clip_range_value": c}, rtol=t, atol=t)
+    if batch.dtype_name == "float32" and batch.mask_kind == "float":
+        compare(student, reference, "clipped_value_loss", (*args[:3], args[3].double()), {"clip_range_value": c},
+                rtol=t, atol=t, what="clipped_value_loss(float32 data, float64 mask)")
 
 
 @grading_settings(max_examples=10, shrink=False)
@@ -97,11 +101,15 @@ def test_value_loss_gradient(student, reference, batch):
 @grading_settings(max_examples=25, shrink=False)
 @given(batch=hidden_batches(), vocab=st.integers(2, 9), scale=st.sampled_from([0.5, 3.0]))
 def test_entropy_matches_reference(student, reference, batch, vocab, scale):
-    """Masked token-level mean of −Σ p log p over the vocabulary."""
+    """Masked token-level mean of −Σ p log p over the vocabulary; beside float32 logits a float mask is also given
+    as float64, which changes nothing (the output's dtype is the data's)."""
     logits = _logits(batch, vocab, scale)
     # Entropies lie in [0, log 9] = [0, 2.2]: unit scale.
     t = tol(batch.dtype, 2.0)
     compare(student, reference, "entropy_from_logits", (logits, batch.mask()), rtol=t, atol=t)
+    if batch.dtype_name == "float32" and batch.mask_kind == "float":
+        compare(student, reference, "entropy_from_logits", (logits, batch.mask().double()), rtol=t, atol=t,
+                what="entropy_from_logits(float32 logits, float64 mask)")
 
 
 def test_entropy_near_one_hot(student, reference):

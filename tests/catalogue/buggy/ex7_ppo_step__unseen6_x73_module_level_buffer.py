@@ -12,6 +12,8 @@ EXERCISE = "ex7_ppo_step"
 DIAGNOSIS = "ppo_step_no_purge"
 DESCRIPTION = "ppo_step reuses one module-level RolloutBuffer built at import time and never purges it"
 SEEN_IN = "the unseen6 set (x73), written outside the project from the docstrings alone"
+MODE = "module"
+ALSO = "raises_error"  # the second step adds to the buffer the first left in its train phase
 
 import statistics
 import time
