@@ -141,16 +141,17 @@ RATIO_VARIANTS: list[tuple[str, Variant]] = [
 
 
 # --------------------------------------------------------------------------- ex2
-def _renormalised(advantages, mask):
-    """SB3's normalize_advantage: (A − mean)/(std + 1e-8) over the real tokens of the mini-batch."""
-    real = advantages[bool_mask(mask)]
-    return (advantages - real.mean()) / (real.std() + 1e-8)
+def _renormalised(advantages, mask, over: str = "real"):
+    """SB3's normalize_advantage: (A − mean)/(std + 1e-8) over the real tokens of the mini-batch (``over="all"``:
+    over every position, padding included, as ``adv.mean()`` and ``adv.std()`` on the padded tensor give)."""
+    pool = advantages.reshape(-1) if over == "all" else advantages[bool_mask(mask)]
+    return (advantages - pool.mean()) / (pool.std() + 1e-8)
 
 
 def _surrogate(ratio, advantages, mask, clip_eps, *, reduce=_mm, combine=torch.min, sign=-1.0,
-               clip_lo=None, clip_hi=None, clip_what="ratio", renormalise=False):
+               clip_lo=None, clip_hi=None, clip_what="ratio", renormalise: bool | str = False):
     if renormalise:
-        advantages = _renormalised(advantages, mask)
+        advantages = _renormalised(advantages, mask, "all" if renormalise == "all" else "real")
     lo = 1.0 - clip_eps if clip_lo is None else clip_lo
     hi = 1.0 + clip_eps if clip_hi is None else clip_hi
     if clip_what == "ratio":
@@ -186,6 +187,7 @@ CSL_VARIANTS: list[tuple[str, Variant]] = [
     # clip(r)·Â alone: the unclipped term of the minimum dropped.
     ("surrogate_clipped_term_only", _csl_variant(combine=lambda unclipped, clipped: clipped)),
     ("advantages_renormalised", _csl_variant(renormalise=True)),
+    ("advantages_renormalised", _csl_variant(renormalise="all")),
     *[(d, _csl_variant(reduce=r)) for d, r in _MEAN_MISTAKES],
     ("wrong_clip_bounds", lambda n, o, a, m, clip_eps=0.2: _surrogate(
         torch.exp(n - o), a, m, clip_eps, clip_lo=-clip_eps, clip_hi=clip_eps)),

@@ -264,12 +264,12 @@ def adaptive_kl_values(init_kl_coef: float, target: float, horizon: float,
     rule "trl" (correct with clip=True): e = clip(kl/target − 1, ±0.2); value *= 1 + e·n/horizon.
     ``clip``: True (both sides), False (none), "upper" (only e ≤ 0.2) or "lower" (only e ≥ −0.2).
     Buggy rules: "no_n_over_h" (value *= 1 + e), "no_n" (value *= 1 + e/h), "int_div" (n // h), "additive" (value += e·n/h),
-    "inverted" (e from target/kl), "sign" (value *= 1 − e·n/h).
+    "inverted" (e from target/kl), "absolute" (e from kl − target), "sign" (value *= 1 − e·n/h).
     """
     value = float(init_kl_coef)
     out = []
     for current_kl, n_steps in updates:
-        err = (target / current_kl - 1.0) if rule == "inverted" else (current_kl / target - 1.0)
+        err = {"inverted": target / current_kl - 1.0, "absolute": current_kl - target}.get(rule, current_kl / target - 1.0)
         if clip in (True, "upper"):
             err = min(err, 0.2)
         if clip in (True, "lower"):
@@ -300,6 +300,7 @@ ADAPTIVE_KL_VARIANTS: list[tuple[str, dict]] = [
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "additive"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "inverted"}),
     ("adaptive_kl_wrong_update", {"clip": True, "rule": "sign"}),
+    ("adaptive_kl_wrong_update", {"clip": True, "rule": "absolute"}),
     ("adaptive_kl_wrong_update", {"clip": False, "rule": "no_n_over_h"}),
 ]
 
