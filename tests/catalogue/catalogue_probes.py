@@ -164,6 +164,13 @@ def probe_ex2(mod) -> Record:
                                                                   torch.ones(1, 3)))
         if out is not None:
             _put(rec, name, out)
+    # A float64 mask beside float32 data: the loss keeps the data's dtype (CONTRACT: never the mask's).
+    wide = make_mask("float").double()
+    lp_new, lp_old, adv = _policy_batch(torch.float32, 10, wide)
+    name = "surrogate[float32][float64 mask]"
+    out = _call(rec, name, lambda: mod.clipped_surrogate_loss(lp_new, lp_old, adv, wide))
+    if out is not None:
+        _put(rec, name, out)
     return rec
 
 
@@ -213,7 +220,25 @@ def probe_ex3(mod) -> Record:
                         val = val.detach()
                     rec[f"{name}.stats[{key}]"] = float(val) if val is not None else "missing"
         _probe_far_ratio_ppo_loss(mod, rec, dtype)
+    _probe_wide_mask_losses(mod, rec)
     return rec
+
+
+def _probe_wide_mask_losses(mod, rec: Record) -> None:
+    """The value loss and the entropy with float32 data beside a float64 mask: the data's dtype (CONTRACT)."""
+    wide = make_mask("float").double()
+    old_values = with_junk(_randn(4, T, seed=20), wide, 21)
+    values = with_junk(old_values + _randn(4, T, seed=22, scale=0.4), wide, 23)
+    returns = with_junk(old_values + _randn(4, T, seed=24), wide, 25)
+    name = "value_loss[float32][float64 mask]"
+    out = _call(rec, name, lambda: mod.clipped_value_loss(values, old_values, returns, wide))
+    if out is not None:
+        _put(rec, name, out)
+    logits = with_junk(_randn(4, T, 9, seed=26), wide[:, :, None].expand(4, T, 9), 27)
+    name = "entropy[float32][float64 mask]"
+    out = _call(rec, name, lambda: mod.entropy_from_logits(logits, wide))
+    if out is not None:
+        _put(rec, name, out)
 
 
 def _probe_far_ratio_ppo_loss(mod, rec: Record, dtype) -> None:
