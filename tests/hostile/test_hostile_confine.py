@@ -223,12 +223,15 @@ def test_class6_a_workers_environment_is_an_allow_list(monkeypatch):
     monkeypatch.setenv("PYTHONSTARTUP", "/somewhere/evil.py")
     monkeypatch.setenv("GRADESCOPE_TOKEN", "secret")
     from grader.course_secret import SECRET_ENV, secret_path
+    from grader.hidden.disk_cache import CACHE_DIR_ENV, root
 
     env = batch.worker_environment(shared_server=False)
     assert not {"PYTHONPATH", "PYTHONSTARTUP", "GRADESCOPE_TOKEN"} & set(env)
-    # Besides the allow-list, only what the grader sets itself: the course's secret file, as it resolved it.
-    assert set(env) <= set(batch._WORKER_ENV_KEEP) | {"PYTHONDONTWRITEBYTECODE", SECRET_ENV}
+    # Besides the allow-list, only what the grader sets itself: the course's secret file and the root of the
+    # graders' store on disk, as it resolved them.
+    assert set(env) <= set(batch._WORKER_ENV_KEEP) | {"PYTHONDONTWRITEBYTECODE", SECRET_ENV, CACHE_DIR_ENV}
     assert env[SECRET_ENV] == str(secret_path())
+    assert env[CACHE_DIR_ENV] == str(root())
 
 
 _PLANT = '''
