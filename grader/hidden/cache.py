@@ -135,14 +135,14 @@ def copy_value(x: Any) -> Any:
 
 
 def cached(kind: str, key: tuple, compute: Callable[[], Any], *, copy: Callable[[Any], Any] = copy_value,
-           persist: bool | Callable[[], bool] = False) -> Any:
+           persist: bool = False) -> Any:
     """`compute()`, or a copy of its value from an earlier call with the same `kind` and `key`.
 
     The computation runs under a forked global RNG (`_isolated`), hit or miss alike.
     With ``persist``, a value not in memory is first looked up in the store on disk
     (`grader.hidden.disk_cache`, where this process switched it on) and a computed one is written
     there: for keys drawn from the hidden inputs alone, never from a student's values (those would
-    fill the store, one entry per student). A callable ``persist`` is asked only on a memory miss.
+    fill the store, one entry per student).
     Only values are cached: an exception from `compute` propagates and nothing is stored (the next
     call computes again). A key without an exact encoding (TypeError from `digest`) is not cached.
 
@@ -163,7 +163,6 @@ def cached(kind: str, key: tuple, compute: Callable[[], Any], *, copy: Callable[
         store.move_to_end(k)
         _STATS["hits"] += 1
         return copy(store[k])
-    persist = persist() if callable(persist) else persist
     value = disk_cache.load(version_key(), k) if persist else disk_cache.MISSING
     if value is disk_cache.MISSING:
         _STATS["misses"] += 1

@@ -78,6 +78,11 @@ def switch_off() -> None:
     _STATE["written"].clear()
 
 
+def is_on() -> bool:
+    """True in a process that called `switch_on` (and not `switch_off` since)."""
+    return bool(_STATE["on"])
+
+
 def root() -> Path:
     """The store's root folder (absolute): ``$PPO_COURSE_GRADER_CACHE_DIR``, else the user's cache folder."""
     named = os.environ.get(CACHE_DIR_ENV)

@@ -107,7 +107,7 @@ def evaluate_mean_score(state: dict, n: int = 64, seed: int = 999) -> float:
     """Mean toy score of n sampled responses (temperature 1) from a policy with these weights
     (cached per grader version and the weights' bytes; on the grader's disk too for a drawn initial state)."""
     return cached("ex7", ("evaluate_mean_score", state, n, seed), lambda: _evaluate_mean_score(state, n, seed),
-                  persist=lambda: is_drawn_state(state))
+                  persist=is_drawn_state(state))
 
 
 def _evaluate_mean_score(state: dict, n: int, seed: int) -> float:

@@ -71,14 +71,14 @@ def run_reference(payload: dict) -> dict:
     """ppo_reference.ppo_step on the same setting as the harness (cached per grader version and payload; on the
     grader's disk too when the weights are a drawn initial state)."""
     return cached("ex7", ("run_reference", payload), lambda: _run_reference(payload),
-                  persist=lambda: is_drawn_state(payload["state_dict"]))
+                  persist=is_drawn_state(payload["state_dict"]))
 
 
 def reference_step(payload: dict, **switches) -> dict:
     """`buggy_ppo_step.run_reference_step` (trace included), cached per grader version, payload and switches."""
     return cached("ex7", ("reference_step", payload, switches),
                   lambda: buggy_ppo_step.run_reference_step(payload, **switches),
-                  persist=lambda: is_drawn_state(payload["state_dict"]))
+                  persist=is_drawn_state(payload["state_dict"]))
 
 
 def _run_reference(payload: dict) -> dict:
