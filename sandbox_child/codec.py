@@ -213,17 +213,26 @@ class Decoder:
         self._used: set[int] = set()
 
     def _buffer(self, node: dict) -> bytearray:
-        """The node's buffer as a bytearray this decoder alone owns (copied if used before),
-        so that no two decoded tensors can share memory."""
+        """The node's buffer as a bytearray this decoder alone owns, so that no two decoded tensors share memory.
+
+        Each buffer backs one node at most (an `Encoder` appends one buffer per tensor or generator): a
+        buffer named by many nodes would be decoded into as many copies, a message of a few MiB into
+        GiBs in the receiver (the trusted grader), past every limit counted in wire bytes.
+
+        Raises:
+            ProtocolError: the index is out of range, or names a buffer an earlier node used.
+        """
         idx = node.get("b")
         if type(idx) is not int or not 0 <= idx < len(self.buffers):
             raise ProtocolError(f"buffer index {idx!r} out of range")
+        if idx in self._used:
+            raise ProtocolError(f"buffer {idx} is named by more than one value")
+        self._used.add(idx)
         raw = self.buffers[idx]
         if self.shared and isinstance(raw, memoryview) and not raw.readonly:
             return raw  # shared on purpose (see the ``shared`` argument)
-        if idx in self._used or not isinstance(raw, bytearray):
+        if not isinstance(raw, bytearray):
             return bytearray(raw)
-        self._used.add(idx)
         return raw
 
     def decode(self, node: Any, depth: int = 0) -> Any:

@@ -1,0 +1,89 @@
+"""Red-team round 12: what a hostile child's messages may cost the trusted grader.
+
+a02 (one wire buffer, many values): a frame's tensor nodes name their bytes by buffer index. The decoder
+copied a buffer for every node after the first that named it ("so that no two decoded tensors share
+memory"), so a child that rewrote its own encoder (it runs in the student's process) sent 8 MiB named by
+128 nodes and the grader decoded 1 GiB per call: `ppo-course grade` of /work/wt/attack12/attacks/a02 peaked
+at 7.6 GB resident (a correct submission: 0.33 GB), and a header of 16 MiB holds ~300,000 such nodes, far
+past any machine's memory. Every limit on the channel counts wire bytes (`max_message_bytes`, exercise 7's
+`max_callback_bytes`). The rule tested here: a buffer backs one value at most; a message naming one twice
+is malformed (the child's crash, never the grader's memory).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.sandbox import ForkServerClient, Limits, Sandbox, StudentCrash
+from grader.sandbox.known_good import KnownGood
+from sandbox_child import codec
+
+_ALIASING_MODULE = '''
+import torch
+from sandbox_child import codec
+
+_plain = codec.Encoder._tensor
+
+
+def _aliasing(self, value):
+    memo = self.__dict__.setdefault("_memo", {})
+    if id(value) not in memo:
+        memo[id(value)] = _plain(self, value)
+    return dict(memo[id(value)])
+
+
+codec.Encoder._tensor = _aliasing
+_T = torch.arange(256, dtype=torch.float32)
+
+
+def many():
+    return [_T] * 8
+
+
+def one():
+    return [_T]
+'''
+
+
+def _aliased_frame(n: int) -> tuple[dict, list[bytearray]]:
+    node = {"t": "tensor", "dtype": "float32", "shape": [4], "b": 0}
+    return [dict(node) for _ in range(n)], [bytearray(torch.ones(4).numpy().tobytes())]
+
+
+def test_a_buffer_named_twice_is_malformed():
+    """One buffer named by two nodes: a ProtocolError (before: two tensors, the second a copy)."""
+    nodes, buffers = _aliased_frame(2)
+    with pytest.raises(codec.ProtocolError, match="more than one value"):
+        codec.Decoder(buffers).decode(nodes)
+    assert codec.Decoder(*_aliased_frame(1)[1:]).decode(_aliased_frame(1)[0])[0].tolist() == [1.0] * 4
+
+
+def test_a_generator_and_a_tensor_cannot_share_a_buffer():
+    state = torch.Generator().get_state()
+    nodes = [{"t": "generator", "b": 0, "id": -1}, {"t": "tensor", "dtype": "uint8", "shape": [state.numel()], "b": 0}]
+    with pytest.raises(codec.ProtocolError, match="more than one value"):
+        codec.Decoder([bytearray(state.numpy().tobytes())]).decode(nodes)
+
+
+def test_a_known_good_callback_naming_a_buffer_twice_is_refused():
+    """Exercise 7's callbacks: the bytes budget counts wire bytes, so aliased arguments are refused at decode."""
+    session = KnownGood.reference(["ex4_gae"]).session()
+    nodes, buffers = _aliased_frame(3)
+    with pytest.raises(codec.ProtocolError, match="more than one value"):
+        session.decoder(buffers).decode({"t": "dict", "v": {"args": nodes}})
+
+
+def test_a_child_reply_with_aliased_buffers_is_its_crash(tmp_path: Path):
+    """End to end: a child whose encoder names one buffer for many values is stopped as a malformed reply."""
+    sub = tmp_path / "submissions" / "student"
+    sub.mkdir(parents=True)
+    (sub / "aliasing.py").write_text(_ALIASING_MODULE)
+    with Sandbox(sub, limits=Limits(call_timeout_s=10.0, import_timeout_s=10.0),
+                 server=ForkServerClient.shared(share=True)) as box:
+        mod = box.load("aliasing")
+        assert [t.tolist() for t in mod.one()] == [list(range(256))]  # one use of a buffer is fine
+        with pytest.raises(StudentCrash, match="malformed value"):
+            mod.many()
