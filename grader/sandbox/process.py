@@ -1,21 +1,20 @@
 """One sandboxed child process, seen from the trusted parent.
 
-The parent never blocks on the child: every exchange runs one ``selectors``
-loop over the protocol socket (non-blocking, both directions) and the child's
-stdout/stderr pipes, against a wall-clock deadline. What the child prints is
-kept up to ``Limits.max_output_bytes`` and counted beyond; past
-``Limits.max_output_kill_bytes`` the child is stopped.
+The parent never blocks on the child: every exchange runs one ``selectors`` loop over the protocol socket
+(non-blocking, both directions) and the child's stdout/stderr pipes, against a wall-clock deadline. What the
+child prints is kept up to ``Limits.max_output_bytes`` and counted beyond; past ``max_output_kill_bytes`` it stops.
 
 Callbacks from known-good proxies (exercise 7; during the import too) are served in the same loop, in
 this trusted process, budgeted per child: a count (``Limits.max_callbacks``), bytes in and out
 (``Limits.max_callback_bytes``), this thread's CPU time (``Limits.max_callback_cpu_s``); the first budget
-exceeded ends the child, naming it. Their time counts against the call's (or import's) deadline, and
-every deadline is capped by the submission's one absolute wall-clock limit
-(``submission_time.submission_deadline``, from ``SubmissionLimits.timeout_s``).
+exceeded ends the child, naming it (so does a callback whose reply one message cannot carry). Their time counts
+against the call's (or import's) deadline, and every deadline is capped by the submission's one absolute
+wall-clock limit (``submission_time.submission_deadline``, from ``SubmissionLimits.timeout_s``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import socket
@@ -90,21 +89,16 @@ class ChildProcess:
         #: What this child's known-good callbacks have cost so far (see ``_charge_callback``).
         self.callback_budget = CallbackBudget(limits)
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        for sock in (parent_sock, child_sock):
-            # Larger socket buffers: a [B, T, V] tensor crosses in a few system calls.
-            for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
-                try:
-                    sock.setsockopt(socket.SOL_SOCKET, opt, 4 << 20)
-                except OSError:
-                    pass
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
+        for sock, opt in ((s, o) for s in (parent_sock, child_sock) for o in (socket.SO_SNDBUF, socket.SO_RCVBUF)):
+            with contextlib.suppress(OSError):  # larger socket buffers: a [B, T, V] tensor crosses in a few calls
+                sock.setsockopt(socket.SOL_SOCKET, opt, 4 << 20)
+        (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
         try:
             self.pid = server.spawn(config, [child_sock.fileno(), out_w, err_w])
         finally:
             child_sock.close()
-            os.close(out_w)
-            os.close(err_w)
+            for fd in (out_w, err_w):
+                os.close(fd)
         self.alive = True
         self.sock = parent_sock
         self.sock.setblocking(False)
@@ -380,6 +374,8 @@ class ChildProcess:
     def _serve_callback_unbudgeted(self, reply: dict, buffers: list[bytes]) -> bytes:
         cb_id = reply.get("id")
         try:
+            if type(cb_id) is not int:  # echoed in the reply: a child-chosen structure there could fail its framing
+                raise codec.ProtocolError("its id is not an int")
             decoder = self.on_callback.decoder(buffers)
             fields = decoder.decode(reply.get("fields"))
             gens = decoder.decode(reply.get("gens"))
@@ -388,7 +384,10 @@ class ChildProcess:
         except codec.ProtocolError as exc:
             raise _Died(f"the submission's process sent a malformed callback ({exc})") from None
         header, out_buffers = self.on_callback.handle(cb_id, str(reply.get("op")), fields, gens)
-        return b"".join(frames.pack_frame(header, out_buffers))
+        try:
+            return b"".join(frames.pack_frame(header, out_buffers))
+        except codec.ProtocolError:  # more tensors or structure than a message holds: what the child asked for
+            raise _Died("the submission asked a known-good piece for a reply larger than one message may be") from None
 
 
 def _parent_handle(value: Any) -> dict:

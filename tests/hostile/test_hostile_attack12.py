@@ -87,3 +87,38 @@ def test_a_child_reply_with_aliased_buffers_is_its_crash(tmp_path: Path):
         assert [t.tolist() for t in mod.one()] == [list(range(256))]  # one use of a buffer is fine
         with pytest.raises(StudentCrash, match="malformed value"):
             mod.many()
+
+
+# a03 (a known-good reply too large to frame): exercise 7's child asked the grader's TrackingBuffer for `added`
+# after two `add`s of 60,000 one-element fields; the reply held 120,000 tensors, more than a frame's
+# `MAX_BUFFERS`, and `frames.pack_frame` raised ProtocolError inside the grader: the submission was
+# "NOT graded: the grader itself failed" (a grader fault of the student's making, no score published).
+# Now the child is stopped, naming why: its import (or call) fails, and the exercise scores 0.
+
+def many_tensors(n: int) -> list:
+    """A trusted piece whose reply size the child chooses."""
+    return [torch.zeros(1) for _ in range(int(n))]
+
+
+_WIDE_CALLER = '''
+import widen
+
+
+def go(n):
+    return len(widen.many_tensors(n))
+'''
+
+
+def test_a_known_good_reply_too_large_to_frame_is_the_childs_crash(tmp_path: Path):
+    from sandbox_child import frames
+
+    sub = tmp_path / "submissions" / "student"
+    sub.mkdir(parents=True)
+    (sub / "caller.py").write_text(_WIDE_CALLER)
+    table = KnownGood({"widen": {"many_tensors": many_tensors}})
+    with Sandbox(sub, limits=Limits(call_timeout_s=60.0, import_timeout_s=10.0), known_good=table,
+                 server=ForkServerClient.shared(share=True)) as box:
+        mod = box.load("caller")
+        assert mod.go(3) == 3
+        with pytest.raises(StudentCrash, match="larger than one message"):
+            mod.go(frames.MAX_BUFFERS + 1)
