@@ -140,7 +140,7 @@ class KnownGoodSession:
             if isinstance(state, torch.Tensor):
                 try:
                     self._make_generator(state, int(gid))
-                except (ValueError, RuntimeError):
+                except (ValueError, RuntimeError, TypeError):  # a state torch refuses (TypeError: not uint8)
                     pass
         header: dict = {"id": cb_id}
         enc = codec.Encoder(on_unknown=self._register)

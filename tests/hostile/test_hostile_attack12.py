@@ -122,3 +122,18 @@ def test_a_known_good_reply_too_large_to_frame_is_the_childs_crash(tmp_path: Pat
         assert mod.go(3) == 3
         with pytest.raises(StudentCrash, match="larger than one message"):
             mod.go(frames.MAX_BUFFERS + 1)
+
+
+# a04 (a generator state torch refuses with TypeError): a callback's "gens" are the child's generator states;
+# a float tensor there made `torch.Generator.set_state` raise TypeError, which the session let through (it
+# ignored ValueError and RuntimeError only): every exercise-7 test of the submission became grader_error, and
+# `ppo-course grade` published nothing ("the grader itself failed on 8 test(s)").
+
+@pytest.mark.parametrize("state", [torch.zeros(3), torch.zeros(5056, dtype=torch.bool),
+                                   torch.zeros(7, dtype=torch.uint8)], ids=["float", "bool", "short"])
+def test_a_refused_generator_state_is_ignored_not_raised(state):
+    session = KnownGood.reference(["ex1_ratio"]).session()
+    logp = torch.zeros(1, 2)
+    header, _ = session.handle(7, "kg_call", {"module": "ex1_ratio", "name": "probability_ratio",
+                                              "args": [logp, logp]}, {"1": state})
+    assert header["id"] == 7 and header["m"] == "cb_ok"
