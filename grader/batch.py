@@ -277,7 +277,7 @@ def _runner(run: BatchRun, jobs: int | None) -> Runner:
         runner.jobs = jobs or runner.default_jobs()
         return runner
     if warm_workers_enabled():  # one long-lived trusted worker per job slot (grader/runners/warm.py)
-        return WarmPool(run.state / "warm", workers=run.workers)
+        return WarmPool(run.state / "warm", workers=run.workers, optimiser=run.profile == "full")
     return run_worker
 
 

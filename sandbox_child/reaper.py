@@ -125,14 +125,17 @@ def kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def process_table() -> dict[int, tuple[int, int, str]]:
-    """``{pid: (ppid, uid, state)}`` from /proc."""
+def process_table(only_uid: int | None = None) -> dict[int, tuple[int, int, str]]:
+    """``{pid: (ppid, uid, state)}`` from /proc; with ``only_uid``, only the processes of that uid (the others'
+    ``stat`` files are not read: one ``stat`` call per process instead of three calls)."""
     table: dict[int, tuple[int, int, str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             uid = os.stat(f"/proc/{entry}").st_uid
+            if only_uid is not None and uid != only_uid:
+                continue
             with open(f"/proc/{entry}/stat", "rb") as fh:
                 data = fh.read()
             rest = data[data.rindex(b")") + 2 :].split()
@@ -147,7 +150,7 @@ def live_pids(child: Child, children: dict[int, Child]) -> list[int]:
 
     ``children``: every child of this fork server (their pids are not orphans).
     """
-    table = process_table()
+    table = process_table(child.uid)
     me = os.getpid()
     if child.uid is not None:
         return [p for p, (_, uid, state) in table.items() if uid == child.uid and state != "Z" and p != me]

@@ -18,6 +18,7 @@ Sources: Book eq. 5.1, 5.2, 5.9, 5.20, §5.5-5.7; TRL 0.11 `trl/core.py` and
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +45,12 @@ VARIANTS: dict[str, list[tuple[str, Variant]]] = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def signature(function: Callable) -> inspect.Signature:
+    """``inspect.signature(function)``, computed once per reference function (a compare binds every call to it)."""
+    return inspect.signature(function)
+
+
 def candidates(function: str, args: tuple, kwargs: dict, *, signature_of: Callable,
                pick: Callable[[Any], Any] = lambda out: out) -> list[tuple[str, Callable[[], Any]]]:
     """(diagnosis id, thunk) pairs: each thunk runs one variant of `function` on (args, kwargs).
@@ -63,7 +70,7 @@ def candidates(function: str, args: tuple, kwargs: dict, *, signature_of: Callab
         TypeError: if (args, kwargs) do not fit the reference signature (a grader bug).
     """
     table = VARIANTS[function]
-    bound = inspect.signature(signature_of).bind(*args, **kwargs)
+    bound = signature(signature_of).bind(*args, **kwargs)
     bound.apply_defaults()
     positional = tuple(bound.arguments.values())
 
@@ -86,7 +93,7 @@ def grad_candidates(function: str, args: tuple, kwargs: dict, *, signature_of: C
     (ones for a scalar). A variant that detaches gives zeros, so that a detached
     student gradient is recognised too.
     """
-    bound = inspect.signature(signature_of).bind(*args, **kwargs)
+    bound = signature(signature_of).bind(*args, **kwargs)
     bound.apply_defaults()
     names = list(bound.arguments)
     values = list(bound.arguments.values())

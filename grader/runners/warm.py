@@ -65,13 +65,19 @@ class _WorkerGone(Exception):
     """The worker died or closed its pipe; ``str(exc)`` says how."""
 
 
+def serve_command(optimiser: bool = True) -> list[str]:
+    """The command line of one warm worker of this process: ``worker_process serve --parent-pid PID``, with
+    ``--no-optimiser`` when its warm-up leaves out the optimiser step (``worker_process.warm_up``)."""
+    return [*fresh.worker_command("serve"), "--parent-pid", str(os.getpid())] + ([] if optimiser else ["--no-optimiser"])
+
+
 class _WarmWorker:
     """One live worker process and its pipes (used by one pool thread at a time)."""
 
-    def __init__(self, log_path: Path, cwd: Path, workers: Workers | None) -> None:
+    def __init__(self, log_path: Path, cwd: Path, workers: Workers | None, optimiser: bool = True) -> None:
         self.log_path, self.graded = log_path, 0
         cwd.mkdir(parents=True, exist_ok=True)
-        cmd = [*fresh.worker_command("serve"), "--parent-pid", str(os.getpid())]
+        cmd = serve_command(optimiser)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             # The batch's fork server is named per request (it may still be starting while this worker warms up).
@@ -162,11 +168,13 @@ class WarmPool:
             64 students it was ~5% of a student's grading, a share that made the cost per student of a class of
             1,000 differ from a class of 200 (``benchmarks/grading_bench/scaling.py``).
         max_rss_mb: resident memory (MiB) past which a worker is replaced after its current student.
+        optimiser: whether a worker's warm-up takes an optimiser step (``worker_process.warm_up``): the full
+            profile's training run needs it at the first student; a fast batch's workers never do.
     """
 
     def __init__(self, scratch: Path, *, workers: Workers | None = None,
-                 max_students: int = 1024, max_rss_mb: float = 3072.0) -> None:
-        self.scratch, self.workers = Path(scratch), workers
+                 max_students: int = 1024, max_rss_mb: float = 3072.0, optimiser: bool = True) -> None:
+        self.scratch, self.workers, self.optimiser = Path(scratch), workers, optimiser
         self.max_students, self.max_rss_mb = max_students, max_rss_mb
         self._local = threading.local()
         self._all: set[_WarmWorker] = set()
@@ -183,7 +191,8 @@ class WarmPool:
         with self._lock:
             self._count += 1
             n = self._count
-        worker = _WarmWorker(self.scratch / f"worker-{n}.log", self.scratch / f"cwd-{n}", self.workers)
+        worker = _WarmWorker(self.scratch / f"worker-{n}.log", self.scratch / f"cwd-{n}", self.workers,
+                             self.optimiser)
         with self._lock:
             self._all.add(worker)
             self.started += 1

@@ -67,7 +67,7 @@ def stand_in_command(spec: str, real):
                 f"grader.runners.worker_process.grading_function = lambda: getattr(importlib.import_module({module!r}), {attr!r})\n"
                 # A warm worker's warm-up: what the stand-in's first grading imports (the result models
                 # import the sandbox's package, torch with it), so that no student's clock pays for it.
-                f"grader.runners.worker_process.warm_up = lambda: [importlib.import_module(m) for m in ({module!r}, 'grader.sandbox.errors')]\n")
+                f"grader.runners.worker_process.warm_up = lambda optimiser=True: [importlib.import_module(m) for m in ({module!r}, 'grader.sandbox.errors')]\n")
         return [*cmd[:i], boot + cmd[i], *cmd[i + 1:]]
 
     command.stand_in = spec

@@ -181,3 +181,21 @@ def test_a_killed_batch_leaves_no_warm_worker(stand_in, tmp_path):
             break
         time.sleep(0.2)
     assert not _alive(worker_pid)
+
+
+def test_a_fast_batch_warms_its_workers_without_the_optimiser_machinery():
+    """``warm_up(optimiser=False)`` imports the grader but not ``torch._dynamo`` (imported by an Adam step, about
+    1.5 CPU-s); the pool asks its workers for that only in the full profile."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from grader.runners.worker_process import warm_up; warm_up(optimiser={}); "
+             "print('grader.grade' in sys.modules, 'torch._dynamo' in sys.modules)")
+    lean = subprocess.run([sys.executable, "-c", probe.format(False)], capture_output=True, text=True, check=True)
+    full = subprocess.run([sys.executable, "-c", probe.format(True)], capture_output=True, text=True, check=True)
+    assert lean.stdout.split() == ["True", "False"]
+    assert full.stdout.split() == ["True", "True"]
+
+    from grader.runners.warm import serve_command
+
+    assert serve_command(False)[-1] == "--no-optimiser" and "--no-optimiser" not in serve_command(True)

@@ -123,3 +123,30 @@ def test_same_values_only_names_mistakes():
     nan = torch.tensor([math.nan, 1.0])
     assert compare.same_values(nan, nan.clone(), rtol=0, atol=0)
     assert not compare.close(nan, torch.tensor([0.0, 1.0]), rtol=0, atol=0)
+
+
+ENTRY = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
+                  st.sampled_from([0.0, -0.0, 1.0, 1.0 + 1e-9, 5e-324, 1e308, -1e308]))
+
+
+@SETTINGS
+@given(pairs=st.lists(st.tuples(ENTRY, ENTRY), min_size=0, max_size=6),
+       tol=st.sampled_from([(0.0, 0.0), (1e-5, 1e-8), (1e-2, 0.0), (0.0, 1e-3)]))
+def test_close_is_the_entrywise_rule(pairs, tol):
+    """`close` on float64 vectors equals the rule written entry by entry in plain Python: a NaN reference is a
+    grader bug; an infinite reference matches only the same infinity; a finite one matches a finite value within
+    atol + rtol·|want| (the tensor code takes a one-pass path when every reference entry is finite)."""
+    rtol, atol = tol
+    got = torch.tensor([g for g, _ in pairs], dtype=torch.float64)
+    want = torch.tensor([w for _, w in pairs], dtype=torch.float64)
+    if any(math.isnan(w) for _, w in pairs):
+        with pytest.raises(compare.GraderBug):
+            compare.close(got, want, rtol=rtol, atol=atol)
+        return
+
+    def entry_ok(g: float, w: float) -> bool:
+        if math.isinf(w):
+            return g == w
+        return math.isfinite(g) and abs(g - w) <= atol + rtol * abs(w)
+
+    assert compare.close(got, want, rtol=rtol, atol=atol) == all(entry_ok(g, w) for g, w in pairs)
