@@ -374,8 +374,8 @@ class ChildProcess:
     def _serve_callback_unbudgeted(self, reply: dict, buffers: list[bytes]) -> bytes:
         cb_id = reply.get("id")
         try:
-            if type(cb_id) is not int:  # echoed in the reply: a child-chosen structure there could fail its framing
-                raise codec.ProtocolError("its id is not an int")
+            if type(cb_id) is not int or type(reply.get("op")) is not str:  # echoed or str()-ed in this process
+                raise codec.ProtocolError("its id is not an int or its op not a str")
             decoder = self.on_callback.decoder(buffers)
             fields = decoder.decode(reply.get("fields"))
             gens = decoder.decode(reply.get("gens"))
@@ -383,7 +383,7 @@ class ChildProcess:
                 raise codec.ProtocolError("callback fields are not dicts")
         except codec.ProtocolError as exc:
             raise _Died(f"the submission's process sent a malformed callback ({exc})") from None
-        header, out_buffers = self.on_callback.handle(cb_id, str(reply.get("op")), fields, gens)
+        header, out_buffers = self.on_callback.handle(cb_id, reply["op"], fields, gens)
         try:
             return b"".join(frames.pack_frame(header, out_buffers))
         except codec.ProtocolError:  # more tensors or structure than a message holds: what the child asked for

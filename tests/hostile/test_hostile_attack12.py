@@ -137,3 +137,19 @@ def test_a_refused_generator_state_is_ignored_not_raised(state):
     header, _ = session.handle(7, "kg_call", {"module": "ex1_ratio", "name": "probability_ratio",
                                               "args": [logp, logp]}, {"1": state})
     assert header["id"] == 7 and header["m"] == "cb_ok"
+
+
+# A callback's id is echoed into the reply frame and its op was str()-ed in the grader: a child-chosen nested
+# list there (json.loads accepts ~1000 levels) could fail the grader's own json.dumps or repr with a
+# RecursionError, another grader fault of the child's making. Both must now be plain (an int, a str).
+
+@pytest.mark.parametrize("reply", [{"m": "cb", "id": [[1]], "op": "kg_call"}, {"m": "cb", "id": 1, "op": [["x"]]},
+                                   {"m": "cb", "id": "1", "op": "kg_call"}], ids=["list-id", "list-op", "str-id"])
+def test_a_callback_with_a_structured_id_or_op_ends_the_child(reply):
+    from grader.sandbox.process import ChildProcess
+
+    child = ChildProcess.__new__(ChildProcess)
+    child.on_callback = KnownGood.reference(["ex1_ratio"]).session()
+    with pytest.raises(Exception, match="malformed callback") as info:
+        child._serve_callback_unbudgeted(dict(reply, fields={"t": "dict", "v": {}}, gens={"t": "dict", "v": {}}), [])
+    assert type(info.value).__name__ == "_Died"  # the child's end, not an error inside the grader
