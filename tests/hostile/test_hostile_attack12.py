@@ -153,3 +153,30 @@ def test_a_callback_with_a_structured_id_or_op_ends_the_child(reply):
     with pytest.raises(Exception, match="malformed callback") as info:
         child._serve_callback_unbudgeted(dict(reply, fields={"t": "dict", "v": {}}, gens={"t": "dict", "v": {}}), [])
     assert type(info.value).__name__ == "_Died"  # the child's end, not an error inside the grader
+
+
+# a05 (a message that makes NFC quadratic): the parent NFC-normalised a child's whole exception message before
+# capping it at 500 characters. Canonical reordering sorts a run of combining marks by insertion, so "a" +
+# 60,000 × U+0301 (class 230) + 60,000 × U+0316 (class 220) took ~30 CPU-s per reply inside the grader (a forged
+# `describe_exception` in ex2's child: `ppo-course grade` was still running after 300 CPU-s, 40,000 marks of each
+# measured 12.6 s, i.e. hours for a message of a few MB). Normalisation now sees a bounded prefix.
+
+def test_a_childs_message_is_cut_before_it_is_normalised(monkeypatch):
+    import unicodedata
+
+    from grader.sandbox import errors
+
+    seen: list[int] = []
+    real = unicodedata.normalize
+
+    def spy(form, text):
+        seen.append(len(text))
+        return real(form, text)
+
+    monkeypatch.setattr(errors.unicodedata, "normalize", spy)
+    slow = "a" + "\u0301" * 60_000 + "\u0316" * 60_000
+    shown = errors.safe_message(slow)
+    assert seen and max(seen) <= 4 * errors.MAX_MESSAGE_CHARS + 1
+    assert shown.endswith("… (truncated)") and len(shown) <= errors.MAX_MESSAGE_CHARS + len("… (truncated)")
+    assert errors.StudentError("ValueError", slow).message == shown
+    assert errors.safe_message("e\u0301t\u00e9") == "\u00e9t\u00e9"  # still NFC (a short message whole)
