@@ -39,6 +39,19 @@ def unreadable_note(rel: str) -> str:
             "show; rename it")
 
 
+#: The longest file or folder name (bytes of UTF-8) a TA's disk holds (Linux' NAME_MAX; NTFS, APFS: 255 units).
+NAME_MAX = 255
+
+
+def overlong(parts: Iterable[str]) -> bool:
+    """True when a path component is longer than `NAME_MAX` bytes of UTF-8 (a zip's names run to 64 KiB).
+
+    Checked before `collision`: NFC is quadratic in a run of combining marks (CPython sorts them by insertion),
+    and 500 entries of 64 KiB of marks held the intake for ~17 CPU-minutes.
+    """
+    return any(len(part.encode("utf-8", "surrogatepass")) > NAME_MAX for part in parts)
+
+
 def collision(names: Iterable[str]) -> str | None:
     """Why two of the staged ``names`` ('/'-separated, relative) would be one file on a TA's disk, or None.
 

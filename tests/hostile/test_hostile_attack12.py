@@ -180,3 +180,29 @@ def test_a_childs_message_is_cut_before_it_is_normalised(monkeypatch):
     assert shown.endswith("… (truncated)") and len(shown) <= errors.MAX_MESSAGE_CHARS + len("… (truncated)")
     assert errors.StudentError("ValueError", slow).message == shown
     assert errors.safe_message("e\u0301t\u00e9") == "\u00e9t\u00e9"  # still NFC (a short message whole)
+
+
+# a06 (zip entry names of 64 KiB of combining marks): the intake NFC-normalised every entry's name (`collision`)
+# before anything bounded its length; a 5 MB zip of the solutions plus 40 such names held `ppo-course grade` for
+# 82 CPU-s before it was rejected ("File name too long", at extraction); 500 entries (`max_files`) would be
+# ~17 CPU-minutes in the trusted intake. A name no disk can hold is now refused before NFC sees it.
+
+def test_an_overlong_zip_name_is_refused_before_nfc(tmp_path: Path, monkeypatch):
+    import unicodedata
+    import zipfile
+
+    from ppo_course import submission_names
+    from ppo_course.submission_rules import Entry, Rejected, SubmissionLimits, stage_submission
+
+    seen: list[int] = []
+    real = unicodedata.normalize
+    monkeypatch.setattr(submission_names.unicodedata, "normalize", lambda form, text: seen.append(len(text))
+                        or real(form, text))
+    zpath = tmp_path / "s1.zip"
+    with zipfile.ZipFile(zpath, "w") as z:
+        z.writestr("ex1_ratio.py", "x = 1\n")
+        z.writestr("a" + "\u0301" * 2000 + "\u0316" * 2000 + ".txt", b"")  # 8 KB of UTF-8 in one name
+    with pytest.raises(Rejected, match="longer than 255 bytes"):
+        stage_submission(Entry("s1", [zpath], "zip"), tmp_path / "staged", SubmissionLimits())
+    assert all(n <= submission_names.NAME_MAX for n in seen)
+    assert submission_names.overlong(["e" * 255]) is False and submission_names.overlong(["é" * 128]) is True
