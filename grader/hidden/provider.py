@@ -15,7 +15,7 @@ from grader.sandbox import (Limits, Sandbox, SandboxError, StudentCrash, Student
                             StudentImportError, StudentIteratorExhausted, StudentTimeout)
 from grader.sandbox.remote import RemoteFunction
 from ppo_course.grading_kit.mask_dtype import name_mask_dtype_failure
-from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error
+from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error, is_missing_exercise_name
 from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems, stub_methods
 
 # Time-outs are judged by CPU time (RLIMIT_CPU over a child's life: a correct module of exercises
@@ -276,7 +276,7 @@ class SandboxProvider:
                 message = exc.message.strip()
                 return "not_implemented", "" if not message else \
                     message if message.startswith("NotImplementedError") else text
-            if exc.type_name == "AttributeError" and "has no attribute" in exc.message:
+            if is_missing_exercise_name(exc.type_name, exc.message):
                 return "missing_name", text
             if is_inplace_error(exc.type_name, exc.message):
                 return "modifies_input", text

@@ -272,10 +272,18 @@ def compare_grads(student, reference, name: str, args: tuple, kwargs: dict | Non
                                           kwargs, param, grad_output, rtol, atol, mask)
             if refined != detached_diagnosis and refined in {d for d, _ in candidates}:
                 from grader.hidden.evidence import value_consistent
+                from grader.hidden.tie_break import matching
 
-                if not value_consistent(refined, out, reference, name, args, kwargs, max(rtol, 1e-9),
-                                        max(atol, 1e-9), mask):
-                    refined = "wrong_value"  # the gradient fits a mistake whose value does not: no name
+                def consistent(diagnosis: str) -> bool:
+                    return value_consistent(diagnosis, out, reference, name, args, kwargs, max(rtol, 1e-9),
+                                            max(atol, 1e-9), mask)
+
+                if not consistent(refined):
+                    # Another mistake with this gradient may also have the student's value (an entropy term
+                    # left out and one computed on detached logits both stop the logits' gradient); else no name.
+                    others = [d for d in matching(got, ref, candidates, mask, rtol, atol)
+                              if d not in (refined, detached_diagnosis)]
+                    refined = next((d for d in others if consistent(d)), "wrong_value")
             finding = exc.finding
             if refined in ("wrong_value", "not_finite"):  # no name: where the gradients differ, always true
                 from grader.hidden.evidence import where_grads_differ

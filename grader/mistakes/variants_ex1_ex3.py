@@ -114,6 +114,11 @@ def logprobs_float32(logits, tokens):
     return _lsm_gather(torch.log_softmax(logits.float(), dim=-1), tokens)
 
 
+def logprobs_negated(logits, tokens):
+    """The negative log-likelihood (``F.cross_entropy(..., reduction="none")``, ``nll_loss``): −log π."""
+    return -_lsm_gather(torch.log_softmax(logits, dim=-1), tokens)
+
+
 def ratio_probability_space(logp_new, logp_old):
     return torch.exp(logp_new) / torch.exp(logp_old)
 
@@ -131,6 +136,7 @@ LOGPROBS_VARIANTS: list[tuple[str, Variant]] = [
     ("logprobs_misaligned", logprobs_shifted_zero_first),
     ("logprobs_misaligned", logprobs_shifted_zero_last),
     ("wrong_dtype", logprobs_float32),
+    ("logprobs_negated", logprobs_negated),
 ]
 
 RATIO_VARIANTS: list[tuple[str, Variant]] = [
@@ -255,9 +261,13 @@ ENTROPY_VARIANTS: list[tuple[str, Variant]] = [
 
 
 def _ppo_loss_variant(*, ent_sign=-1.0, vf_scale=1.0, vf_coef_fixed=None, ent_coef_fixed=None, swapped=False,
-                      sampled_entropy=False, value_clip_is_eps=False):
+                      sampled_entropy=False, value_clip_is_eps=False, detach=()):
+    """``detach``: inputs ("values", "logits") detached before their term: the loss's value is the reference's,
+    only its gradient misses that path."""
     def variant(logp_new, logp_old, advantages, values, old_values, returns, logits, mask,
                 clip_eps=0.2, clip_range_value=0.2, vf_coef=0.1, ent_coef=0.01):
+        values = values.detach() if "values" in detach else values
+        logits = logits.detach() if "logits" in detach else logits
         pg = _surrogate(torch.exp(logp_new - logp_old), advantages, mask, clip_eps)
         vl = _value_loss(values, old_values, returns, mask, clip_eps if value_clip_is_eps else clip_range_value)
         ent = _mm(-logp_new, mask) if sampled_entropy else _mm(_token_entropy(logits), mask)
@@ -292,6 +302,9 @@ PPO_LOSS_VARIANTS: list[tuple[str, Variant]] = [
     ("ignores_hyperparameter", _ppo_loss_variant(vf_coef_fixed=0.1, ent_coef_fixed=0.01)),
     ("value_clip_uses_clip_eps", _ppo_loss_variant(value_clip_is_eps=True)),
     ("entropy_sign", _ppo_loss_variant(ent_sign=0.0)),
+    # Gradient only: the term is computed on a detached input (its value is the reference's).
+    ("value_loss_detached", _ppo_loss_variant(detach=("values",))),
+    ("entropy_detached", _ppo_loss_variant(detach=("logits",))),
     # The mistakes of the pieces (ex2's surrogate, ex3's value loss and entropy) inside ppo_loss.
     *[(d, _ppo_loss_from(pg_variant=v)) for d, v in CSL_VARIANTS],
     *[(d, _ppo_loss_from(vl_variant=v)) for d, v in CVL_VARIANTS if d != "value_loss_half_factor"],

@@ -20,9 +20,11 @@ from grader.mistakes.variants_ex1_ex3 import Variant, bool_mask, last_index
 # --------------------------------------------------------------------------- ex4
 def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=True, next_value_same_t=False,
          forward=False, gamma_delta=True, gamma_rec=True, use_lam=True, returns="a_plus_v",
-         bootstrap_last=False, mask_carry=True, shifted=False, lam_in_delta=False, mask_rewards=True):
+         bootstrap_last=False, mask_carry=True, shifted=False, lam_in_delta=False, mask_rewards=True,
+         skip_last=False):
     """GAE with one mistake switched on (all switches off: the correct recursion); ``lam_in_delta``: δ discounts
-    V_{t+1} by λ instead of γ; ``mask_rewards=False``: the values are masked, the padding's rewards are not."""
+    V_{t+1} by λ instead of γ; ``mask_rewards=False``: the values are masked, the padding's rewards are not;
+    ``skip_last``: the backward loop starts at T − 2 (``range(T - 1)``), so the last column keeps A = 0."""
     B, T = rewards.shape
     dt = rewards.dtype
     m = bool_mask(mask).to(dt) if use_mask else torch.ones_like(rewards)
@@ -43,7 +45,7 @@ def _gae(rewards, values, mask, gamma, lam, *, use_mask=True, mask_next_value=Tr
         deltas.append(r[:, t] + g_d * v_next - v[:, t])
     adv = torch.zeros_like(rewards)
     carry = zero
-    for t in (range(T) if forward else range(T - 1, -1, -1)):
+    for t in (range(T) if forward else range(T - (2 if skip_last else 1), -1, -1)):
         carry = deltas[t] + g_r * lm * carry
         if mask_carry:
             carry = carry * m[:, t]
@@ -93,13 +95,16 @@ GAE_VARIANTS: list[tuple[str, Variant]] = [
     ("gae_missing_lambda", _gae_variant(use_lam=False)),
     ("gae_lambda_in_td_error", _gae_variant(lam_in_delta=True)),
     ("gae_shifted_by_one", _gae_variant(shifted=True)),
+    ("gae_skips_last_step", _gae_variant(skip_last=True)),
 ]
 
 
 def _whiten(x, mask, shift_mean, *, unbiased=True, stats_over="real", eps_inside=True, keep_mean=None,
-            scale_only=False, eps_outside=False, mean_over_all=False):
+            scale_only=False, eps_outside=False, mean_over_all=False, var_over_all=False):
     """Whitening with one mistake switched on (all off: the correct masked whitening); ``mean_over_all``: the
-    mean alone is taken over every position (``x.mean()``), the variance over the real tokens around it."""
+    mean alone is taken over every position (``x.mean()``), the variance over the real tokens around it;
+    ``var_over_all``: the masked mean, but the squared deviations of every position (padding included) summed
+    over the number of real tokens."""
     xd = x.double()
     m = bool_mask(mask)
     if stats_over == "real":
@@ -109,7 +114,8 @@ def _whiten(x, mask, shift_mean, *, unbiased=True, stats_over="real", eps_inside
     else:  # "zeroed": x * mask over all positions
         sel, n = (xd * m.double()).reshape(-1), torch.tensor(xd.numel())
     mean = xd.mean() if mean_over_all else sel.sum() / n
-    var = ((sel - mean) ** 2).sum() / (n - 1 if unbiased else n)
+    deviations = xd.reshape(-1) - mean if var_over_all else sel - mean
+    var = (deviations ** 2).sum() / (n - 1 if unbiased else n)
     std = torch.sqrt(var + 1e-8) if eps_inside else torch.sqrt(var)
     if eps_outside:
         std = torch.sqrt(var) + 1e-8
@@ -135,6 +141,7 @@ WHITEN_VARIANTS: list[tuple[str, Variant]] = [
     ("whiten_padding_in_stats", _whiten_variant(stats_over="zeroed")),
     ("whiten_padding_in_stats", _whiten_variant(stats_over="zeroed", unbiased=False)),
     ("whiten_padding_in_stats", _whiten_variant(mean_over_all=True)),
+    ("whiten_padding_in_stats", _whiten_variant(var_over_all=True)),
     ("whiten_shift_mean_ignored", _whiten_variant(keep_mean=False)),
     ("whiten_shift_mean_ignored", _whiten_variant(scale_only=True)),
     ("whiten_missing_eps", _whiten_variant(eps_inside=False)),

@@ -28,11 +28,13 @@ from grader.sandbox.errors import safe_message, safe_type_name
 from sandbox_child import codec
 from sandbox_child.proxies import replace_tensor_leaves, tensor_leaves
 
-#: Contract names of exercises 1-6 (CONTRACT.md "Exercises"), by module.
-CONTRACT_NAMES: dict[str, dict[str, list[str]]] = {
+#: Public names of exercises 1-6, by module: every name of the stub's ``__all__`` (the contract's functions and
+#: classes, and the given ``masked_mean`` helper of exercises 2 and 3, which a student's ppo_step may call too).
+PUBLIC_NAMES: dict[str, dict[str, list[str]]] = {
     "ex1_ratio": {"functions": ["logprobs_from_logits", "probability_ratio"], "classes": []},
-    "ex2_clipped_loss": {"functions": ["clipped_surrogate_loss"], "classes": []},
-    "ex3_full_loss": {"functions": ["clipped_value_loss", "entropy_from_logits", "ppo_loss"], "classes": []},
+    "ex2_clipped_loss": {"functions": ["clipped_surrogate_loss", "masked_mean"], "classes": []},
+    "ex3_full_loss": {"functions": ["clipped_value_loss", "entropy_from_logits", "ppo_loss", "masked_mean"],
+                      "classes": []},
     "ex4_gae": {"functions": ["compute_gae", "whiten"], "classes": []},
     "ex5_rollout_buffer": {"functions": [], "classes": ["RolloutBuffer"]},
     "ex6_kl_reward": {"functions": ["per_token_kl", "kl_shaped_rewards"], "classes": ["AdaptiveKLController"]},
@@ -57,8 +59,8 @@ class KnownGood:
         """Exercises 1-6 (or the listed module stems) served by ``ppo_reference``."""
         import ppo_reference
 
-        stems = list(CONTRACT_NAMES) if modules is None else modules
-        return cls({m: {n: getattr(ppo_reference, n) for kind in CONTRACT_NAMES[m].values() for n in kind} for m in stems})
+        stems = list(PUBLIC_NAMES) if modules is None else modules
+        return cls({m: {n: getattr(ppo_reference, n) for kind in PUBLIC_NAMES[m].values() for n in kind} for m in stems})
 
     def spec(self) -> dict:
         """What the child must install: ``{module: {"functions": [...], "classes": [...]}}`` (names only)."""

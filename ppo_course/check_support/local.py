@@ -24,7 +24,7 @@ import torch
 from ppo_course.check_support.guard import EX7_CPU_SECONDS, CallGuard, CallTimedOut, PrintFlood
 from ppo_course.check_support.results import ModuleReport
 from ppo_course.grading_kit.mask_dtype import name_mask_dtype_failure
-from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error
+from ppo_course.grading_kit.provider import ModuleUnavailable, is_inplace_error, is_missing_exercise_name
 from ppo_course.grading_kit.states import import_failure_state
 from ppo_course.grading_kit.inputs import fresh_copy
 from ppo_course.grading_kit.signatures import WrongSignature, problem_for_call, signature_problems
@@ -364,7 +364,7 @@ class LocalProvider:
             return "iterator_ended_early", "the iterator ended (StopIteration) where an item or an error was expected"
         if is_inplace_error(type(exc).__name__, str(exc)):
             return "modifies_input", f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, AttributeError) and "has no attribute" in str(exc):
+        if is_missing_exercise_name(type(exc).__name__, str(exc)):
             return "missing_name", f"AttributeError: {exc}"
         tb = traceback.extract_tb(exc.__traceback__)
         # Show the student's own frames only: pytest, pluggy, inspect, torch and this package are noise to them.

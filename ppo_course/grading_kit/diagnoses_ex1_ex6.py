@@ -29,6 +29,10 @@ EX1_TO_EX6: dict[str, str] = {
         "Your ratio is inverted: r = pi_new / pi_old = exp(logp_new - logp_old), not "
         "exp(logp_old - logp_new) (Book eq. 5.20)."
     ),
+    "logprobs_negated": (
+        "Your log-probabilities have the wrong sign: cross_entropy / nll_loss return the NEGATIVE log-likelihood "
+        "-log pi(token). Return log pi itself: log_softmax over the vocabulary, gathered at the tokens (<= 0)."
+    ),
     "ratio_detached": (
         "No gradient reaches logp_new: the ratio was detached (.detach(), .item(), torch.no_grad "
         "or a numpy round trip). The loss must be differentiable in logp_new (Book eq. 5.9)."
@@ -104,6 +108,15 @@ EX1_TO_EX6: dict[str, str] = {
         "Your entropy is divided by the vocabulary size: H = -sum_v p_v log p_v SUMS over the vocabulary "
         "(.sum(-1), not .mean(-1)); only the tokens are averaged (the masked mean)."
     ),
+    "value_loss_detached": (
+        "No gradient reaches the values through your ppo_loss: its value-loss term is computed on detached "
+        "values (.detach(), .item() or torch.no_grad()). Only old_values and returns are constants; the critic "
+        "learns through vf_coef * value loss (Book eq. 5.2)."
+    ),
+    "entropy_detached": (
+        "No gradient reaches the logits through your ppo_loss's entropy term: it is computed on detached "
+        "logits (.detach() or torch.no_grad()), so the entropy bonus does nothing in training (Book eq. 5.2)."
+    ),
     "entropy_sign": (
         "The entropy term has the wrong sign: entropy is -sum p log p (positive), and the loss "
         "SUBTRACTS ent_coef * entropy so that minimising the loss rewards spread-out policies "
@@ -159,6 +172,11 @@ EX1_TO_EX6: dict[str, str] = {
     "gae_lambda_in_td_error": (
         "Your TD error discounts V_{t+1} by lambda: delta_t = r_t + gamma*V_{t+1} - V_t uses gamma; lambda only "
         "enters the recursion A_t = delta_t + gamma*lambda*A_{t+1}."
+    ),
+    "gae_skips_last_step": (
+        "Your backward loop never visits the last time step (range(T - 1) instead of range(T)): a row whose last "
+        "real token is the tensor's last position gets A = 0 there, and its TD error is missing from every "
+        "earlier advantage. Run t from T-1 down to 0 (Book §5.5)."
     ),
     "gae_shifted_by_one": (
         "Your advantages are shifted by one position: A_t holds A_{t+1} (and the last real token 0), as when "

@@ -21,6 +21,26 @@ Both providers hand the tests an object with the same surface:
 
 from __future__ import annotations
 
+import re
+
+from ppo_course.syllabus import EXERCISES
+
+_MODULE_LACKS_NAME = re.compile(r"module '(?P<module>[A-Za-z_]\w*)' has no attribute '[A-Za-z_]\w*'")
+
+
+def is_missing_exercise_name(type_name: str, message: str) -> bool:
+    """True when an ``AttributeError`` says that an exercise's module (``ex1_ratio`` ... ``ex7_ppo_step``) lacks a
+    name: ``module 'ex1_ratio' has no attribute 'probability_ratio'`` (the ``missing_name`` diagnosis).
+
+    Any other ``AttributeError`` (``'Tensor' object has no attribute 'squeezee'``, ``module 'torch' has no
+    attribute ...``) is raised by the student's code itself and is not a missing name of the exercise.
+    """
+    if type_name != "AttributeError":
+        return False
+    found = _MODULE_LACKS_NAME.search(message)
+    return found is not None and found["module"] in EXERCISES
+
+
 def is_inplace_error(type_name: str, message: str) -> bool:
     """True for autograd's refusal of an in-place change of an input that requires grad."""
     return type_name == "RuntimeError" and ("leaf Variable that requires grad" in message

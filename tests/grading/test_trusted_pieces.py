@@ -55,6 +55,7 @@ NEEDS_SPECIAL_INPUT = {
     ("kl_shaped_rewards", "ignores_hyperparameter"), ("kl_shaped_rewards", "placement_ignored"),
     ("kl_shaped_rewards", "score_on_padding"), ("kl_shaped_rewards", "score_on_first_token"),
     ("ppo_loss", "value_clip_uses_clip_eps"),  # shows only where clip_eps ≠ clip_range_value (0.3 and 0.3 here)
+    ("ppo_loss", "value_loss_detached"), ("ppo_loss", "entropy_detached"),  # gradient only: the value is the reference's
 }
 
 
