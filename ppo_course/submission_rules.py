@@ -325,7 +325,8 @@ def _stage_zip(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
                     "zip the files with relative paths only"
                 )
             if name is not None and submission_names.overlong(parts):  # before NFC in `collision` looks at it
-                raise Rejected(f"{source.name} holds a name longer than {submission_names.NAME_MAX} bytes; use short names")
+                raise Rejected(f"{source.name} cannot be unpacked: it holds a name longer than {submission_names.NAME_MAX} "
+                               "bytes, which no file system takes; use short names")
             tool = _zip_tool_folder(parts, venvs)
             if tool is not None:
                 tool_folders.setdefault(tool)
