@@ -325,8 +325,7 @@ def _stage_zip(source: Path, dest: Path, limits: SubmissionLimits, staged: Stage
                     "zip the files with relative paths only"
                 )
             if name is not None and submission_names.overlong(parts):  # before NFC in `collision` looks at it
-                raise Rejected(f"{source.name} cannot be unpacked: it holds a name longer than {submission_names.NAME_MAX} "
-                               "bytes, which no file system takes; use short names")
+                raise Rejected(f"{source.name} cannot be unpacked: a name is over {submission_names.NAME_MAX} bytes")
             tool = _zip_tool_folder(parts, venvs)
             if tool is not None:
                 tool_folders.setdefault(tool)
