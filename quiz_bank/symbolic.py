@@ -10,14 +10,19 @@ overruns is killed and replaced, the check being reported as undecided.
 
 Equivalence: the difference is probed numerically at fixed pseudo-random
 points (symbols drawn in [0.3, 2.5], positive so that logs are real); any clear
-disagreement means "different"; otherwise ``sympy.simplify(expected − given)``
-decides, and agreement at every probe point is accepted when simplify cannot
-finish the proof (e.g. log identities it will not apply).
+disagreement means "different", and so does a response that is undefined
+(NaN or infinite: ``0/0``, ``a/0``, ``0*log(0)``) at a point where the key is
+defined: a probe agrees only when ``|expected − given|`` is within its bound,
+never because a comparison with NaN is false. Otherwise
+``sympy.simplify(expected − given)`` decides, and agreement at every probe
+point is accepted when simplify cannot finish the proof (e.g. log identities it
+will not apply).
 """
 
 from __future__ import annotations
 
 import ast
+import cmath
 import json
 import os
 import select
@@ -96,16 +101,25 @@ def decide(expected: str, given: str, symbols: list[str]) -> Verdict:
     difference = expected_expr - given_expr
     free = sorted(expected_expr.free_symbols | given_expr.free_symbols, key=str)
     rng = random.Random(20170720)  # fixed probe points: a verdict never depends on the run
+    agreed = 0
     for _ in range(_N_PROBES):
         point = {s: sp.Rational(rng.randint(30, 250), 100) for s in free}
         want = complex(sp.N(expected_expr.subs(point), 30))
         got = complex(sp.N(given_expr.subs(point), 30))
-        if abs(want - got) > 1e-9 * (1.0 + abs(want)):
-            shown = ", ".join(f"{k}={v}" for k, v in point.items())
+        shown = ", ".join(f"{k}={v}" for k, v in point.items()) or "every point"
+        if not cmath.isfinite(want):
+            continue  # the key itself is undefined here: this point decides nothing
+        if not cmath.isfinite(got):
+            return Verdict("different", f"undefined at {shown} (a division by zero or the log of 0), where the "
+                                        f"expected value is {want.real:.6g}")
+        if not abs(want - got) <= 1e-9 * (1.0 + abs(want)):  # NaN-safe: only a difference within it agrees
             return Verdict("different", f"differs at {shown}: expected {want.real:.6g}, got {got.real:.6g}")
+        agreed += 1
     if sp.simplify(difference) == 0:
         return Verdict("equivalent", "sympy: expected − given simplifies to 0")
-    return Verdict("equivalent", f"equal at {_N_PROBES} probe points")
+    if agreed:
+        return Verdict("equivalent", f"equal at {agreed} probe points")
+    return Verdict("different", "no probe point where both are defined, and sympy cannot show them equal")
 
 
 def serve() -> None:

@@ -1,0 +1,81 @@
+"""Red team attack13: what a student could still do, each test failing before its fix.
+
+* a02: a symbolic quiz answer that is undefined at every probe point (``0/0``, ``a/0``, ``0*log(0)``)
+  was judged equivalent to any key: ``abs(want - got) > tol`` is False for NaN, so every probe
+  "agreed", and the fallback accepted "equal at 6 probe points". Over HTTP, every symbolic question of
+  the quiz (8 in the bank) was recorded right without knowing its answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from quiz_bank.symbolic import decide
+
+#: Expressions with no value at the probe points (sympy: nan or zoo): each must be judged different.
+UNDEFINED = ["0/0", "p/0", "0*log(0)", "(p-p)/(p-p)", "p/q + 0/0", "log(0)", "log(p-p)*0"]
+
+
+@pytest.mark.parametrize("given", UNDEFINED)
+@pytest.mark.parametrize("key", ["p/q", "0", "p*q + 1"])
+def test_an_undefined_expression_is_not_equivalent_to_a_key(key, given):
+    """A response undefined at a probe point where the key is defined is 'different', never 'equivalent'."""
+    verdict = decide(key, given, ["p", "q"])
+    assert verdict.status == "different", (key, given, verdict)
+
+
+@pytest.mark.parametrize(("key", "given"), [("p/q", "1/(q/p)"), ("exp(a - b)", "exp(a-b)"), ("0", "g*A - A*g"),
+                                             ("log(p) - log(q)", "log(p/q)")])
+def test_equivalent_forms_still_pass(key, given):
+    """The fix leaves honest equivalent forms equivalent (by hand: p/q = 1/(q/p); log p − log q = log(p/q) for
+    positive p, q, the probe points' domain)."""
+    names = sorted({n for n in re.findall(r"[A-Za-z]+", key + " " + given) if n not in ("exp", "log")})
+    assert decide(key, given, names).status == "equivalent"
+
+
+def test_the_quiz_server_does_not_mark_0_over_0_right(tmp_path):
+    """Over HTTP, as a student: '0/0' posted to a symbolic question is recorded wrong (a policy that shows verdicts)."""
+    from fastapi.testclient import TestClient
+
+    from quiz_bank.instructor.server.app import create_app
+    from quiz_bank.instructor.server.auth import TokenSigner
+    from quiz_bank.instructor.server.policy import AttemptPolicy, PolicyFile
+    from quiz_bank.loader import load_bank
+    from quiz_bank.symbolic import SymbolicChecker
+
+    secret = b"attack13-quiz-secret-" * 3
+    bank = load_bank()
+    with SymbolicChecker() as checker:
+        app = create_app(bank, tmp_path / "quiz.sqlite", secret, roster=[{"student_id": "mallory"}], checker=checker,
+                         policy=PolicyFile(default=AttemptPolicy(mode="cooldown", cooldown_s=0)))
+        client = TestClient(app)
+        assert client.post("/login", data={"token": TokenSigner(secret).issue("mallory")}).status_code == 200
+        service = app.state.service
+        stop = 6  # its symbolic question: stop6.log-space-ratio, key exp(a - b)
+        assert client.post(f"/stop/{stop}/start").status_code == 200
+        attempt = service.open_attempt("mallory", stop)
+        symbolic = [q for q in attempt.question_order if bank.by_id[q].type == "symbolic"]
+        assert symbolic, "stop 6 has a symbolic question"
+        while (nxt := service.next_question(attempt)) is not None:
+            number, variant = nxt
+            q = variant.question
+            answer = "0/0" if q.type == "symbolic" else _parseable(variant)
+            response = client.post(f"/stop/{stop}/answer",
+                                   data={"attempt": attempt.attempt, "question": q.id, "answer": answer})
+            assert response.status_code == 200, response.text[:500]
+        stored = service.db.answers("mallory", stop, attempt.attempt)
+        assert [stored[q].correct for q in symbolic] == [False] * len(symbolic)
+
+
+def _parseable(variant) -> str:
+    """Any answer the server can read for a non-symbolic question (its verdict does not matter here)."""
+    q = variant.question
+    if q.type in ("single", "multi"):
+        return variant.choices[0][0]
+    if q.type == "ordering":
+        return " ".join(label for label, _, _ in variant.choices)
+    if q.type == "true_false":
+        return "true"
+    return "123456"
