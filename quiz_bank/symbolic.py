@@ -8,15 +8,17 @@ sympy. Well-formed responses go to a long-lived worker subprocess (one per
 pays sympy's import once); each check has a wall-clock limit, and a worker that
 overruns is killed and replaced, the check being reported as undecided.
 
-Equivalence: the difference is probed numerically at fixed pseudo-random
-points (symbols drawn in [0.3, 2.5], positive so that logs are real); any clear
+Equivalence: the two are probed numerically at fixed pseudo-random points
+(symbols drawn in [0.3, 2.5], positive so that logs are real); any clear
 disagreement means "different", and so does a response that is undefined
-(NaN or infinite: ``0/0``, ``a/0``, ``0*log(0)``) at a point where the key is
-defined: a probe agrees only when ``|expected − given|`` is within its bound,
-never because a comparison with NaN is false. Otherwise
-``sympy.simplify(expected − given)`` decides, and agreement at every probe
-point is accepted when simplify cannot finish the proof (e.g. log identities it
-will not apply).
+(NaN or infinite: ``0/0``, ``a/0``, ``0*log(0)``) or beyond a double's range
+at a point where the key is a finite number: a probe agrees only when
+``|expected − given|`` is within its bound, never because a comparison with NaN
+is false. Agreement at every probe point is "equivalent" (it always was: simplify
+could only confirm it, e.g. not for log identities it will not apply), so
+``sympy.simplify`` runs only in the case no probe decides, and one check costs
+milliseconds whatever a student types: the checker is shared by every student
+of a server, one check at a time.
 """
 
 from __future__ import annotations
@@ -81,9 +83,9 @@ def decide(expected: str, given: str, symbols: list[str]) -> Verdict:
     Raises nothing: parse failures become ``Verdict("unparseable", reason)``. A response
     that divides or multiplies two exponentials where the key does not
     (:func:`unstable_exp_ratio`) is ``different``: numerically unstable, whatever sympy says.
+    The work is bounded by the probes (:func:`_probe`): ``sympy.simplify`` runs only when no
+    probe point could compare the two, so no well-formed response holds the checker for seconds.
     """
-    import random
-
     import sympy as sp
 
     from quiz_bank.parsing import to_sympy
@@ -98,28 +100,56 @@ def decide(expected: str, given: str, symbols: list[str]) -> Verdict:
         return Verdict("different", "divides exponentials: the numerically unstable form; take exp of a difference (eq. 5.20)")
     expected_expr = to_sympy(expected_tree, names)
     given_expr = to_sympy(given_tree, names)
-    difference = expected_expr - given_expr
+    verdict = _probe(expected_expr, given_expr)
+    if verdict is not None:
+        return verdict
+    if sp.simplify(expected_expr - given_expr) == 0:
+        return Verdict("equivalent", "sympy: expected − given simplifies to 0")
+    return Verdict("different", "no probe point where both are defined, and sympy cannot show them equal")
+
+
+def _float_value(function, values: list[float]) -> float | None:
+    """``function(*values)`` in IEEE double arithmetic (``math``), or None when it overflows, leaves the real domain
+    or divides by zero (microseconds, whatever the expression: a double cannot hold a tower of exponentials)."""
+    try:
+        value = complex(function(*values))
+    except (OverflowError, ValueError, ZeroDivisionError, TypeError):
+        return None
+    return value.real if cmath.isfinite(value) and value.imag == 0 else None
+
+
+def _probe(expected_expr, given_expr) -> Verdict | None:
+    """The verdict of the fixed probe points, or None when no point could compare the two (the key undefined at all).
+
+    At each point (symbols drawn in [0.3, 2.5]) both are first evaluated in doubles: a response whose value
+    overflows a double, is complex or undefined where the key's is a finite real number is ``different`` at once
+    (sympy's 30-digit evaluation of ``exp(exp(exp(exp(p)*q)))`` ran for minutes). Then 30-digit values must agree
+    within 1e-9 relative: NaN-safe, a probe agrees only when the difference is within that bound. Agreement at
+    every point where the key is defined is ``equivalent`` (sympy's simplify would only restate it).
+    """
+    import random
+
+    import sympy as sp
+
     free = sorted(expected_expr.free_symbols | given_expr.free_symbols, key=str)
+    want_f, got_f = (sp.lambdify(free, e, modules="math") for e in (expected_expr, given_expr))
     rng = random.Random(20170720)  # fixed probe points: a verdict never depends on the run
     agreed = 0
     for _ in range(_N_PROBES):
         point = {s: sp.Rational(rng.randint(30, 250), 100) for s in free}
+        shown = ", ".join(f"{k}={v}" for k, v in point.items()) or "every point"
+        values = [float(point[s]) for s in free]
+        if _float_value(want_f, values) is None:
+            continue  # the key itself is undefined here: this point decides nothing
+        if _float_value(got_f, values) is None:
+            return Verdict("different", f"not a finite real number at {shown} (a division by zero, the log of 0 or "
+                                        "a value beyond a double's range)")
         want = complex(sp.N(expected_expr.subs(point), 30))
         got = complex(sp.N(given_expr.subs(point), 30))
-        shown = ", ".join(f"{k}={v}" for k, v in point.items()) or "every point"
-        if not cmath.isfinite(want):
-            continue  # the key itself is undefined here: this point decides nothing
-        if not cmath.isfinite(got):
-            return Verdict("different", f"undefined at {shown} (a division by zero or the log of 0), where the "
-                                        f"expected value is {want.real:.6g}")
         if not abs(want - got) <= 1e-9 * (1.0 + abs(want)):  # NaN-safe: only a difference within it agrees
             return Verdict("different", f"differs at {shown}: expected {want.real:.6g}, got {got.real:.6g}")
         agreed += 1
-    if sp.simplify(difference) == 0:
-        return Verdict("equivalent", "sympy: expected − given simplifies to 0")
-    if agreed:
-        return Verdict("equivalent", f"equal at {agreed} probe points")
-    return Verdict("different", "no probe point where both are defined, and sympy cannot show them equal")
+    return Verdict("equivalent", f"equal at {agreed} probe points") if agreed else None
 
 
 def serve() -> None:

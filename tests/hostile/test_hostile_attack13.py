@@ -4,6 +4,11 @@
   was judged equivalent to any key: ``abs(want - got) > tol`` is False for NaN, so every probe
   "agreed", and the fallback accepted "equal at 6 probe points". Over HTTP, every symbolic question of
   the quiz (8 in the bank) was recorded right without knowing its answer.
+* a05: one student held the quiz server's one symbolic checker (a lock shared by every student) with
+  answers such as ``Min(0, exp(exp(exp(exp(a)*b)))-a)``, whose 30-digit evaluation runs for minutes: each
+  was killed at 5 s (the next check of anyone got a further 10 s grace), reported undecided and not
+  recorded, so it could be posted again and again, even to an attempt that was over. Three such posts
+  kept another student's answer waiting 40 s.
 """
 
 from __future__ import annotations
@@ -79,3 +84,65 @@ def _parseable(variant) -> str:
     if q.type == "true_false":
         return "true"
     return "123456"
+
+
+#: A well-formed response whose 30-digit value sympy computes for minutes (a tower of exponentials).
+TOWER = "Min(0, exp(exp(exp(exp(a)*b)))-a)"
+
+
+def test_a_tower_of_exponentials_is_decided_within_the_checkers_limit():
+    """The checker decides it (different: its value is beyond a double's range at the probe points) instead of
+    running into its 5 s limit ('undecided', the worker killed)."""
+    from quiz_bank.symbolic import SymbolicChecker
+
+    with SymbolicChecker(timeout_s=5.0) as checker:
+        assert checker.check("a", "a", ["a", "b"]).status == "equivalent"  # started and warm
+        assert checker.check("exp(a - b)", TOWER, ["a", "b"]).status == "different"
+        assert checker.check("0", TOWER.replace("a", "g").replace("b", "A"), ["g", "A"]).status == "different"
+
+
+class _CountingChecker:
+    """A stand-in for the symbolic checker that counts its checks (every response is equivalent)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def check(self, expected, given, symbols):
+        from quiz_bank.symbolic import Verdict
+
+        self.calls += 1
+        return Verdict("equivalent", "stand-in")
+
+
+def test_an_answer_that_cannot_be_recorded_is_never_checked(tmp_path):
+    """Over HTTP: answers to an attempt that is over, or to a question already answered, are refused (409) before
+    the shared checker sees them."""
+    from fastapi.testclient import TestClient
+
+    from quiz_bank.instructor.server.app import create_app
+    from quiz_bank.instructor.server.auth import TokenSigner
+    from quiz_bank.instructor.server.policy import AttemptPolicy, PolicyFile
+    from quiz_bank.loader import load_bank
+
+    secret = b"attack13-quiz-secret-" * 3
+    bank = load_bank()
+    checker = _CountingChecker()
+    app = create_app(bank, tmp_path / "quiz.sqlite", secret, roster=[{"student_id": "mallory"}], checker=checker,
+                     policy=PolicyFile(default=AttemptPolicy(mode="cooldown", cooldown_s=0)))
+    client = TestClient(app)
+    assert client.post("/login", data={"token": TokenSigner(secret).issue("mallory")}).status_code == 200
+    service, stop = app.state.service, 6
+    client.post(f"/stop/{stop}/start")
+    attempt = service.open_attempt("mallory", stop)
+    symbolic = next(q for q in attempt.question_order if bank.by_id[q].type == "symbolic")
+    while (nxt := service.next_question(attempt)) is not None:
+        variant = nxt[1]
+        answer = "a" if variant.question.type == "symbolic" else _parseable(variant)
+        client.post(f"/stop/{stop}/answer", data={"attempt": attempt.attempt, "question": variant.question.id,
+                                                  "answer": answer})
+    assert service.open_attempt("mallory", stop) is None and checker.calls == 1  # over; its one symbolic answer
+    for _ in range(3):
+        response = client.post(f"/stop/{stop}/answer",
+                               data={"attempt": attempt.attempt, "question": symbolic, "answer": TOWER})
+        assert response.status_code == 409
+    assert checker.calls == 1

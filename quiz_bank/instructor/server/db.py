@@ -71,6 +71,26 @@ class StopAttempt:
         return self.finished_at is None
 
 
+def answer_refusal(current: "StopAttempt", answered: set[str], question_id: str) -> str | None:
+    """Why an answer to ``question_id`` cannot be recorded in ``current`` (None when it can): the attempt is over,
+    the question is not in it, already answered, or not its next one.
+
+    The one rule of :meth:`QuizDB.record_answer` (inside its transaction) and of the quiz service, which asks it
+    before checking an answer, so that an answer that cannot count never costs the shared checker anything.
+    """
+    attempt, stop = current.attempt, current.stop
+    if not current.is_open:
+        return f"attempt {attempt} of stop {stop} is already over; your answers to it stand"
+    if question_id in answered:
+        return f"question {question_id} is already answered in attempt {attempt}; your first answer stands"
+    if question_id not in current.question_order:
+        return f"question {question_id!r} is not in your attempt {attempt} of stop {stop}"
+    pending = [q for q in current.question_order if q not in answered]
+    if pending[0] != question_id:
+        return f"question {question_id} is not the next question of attempt {attempt}; reload the stop's page"
+    return None
+
+
 @dataclass(frozen=True)
 class StoredAnswer:
     """One answer as stored: canonical response (ids), verdict, place in the attempt."""
@@ -287,18 +307,13 @@ class QuizDB:
         if row is None:
             raise Conflict(f"attempt {attempt} of stop {stop} does not exist for you; reload the stop's page")
         current = _attempt(row)
-        if not current.is_open:
-            raise Conflict(f"attempt {attempt} of stop {stop} is already over; your answers to it stand")
         marks = {q: bool(c) for q, c in self._sql(
             db, "SELECT question_id, correct FROM answers WHERE student_id = ? AND stop = ? AND attempt = ?",
             (student_id, stop, attempt))}
-        if question_id in marks:
-            raise Conflict(f"question {question_id} is already answered in attempt {attempt}; your first answer stands")
+        refusal = answer_refusal(current, set(marks), question_id)
+        if refusal:
+            raise Conflict(refusal)
         pending = [q for q in current.question_order if q not in marks]
-        if question_id not in current.question_order:
-            raise Conflict(f"question {question_id!r} is not in your attempt {attempt} of stop {stop}")
-        if pending[0] != question_id:
-            raise Conflict(f"question {question_id} is not the next question of attempt {attempt}; reload the stop's page")
         self._sql(db, "INSERT INTO answers (student_id, stop, attempt, question_id, position, response, correct, "
                       "answered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                   (student_id, stop, attempt, question_id, current.question_order.index(question_id) + 1,

@@ -34,7 +34,7 @@ from quiz_bank import mastery, variants
 from quiz_bank.engine import Variant, check, normalise_response, render
 from quiz_bank.loader import Bank
 from quiz_bank.parsing import Unparseable
-from quiz_bank.instructor.server.db import Conflict, QuizDB, StopAttempt
+from quiz_bank.instructor.server.db import Conflict, QuizDB, StopAttempt, answer_refusal
 from quiz_bank.instructor.server.policy import PolicyFile
 
 MAX_ANSWER_CHARS = 500
@@ -224,8 +224,10 @@ class QuizService:
         rows = {a.attempt: a for a in self.db.attempts(student_id, stop)}
         if attempt not in rows:
             raise Conflict(f"attempt {attempt} of stop {stop} does not exist for you; reload the stop's page")
-        if question_id not in rows[attempt].question_order:
-            raise Conflict(f"question {question_id!r} is not in your attempt {attempt} of stop {stop}")
+        # An answer that cannot be recorded is refused before any check: the symbolic checker is one per server.
+        refusal = answer_refusal(rows[attempt], set(self.db.answers(student_id, stop, attempt)), question_id)
+        if refusal:
+            raise Conflict(refusal)
         text = ",".join(raw) if isinstance(raw, list) else str(raw)
         if len(text) > MAX_ANSWER_CHARS:
             raise BadAnswer(f"the answer is longer than {MAX_ANSWER_CHARS} characters")
