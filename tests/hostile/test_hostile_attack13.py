@@ -9,6 +9,10 @@
   was killed at 5 s (the next check of anyone got a further 10 s grace), reported undecided and not
   recorded, so it could be posted again and again, even to an attempt that was over. Three such posts
   kept another student's answer waiting 40 s.
+* a06: on Gradescope a responses file could answer as any of the submitter's names (SID, e-mail, its local
+  part, Gradescope's id), and the offline quiz draws an attempt and its "seen before" history from that name:
+  answering as another name gave a fresh draw with nothing seen, so a question an earlier submission had told
+  about was asked again and counted (a stop passed on it).
 """
 
 from __future__ import annotations
@@ -146,3 +150,40 @@ def test_an_answer_that_cannot_be_recorded_is_never_checked(tmp_path):
                                data={"attempt": attempt.attempt, "question": symbolic, "answer": TOWER})
         assert response.status_code == 409
     assert checker.calls == 1
+
+
+def test_gradescope_quiz_answers_count_under_one_id_per_student(tmp_path):
+    """Submission 1 answers as the SID; submission 2 answers as the e-mail's local part, right on its own draw,
+    which asks a question submission 1 showed: it is refused with the id to use, and no stop passes on it."""
+    import json
+
+    from grader.platforms.gradescope.quiz import add_quiz_results
+    from quiz_bank import offline
+    from quiz_bank.grading import answer_key
+    from quiz_bank.loader import load_bank
+
+    bank = load_bank()
+    user = {"sid": "s123", "email": "alice@uni.example", "name": "Alice", "id": 777}
+
+    def submit(previous: list, as_id: str, answers: dict) -> dict:
+        folder = tmp_path / f"submission{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        meta = folder / "submission_metadata.json"
+        meta.write_text(json.dumps({"users": [user], "previous_submissions": [{"results": r} for r in previous]}))
+        (folder / "quiz.json").write_text(json.dumps({"student_id": as_id, "attempt": len(previous) + 1,
+                                                      "answers": answers}))
+        return add_quiz_results({"tests": []}, folder, meta)
+
+    first = offline.attempt_at(bank, 2, "s123", 1)
+    one = submit([], "s123", {q: "zzz" for q in first.order})
+    assert one["extra_data"]["quiz"]["passed_stops"] == []
+    second = offline.attempt_at(bank, 2, "alice", 2)
+    assert set(second.order) & set(first.order) - set(second.stale), "the alias' draw re-asks a told question"
+    key = answer_key(bank, "alice", 2)["answers"]
+    two = submit([one], "alice", {q: key[q] for q in second.order})
+    assert two["extra_data"]["quiz"]["passed_stops"] == []
+    assert "your quiz id on Gradescope is 's123'" in two["extra_data"]["quiz"]["problem"]
+    # The SID itself, on its own attempt-2 draw, is graded as before.
+    key = answer_key(bank, "s123", 2)["answers"]
+    own = submit([one], "s123", {q: key[q] for q in offline.attempt_at(bank, 2, "s123", 2).order})
+    assert own["extra_data"]["quiz"]["problem"] is None

@@ -15,9 +15,10 @@ option was right. Without a responses file
 every stop scores 0 with a message saying what to hand in.
 
 Bound to its student, from Gradescope's
-``/autograder/submission_metadata.json``: the file's ``student_id`` must name
-the submitter (their SID, e-mail or the e-mail's local part; a file naming
-anyone else scores 0 with the reason), and the variants are those of attempt
+``/autograder/submission_metadata.json``: the file's ``student_id`` must be
+the submitter's one quiz id (their SID, else the e-mail's local part:
+`quiz_ids`; a file naming anyone else, or another of the submitter's names,
+scores 0 with the reason), and the variants are those of attempt
 ``len(previous_submissions) + 1``, a count Gradescope keeps, whatever number
 the file writes (a file answered for another attempt scores 0 with the
 reason and the command to run). A stop passed in an earlier submission
@@ -35,22 +36,34 @@ MAX_RESPONSES_BYTES = 1_000_000
 METADATA = Path("/autograder/submission_metadata.json")
 
 
+def quiz_ids(metadata: dict) -> dict[str, str]:
+    """Every name of every submitter (SID, e-mail, the e-mail's local part, Gradescope's user id) → that user's one
+    quiz id: the SID when there is one, else the e-mail's local part, else the e-mail, else the user id.
+
+    The offline quiz draws an attempt's questions, and counts what earlier attempts showed, from the student id
+    (``quiz_bank.offline``): a student answering as another of their names got another draw and a history of
+    nothing seen, so a question an earlier submission had told about counted again. Each user answers as one id.
+    """
+    ids: dict[str, str] = {}
+    for user in metadata.get("users") or []:
+        if not isinstance(user, dict):
+            continue
+        email = user.get("email") if isinstance(user.get("email"), str) else ""
+        names = [str(user[f]) for f in ("sid", "email", "id") if user.get(f) not in (None, "")]
+        if "@" in email:
+            names.insert(1 if user.get("sid") not in (None, "") else 0, email.split("@", 1)[0])
+        for name in names:
+            ids.setdefault(name, names[0])
+    return ids
+
+
 def submitter_from(metadata: dict) -> tuple[set[str], int, set[int]]:
     """(ids naming the submitter, the attempt this submission is, stops passed in earlier submissions).
 
     Gradescope's metadata: ``users`` (each with ``email``, ``sid``, ``name``) and
-    ``previous_submissions`` (each with its ``results``).
+    ``previous_submissions`` (each with its ``results``). Which of the names a file may answer as: `quiz_ids`.
     """
-    names: set[str] = set()
-    for user in metadata.get("users") or []:
-        if not isinstance(user, dict):
-            continue
-        for field in ("sid", "email", "id"):
-            value = user.get(field)
-            if value not in (None, ""):
-                names.add(str(value))
-        if isinstance(user.get("email"), str) and "@" in user["email"]:
-            names.add(user["email"].split("@", 1)[0])
+    names = set(quiz_ids(metadata))
     previous = [p for p in metadata.get("previous_submissions") or [] if isinstance(p, dict)]
     passed: set[int] = set()
     for p in previous:
@@ -92,15 +105,36 @@ def find_responses(submission: Path) -> tuple[list[Path], str | None]:
     return found, None
 
 
+def _graded(bank, responses: list, ids: dict[str, str], attempt: int | None, passed_before: set[int]):
+    """(report.json, problem) of one student's responses files under the submitter's one quiz id (`quiz_ids`).
+
+    A file answering as another name of the same user scores 0 with the id to answer as (its draw is not the one
+    graded, and would have had its own history of what was seen); without metadata, the file's own id is used.
+    """
+    from quiz_bank.grading import grade
+
+    claimed = responses[0].student_id
+    submitter = ids.get(claimed, sorted(set(ids.values()))[0]) if ids else claimed
+    graded = grade(bank, responses, submitter=submitter, attempt=attempt)
+    graded.kept_passed = passed_before
+    problem = graded.problem
+    if claimed in ids and claimed != submitter:
+        problem = (f"this file answers as {claimed!r}, but your quiz id on Gradescope is {submitter!r} (one id for "
+                   f"every submission: what an earlier one showed you counts as seen): run `ppo-course quiz take "
+                   f"--student {submitter}" + (f" --attempt {attempt}`" if attempt else "`") + " and hand in its file")
+    return graded.to_json(), problem
+
+
 def add_quiz_results(results: dict, submission: Path, metadata_path: Path | None = METADATA) -> dict:
     """Append one test per stop to ``results`` (in place) and ``extra_data.quiz``; returns ``results``."""
     from quiz_bank.engine import ResponsesError
-    from quiz_bank.grading import grade, load_responses
+    from quiz_bank.grading import load_responses
     from quiz_bank.loader import load_bank
 
     bank = load_bank()
     metadata = _read_metadata(metadata_path)
-    names, attempt, passed_before = submitter_from(metadata) if metadata else (set(), None, set())
+    _, attempt, passed_before = submitter_from(metadata) if metadata else (set(), None, set())
+    ids = quiz_ids(metadata) if metadata else {}
     paths, problem = find_responses(submission)
     report = None
     if paths:
@@ -109,12 +143,7 @@ def add_quiz_results(results: dict, submission: Path, metadata_path: Path | None
             if len({r.student_id for r in responses}) > 1:
                 problem = "the quiz responses files name different students; hand in your own file only"
             else:
-                claimed = responses[0].student_id
-                submitter = claimed if (not names or claimed in names) else sorted(names)[0]
-                graded = grade(bank, responses, submitter=submitter, attempt=attempt)
-                graded.kept_passed = passed_before
-                report = graded.to_json()
-                problem = graded.problem
+                report, problem = _graded(bank, responses, ids, attempt, passed_before)
         except (ResponsesError, ValueError) as exc:
             problem = f"the quiz responses file could not be read: {str(exc)[:300]}"
     tests = results.setdefault("tests", [])
