@@ -218,6 +218,20 @@ def _print_report(data: dict) -> None:
                       f"{data['graded_as_attempt'] + 1} (`ppo-course quiz take --attempt {data['graded_as_attempt'] + 1}`)")
 
 
+def _attempt_clash(student_id: str, files: list) -> str | None:
+    """Why the files naming ``student_id`` cannot be graded together (None when they can): two of them answer the
+    same attempt. Answers merge across files ("a later file wins a tie"), so a classmate's file naming this student,
+    sorted after the student's own, replaced the student's answers; the student is rejected, naming both files."""
+    first: dict[int, str] = {}
+    for rel, r in files:
+        for n in sorted({r.attempt, *r.attempts.values()}):
+            if n in first:
+                return (f"{first[n]} and {rel} both answer attempt {n} of {student_id!r}: one file per attempt "
+                        "counts; keep the student's own file and grade again")
+            first[n] = rel
+    return None
+
+
 def _grade_batch(args) -> int:
     import csv
     from collections import defaultdict
@@ -247,10 +261,13 @@ def _grade_batch(args) -> int:
                              "message": f"{rel} is {r.student_id!r}'s responses file, handed in by {owner!r}: "
                                         "a file counts only for the student who answered it"})
                 continue
-        by_student[r.student_id].append(r)
+        by_student[r.student_id].append((path.relative_to(args.directory).as_posix(), r))
     with SymbolicChecker() as checker:  # one worker for the whole batch
-        for student_id, responses in sorted(by_student.items()):
-            data = grade(bank, responses, checker=checker).to_json()
+        for student_id, files in sorted(by_student.items()):
+            if (clash := _attempt_clash(student_id, files)) is not None:
+                rows.append({"student_id": student_id, "status": "rejected", "message": clash})
+                continue
+            data = grade(bank, [r for _, r in files], checker=checker).to_json()
             row = {"student_id": student_id, "status": "graded"}
             for name, s in data["stops"].items():
                 row[name] = s["score"]

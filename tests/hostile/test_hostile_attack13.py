@@ -13,6 +13,8 @@
   part, Gradescope's id), and the offline quiz draws an attempt and its "seen before" history from that name:
   answering as another name gave a fresh draw with nothing seen, so a question an earlier submission had told
   about was asked again and counted (a stop passed on it).
+* a07: ``quiz grade-batch`` merged every file naming a student, "a later file wins a tie": a classmate's file
+  naming alice with no answers, in a folder sorted after hers, turned her complete quiz into 0 / 48, silently.
 """
 
 from __future__ import annotations
@@ -187,3 +189,31 @@ def test_gradescope_quiz_answers_count_under_one_id_per_student(tmp_path):
     key = answer_key(bank, "s123", 2)["answers"]
     own = submit([one], "s123", {q: key[q] for q in offline.attempt_at(bank, 2, "s123", 2).order})
     assert own["extra_data"]["quiz"]["problem"] is None
+
+
+def test_quiz_grade_batch_never_lets_one_file_replace_anothers_answers(tmp_path):
+    """alice/ holds alice's right answers; zed/ a file naming alice, answering nothing (sorted after hers). The batch
+    rejects alice's row naming both files instead of grading her 0; a student's own two attempts still grade."""
+    import csv
+    import json
+
+    from ppo_course.cli import main
+    from quiz_bank.grading import answer_key
+    from quiz_bank.loader import load_bank
+
+    bank = load_bank()
+    key = answer_key(bank, "alice", 1)
+    cohort = tmp_path / "cohort"
+    for folder, data in (("alice", key), ("zed", {"student_id": "alice", "attempt": 1,
+                                                  "answers": {q: None for q in key["answers"]}})):
+        (cohort / folder).mkdir(parents=True)
+        (cohort / folder / "quiz_responses.json").write_text(json.dumps(data))
+    out = tmp_path / "gradebook.csv"
+    assert main(["quiz", "grade-batch", str(cohort), "--out", str(out)]) == 0
+    rows = {r["student_id"]: r for r in csv.DictReader(out.open(encoding="utf-8"))}
+    assert rows["alice"]["status"] == "rejected" and rows["alice"]["total"] == ""
+    assert "zed/quiz_responses.json" in rows["alice"]["message"] and "attempt 1" in rows["alice"]["message"]
+    (cohort / "zed" / "quiz_responses.json").write_text(json.dumps(answer_key(bank, "alice", 2)))  # attempt 2
+    assert main(["quiz", "grade-batch", str(cohort), "--out", str(out)]) == 0
+    rows = {r["student_id"]: r for r in csv.DictReader(out.open(encoding="utf-8"))}
+    assert rows["alice"]["status"] == "graded" and rows["alice"]["complete"] == "True"
