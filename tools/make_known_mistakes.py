@@ -8,7 +8,8 @@ Each public test module may define ``MISTAKE_CASES = {case: (function, args_thun
 arguments are (init_kl_coef, target, horizon, [(current_kl, n_steps), ...]) and the candidates are the
 controller's values after each update (``grader.mistakes.variants_ex4_ex6.adaptive_kl_candidates``).
 An output case of a function with a public probe (`ppo_course.grading_kit.public_probe.probe_args`) also gets
-``"<case>@probe"``: the variants on that probe with the case's hyper-parameters (the public tests' evidence rule).
+``"<case>@probe"``: the variants on that probe with the case's hyper-parameters (the public tests' evidence rule),
+and ``"<case>@probe_padded"``: the same on the probe with every row padded (for code that raises on a full row).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def build() -> dict:
     import ppo_reference
     from grader.mistakes import buggy_variants
     from grader.mistakes.variants_ex4_ex6 import adaptive_kl_candidates
-    from ppo_course.grading_kit.public_probe import PROBE_SUFFIX, probe_args
+    from ppo_course.grading_kit.public_probe import PADDED_SUFFIX, PROBE_SUFFIX, probe_args
 
     table: dict[str, list] = {}
     for stem in PUBLIC:
@@ -56,6 +57,10 @@ def build() -> dict:
             if probe is not None and quantity.startswith("output"):  # the evidence rule's second input
                 table[case + PROBE_SUFFIX] = _rows(buggy_variants.candidates(function, probe, kwargs, signature_of=ref,
                                                                               pick=pick))
+                padded = probe_args(function, padded=True)
+                if padded is not None:  # for a function that raises on the probe's full row
+                    table[case + PADDED_SUFFIX] = _rows(buggy_variants.candidates(function, padded, kwargs,
+                                                                                   signature_of=ref, pick=pick))
     return table
 
 

@@ -7,7 +7,9 @@ student's function once more on the rich fixed probe of
 `grader.hidden.tie_break.probe_args` (4 rows of 7 tokens with lengths 7, 1, 4, 6,
 both signs of Â, ratios on both sides of the clip, junk at padding), with the
 failing call's hyper-parameters, and keeps the first matching variant that
-reproduces the student's probe output too. When none does, the test reports the
+reproduces the student's probe output too; a function that raises on the probe is
+run on the same probe with every row padded (a function that fails on a full row
+can still show its mistake on the others). When none does, the test reports the
 generic `wrong_value` (or `not_finite`): a statement that is always true, rather
 than a name that would send the student to fix code that is right.
 
@@ -75,7 +77,8 @@ def confirm(first: str, student, reference, name: str, got_part: Any, want: torc
 
     Returns:
         The first candidate id that matches the failing input AND reproduces the student's output on the
-        probe; `first` when it is generic or no probe exists for `name`; otherwise the generic id.
+        probe (on its every-row-padded form when the student's code raises on the probe itself); `first`
+        when it is generic or no probe exists for `name`; otherwise the generic id.
     """
     ids = matching(got_part, want, candidates, mask, rtol, atol)
     if not ids:
@@ -83,13 +86,13 @@ def confirm(first: str, student, reference, name: str, got_part: Any, want: torc
     probe = probe_like(reference, name, args, kwargs)
     if probe is None:
         return first
+    got2 = _run_on_probe(student, name, probe, pick)
+    if got2 is None:  # the student's code fails on a full row, perhaps: the probe with every row padded
+        probe = probe_like(reference, name, args, kwargs, padded=True)
+        got2 = _run_on_probe(student, name, probe, pick)
+    if not isinstance(got2, torch.Tensor):  # it fails there too, or returns no tensor: no evidence for a name
+        return _generic(got_part, mask)
     probe_call, probe_mask, extra = probe
-    try:
-        got2 = pick(getattr(student, name)(*probe_call, **extra))
-    except Exception:  # the student's code fails on the probe: no evidence for a name
-        return _generic(got_part, mask)
-    if not isinstance(got2, torch.Tensor):
-        return _generic(got_part, mask)
     m2 = probe_mask if mask is not None else None
     for diagnosis_id, thunk in buggy_variants.candidates(name, probe_call, extra,
                                                          signature_of=getattr(reference, name), pick=variant_pick):
@@ -102,6 +105,15 @@ def confirm(first: str, student, reference, name: str, got_part: Any, want: torc
         if isinstance(variant, torch.Tensor) and compare.same_values(got2, variant, rtol, atol, m2):
             return diagnosis_id
     return _generic(got_part, mask)
+
+
+def _run_on_probe(student, name: str, probe: tuple, pick: Callable[[Any], Any]) -> Any:
+    """The compared part of the student's output on a probe (`probe_like`'s triple), or None when it raises."""
+    probe_call, _, extra = probe
+    try:
+        return pick(getattr(student, name)(*probe_call, **extra))
+    except Exception:  # the student's code fails on the probe
+        return None
 
 
 def _idle(out: Any, inputs: list[torch.Tensor], mask: torch.Tensor | None) -> tuple | None:

@@ -21,14 +21,26 @@ from grader.hidden.calls import reference_call, reference_grads, student_grads
 from ppo_course.grading_kit.feedback import matching
 
 
-def probe_args(name: str, dtype: torch.dtype, mask_dtype: torch.dtype) -> tuple[tuple, torch.Tensor] | None:
+#: The probe's row lengths (of 7 tokens); `PADDED_LENGTHS`: the same rows, each one token shorter where it was
+#: full, so that every row ends in padding.
+LENGTHS, PADDED_LENGTHS = (7, 1, 4, 6), (6, 1, 4, 6)
+
+
+def probe_args(name: str, dtype: torch.dtype, mask_dtype: torch.dtype, *,
+               padded: bool = False) -> tuple[tuple, torch.Tensor] | None:
     """(args, bool mask) of a rich fixed input for `name`: 4 rows of 7 tokens with lengths (7, 1, 4, 6),
     both signs of Â, ratios on both sides of the clip, junk at padding, in the failing call's dtypes.
-    Used to tell apart known mistakes that coincide on a small example; None without a probe."""
+    Used to tell apart known mistakes that coincide on a small example; None without a probe.
+    ``padded``: the same tensors under the mask of `PADDED_LENGTHS` (no full row: for a function that
+    raises on a full row, the probe it can run)."""
     g = torch.Generator().manual_seed(20261130)
     B, T, V = 4, 7, 5
-    m = torch.arange(T)[None, :] < torch.tensor([7, 1, 4, 6])[:, None]  # (B, T) bool
-    mask = m.to(mask_dtype)
+    m = torch.arange(T)[None, :] < torch.tensor(LENGTHS)[:, None]  # (B, T) bool
+    if padded:
+        mask_m = torch.arange(T)[None, :] < torch.tensor(PADDED_LENGTHS)[:, None]
+    else:
+        mask_m = m
+    mask = mask_m.to(mask_dtype)
 
     def data(scale=1.0, shift=0.0):
         x = torch.randn(B, T, generator=g, dtype=torch.float64) * scale + shift
@@ -51,16 +63,17 @@ def probe_args(name: str, dtype: torch.dtype, mask_dtype: torch.dtype) -> tuple[
         "kl_shaped_rewards": lambda: (torch.randn(B, generator=g, dtype=torch.float64).to(dtype), logp_new,
                                       logp_old, mask),
     }
-    return (table[name](), m) if name in table else None
+    return (table[name](), mask_m) if name in table else None
 
 
-def probe_like(reference, name: str, args: tuple, kwargs: dict | None):
-    """(probe args, bool mask, the call's hyper-parameters) of `probe_args` in the failing call's dtypes, or None."""
+def probe_like(reference, name: str, args: tuple, kwargs: dict | None, *, padded: bool = False):
+    """(probe args, bool mask, the call's hyper-parameters) of `probe_args` in the failing call's dtypes, or None
+    (``padded``: `probe_args`'s every-row-padded form)."""
     bound = inspect.signature(getattr(reference, name)).bind(*args, **(kwargs or {}))
     tensors = [v for v in bound.arguments.values() if isinstance(v, torch.Tensor) and v.is_floating_point()]
     given_mask = bound.arguments.get("mask")
     probe = probe_args(name, tensors[0].dtype if tensors else torch.float64,
-                       given_mask.dtype if isinstance(given_mask, torch.Tensor) else torch.bool)
+                       given_mask.dtype if isinstance(given_mask, torch.Tensor) else torch.bool, padded=padded)
     if probe is None:
         return None
     extra = {k: v for k, v in bound.arguments.items() if not isinstance(v, torch.Tensor)}  # hyper-parameters

@@ -22,16 +22,27 @@ import torch
 from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.known_mistakes import known_mistakes
 
-#: The suffix of a case's probe rows in known_mistakes.json.
-PROBE_SUFFIX = "@probe"
+#: The suffix of a case's probe rows in known_mistakes.json; `PADDED_SUFFIX`: its rows on the probe with every
+#: row padded (`probe_args(..., padded=True)`).
+PROBE_SUFFIX, PADDED_SUFFIX = "@probe", "@probe_padded"
+
+#: The probe's row lengths (of 7 tokens); `PADDED_LENGTHS`: the same rows with none full.
+LENGTHS, PADDED_LENGTHS = (7, 1, 4, 6), (6, 1, 4, 6)
+
+#: The contract functions whose probe has a mask (the padded form differs from the probe only there).
+MASKED = ("clipped_surrogate_loss", "clipped_value_loss", "entropy_from_logits", "ppo_loss", "compute_gae", "whiten",
+          "per_token_kl", "kl_shaped_rewards")
 
 
-def probe_args(name: str) -> tuple | None:
+def probe_args(name: str, *, padded: bool = False) -> tuple | None:
     """Positional tensor arguments (float64, bool mask) of the public probe for contract function `name`,
-    or None when it has none. Deterministic (a fixed seed); padding holds junk in [-20, 20]."""
+    or None when it has none. Deterministic (a fixed seed); padding holds junk in [-20, 20].
+    ``padded``: the same tensors with the mask of `PADDED_LENGTHS` (no full row), None where `name` has no mask."""
+    if padded and name not in MASKED:
+        return None
     g = torch.Generator().manual_seed(20261207)
     B, T, V = 4, 7, 5
-    m = torch.arange(T)[None, :] < torch.tensor([7, 1, 4, 6])[:, None]  # (B, T) bool
+    m = torch.arange(T)[None, :] < torch.tensor(LENGTHS)[:, None]  # (B, T) bool
 
     def data(scale=1.0, shift=0.0):
         x = torch.randn(B, T, generator=g, dtype=torch.float64) * scale + shift
@@ -41,17 +52,18 @@ def probe_args(name: str) -> tuple | None:
     logp_old = -data().abs() - 0.1
     logp_new = logp_old + data(0.5)
     logits = torch.randn(B, T, V, generator=g, dtype=torch.float64) * 2
+    mm = torch.arange(T)[None, :] < torch.tensor(PADDED_LENGTHS if padded else LENGTHS)[:, None]  # the mask given
     table: dict[str, Callable[[], tuple]] = {
         "logprobs_from_logits": lambda: (logits, torch.randint(0, V, (B, T), generator=g)),
         "probability_ratio": lambda: (logp_new, logp_old),
-        "clipped_surrogate_loss": lambda: (logp_new, logp_old, data(), m),
-        "clipped_value_loss": lambda: (data(), data(), data(), m),
-        "entropy_from_logits": lambda: (logits, m),
-        "ppo_loss": lambda: (logp_new, logp_old, data(), data(), data(), data(), logits, m),
-        "compute_gae": lambda: (data(), data(), m),
-        "whiten": lambda: (data(2.0, 1.0), m),
-        "per_token_kl": lambda: (logp_new, logp_old, m),
-        "kl_shaped_rewards": lambda: (torch.randn(B, generator=g, dtype=torch.float64), logp_new, logp_old, m),
+        "clipped_surrogate_loss": lambda: (logp_new, logp_old, data(), mm),
+        "clipped_value_loss": lambda: (data(), data(), data(), mm),
+        "entropy_from_logits": lambda: (logits, mm),
+        "ppo_loss": lambda: (logp_new, logp_old, data(), data(), data(), data(), logits, mm),
+        "compute_gae": lambda: (data(), data(), mm),
+        "whiten": lambda: (data(2.0, 1.0), mm),
+        "per_token_kl": lambda: (logp_new, logp_old, mm),
+        "kl_shaped_rewards": lambda: (torch.randn(B, generator=g, dtype=torch.float64), logp_new, logp_old, mm),
     }
     return table[name]() if name in table else None
 
@@ -74,8 +86,9 @@ class Probe:
         cases: that ``MISTAKE_CASES``.
 
     A case without probe rows (a gradient, the KL controller, a function without a probe) confirms
-    every name, as before; a student function that raises on the probe, or returns something else
-    than a tensor there, confirms none.
+    every name, as before; a student function that raises on the probe is run on the probe with every
+    row padded (``"<case>@probe_padded"`` rows); one that raises on both, or returns something else than
+    a tensor, confirms none.
     """
 
     def __init__(self, student: Any, case: str, cases: dict):
@@ -83,24 +96,32 @@ class Probe:
         self.function, self.make_args, self.quantity = cases[case]
         self._seen: list = []
 
-    def _student_output(self) -> Any:
+    def _student_output(self) -> tuple[Any, bool]:
+        """(the compared part of the student's output on the probe, whether it is the padded probe's): the
+        padded probe is run when the student's code raises on the probe; None when it raises on both."""
         if not self._seen:
             _, kwargs = self.make_args()
-            try:
-                out = picker(self.quantity)(getattr(self.student, self.function)(*probe_args(self.function), **kwargs))
-            except Exception:  # the student's code fails on the probe: no evidence for a name
-                out = None
-            self._seen.append(out)
+            out, padded = None, False
+            for padded in (False, True):
+                args = probe_args(self.function, padded=padded)
+                if args is None:
+                    break
+                try:
+                    out = picker(self.quantity)(getattr(self.student, self.function)(*args, **kwargs))
+                    break
+                except Exception:  # the student's code fails on this probe: no evidence for a name from it
+                    out = None
+            self._seen.append((out, padded))
         return self._seen[0]
 
     def __call__(self, diagnosis: str) -> bool:
-        rows = known_mistakes(self.case + PROBE_SUFFIX)
-        if not rows or probe_args(self.function) is None:
+        if not known_mistakes(self.case + PROBE_SUFFIX) or probe_args(self.function) is None:
             return True
-        got = self._student_output()
+        got, padded = self._student_output()
         if not isinstance(got, torch.Tensor):
             return False
-        mask = probe_args(self.function)[-1] if self.function != "probability_ratio" else None
+        rows = known_mistakes(self.case + (PADDED_SUFFIX if padded else PROBE_SUFFIX))
+        mask = probe_args(self.function, padded=padded)[-1] if self.function != "probability_ratio" else None
         if got.dim() == 0 or self.function == "logprobs_from_logits":
             mask = None
         rtol = atol = 1e-6 if got.dtype == torch.float32 else 1e-9
