@@ -11,9 +11,8 @@ an `OutcomeCollector` (outcome + diagnosis per test). Scores come from
 no example database and no deadline, torch uses one thread, tests run in a
 fixed order, and timings are kept under `extra_data.timing` only.
 
-A missing or broken module scores 0 for its exercise and nothing else; an
-empty folder is graded 0 with a message; a path that is neither a folder nor a
-readable .zip is "rejected" (score 0, the reason in `message`).
+A missing or broken module scores 0 for its exercise and nothing else; an empty folder is graded 0 with a
+message; a path that is neither a folder nor a readable .zip is "rejected" (score 0, the reason in `message`).
 """
 
 from __future__ import annotations
@@ -266,11 +265,12 @@ def _run_tests(root: Path, present: list[str], profile: str, limits) -> tuple[di
         ``(outcomes, timing, provider)``: ``{(stem, kind, test): Outcome}`` from the collector, ``{"pytest_s": s}``,
         and the (closed) ``SandboxProvider``, which still knows each module's import failure.
     """
-    import pytest
-
-    from grader.hidden.provider import SandboxProvider
+    from grader.heap import FreezeAfterImports, imports_unwatched
     from ppo_course.grading_kit.collect import OutcomeCollector, pytest_args
 
+    with imports_unwatched():  # torch's import, with the collector off
+        import pytest
+        from grader.hidden.provider import SandboxProvider
     provider = SandboxProvider(root, limits=limits, profile=profile)
     collector = OutcomeCollector(provider.classify)
     files = []
@@ -285,7 +285,7 @@ def _run_tests(root: Path, present: list[str], profile: str, limits) -> tuple[di
     log = io.StringIO()
     try:
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            pytest.main(pytest_args(files, REPO_ROOT, deselect), plugins=[provider, collector])
+            pytest.main(pytest_args(files, REPO_ROOT, deselect), plugins=[provider, collector, FreezeAfterImports()])
     finally:
         provider.close()
     timing = {"pytest_s": round(time.perf_counter() - t0, 3)}

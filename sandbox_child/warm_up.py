@@ -16,7 +16,28 @@ from sandbox_child import isolate
 
 
 def warm_up() -> None:
-    """Import what every child needs, once, before any fork (no threads started)."""
+    """Import what every child needs, once, before any fork (no threads started).
+
+    The collector is off while it imports (torch's import alone would run three full collections over a
+    growing heap) and on again after the final collection below.
+    """
+    import gc
+
+    gc.disable()
+    try:
+        _warm_up()
+    finally:
+        # What the warm-up made stays out of the collector's walks in every child: a collection would
+        # otherwise write to (and so copy) every page of the server's heap, charged to the child's memory cgroup.
+        gc.collect()
+        gc.freeze()
+        gc.enable()
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:
+        isolate.warn(f"the fork server runs {threads} threads after warm-up; forking it is unsafe")
+
+
+def _warm_up() -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -54,12 +75,3 @@ def warm_up() -> None:
         import numpy  # noqa: F401 - imported once here, seeded in every child (ppo_course.sandbox.seeding)
     except ImportError:
         pass
-    import gc
-
-    # What the warm-up made stays out of the collector's walks in every child: a collection would
-    # otherwise write to (and so copy) every page of the server's heap, charged to the child's memory cgroup.
-    gc.collect()
-    gc.freeze()
-    threads = len(os.listdir("/proc/self/task"))
-    if threads != 1:
-        isolate.warn(f"the fork server runs {threads} threads after warm-up; forking it is unsafe")
