@@ -38,8 +38,12 @@ from collections.abc import Iterable
 #: The most characters of student-derived text kept per piece (a test's output, a message, a name).
 MAX_CHARS = 4096
 TRUNCATED = "… (truncated)"
-#: Characters that make a spreadsheet read a cell as a formula (OWASP CSV injection).
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: Characters that make a spreadsheet read a cell as a formula (OWASP CSV injection), with their full-width forms
+#: (U+FF1D, U+FF0B, U+FF0D, U+FF20), which some spreadsheets fold to ASCII on input.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+#: What a spreadsheet may skip before it reads a formula: text whose first character after these is one of
+#: `FORMULA_START` is neutralised too (" =1+1").
+_LEADING_BLANKS = " \t\r\n\u00a0\u3000"
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # the ASCII controls but tab and newline
 #: Unicode categories replaced by "?": controls, format characters (bidirectional controls, zero-width
@@ -100,14 +104,15 @@ def md_inline(text: object, limit: int = 200) -> str:
 def csv_cell(value: object, limit: int = MAX_CHARS) -> object:
     """A CSV cell that no spreadsheet evaluates: numbers pass through, text is capped and de-formula'd.
 
-    Text starting with one of `FORMULA_START` (after the cap, so also a cut one) gets a leading
-    apostrophe. Numbers (int/float) and None are returned unchanged.
+    Text starting with one of `FORMULA_START`, also after leading blanks (spaces, tabs, line breaks, no-break
+    and ideographic spaces), before or after the cap (so also a cut one), gets a leading apostrophe. Numbers
+    (int/float) and None are returned unchanged.
     """
     if value is None or isinstance(value, (int, float)):
         return value
     raw = value if isinstance(value, str) else str(value)
     text = cap(raw, limit)
-    if raw[:1] in FORMULA_START or text[:1] in FORMULA_START:
+    if any(t[:1] in FORMULA_START or t.lstrip(_LEADING_BLANKS)[:1] in FORMULA_START for t in (raw, text)):
         text = "'" + text
     return text
 

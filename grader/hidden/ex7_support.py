@@ -90,6 +90,14 @@ def purge_diagnosis(created: list, rollout: dict) -> tuple[str, str] | None:
     return None
 
 
+def reference_policy_changed(payload: dict, got: dict) -> bool:
+    """Whether the reference policy's weights after the student's step (`got["ref_state_dict"]`, returned by the
+    harness) differ from the ones the payload gave it (bit for bit); False when the harness returned none."""
+    given = payload.get("ref_state_dict") or payload["state_dict"]
+    after = got.get("ref_state_dict")
+    return after is not None and not compare.params_close(after, given, atol=0.0)
+
+
 def deep_runs_agree(run_student, own, trusted, payload: dict) -> bool:
     """True when deep-mode runs of the student's step with its own pieces (`own`) and with trusted ones
     (`trusted`, the provider's modules) on `payload` show the same gradient norms before every optimizer step

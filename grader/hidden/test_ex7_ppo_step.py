@@ -21,7 +21,8 @@ from ppo_course.grading_kit import step_checks
 from ppo_course.grading_kit import step_trace as ppo_step_trace
 from grader.hidden.cache import cached
 from grader.hidden.ex7_payload import initial_state, is_drawn_state, make_payload
-from grader.hidden.ex7_support import Tracking, deep_runs_agree, evaluate_mean_score, purge_diagnosis
+from grader.hidden.ex7_support import Tracking, deep_runs_agree, evaluate_mean_score, purge_diagnosis, \
+    reference_policy_changed
 from grader.hidden.draws import draw_choice, draw_int
 from ppo_course.grading_kit import compare
 from ppo_course.grading_kit.feedback import Mismatch
@@ -108,6 +109,8 @@ def diagnose_step(got: dict, payload: dict, reference_trace: dict | None = None)
     else "wrong_value". `got` is a validated result (`run_student`); an exception anywhere in here is a
     diagnosis that found nothing, never a grader error."""
     try:
+        if reference_policy_changed(payload, got):  # seen directly: no trace needed to name it
+            return "ppo_step_reference_updated"
         want = reference_trace if reference_trace is not None else reference_step(payload)
         found = _safely(ppo_step_diagnosis.diagnose, got, want, payload["ppo_config"])
         if not found and isinstance(got.get("state_dict"), dict):
@@ -223,10 +226,8 @@ def _expect_reference_policy_frozen(payload: dict, got: dict, when: str) -> None
     SFT model; the KL penalty is measured against it every step). The harness returns them
     (`ref_state_dict`); the expected values are the payload's own, never the student's. A step that syncs
     π_ref to the policy (load_state_dict) or lets the optimizer reach it fails here."""
-    given = payload.get("ref_state_dict") or payload["state_dict"]
-    after = got.get("ref_state_dict")
-    if after is not None and not compare.params_close(after, given, atol=0.0):
-        raise Mismatch("wrong_value", "the reference policy changed; it must stay frozen",
+    if reference_policy_changed(payload, got):
+        raise Mismatch("ppo_step_reference_updated", "the reference policy changed; it must stay frozen",
                        f"the reference policy's parameters {when}")
 
 

@@ -281,18 +281,21 @@ def _gae_no_bootstrap_family() -> Family:
 
 # --------------------------------------------------------------------------- whitening
 def _whiten_rows_family() -> Family:
+    """Whitening per row; a one-token row's Bessel divisor n − 1 = 0 is kept ("n-1": NaN there) or clamped to 1
+    ("n-1 clamped": 0 there, as ``(n - 1).clamp(min=1)``); the two agree on every row of two tokens or more."""
     def model(a: dict, p: str):
         x, m = a["x"].double(), _m(a)
         n = m.sum(1, keepdim=True).double()
         mean = _real0(x, m).sum(1, keepdim=True) / n
-        var = _real0((x - mean) ** 2, m).sum(1, keepdim=True) / (n - 1)
+        divisor = (n - 1).clamp(min=1) if p == "n-1 clamped" else n - 1
+        var = _real0((x - mean) ** 2, m).sum(1, keepdim=True) / divisor
         out = (x - mean) / torch.sqrt(var + 1e-8)
         return (out if a["shift_mean"] else out + mean).to(a["x"].dtype)
 
     def says(a: dict, p: str) -> tuple[str, str]:
         return "the mean and variance are taken per row", "not over the real tokens of the whole batch"
 
-    return Family("whiten", model, says, lambda a, p: "whiten_per_row", values=("only",))
+    return Family("whiten", model, says, lambda a, p: "whiten_per_row", values=("n-1", "n-1 clamped"))
 
 
 def _table() -> dict[str, list[Family]]:

@@ -43,6 +43,8 @@ from lms.lti.registry import PlatformRegistration, Registry
 
 LEEWAY_S = 60
 STATE_TTL_S = 600
+#: How long a used nonce is kept (seconds): twice a state's lifetime, past which no state can carry it.
+NONCE_KEEP_S = 2 * STATE_TTL_S
 
 
 class LaunchError(Exception):
@@ -158,9 +160,15 @@ class LaunchStore:
         return row[0], row[1], row[2]
 
     def use_nonce(self, nonce: str) -> None:
-        """Record ``nonce`` as used; LaunchError if it already was (a replayed id_token), by this or any process."""
+        """Record ``nonce`` as used; LaunchError if it already was (a replayed id_token), by this or any process.
+
+        Used nonces older than ``NONCE_KEEP_S`` are deleted: a nonce is accepted only beside the login state that
+        issued it, which lives ``STATE_TTL_S`` and is consumed once, so an older nonce can never be offered again.
+        """
+        now = time.time()
         with self.engine.connect().execution_options(**tables.WRITE) as conn, conn.begin():
-            fresh = tables.insert_or_keep(conn, tables.lti_nonce_used, {"nonce": nonce, "used": time.time()})
+            conn.execute(delete(tables.lti_nonce_used).where(tables.lti_nonce_used.c.used < now - NONCE_KEEP_S))
+            fresh = tables.insert_or_keep(conn, tables.lti_nonce_used, {"nonce": nonce, "used": now})
         if not fresh:
             raise LaunchError("this launch was already used (replayed nonce)")
 

@@ -19,7 +19,7 @@ folder's file is imported unchanged (:func:`import_folder_file`):
   drained by the server's passback worker (``lms.lti.outbox``).
 
 The quiz store (``quiz_bank.instructor.server``) creates them by its Alembic revisions
-``0002``, ``0003`` and ``0004``; a tool folder used without a quiz store (``ppo-course lti`` on its own) keeps them
+``0002``, ``0003``, ``0004`` and ``0005`` (the time columns' indexes); a tool folder used without a quiz store (``ppo-course lti`` on its own) keeps them
 in ``lti.sqlite`` in the folder, through the same data layer (:func:`engine_of`).
 """
 
@@ -29,7 +29,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from sqlalchemy import Column, Engine, Float, Integer, MetaData, PrimaryKeyConstraint, Table, Text, UniqueConstraint
+from sqlalchemy import Column, Engine, Float, Index, Integer, MetaData, PrimaryKeyConstraint, Table, Text, UniqueConstraint
 
 from lms.engine import WRITE, engine_for
 
@@ -43,12 +43,14 @@ lti_state = Table(
     Column("client_id", Text, nullable=False),
     Column("created", Float, nullable=False),
     UniqueConstraint("nonce", name="uq_lti_state_nonce"),
+    Index("ix_lti_state_created", "created"),
 )
 
 lti_nonce_used = Table(
     "lti_nonce_used", metadata,
     Column("nonce", Text, primary_key=True),
     Column("used", Float, nullable=False),
+    Index("ix_lti_nonce_used_used", "used"),
 )
 
 lti_score = Table(

@@ -67,6 +67,14 @@ def number_of(x: Any) -> float | None:
         return None
 
 
+def precision_of(x: Any) -> float | None:
+    """The machine epsilon of `x`'s dtype when `x` is a floating tensor (float16: 9.8e-4, bfloat16: 7.8e-3,
+    float32: 1.2e-7, float64: 2.2e-16), else None (a Python float, an integer tensor, anything else)."""
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return float(torch.finfo(x.dtype).eps)
+    return None
+
+
 def _same_shape(got: Any, other: Any) -> bool:
     """True when `got` is a tensor or Python number of `other`'s shape, read without converting `got`.
 

@@ -25,6 +25,11 @@ EX7: dict[str, str] = {
         "Your PPO step does not divide the loss by gradient_accumulation_steps before backward(); "
         "one optimizer step must average over the accumulated mini-batches."
     ),
+    "ppo_step_reference_updated": (
+        "Your PPO step changes the reference policy (copies the policy into it, or lets the optimizer reach it): "
+        "π_ref is the frozen SFT model the KL penalty measures against at every step, not π_θold (Book §5.6); "
+        "once it follows the policy the KL penalty is 0 and nothing holds the policy near the SFT model."
+    ),
     "ppo_step_no_purge": (
         "Your PPO step does not purge the buffer at the end (collect -> train -> purge, Book §5.5)."
     ),

@@ -77,6 +77,40 @@ def expect_number(value: Any, what: str) -> float:
     return number
 
 
+def snapshot(value: Any) -> Any:
+    """`value` as it is now: a tensor's detached copy (a later in-place update of the student's tensor does not
+    reach it), anything else as it is. For numbers read with `expect_numbers_close` after several calls."""
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def expect_numbers_close(values: Sequence[Any], want: torch.Tensor, *, rtol: float, atol: float, what: str,
+                         candidates: Sequence[Candidate] = ()) -> None:
+    """`expect_close` on numbers the student's code gave (``AdaptiveKLController.value`` after each update).
+
+    Each value is read with `expect_number`. When the comparison fails and some value is a reduced-precision
+    tensor or numpy scalar (float32, float16, bfloat16) with which the numbers agree to that dtype's precision,
+    the type is the mistake, not the formula: `Mismatch("wrong_type")` says so.
+
+    Args:
+        values: what the student's code gave, in order (each taken with `snapshot` when it was read); want: float64 [len(values)], the expected numbers.
+        rtol, atol, what, candidates: as `expect_close`.
+
+    Raises:
+        Mismatch: `wrong_type` (a value not one real number, or a low-precision one that explains the
+            difference), else whatever `expect_close` raises.
+    """
+    got = torch.tensor([expect_number(v, what) for v in values], dtype=torch.float64)
+    try:
+        expect_close(got, want, rtol=rtol, atol=atol, what=what, candidates=candidates)
+    except Mismatch:
+        low = [(v, compare.precision_of(v)) for v in values]
+        low = [(v, eps) for v, eps in low if eps is not None and eps > torch.finfo(torch.float64).eps]
+        if low and compare.same_values(got, want, 8 * max(e for _, e in low), atol, None):
+            raise Mismatch("wrong_type", f"a tensor of {low[0][0].dtype}, not a Python float: the numbers agree "
+                           "only to its precision (keep a float: float(...) or .item())", what) from None
+        raise
+
+
 #: How a padding position is shown: its value is unspecified by the contract and never compared.
 PADDING_SHOWN = "·"
 

@@ -89,7 +89,8 @@ def _run(student, payload) -> dict:
         raise Mismatch("not_finite", "  a parameter after the step is NaN or inf", "parameters after ppo_step")
     _check_stages(out, payload)
     if out["ref_state_dict"] is not None and not params_close(out["ref_state_dict"], payload["ref_state_dict"], 0.0):
-        raise Mismatch("wrong_value", "  the reference policy changed during the step; it must stay frozen",
+        raise Mismatch("ppo_step_reference_updated",
+                       "  the reference policy changed during the step; it must stay frozen",
                        "the reference policy after ppo_step")
     return out
 

@@ -185,13 +185,15 @@ def test_score_one_token_early_is_named():
     assert d == "off_by_one_token" and "before" in f
 
 
-def test_whiten_per_row_is_named():
-    """Mean and variance per row instead of over the batch's real tokens: `whiten_per_row`."""
-    def whiten(x, mask, shift_mean=True):  # a one-token row has no variance: NaN, as torch.var gives
+@pytest.mark.parametrize("clamped", [False, True])
+def test_whiten_per_row_is_named(clamped):
+    """Mean and variance per row instead of over the batch's real tokens: `whiten_per_row`, whether a one-token
+    row's divisor n − 1 = 0 is kept (NaN there, as torch.var gives) or clamped to 1 (0 there)."""
+    def whiten(x, mask, shift_mean=True):
         m = mask.to(torch.bool)
         n = m.sum(1, keepdim=True)
         mean = torch.where(m, x, 0.0).sum(1, keepdim=True) / n
-        var = torch.where(m, (x - mean) ** 2, 0.0).sum(1, keepdim=True) / (n - 1)
+        var = torch.where(m, (x - mean) ** 2, 0.0).sum(1, keepdim=True) / ((n - 1).clamp(min=1) if clamped else n - 1)
         out = (x - mean) / torch.sqrt(var + 1e-8)
         return out if shift_mean else out + mean
     m = torch.arange(T)[None, :] < torch.tensor((6, 3, 4))[:, None]  # ≥ 2 real tokens per row (a variance)

@@ -69,6 +69,14 @@ def test_csv_cell_neutralises_formulas(value):
     assert text_safety.csv_cell(3.5) == 3.5 and text_safety.csv_cell("alice") == "alice"
 
 
+@pytest.mark.parametrize("value", [" =1+1", "  +cmd|' /C calc'!A0", "\n@SUM(A1)", "\u00a0-2+3", "\u3000=1",
+                                   "\uff1dHYPERLINK(\"http://x\")", "\uff0b1", "\uff20A1", "\uff0d1"])
+def test_csv_cell_neutralises_formulas_after_blanks_and_in_full_width(value):
+    cell = text_safety.csv_cell(value)
+    assert cell.startswith("'"), cell
+    assert text_safety.csv_cell(" alice") == " alice" and text_safety.csv_cell("a=b") == "a=b"
+
+
 # ---------------------------------------------------------------------------- results.json, feedback.md
 
 def _hostile_result(text: str) -> GradeResult:

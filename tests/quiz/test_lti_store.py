@@ -113,6 +113,33 @@ def _race(n: int, fn) -> list:
 
 
 @pytest.mark.parametrize("kind", STORES)
+def test_used_nonces_are_pruned_past_any_state_and_the_time_columns_are_indexed(kind, store_target):
+    """A nonce used longer ago than NONCE_KEEP_S (no state can carry it any more) is deleted at the next launch; a
+    recent one is kept and still refused; the prune and the logins' expiry read an index, not a scan."""
+    from sqlalchemy import inspect, select
+
+    from lms.lti import launch, tables
+
+    target = store_target(kind)
+    engine = engine_for(target)
+    database.migrate(engine)
+    now = time.time()
+    with engine.begin() as conn:
+        conn.execute(tables.lti_nonce_used.insert(), [dict(nonce="old", used=now - launch.NONCE_KEEP_S - 5),
+                                                      dict(nonce="recent", used=now - 10)])
+    store = LaunchStore(engine)
+    store.use_nonce("fresh")
+    with engine.connect() as conn:
+        kept = sorted(r[0] for r in conn.execute(select(tables.lti_nonce_used.c.nonce)))
+    assert kept == ["fresh", "recent"]
+    with pytest.raises(LaunchError, match="replayed nonce"):
+        store.use_nonce("recent")
+    indexed = {t: [i["column_names"] for i in inspect(engine).get_indexes(t)] for t in ("lti_state", "lti_nonce_used")}
+    assert ["created"] in indexed["lti_state"] and ["used"] in indexed["lti_nonce_used"], indexed
+    engine.dispose()
+
+
+@pytest.mark.parametrize("kind", STORES)
 def test_racing_processes_use_a_nonce_and_a_state_once(kind, store_target):
     """Two engines (as two server processes hold) race: one winner for a nonce, one for a state."""
     target = store_target(kind)
@@ -142,7 +169,7 @@ CREATE TABLE lti_score (issuer TEXT, client_id TEXT, lineitem TEXT, user_id TEXT
                         status TEXT, attempts INTEGER, error TEXT, updated REAL,
                         PRIMARY KEY (issuer, client_id, lineitem, user_id));
 CREATE TABLE lti_pending_link (ticket TEXT PRIMARY KEY, launch TEXT, created REAL);
-INSERT INTO lti_nonce_used VALUES ('old-nonce', 1.0);
+INSERT INTO lti_nonce_used VALUES ('old-nonce', {used});
 INSERT INTO lti_score VALUES ('https://lms', 'c1', 'https://lms/items/1', 'u-ada', 0.5, 1.0, 'posted', 1, '', 2.0);
 """
 
@@ -153,7 +180,7 @@ def test_a_tool_folders_former_file_is_imported_once(kind, store_target, tmp_pat
     folder = tmp_path / "lti"
     folder.mkdir()
     with sqlite3.connect(folder / "lti.sqlite") as old:
-        old.executescript(_OLD_LTI_SQLITE)
+        old.executescript(_OLD_LTI_SQLITE.format(used=time.time() - 60))  # used a minute ago: not yet pruned
     engine = engine_for(target)
     database.migrate(engine)
     tool = LtiTool(folder, TOOL_URL)
@@ -173,7 +200,7 @@ def test_the_lti_command_with_db_imports_the_folder_once_and_reads_the_store(tmp
     folder = tmp_path / "lti"
     folder.mkdir()
     with sqlite3.connect(folder / "lti.sqlite") as old:
-        old.executescript(_OLD_LTI_SQLITE)
+        old.executescript(_OLD_LTI_SQLITE.format(used=time.time() - 60))  # used a minute ago: not yet pruned
         old.execute("INSERT INTO lti_score VALUES ('https://lms', 'c1', 'https://lms/items/2', 'u-ben', 1.0, 1.0,"
                     " 'pending', 4, 'HTTP 503', 3.0)")
     store = str(tmp_path / "quiz.sqlite")
