@@ -104,7 +104,7 @@ def lifecycle_data(cycles: int = 3, *, seed: int = 0, **overrides) -> dict:
 
 
 def danger_data(parameter: str, values: tuple[float, float, float] | None = None, *, steps: int | None = None,
-                seed: int = 0) -> dict:
+                seed: int = 0, progress: bool = False) -> dict:
     """Three toy runs with ``parameter`` too low / typical / too high (Book §5.9's danger table).
 
     Args:
@@ -112,6 +112,7 @@ def danger_data(parameter: str, values: tuple[float, float, float] | None = None
         values: (too low, typical, too high); default ``DANGER_VALUES[parameter]``.
         steps: PPO steps per run (default: ``DANGER_STEPS`` for the parameter, else 40).
         seed: the runs' seed.
+        progress: say on stderr which run starts, and draw each run's progress bar (a command's view).
 
     Returns:
         A dict validating as ``ppo_course.plots.DangerData``.
@@ -129,7 +130,10 @@ def danger_data(parameter: str, values: tuple[float, float, float] | None = None
         raise ValueError(f"danger_data: steps must be ≥ 1, got {steps}")
     values = values or DANGER_VALUES[parameter]
     runs = []
-    for label, value in zip(("too low", "typical", "too high"), values):
+    for k, (label, value) in enumerate(zip(("too low", "typical", "too high"), values), 1):
+        if progress:
+            print(f"danger board: run {k}/3, {parameter} = {value:g} ({label}), {steps} reference PPO steps "
+                  "(--save-data FILE keeps the runs for --data FILE next time)", file=sys.stderr, flush=True)
         kind = int if parameter in ("ppo_epochs", "batch_size") else float
         overrides = {parameter: kind(value)}
         if parameter == "batch_size":  # keep mini_batch_size × accumulation dividing the batch
@@ -137,7 +141,7 @@ def danger_data(parameter: str, values: tuple[float, float, float] | None = None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the extremes are outside the band on purpose
             config = PPOConfig.toy(seed=seed, **overrides)
-        history = train(config, steps, log_every=0, show_progress=False)
+        history = train(config, steps, log_every=0, show_progress=progress)
         keep = ("step", "ppo/mean_scores", "toy/gold_score", "objective/kl", "toy/eos_frac")
         clean = lambda v: v if isinstance(v, float) and math.isfinite(v) else None  # noqa: E731
         runs.append({"label": label, "value": float(value),

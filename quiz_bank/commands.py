@@ -283,7 +283,8 @@ def _status_table(bank, store, sid: str, keyed: bool):
         else:
             state = (f"attempt {latest} recorded, not graded here" if answered == len(asked)
                      else f"attempt {latest} in progress")
-        table.add_row(f"stop{s}", str(latest or "—"), f"{answered}/{len(asked)}", state)
+        # A stop not started has no draw yet: its bank's size is not the number an attempt asks.
+        table.add_row(f"stop{s}", str(latest or "—"), f"{answered}/{len(asked)}" if rows or latest else "—", state)
     return table
 
 

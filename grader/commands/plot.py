@@ -47,7 +47,7 @@ def compute_data(args: argparse.Namespace) -> dict:
     if args.kind == "lifecycle":
         data = figure_runs.lifecycle_data(args.cycles)
     else:
-        data = figure_runs.danger_data(args.parameter, steps=args.steps)
+        data = figure_runs.danger_data(args.parameter, steps=args.steps, progress=True)
     if args.save_data is not None:
         atomic_write_text(args.save_data, json.dumps(data, indent=1))
     return data

@@ -138,7 +138,7 @@ def analytics_markdown(stats: list[TestStats], png_name: str | None = HEATMAP) -
         lines += [f"![full-marks rate per hidden test, one heat map per exercise]({png_name})", ""]
     students = max((s.n for s in stats), default=0)
     lines += [f"Rates over the gradebook's {students} graded students, one per row (a student's attempts are grouped "
-              "by the rule stated to grade-batch, see attempts.md; 0-point tests, which only inform, are not "
+              "by the rule stated to grade-batch, listed in attempts.md when a rule was given; 0-point tests, which only inform, are not "
               "listed). The states are those of results.json and feedback.md: *passed* (with points), *passed, 0 "
               "points for now* (its twins or required tests have not passed yet) and *failed*; *full marks* is "
               "passed with all its points.", "",

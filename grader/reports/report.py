@@ -182,6 +182,11 @@ def report_markdown(summary: ClassSummary, png_name: str | None = "report.png", 
             stems = ", ".join(f"`{x}`" for x in sorted(s.diagnosis_stems.get(did, set())) if x)
             msg = _diagnosis_message(did).replace("|", "\\|").replace("\n", " ")
             lines.append(f"| {i} | `{did}` | {stems} | {n} | {msg} |")
+        if len(mistakes) > top:
+            rest = mistakes[top:]
+            lines += ["", f"… and {len(rest)} more diagnosed mistake{'s' if len(rest) > 1 else ''}, each of at most "
+                          f"{max(n for _, n in rest)} student{'s' if max(n for _, n in rest) > 1 else ''}: "
+                          + ", ".join(f"`{did}` ({n})" for did, n in rest) + "."]
         lines.append("")
     echoes = [(d, s.diagnoses[d]) for d in sorted(_ECHO_DIAGNOSES) if s.diagnoses.get(d)]
     if echoes:

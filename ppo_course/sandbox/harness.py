@@ -230,6 +230,22 @@ def trusted_operations() -> dict[str, Any]:
             "call_with_grad": _make_grad_runner(), "tied_grad": make_tied_runner()}
 
 
+
+class UnfinishedController:
+    """Stands for a KL controller whose class is still exercise 6's stub: any use raises the stub's own
+    ``NotImplementedError``, so that a step that is itself a stub says so first, and a finished step names
+    exercise 6 at its first use of ``kl_ctl`` (``step_checks.unimplemented_dependency``)."""
+
+    def __init__(self, error: NotImplementedError) -> None:
+        object.__setattr__(self, "_error", error)
+
+    def __getattr__(self, name: str) -> Any:
+        raise NotImplementedError(*self._error.args)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise NotImplementedError(*self._error.args)
+
+
 def _make_ppo_step_runner() -> Any:
     """Exercise 7's harness with its helpers bound now (before the student's import).
 
@@ -246,7 +262,7 @@ def _make_ppo_step_runner() -> Any:
 
     setting, import_module, loaded, stems = build_setting, importlib.import_module, sys.modules, tuple(MODULE_NAMES)
     controller_start = kl_controller_start
-    observer_class, reseed, to_int = StepObserver, seed_globals, int
+    observer_class, reseed, to_int, unfinished = StepObserver, seed_globals, int, UnfinishedController
 
     def run_ppo_step(module: Any, payload: dict) -> dict:
         """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
@@ -272,7 +288,11 @@ def _make_ppo_step_runner() -> Any:
         reseed(to_int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible
         policy, ref_policy, optimizer, generator, config, queries = setting(payload)
         kl_module = import_module("ex6_kl_reward")
-        kl_ctl = kl_module.AdaptiveKLController(controller_start(payload, config), config.target_kl, config.kl_horizon)
+        try:
+            kl_ctl = kl_module.AdaptiveKLController(controller_start(payload, config), config.target_kl,
+                                                    config.kl_horizon)
+        except NotImplementedError as exc:  # ex6's stub: raised at the step's first use, after its own stub
+            kl_ctl = unfinished(exc)
         # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
         modules = {stem: loaded.get(stem) for stem in stems}
         # ``"observe": "deep"`` (the public test): also the measurements only instrumentation gives (observe.py).

@@ -44,6 +44,7 @@ class MineRun:
         findings: the piece named for each alarm that was replayed (``diagnosis.Finding``) or, without a
             reference, what the public tests said at the first alarm (``public_check.PublicFinding``).
         notes: one sentence per piece that ran the reference's in place of a stub.
+        never_ran: ``stem.name`` of the student's functions the run never called (``MinePieces.never_ran``).
         stopped: the alarm that stopped the run, or None when it ran all its steps.
         reference_cached: whether the reference run came from the cache.
         reference_shipped: whether the reference run came with the bundle (``shipped.shipped_reference``).
@@ -54,6 +55,7 @@ class MineRun:
     alarms: list[Alarm] = field(default_factory=list)
     findings: list[Finding | PublicFinding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    never_ran: list[str] = field(default_factory=list)
     stopped: Alarm | None = None
     reference_cached: bool = False
     reference_shipped: bool = False
@@ -148,4 +150,5 @@ def train_mine(exercises_dir: str | Path, config: Any, steps: int, *, reference:
                                console=console, show_progress=show_progress,
                                watch=_watcher(run, alarms, reference, config, mine, say), label="yours")
         run.notes = list(mine.notes)
+        run.never_ran = mine.never_ran()
     return run

@@ -42,6 +42,10 @@ PIECES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The pieces the stubs give already written (CONTRACT.md: ``masked_mean`` of exercises 2 and 3).
+GIVEN = ("masked_mean",)
+
+
 class ReferenceSide(Protocol):
     """What ``train --mine`` needs from a reference implementation (an instructor's install supplies one).
 
@@ -92,12 +96,14 @@ class _Fallback:
         if self._theirs is not None:
             return self._theirs(*args, **kwargs)
         try:
-            return self._mine(*args, **kwargs)
+            out = self._mine(*args, **kwargs)
         except NotImplementedError as exc:
             if not _raised_in(exc, self._path):
                 raise
             self._theirs = self._owner.fall_back(self._stem, self._name, "is still a stub")
             return self._theirs(*args, **kwargs)
+        self._owner.ran.add((self._stem, self._name))
+        return out
 
 
 def _class_is_stub(cls: Any, path: Path) -> bool:
@@ -129,6 +135,8 @@ class MinePieces:
         modules: {stem: the module the run uses}: the student's, or a stand-in holding the reference's pieces.
         notes: one sentence per piece that runs the reference's instead of the student's, in order.
         fallen_back: {stem: [names]} of those pieces.
+        ran: the (stem, name) of the student's functions whose own code ran and returned at least once.
+        wrapped: the (stem, name) of every student function the run could call (the ones not found stubs).
     """
 
     def __init__(self, folder: Path, reference: ReferenceSide | None, say: Callable[[str], None]) -> None:
@@ -136,7 +144,21 @@ class MinePieces:
         self.modules: dict[str, Any] = {}
         self.notes: list[str] = []
         self.fallen_back: dict[str, list[str]] = {}
+        self.ran: set[tuple[str, str]] = set()
+        self.wrapped: list[tuple[str, str]] = []
         self._saved: list[tuple[Any, str, Any]] = []
+
+    def never_ran(self) -> list[str]:
+        """``stem.name`` of the student's implemented functions the run never called (in ``PIECES`` order): the run
+        says nothing about them. Exercise 3's ``ppo_loss`` computes its own policy term and ratio (its stub says
+        so), so exercise 2 and ``probability_ratio`` never run unless the student's ex3 calls them; and a
+        reference piece in place of a stub calls the reference's own pieces, not the student's. Stubs (read from
+        the source, ``stub_pieces``), the pieces that fell back (the notes say those) and the helpers the stubs
+        give (``GIVEN``) are left out."""
+        fell = {(stem, name) for stem, names in self.fallen_back.items() for name in names}
+        stubs = {(stem, name) for stem, names in stub_pieces(self.folder).items() for name in names}
+        return [f"{stem}.{name}" for stem, name in self.wrapped
+                if (stem, name) not in self.ran | fell | stubs and name not in GIVEN]
 
     def fall_back(self, stem: str, name: str, why: str) -> Any:
         """The reference's piece ``name`` for the student's ``stem`` (noted and said once).
@@ -201,6 +223,8 @@ def _install(owner: MinePieces, stem: str, module: Any) -> None:
                 owner.patch(module, name, owner.fall_back(stem, name, "is still a stub"))
         elif callable(mine):
             owner.patch(module, name, _Fallback(owner, stem, name, mine, path))
+            if (stem, name) not in owner.wrapped:
+                owner.wrapped.append((stem, name))
 
 
 @contextlib.contextmanager

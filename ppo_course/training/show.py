@@ -16,7 +16,7 @@ def summary_of(run: Any, seconds: float) -> dict[str, Any]:
 
     out: dict[str, Any] = {"steps_run": len(run.history), "seconds": seconds,
                            "stopped": run.stopped.text if run.stopped else None,
-                           "fallbacks": list(run.notes),
+                           "fallbacks": list(run.notes), "never_called": list(run.never_ran),
                            "findings": [f.words() for f in run.findings]}
     out.update({f"mine_last/{k}": v for k, v in window_means(run.history).items()})
     if run.reference:
@@ -103,6 +103,9 @@ def run_and_show(args: argparse.Namespace, config: Any, reference: Any, console:
     plots.save(compare_figure(run.history, run.reference, run.alarms, _title(config, args.steps)), out_dir / "train.png",
                dpi=100)
     console.print(last_window_table(run.history, run.reference))
+    if run.never_ran:
+        console.print(f"[yellow]never called in your run:[/] {', '.join(run.never_ran)}: this run says nothing about "
+                      f"them (ppo-course check {args.mine} tests them)", highlight=False, soft_wrap=True)
     if run.stopped:
         console.print(f"[bold red]stopped at step {run.stopped.step}[/] ({run.stopped.statistic}): {run.stopped.text}")
     console.print(f"{len(run.history)} steps, {seconds:.1f} CPU-s"

@@ -25,3 +25,18 @@ def test_catch_alls_are_listed_apart_from_the_ranked_mistakes():
     # a..f: 6 distinct students (e has both catch-alls), on ex2, ex3, ex4.
     assert ("Not matched to a known mistake: 6 students on ex2, ex3, ex4 (`raises_error` 2, `wrong_value` 5)"
             in md)
+
+
+def test_mistakes_past_the_table_are_counted_not_dropped():
+    """Twelve diagnoses and a table of ten: the two left (1 student each) are named under the table."""
+    ids = ["max_instead_of_min", "ratio_inverted", "entropy_sign", "gae_missing_gamma", "kl_wrong_direction",
+           "whiten_biased_variance", "value_loss_min_instead_of_max", "log_of_softmax", "score_on_padding",
+           "approx_kl_wrong", "clipfrac_wrong", "entropy_unmasked"]
+    counts = Counter({d: (3 if i < 10 else 1) for i, d in enumerate(ids)})
+    s = ClassSummary(n_students=3, status_counts={"graded": 3}, max_total=20.0, totals=[10.0] * 3,
+                     exercise_max={"ex2_clipped_loss": 10.0}, exercise_scores={"ex2_clipped_loss": [5.0] * 3},
+                     diagnoses=counts, diagnosis_stems={d: {"ex2_clipped_loss"} for d in ids},
+                     diagnosis_students={d: ["a"] for d in ids})
+    md = report_markdown(s, png_name=None, top=10)
+    assert "| 10 |" in md and "| 11 |" not in md
+    assert "… and 2 more diagnosed mistakes, each of at most 1 student: `clipfrac_wrong` (1), `entropy_unmasked` (1)." in md

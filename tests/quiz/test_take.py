@@ -79,6 +79,9 @@ def test_take_a_stop_through_stdin_passes_and_is_stored(bank, key_of, run_cli, t
         assert all(a.status == "correct" and a.attempt == 1 for a in s.attempts("tina"))
     code, out, _ = run_cli(["quiz", "status", "--student", "tina", "--store", store])
     assert code == 0 and "stop1" in out and f"{n}/{n}" in out and "chapter complete: no (1/8" in out
+    # A stop not started has no draw: no "0/<size of its bank>", which reads as that many questions to answer.
+    stop2 = next(line for line in out.splitlines() if "stop2" in line)
+    assert f"0/{len(bank.questions(2))}" not in stop2 and "—" in stop2
 
 
 def test_wrong_answer_is_told_without_the_key_and_the_retry_is_the_whole_stop_fresh(bank, key_of, run_cli, tmp_path):

@@ -55,6 +55,8 @@ def _run(folder: Path, cache: Path, steps: int, **config) -> object:
 def test_the_worked_solutions_run_matches_the_reference_within_exercise_7s_tolerance(tmp_path, cache):
     run = _run(_folder(tmp_path), cache, 3)
     assert run.alarms == [] and run.notes == [] and run.stopped is None
+    # ex3's ppo_loss computes its own policy term and ratio (its stub says so): ex2 and the ratio never run.
+    assert run.never_ran == ["ex1_ratio.probability_ratio", "ex2_clipped_loss.clipped_surrogate_loss"]
     assert len(run.history) == len(run.reference) == 3
     for mine, ref in zip(run.history, run.reference):
         for key in [k for k, _ in WATCHED] + ["objective/kl_coef", "ppo/loss/total"]:
@@ -70,6 +72,16 @@ def test_stubs_fall_back_to_the_reference_with_a_note(tmp_path, cache):
     assert sorted(n.split(" ")[0] for n in run.notes) == ["ex4_gae.compute_gae", "ex4_gae.whiten"]
     assert all("is still a stub: the reference's" in n for n in run.notes)
     assert run.alarms == [] and len(run.history) == 2
+
+
+def test_stubs_are_not_said_never_called_and_the_command_says_what_never_ran(tmp_path, cache):
+    """Exercise 3 a stub: its functions fell back (the notes say so), so only the student's implemented
+    functions the run never reached are listed."""
+    stub = (REPO / "exercises" / "ex3_full_loss.py").read_text(encoding="utf-8")
+    run = _run(_folder(tmp_path, {"ex3_full_loss": stub}), cache, 1)
+    assert "ex2_clipped_loss.clipped_surrogate_loss" in run.never_ran
+    assert not any(name.startswith("ex3_full_loss.") for name in run.never_ran)
+    assert "ex4_gae.compute_gae" not in run.never_ran  # the step calls it itself
 
 
 def test_a_folder_of_stubs_runs_the_reference_everywhere(tmp_path, cache):
