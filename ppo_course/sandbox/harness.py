@@ -246,6 +246,15 @@ class UnfinishedController:
         raise NotImplementedError(*self._error.args)
 
 
+def controller_or_unfinished(kl_module: Any, start: float, config: Any) -> Any:
+    """``kl_module.AdaptiveKLController(start, config.target_kl, config.kl_horizon)``, or an `UnfinishedController`
+    when that class is still a stub (its ``NotImplementedError``); any other error is raised."""
+    try:
+        return kl_module.AdaptiveKLController(start, config.target_kl, config.kl_horizon)
+    except NotImplementedError as exc:  # ex6's stub: raised at the step's first use, after its own stub
+        return UnfinishedController(exc)
+
+
 def _make_ppo_step_runner() -> Any:
     """Exercise 7's harness with its helpers bound now (before the student's import).
 
@@ -262,7 +271,7 @@ def _make_ppo_step_runner() -> Any:
 
     setting, import_module, loaded, stems = build_setting, importlib.import_module, sys.modules, tuple(MODULE_NAMES)
     controller_start = kl_controller_start
-    observer_class, reseed, to_int, unfinished = StepObserver, seed_globals, int, UnfinishedController
+    observer_class, reseed, to_int, make_controller = StepObserver, seed_globals, int, controller_or_unfinished
 
     def run_ppo_step(module: Any, payload: dict) -> dict:
         """Build the ex7 setting from ``payload`` and run ``module.ppo_step`` once.
@@ -288,11 +297,7 @@ def _make_ppo_step_runner() -> Any:
         reseed(to_int(payload["seed"]))  # the test's own seed: a step that uses the global RNGs is reproducible
         policy, ref_policy, optimizer, generator, config, queries = setting(payload)
         kl_module = import_module("ex6_kl_reward")
-        try:
-            kl_ctl = kl_module.AdaptiveKLController(controller_start(payload, config), config.target_kl,
-                                                    config.kl_horizon)
-        except NotImplementedError as exc:  # ex6's stub: raised at the step's first use, after its own stub
-            kl_ctl = unfinished(exc)
+        kl_ctl = make_controller(kl_module, controller_start(payload, config), config)
         # The sibling modules the step imported (the stub's `import ex4_gae` ...): observed while it runs.
         modules = {stem: loaded.get(stem) for stem in stems}
         # ``"observe": "deep"`` (the public test): also the measurements only instrumentation gives (observe.py).
