@@ -3,9 +3,11 @@ per-row whitening (statistics along dim=1).
 
 Clause broken: "over all real tokens" of the whole batch
 Expected diagnosis (the set's manifest): Each row is whitened separately. The contract wants one mean and variance over the batch's real tokens.
+Graded as: whiten_per_row since landing 13 (the per-row family now also models the divisor clamped to 1 on a
+one-token row; `wrong_value` before).
 """
 EXERCISE = "ex4_gae"
-DIAGNOSIS = "wrong_value"
+DIAGNOSIS = "whiten_per_row"
 DESCRIPTION = "per-row whitening (statistics along dim=1)"
 SEEN_IN = "the landing-7 unseen set (u37), written outside the project from the docstrings alone"
 

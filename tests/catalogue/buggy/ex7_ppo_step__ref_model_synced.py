@@ -1,10 +1,11 @@
 """Buggy ppo_step: after the update the reference policy is synced to the policy
 (ref_policy.load_state_dict(policy.state_dict())), like a DQN target network. pi_ref is the frozen SFT model
 (Book §5.6): from the next step on the KL penalty measures only the last step's drift and no longer anchors the
-policy. One step's own numbers are right; only the reference policy's weights after the step show it.
+policy. One step's own numbers are right; only the reference policy's weights after the step show it (named
+`ppo_step_reference_updated` since landing 13; `wrong_value` before).
 """
 EXERCISE = "ex7_ppo_step"
-DIAGNOSIS = "wrong_value"
+DIAGNOSIS = "ppo_step_reference_updated"
 DESCRIPTION = 'ref_policy.load_state_dict(policy.state_dict()) after the update (the reference model is updated)'
 SEEN_IN = "classroom mistake (the reference policy 'kept up to date' like a target network)"
 
