@@ -113,6 +113,27 @@ def _take_stop(driver, server, service, student: str, stop: int, wrong_first: bo
     return verdicts
 
 
+def _press_until(browser, slider_id: str, out_id: str, target: str, key: str, limit: int = 40) -> None:
+    """Press ``key`` on the slider one step at a time until its readout shows ``target``: each press waits for the
+    readout to move (a press that a loaded browser dropped is pressed again), so no press is lost or doubled."""
+    from selenium.common.exceptions import TimeoutException, WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def readout(d):
+        return d.find_element(By.ID, out_id).text
+
+    for _ in range(limit):
+        shown = readout(browser)
+        if shown == target:
+            return
+        browser.find_element(By.ID, slider_id).send_keys(key)
+        try:
+            WebDriverWait(browser, 10, ignored_exceptions=(WebDriverException,)).until(lambda d: readout(d) != shown)
+        except TimeoutException:  # the press did not reach the page: press again
+            pass
+
+
 def test_a_student_passes_a_stop_in_the_browser_after_failing_it_and_moves_the_clip_slider(tmp_path, bank, browser):
     from selenium.webdriver.common.by import By
     from selenium.common.exceptions import WebDriverException
@@ -148,9 +169,7 @@ def test_a_student_passes_a_stop_in_the_browser_after_failing_it_and_moves_the_c
         browser.get(server.url + "/interactive/clip?r=1.1&adv=1")
         before = browser.find_element(By.ID, "out-r").text
         assert before == "1.10" and browser.find_element(By.ID, "out-flows").text == "flows"
-        slider = browser.find_element(By.ID, "r")
-        for _ in range(20):  # r: 1.10 → 1.30, past 1 + ε: the gradient stops
-            slider.send_keys(Keys.ARROW_RIGHT)
+        _press_until(browser, "r", "out-r", "1.30", Keys.ARROW_RIGHT)  # r: 1.10 → 1.30, past 1 + ε: the gradient stops
         WebDriverWait(browser, 60, ignored_exceptions=(WebDriverException,)).until(lambda d: d.find_element(By.ID, "out-r").text == "1.30")
         WebDriverWait(browser, 60, ignored_exceptions=(WebDriverException,)).until(lambda d: d.find_element(By.ID, "out-flows").text == "zero")
         assert browser.find_element(By.ID, "out-objective").text == "1.2000"
