@@ -24,7 +24,7 @@ from grader.mistakes import buggy_variants
 from grader.hidden.calls import reference_call, reference_grads, student_grads
 from ppo_course.grading_kit.compare import any_nonzero
 from ppo_course.grading_kit.feedback import Mismatch, expect_close
-from ppo_course.grading_kit.inputs import batches as _batches
+from ppo_course.grading_kit import inputs
 
 
 def hidden_batches(**kw):
@@ -33,7 +33,7 @@ def hidden_batches(**kw):
     one-token and full rows still occur through the row lengths."""
     kw.setdefault("min_B", 2)
     kw.setdefault("min_T", 3)
-    return _batches(**kw)
+    return inputs.batches(**kw)
 
 TOL = {torch.float32: 2e-5, torch.float64: 1e-9}
 

@@ -19,11 +19,9 @@ import torch
 from grader.mistakes import buggy_variants
 from grader.hidden.calls import reference_call, reference_grads, student_grads
 from ppo_course.grading_kit.feedback import matching
+from ppo_course.grading_kit.public_probe import LENGTHS, PADDED_LENGTHS  # the row lengths both probes share
 
 
-#: The probe's row lengths (of 7 tokens); `PADDED_LENGTHS`: the same rows, each one token shorter where it was
-#: full, so that every row ends in padding.
-LENGTHS, PADDED_LENGTHS = (7, 1, 4, 6), (6, 1, 4, 6)
 
 
 def probe_args(name: str, dtype: torch.dtype, mask_dtype: torch.dtype, *,
